@@ -1,0 +1,58 @@
+# gpu-scheduler-eks: `make demo` runs the system locally, `make test` runs every test.
+# Both set up what they need (Python venv, Go builds) and are quick when nothing changed.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+BIN := .cache/bin
+MODE ?= extender
+PYTEST_ARGS ?=
+
+.PHONY: help setup lint go-check binaries test test-policy test-python demo bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+setup: $(STAMP) ## create .venv and install the pinned requirements
+
+$(STAMP): requirements.txt extender_app/requirements.txt
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: set PYTHON=/path/to/python3.11"; exit 1; }
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "Installing pinned Python requirements into $(VENV)..."
+	@$(PY) -m pip install --disable-pip-version-check --no-input -q -r requirements.txt
+	@touch $@
+
+lint: setup ## ruff (lint + format check) and mypy
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+go-check: ## gofmt, go vet and go test for the plugin module
+	@cd plugin && out=$$(gofmt -l .) && { [ -z "$$out" ] || { echo "gofmt: $$out"; exit 1; }; }
+	cd plugin && go vet ./...
+	cd plugin && go test ./...
+
+binaries: ## build etcd, kube-apiserver, kube-scheduler and gpu-scheduler into .cache/bin
+	@plugin/build-binaries.sh $(CURDIR)/$(BIN)
+
+test-policy: setup ## the policy tests, with 100% branch coverage enforced
+	$(PY) -m pytest tests/policy --cov --cov-report=term $(PYTEST_ARGS)
+
+test-python: setup binaries ## every other pytest suite (extender, Pulumi, end-to-end)
+	$(PY) -m pytest tests --ignore=tests/policy $(PYTEST_ARGS)
+
+test: lint go-check test-policy test-python ## everything CI runs
+
+demo: setup binaries ## start the local control plane, schedule sample pods, print the table (MODE=extender|plugin)
+	$(PY) -m localcluster.demo --mode $(MODE) --bin-dir $(BIN)
+
+bench: setup binaries ## benchmarks; writes bench/RESULTS.md
+	$(PY) -m bench --bin-dir $(BIN)
+
+clean: ## remove the venv and the build cache
+	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,119 @@
+"""The custom scheduler's KubeSchedulerConfiguration, rendered as data.
+
+A pure module (no Pulumi import): the Pulumi program puts its output in a ConfigMap
+and the local cluster writes it to a file, changing only file paths, the extender URL
+and the kubeconfig, so both run the same configuration.
+"""
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import yaml
+
+SchedulerMode = Literal["extender", "plugin"]
+SCHEDULER_MODES: tuple[SchedulerMode, ...] = ("extender", "plugin")
+
+SCHEDULER_NAME = "custom-scheduler"
+NAMESPACE = "scheduler-lab"
+PLUGIN_NAME = "GPUScheduler"
+CONFIG_API_VERSION = "kubescheduler.config.k8s.io/v1"
+
+
+@dataclass(frozen=True)
+class ExtenderEndpoint:
+    """How kube-scheduler reaches the extender (mutual TLS, filter + prioritize)."""
+
+    url_prefix: str = f"https://scheduler-extender.{NAMESPACE}.svc:8443"
+    ca_file: str = "/etc/extender-client/ca.crt"
+    cert_file: str = "/etc/extender-client/tls.crt"
+    key_file: str = "/etc/extender-client/tls.key"
+    http_timeout: str = "2s"
+    weight: int = 1
+
+
+@dataclass(frozen=True)
+class LeaderElection:
+    """The scheduler's own Lease, apart from the default scheduler's."""
+
+    lease_name: str = SCHEDULER_NAME
+    lease_namespace: str = NAMESPACE
+    lease_duration: str = "15s"
+    renew_deadline: str = "10s"
+    retry_period: str = "2s"
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """Everything the rendered configuration depends on."""
+
+    mode: SchedulerMode
+    scheduler_name: str = SCHEDULER_NAME
+    plugin_weight: int = 10
+    extender: ExtenderEndpoint = field(default_factory=ExtenderEndpoint)
+    leader_election: LeaderElection = field(default_factory=LeaderElection)
+    kubeconfig: str = ""
+    """Empty in the cluster (in-cluster credentials); a file path for a local run."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in SCHEDULER_MODES:
+            raise ValueError(f"scheduler mode must be one of {', '.join(SCHEDULER_MODES)}, not {self.mode!r}")
+
+
+def render_scheduler_config(config: SchedulerConfig) -> dict[str, Any]:
+    """The KubeSchedulerConfiguration document for ``config.mode``."""
+    election = config.leader_election
+    document: dict[str, Any] = {
+        "apiVersion": CONFIG_API_VERSION,
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {
+            "leaderElect": True,
+            "resourceLock": "leases",
+            "resourceName": election.lease_name,
+            "resourceNamespace": election.lease_namespace,
+            "leaseDuration": election.lease_duration,
+            "renewDeadline": election.renew_deadline,
+            "retryPeriod": election.retry_period,
+        },
+    }
+    if config.kubeconfig:
+        document["clientConnection"] = {"kubeconfig": config.kubeconfig}
+    profile: dict[str, Any] = {"schedulerName": config.scheduler_name}
+    document["profiles"] = [profile]
+    if config.mode == "plugin":
+        profile["plugins"] = {
+            "filter": {"enabled": [{"name": PLUGIN_NAME}]},
+            "score": {"enabled": [{"name": PLUGIN_NAME, "weight": config.plugin_weight}]},
+        }
+    else:
+        endpoint = config.extender
+        # No managedResources / ignoredByScheduler: the extender counts no GPUs, so
+        # NodeResourcesFit must keep checking nvidia.com/gpu.
+        document["extenders"] = [
+            {
+                "urlPrefix": endpoint.url_prefix,
+                "filterVerb": "filter",
+                "prioritizeVerb": "prioritize",
+                "weight": endpoint.weight,
+                "enableHTTPS": True,
+                "tlsConfig": {
+                    "caFile": endpoint.ca_file,
+                    "certFile": endpoint.cert_file,
+                    "keyFile": endpoint.key_file,
+                },
+                "httpTimeout": endpoint.http_timeout,
+                "nodeCacheCapable": False,
+                "ignorable": False,
+            }
+        ]
+    return document
+
+
+def scheduler_config_yaml(config: SchedulerConfig) -> str:
+    """The document as YAML, keys in a stable order."""
+    return yaml.safe_dump(render_scheduler_config(config), sort_keys=False)
+
+
+def config_checksum(text: str) -> str:
+    """SHA-256 of a rendered configuration, for a pod-template annotation that rolls pods."""
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,24 @@
+"""Go's strconv.ParseInt(s, 10, 64), which both the annotation and the label follow."""
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+_DIGITS = frozenset("0123456789")
+_INT64_DIGITS = len(str(_INT64_MAX))
+
+
+def parse_go_int64(text: str) -> int | None:
+    """Return the value of ``text`` as Go's ``strconv.ParseInt(text, 10, 64)`` reads it.
+
+    An optional ``+`` or ``-`` sign, then one or more ASCII digits; nothing else (no
+    spaces, underscores or non-ASCII digits, which Python's ``int()`` would accept).
+    Returns None where Go returns an error, including values outside int64.
+    """
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not digits or not _DIGITS.issuperset(digits):
+        return None
+    if len(digits.lstrip("0")) > _INT64_DIGITS:
+        return None  # out of range; also keeps int() clear of its digit-count limit
+    value = int(text)
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        return None
+    return value

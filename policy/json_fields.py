@@ -1,0 +1,49 @@
+"""Reading fields of decoded Kubernetes JSON with Go's type rules.
+
+kube-scheduler decodes pods and nodes into typed Go structs, where JSON null and an
+absent field both mean the zero value and a value of the wrong type fails the whole
+decode. These readers do the same for the few fields the policy needs, and name the
+field in the error.
+"""
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from policy.errors import PolicyError
+
+
+def mapping_field(obj: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    """``obj[key]`` as an object or map; empty when absent or null."""
+    value = obj.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise PolicyError(f"{where}.{key} must be an object")
+    return value
+
+
+def list_field(obj: Mapping[str, Any], key: str, where: str) -> Sequence[Any]:
+    """``obj[key]`` as a list; empty when absent or null."""
+    value = obj.get(key)
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise PolicyError(f"{where}.{key} must be a list")
+    return value
+
+
+def element(value: object, where: str) -> Mapping[str, Any]:
+    """A list element that must be an object; null decodes to an empty struct."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise PolicyError(f"{where} must be an object")
+    return value
+
+
+def string_value(obj: Mapping[str, Any], key: str, where: str) -> str | None:
+    """``obj[key]`` as a string; None when absent or null."""
+    value = obj.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise PolicyError(f"{where}[{key!r}] must be a string")

@@ -1,0 +1,87 @@
+"""Whether a node's GPUs fit a requirement, and how much a GPU pod prefers the node."""
+
+from collections.abc import Mapping
+from typing import Any
+
+from policy.errors import PolicyError
+from policy.integers import parse_go_int64
+from policy.json_fields import mapping_field, string_value
+from policy.requirement import Requirement
+from policy.settings import (
+    DEFAULT_SETTINGS,
+    MAX_EXTENDER_SCORE,
+    MAX_GPU_MEMORY_MIB,
+    MAX_SCORE,
+    PolicySettings,
+)
+
+MISSING_NODE = "missing node"
+INVALID_NODE_LABEL = "missing or invalid administrator GPU-memory label"
+BELOW_MINIMUM = "GPU memory label is below the required minimum"
+
+
+def node_gpu_memory_mib(node: object, settings: PolicySettings = DEFAULT_SETTINGS) -> int:
+    """The node's per-GPU memory label in MiB.
+
+    Raises PolicyError with ``MISSING_NODE`` for a null node and ``INVALID_NODE_LABEL``
+    when the label is absent or not a base-10 integer in 1..1048576.
+    """
+    memory, reason = _memory_or_reason(node, settings)
+    if reason:
+        raise PolicyError(reason)
+    return memory
+
+
+def fits_memory(
+    req: Requirement, node: object, settings: PolicySettings = DEFAULT_SETTINGS
+) -> tuple[bool, str]:
+    """Whether the node's GPU memory label meets the pod's minimum, and if not, why.
+
+    A pod without a minimum fits every node (the node is not even read). Other
+    scheduler filters still decide GPU counts, taints and affinity.
+    """
+    if req.min_memory_mib == 0:
+        return True, ""
+    memory, reason = _memory_or_reason(node, settings)
+    if reason:
+        return False, reason
+    if memory < req.min_memory_mib:
+        return False, BELOW_MINIMUM
+    return True, ""
+
+
+def score_100(req: Requirement, node: object, settings: PolicySettings = DEFAULT_SETTINGS) -> int:
+    """0..100: larger-memory GPUs score higher, up to the configured scale.
+
+    0 for pods without a GPU request and for nodes without a valid label.
+    """
+    if not req.has_gpu:
+        return 0
+    memory, reason = _memory_or_reason(node, settings)
+    if reason:
+        return 0
+    return min(MAX_SCORE, memory * MAX_SCORE // settings.score_scale_mib)
+
+
+def extender_score(req: Requirement, node: object, settings: PolicySettings = DEFAULT_SETTINGS) -> int:
+    """0..10: ``score_100`` in the extender API's range (MaxExtenderPriority 10)."""
+    return score_100(req, node, settings) // (MAX_SCORE // MAX_EXTENDER_SCORE)
+
+
+def _memory_or_reason(node: object, settings: PolicySettings) -> tuple[int, str]:
+    """(label MiB, "") for a valid label, else (0, the reason the node cannot be judged)."""
+    if node is None:
+        return 0, MISSING_NODE
+    if not isinstance(node, Mapping):
+        raise PolicyError("node must be an object")
+    raw = _label(node, settings.node_memory_label)
+    memory = None if raw is None else parse_go_int64(raw)
+    if memory is None or not 1 <= memory <= MAX_GPU_MEMORY_MIB:
+        return 0, INVALID_NODE_LABEL
+    return memory, ""
+
+
+def _label(node: Mapping[str, Any], key: str) -> str | None:
+    metadata = mapping_field(node, "metadata", "node")
+    labels = mapping_field(metadata, "labels", "metadata")
+    return string_value(labels, key, "metadata.labels")
