@@ -1,0 +1,76 @@
+// Package gpupolicy holds the GPU-memory scheduling rules: what a pod requires of a
+// GPU node, whether a node's administrator label meets it, and how much the pod
+// prefers the node. It is the Go twin of the project's Python policy package; both
+// are held to the shared vectors in tests/vectors. It does no I/O and knows nothing
+// of the scheduler framework.
+package gpupolicy
+
+import (
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+const (
+	// MinMemoryAnnotation is the pod annotation holding the minimum memory, in MiB,
+	// that each GPU of the pod needs.
+	MinMemoryAnnotation = "training.example.com/min-gpu-memory-mib"
+	// NodeMemoryLabel is the node label holding the memory, in MiB, of each eligible
+	// GPU on a homogeneous, non-shared GPU node (not the total, not free VRAM).
+	NodeMemoryLabel = "training.example.com/gpu-memory-mib"
+	// GPUResource is the extended resource whose aggregated request makes a pod a GPU pod.
+	GPUResource v1.ResourceName = "nvidia.com/gpu"
+	// ScoreScaleMiB is the label value, in MiB, at and above which a node scores the
+	// maximum (80 GiB: a chosen scale, not a hardware maximum).
+	ScoreScaleMiB int64 = 80 * 1024
+	// MaxGPUMemoryMiB is the largest value the annotation and the label may hold
+	// (1 TiB); the smallest is 1.
+	MaxGPUMemoryMiB int64 = 1024 * 1024
+	// MaxScore is the largest Score100 result (the framework's MaxNodeScore).
+	MaxScore int64 = 100
+	// MaxExtenderScore is the largest ExtenderScore result (the extender API's
+	// MaxExtenderPriority).
+	MaxExtenderScore int64 = 10
+)
+
+// Settings are the keys and the scale the policy reads. The zero value is not
+// valid; start from DefaultSettings.
+type Settings struct {
+	// MinMemoryAnnotation is the pod annotation key of the minimum per-GPU memory.
+	MinMemoryAnnotation string
+	// NodeMemoryLabel is the node label key of the per-GPU memory.
+	NodeMemoryLabel string
+	// GPUResource is the extended resource that counts as a GPU request.
+	GPUResource v1.ResourceName
+	// ScoreScaleMiB is the label value that scores MaxScore; 1..MaxGPUMemoryMiB.
+	ScoreScaleMiB int64
+}
+
+// DefaultSettings returns the settings with every field at its documented default.
+func DefaultSettings() Settings {
+	return Settings{
+		MinMemoryAnnotation: MinMemoryAnnotation,
+		NodeMemoryLabel:     NodeMemoryLabel,
+		GPUResource:         GPUResource,
+		ScoreScaleMiB:       ScoreScaleMiB,
+	}
+}
+
+// Validate reports every field that is empty or out of range.
+func (s Settings) Validate() error {
+	var errs []error
+	if s.MinMemoryAnnotation == "" {
+		errs = append(errs, errors.New("minMemoryAnnotation must not be empty"))
+	}
+	if s.NodeMemoryLabel == "" {
+		errs = append(errs, errors.New("nodeMemoryLabel must not be empty"))
+	}
+	if s.GPUResource == "" {
+		errs = append(errs, errors.New("gpuResource must not be empty"))
+	}
+	if s.ScoreScaleMiB < 1 || s.ScoreScaleMiB > MaxGPUMemoryMiB {
+		errs = append(errs, fmt.Errorf("scoreScaleMiB must be 1..%d, got %d", MaxGPUMemoryMiB, s.ScoreScaleMiB))
+	}
+	return errors.Join(errs...)
+}
