@@ -16,9 +16,10 @@ def parse_go_int64(text: str) -> int | None:
     digits = text[1:] if text[:1] in ("+", "-") else text
     if not digits or not _DIGITS.issuperset(digits):
         return None
-    if len(digits.lstrip("0")) > _INT64_DIGITS:
-        return None  # out of range; also keeps int() clear of its digit-count limit
-    value = int(text)
+    significant = digits.lstrip("0") or "0"
+    if len(significant) > _INT64_DIGITS:
+        return None  # out of range (and int() refuses over 4300 digits)
+    value = -int(significant) if text[0] == "-" else int(significant)
     if not _INT64_MIN <= value <= _INT64_MAX:
         return None
     return value

@@ -3,7 +3,8 @@
 kube-scheduler decodes pods and nodes into typed Go structs, where JSON null and an
 absent field both mean the zero value and a value of the wrong type fails the whole
 decode. These readers do the same for the few fields the policy needs, and name the
-field in the error.
+field in the error. Keys are matched exactly, as Kubernetes writes them (Go's decoder
+would also accept a struct key in another letter case; no Kubernetes component sends one).
 """
 
 from collections.abc import Mapping, Sequence
@@ -41,9 +42,24 @@ def element(value: object, where: str) -> Mapping[str, Any]:
     return value
 
 
-def string_value(obj: Mapping[str, Any], key: str, where: str) -> str | None:
-    """``obj[key]`` as a string; None when absent or null."""
+def optional_string(obj: Mapping[str, Any], key: str, where: str) -> str | None:
+    """A ``*string`` struct field: None when absent or null."""
     value = obj.get(key)
     if value is None or isinstance(value, str):
+        return value
+    raise PolicyError(f"{where}.{key} must be a string")
+
+
+def map_entry(string_map: Mapping[str, Any], key: str, where: str) -> str | None:
+    """An entry of a ``map[string]string`` (labels, annotations): None when absent.
+
+    A null entry is present and empty, as Go stores the zero value under the key.
+    """
+    if key not in string_map:
+        return None
+    value = string_map[key]
+    if value is None:
+        return ""
+    if isinstance(value, str):
         return value
     raise PolicyError(f"{where}[{key!r}] must be a string")

@@ -5,7 +5,7 @@ from typing import Any
 
 from policy.errors import PolicyError
 from policy.integers import parse_go_int64
-from policy.json_fields import mapping_field, string_value
+from policy.json_fields import map_entry, mapping_field
 from policy.requirement import Requirement
 from policy.settings import (
     DEFAULT_SETTINGS,
@@ -84,4 +84,4 @@ def _memory_or_reason(node: object, settings: PolicySettings) -> tuple[int, str]
 def _label(node: Mapping[str, Any], key: str) -> str | None:
     metadata = mapping_field(node, "metadata", "node")
     labels = mapping_field(metadata, "labels", "metadata")
-    return string_value(labels, key, "metadata.labels")
+    return map_entry(labels, key, "metadata.labels")

@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from policy.errors import PolicyError
-from policy.json_fields import element, list_field, mapping_field, string_value
+from policy.json_fields import element, list_field, mapping_field, optional_string
 from policy.quantity import EXACT, parse_quantity
 
 ResourceList = dict[str, Decimal]
@@ -62,7 +62,7 @@ def _aggregate_containers(spec: Mapping[str, Any]) -> ResourceList:
         where = f"spec.initContainers[{index}]"
         container = element(raw, where)
         own = _requests_of(container, where)
-        if string_value(container, "restartPolicy", where) == SIDECAR_RESTART_POLICY:
+        if optional_string(container, "restartPolicy", where) == SIDECAR_RESTART_POLICY:
             _add(total, own)
             _add(sidecars, own)
             need = dict(sidecars)

@@ -30,11 +30,14 @@ _MAX_INT64_FACTORS = 18  # decimal digits an int64 always holds (apimachinery ma
 _DECIMAL_SUFFIXES = {"": 0, "n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _EXPONENT_SUFFIX = re.compile(r"[eE]([+-]?[0-9]+)")
+_ESCAPED = re.compile("[\x00-\x1f]")
 _NUMBER = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?")
 
 # Go's unicode.IsSpace, which strings.TrimSpace uses. Python's str.strip() also strips
 # U+001C..U+001F, which Go keeps, so the set is spelled out.
-GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+GO_SPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+)
 
 EXACT = decimal.Context(
     prec=decimal.MAX_PREC,
@@ -58,7 +61,11 @@ def parse_quantity(value: object) -> Decimal:
     """Return the exact value of a JSON quantity, or raise PolicyError.
 
     ``value`` is what a JSON decoder produced: a string (trimmed of Go white space),
-    an unquoted number, or None (JSON null, a zero quantity, as in Go).
+    an unquoted number, or None (JSON null, a zero quantity, as in Go). Go reads the raw
+    JSON text; after decoding, two differences remain, both out of reach of any
+    Kubernetes component (the API always writes quantities as plain strings): a printable
+    character written as a ``\\u`` escape is accepted here, and an unquoted number with
+    more digits than a float holds is read through the float.
     """
     if value is None:
         return Decimal(0)
@@ -69,6 +76,10 @@ def parse_quantity(value: object) -> Decimal:
     elif isinstance(value, float):
         text = repr(value)  # shortest round-trip form; Go would see the original digits
     elif isinstance(value, str):
+        if _ESCAPED.search(value):
+            # Only an escape (\t, \n, ...) puts a control character in a JSON string, and Go
+            # parses the raw, still-escaped bytes, so it rejects these.
+            raise PolicyError(_invalid(value))
         text = value.strip(GO_SPACE)
     else:
         raise PolicyError(_invalid(value))

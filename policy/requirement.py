@@ -6,7 +6,7 @@ from typing import Any
 
 from policy.errors import PolicyError
 from policy.integers import parse_go_int64
-from policy.json_fields import mapping_field, string_value
+from policy.json_fields import map_entry, mapping_field
 from policy.pod_requests import pod_requests
 from policy.settings import DEFAULT_SETTINGS, MAX_GPU_MEMORY_MIB, PolicySettings
 
@@ -55,4 +55,4 @@ def requirement_from_pod(pod: object, settings: PolicySettings = DEFAULT_SETTING
 def _annotation(pod: Mapping[str, Any], key: str) -> str | None:
     metadata = mapping_field(pod, "metadata", "pod")
     annotations = mapping_field(metadata, "annotations", "metadata")
-    return string_value(annotations, key, "metadata.annotations")
+    return map_entry(annotations, key, "metadata.annotations")

@@ -1,0 +1,60 @@
+"""The shared vectors: every case must hold for the Python policy exactly as written."""
+
+from decimal import Decimal
+from typing import Any
+
+import orjson
+import pytest
+
+import policy
+from tests.vectors import load_cases
+
+POLICY_CASES = load_cases("policy_cases.json")
+QUANTITY_CASES = load_cases("quantity_cases.json")
+
+
+def test_vector_files_have_enough_cases() -> None:
+    assert len(POLICY_CASES) >= 80
+    names = [case["name"] for case in POLICY_CASES]
+    assert len(names) == len(set(names)), "case names must be unique"
+
+
+@pytest.mark.parametrize("case", POLICY_CASES, ids=lambda case: case["name"])
+def test_policy_case(case: dict[str, Any]) -> None:
+    expect = case["expect"]
+    if expect.get("decode_error") == "pod":
+        with pytest.raises(policy.PolicyError):
+            policy.requirement_from_pod(case["pod"])
+        return
+    if expect.get("error"):
+        with pytest.raises(policy.PolicyError) as raised:
+            policy.requirement_from_pod(case["pod"])
+        assert str(raised.value) == expect["error"]
+        return
+
+    requirement = policy.requirement_from_pod(case["pod"])
+    node = case["node"]
+    if expect.get("decode_error") == "node":
+        assert requirement.has_gpu, "a node is read only for GPU pods"
+        with pytest.raises(policy.PolicyError):
+            policy.score_100(requirement, node)
+        if requirement.min_memory_mib:
+            with pytest.raises(policy.PolicyError):
+                policy.fits_memory(requirement, node)
+        return
+    assert requirement == policy.Requirement(
+        has_gpu=expect["requirement"]["has_gpu"], min_memory_mib=expect["requirement"]["min_memory_mib"]
+    )
+    assert policy.fits_memory(requirement, node) == (expect["fits"], expect["reason"])
+    assert policy.score_100(requirement, node) == expect["score_100"]
+    assert policy.extender_score(requirement, node) == expect["extender_score"]
+
+
+@pytest.mark.parametrize("case", QUANTITY_CASES, ids=lambda case: case["json"])
+def test_quantity_case(case: dict[str, Any]) -> None:
+    decoded = orjson.loads(case["json"])
+    if case["value"] is None:
+        with pytest.raises(policy.PolicyError):
+            policy.parse_quantity(decoded)
+    else:
+        assert policy.parse_quantity(decoded) == Decimal(case["value"])
