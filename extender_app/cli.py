@@ -1,0 +1,128 @@
+"""``python -m extender_app``: flags (each with an environment variable fallback) -> a running server."""
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from extender_app.json_log import configure_logging
+from extender_app.service import ExtenderService, install_signal_handlers
+from extender_app.settings import ExtenderSettings
+from extender_app.tls_material import TlsMaterialError
+from policy import PolicySettings
+
+ENV_PREFIX = "EXTENDER_"
+EXIT_CONFIG_ERROR = 2
+
+
+@dataclass(frozen=True)
+class _Flag:
+    name: str
+    """Field of ExtenderSettings (or of PolicySettings, for policy flags)."""
+    kind: Callable[[str], Any]
+    help: str
+    policy: bool = False
+
+    @property
+    def option(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+
+FLAGS = (
+    _Flag("tls_cert", str, "PEM server certificate chain; re-read when it changes"),
+    _Flag("tls_key", str, "PEM private key of the server certificate"),
+    _Flag("client_ca", str, "PEM CA bundle for client certificates (at least one certificate)"),
+    _Flag("bind", str, "address both listeners bind to"),
+    _Flag("port", int, "mutual-TLS port for POST /filter and /prioritize"),
+    _Flag("health_port", int, "plain-HTTP port for /healthz, /readyz, /metrics"),
+    _Flag("max_body_bytes", int, "largest request body in bytes (larger -> 413, refused while reading)"),
+    _Flag("max_nodes", int, "most candidate nodes per request (more -> 413)"),
+    _Flag("max_concurrent_requests", int, "requests read and judged at once; others wait"),
+    _Flag("queue_timeout", float, "seconds a request waits for a slot before 503"),
+    _Flag("max_connections", int, "open client connections; more are closed at once"),
+    _Flag("max_header_bytes", int, "largest request line plus headers in bytes (larger -> 431)"),
+    _Flag(
+        "header_timeout",
+        float,
+        "seconds from a request's first byte (or accept, incl. TLS) to its last header",
+    ),
+    _Flag("read_timeout", float, "seconds from a request's first byte (or accept) to the end of its body"),
+    _Flag("write_timeout", float, "seconds to write one response"),
+    _Flag("idle_timeout", float, "seconds a keep-alive connection may wait for its next request"),
+    _Flag("linger_timeout", float, "seconds spent discarding an unread body after an early error answer"),
+    _Flag("shutdown_timeout", float, "seconds SIGTERM waits for requests in flight"),
+    _Flag("tls_reload_interval", float, "seconds between checks of the TLS files for a change"),
+    _Flag("min_memory_annotation", str, "pod annotation holding the minimum MiB per GPU", policy=True),
+    _Flag("node_memory_label", str, "node label holding the MiB of each GPU", policy=True),
+    _Flag("gpu_resource", str, "extended resource that makes a pod a GPU pod", policy=True),
+    _Flag("score_scale_mib", int, "label MiB that scores the maximum", policy=True),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser; each flag's help shows its environment variable and default."""
+    parser = argparse.ArgumentParser(
+        prog="python -m extender_app",
+        description="GPU-memory scheduler extender: POST /filter and /prioritize over mutual TLS.",
+        epilog="Every flag may also be set by the environment variable shown; a flag wins over the variable.",
+    )
+    settings, policy = ExtenderSettings(), PolicySettings()
+    for flag in FLAGS:
+        default = getattr(policy if flag.policy else settings, flag.name)
+        parser.add_argument(
+            flag.option,
+            type=flag.kind,
+            default=None,
+            metavar=flag.kind.__name__.upper(),
+            help=f"{flag.help} [env {flag.env}, default {default}]",
+        )
+    return parser
+
+
+def settings_from(argv: Sequence[str], environ: dict[str, str]) -> ExtenderSettings:
+    """Settings from flags, then environment variables, then defaults; raises ValueError when invalid."""
+    parsed = vars(build_parser().parse_args(argv))
+    chosen: dict[str, Any] = {}
+    policy_chosen: dict[str, Any] = {}
+    for flag in FLAGS:
+        value = parsed[flag.name]
+        if value is None and flag.env in environ:
+            try:
+                value = flag.kind(environ[flag.env])
+            except ValueError:
+                raise ValueError(
+                    f"{flag.env}={environ[flag.env]!r} is not a valid {flag.kind.__name__}"
+                ) from None
+        if value is not None:
+            (policy_chosen if flag.policy else chosen)[flag.name] = value
+    assert {flag.name for flag in FLAGS if not flag.policy} == {
+        item.name for item in fields(ExtenderSettings)
+    } - {"policy"}
+    return ExtenderSettings(**chosen, policy=PolicySettings(**policy_chosen))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the extender until SIGTERM; 0 after a graceful stop, 2 on a configuration error."""
+    logger = configure_logging()
+    try:
+        settings = settings_from(sys.argv[1:] if argv is None else argv, dict(os.environ))
+        service = ExtenderService(settings, logger)
+    except (ValueError, TlsMaterialError) as error:
+        logger.error("cannot start", extra={"fields": {"error": str(error)}})
+        print(f"extender: {error}", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        install_signal_handlers(stop)
+        await service.run(stop)
+
+    asyncio.run(serve())
+    return 0

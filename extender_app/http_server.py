@@ -1,0 +1,410 @@
+"""A small HTTP/1.1 server: asyncio sockets, optional TLS per connection, h11 for the protocol.
+
+h11 parses and frames HTTP; this module adds what a server facing a hostile network
+needs and what no maintained Python server offers together (see the README): a header
+deadline from a request's first byte, a deadline for the whole request, a write
+deadline, an idle timeout, a body cap enforced while reading (also for chunked bodies),
+a bound on concurrent work, TLS with a context chosen per connection (so rotated
+certificates apply without a restart) and a graceful shutdown.
+"""
+
+import asyncio
+import logging
+import ssl
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any
+
+import h11
+
+READ_CHUNK_BYTES = 256 * 1024
+"""Bytes asked of the socket per read (also the stream's buffer limit)."""
+
+CLOSE_TIMEOUT = 1.0
+"""Seconds to wait for a closing TLS connection to say goodbye before dropping it."""
+
+TEXT = "text/plain; charset=utf-8"
+MAX_REASON_CHARS = 500
+"""Error reasons are cut to one line of at most this many characters."""
+
+
+@dataclass(frozen=True)
+class Response:
+    """An answer: status, body, content type and what the request log should say about it."""
+
+    status: int
+    body: bytes
+    content_type: str = TEXT
+    headers: tuple[tuple[str, str], ...] = ()
+    log_fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+def text_response(status: HTTPStatus, reason: str, headers: tuple[tuple[str, str], ...] = ()) -> Response:
+    """A plain-text error: one line, bounded, ending in a newline."""
+    line = " ".join(reason.split())[:MAX_REASON_CHARS]
+    return Response(int(status), (line + "\n").encode(), TEXT, headers)
+
+
+@dataclass(frozen=True)
+class Route:
+    """What the server does with a request head: answer at once, or read the body and handle it."""
+
+    label: str
+    """The verb label for logs and metrics."""
+    answer: Response | None = None
+    handle: Callable[[bytearray], Awaitable[Response]] | None = None
+    gated: bool = False
+    """Whether the request takes one of the concurrent-work slots before its body is read."""
+
+
+Router = Callable[[str, str], Route]
+"""(method, path) -> Route."""
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """Deadlines and sizes of one listener (see ExtenderSettings for what each means)."""
+
+    header_timeout: float
+    read_timeout: float
+    write_timeout: float
+    idle_timeout: float
+    linger_timeout: float
+    queue_timeout: float
+    max_header_bytes: int
+    max_body_bytes: int
+    max_connections: int
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One answered request, for the log line and the metrics."""
+
+    label: str
+    status: int
+    duration: float
+    client: str
+    response: Response
+
+
+@dataclass
+class _Connection:
+    busy: bool = False
+    """A request's head has arrived and its response is not yet written."""
+
+
+class _ClientGone(Exception):
+    """The peer closed the connection in the middle of a request."""
+
+
+class HttpServer:
+    """One listener; TLS when ``tls_context`` is given (called for each new connection)."""
+
+    def __init__(
+        self,
+        router: Router,
+        limits: ServerLimits,
+        on_request: Callable[[RequestRecord], None],
+        logger: logging.Logger,
+        *,
+        tls_context: Callable[[], ssl.SSLContext] | None = None,
+        gate: asyncio.Semaphore | None = None,
+        on_rejected_connection: Callable[[], None] = lambda: None,
+        on_tls_failure: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._router = router
+        self._limits = limits
+        self._on_request = on_request
+        self._log = logger
+        self._tls_context = tls_context
+        self._gate = gate
+        self._on_rejected = on_rejected_connection
+        self._on_tls_failure = on_tls_failure
+        self._connections: dict[asyncio.Task[Any], _Connection] = {}
+        self._server: asyncio.Server | None = None
+        self._stopping = False
+
+    async def start(self, host: str, port: int) -> int:
+        """Listen; returns the bound port (useful when ``port`` is 0)."""
+        self._server = await asyncio.start_server(self._accept, host, port, limit=READ_CHUNK_BYTES)
+        return int(self._server.sockets[0].getsockname()[1])
+
+    @property
+    def open_connections(self) -> int:
+        """Connections currently open."""
+        return len(self._connections)
+
+    @property
+    def requests_in_flight(self) -> int:
+        """Requests whose head has arrived and whose response is not yet written."""
+        return sum(1 for connection in self._connections.values() if connection.busy)
+
+    async def shutdown(self, timeout: float) -> None:
+        """Stop accepting, drop idle connections, let requests in flight finish (up to ``timeout``)."""
+        self._stopping = True
+        if self._server is not None:
+            self._server.close()
+        for task, connection in list(self._connections.items()):
+            if not connection.busy:
+                task.cancel()
+        busy = [task for task, connection in self._connections.items() if connection.busy]
+        if busy:
+            _, late = await asyncio.wait(busy, timeout=timeout)
+            for task in late:
+                task.cancel()
+        remaining = list(self._connections)
+        if remaining:
+            await asyncio.wait(remaining, timeout=CLOSE_TIMEOUT)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is None or self._stopping or len(self._connections) >= self._limits.max_connections:
+            self._on_rejected()
+            writer.transport.abort()
+            return
+        connection = _Connection()
+        self._connections[task] = connection
+        graceful = False
+        try:
+            graceful = await self._serve(reader, writer, connection)
+        except asyncio.CancelledError:
+            pass  # shutdown of an idle connection, or of a request past the shutdown timeout
+        except (_ClientGone, ConnectionError, ssl.SSLError, TimeoutError):
+            pass  # the peer went away or stalled: nothing to answer
+        except Exception:
+            self._log.exception("connection failed")
+        finally:
+            del self._connections[task]
+            await _close(writer, graceful)
+
+    async def _serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, state: _Connection
+    ) -> bool:
+        """Serve requests until the connection should close; False when it must be dropped at once."""
+        loop = asyncio.get_running_loop()
+        request_start = loop.time()
+        client: str | None = ""
+        if self._tls_context is not None:
+            client = await self._handshake(writer, request_start + self._limits.header_timeout)
+        if client is None:
+            return False
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self._limits.max_header_bytes)
+        while True:
+            keep_alive = await self._one_request(
+                conn=conn,
+                reader=reader,
+                writer=writer,
+                state=state,
+                request_start=request_start,
+                client=client,
+            )
+            if not keep_alive or self._stopping:
+                return True
+            conn.start_next_cycle()
+            if not conn.trailing_data[0]:
+                try:
+                    async with asyncio.timeout(self._limits.idle_timeout):
+                        data = await reader.read(READ_CHUNK_BYTES)
+                except TimeoutError:
+                    return True
+                if not data:
+                    return True
+                conn.receive_data(data)
+            request_start = loop.time()
+
+    async def _handshake(self, writer: asyncio.StreamWriter, deadline: float) -> str | None:
+        """TLS with the current context, within the header deadline; the client's CN, or None."""
+        assert self._tls_context is not None
+        context = self._tls_context()
+        remaining = max(deadline - asyncio.get_running_loop().time(), 0.001)
+        try:
+            async with asyncio.timeout_at(deadline):
+                await writer.start_tls(context, ssl_handshake_timeout=remaining)
+        except (ssl.SSLError, ConnectionError, TimeoutError, OSError):
+            self._on_tls_failure()
+            return None
+        return _common_name(writer.get_extra_info("peercert"))
+
+    async def _one_request(
+        self,
+        *,
+        conn: h11.Connection,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        state: _Connection,
+        request_start: float,
+        client: str,
+    ) -> bool:
+        """Read one request, answer it; whether the connection can serve another."""
+        limits = self._limits
+        try:
+            event = await _next_event(conn, reader, request_start + limits.header_timeout)
+        except h11.RemoteProtocolError as error:
+            status = HTTPStatus(error.error_status_hint)
+            await self._send(conn, writer, text_response(status, f"malformed request: {error}"), close=True)
+            return False
+        except TimeoutError:
+            return False  # slow or silent client: cut off at the header deadline
+        if not isinstance(event, h11.Request):
+            return False  # the client closed the connection between requests
+        state.busy = True
+        started = asyncio.get_running_loop().time()
+        route = self._router(event.method.decode("ascii", "replace"), _path(event.target))
+        acquired = False
+        try:
+            response, acquired = await self._response(conn, reader, event, route, request_start)
+            body_read = conn.their_state is h11.DONE
+            await self._send(conn, writer, response, close=self._stopping or not body_read)
+            duration = asyncio.get_running_loop().time() - started
+            self._on_request(RequestRecord(route.label, response.status, duration, client, response))
+        finally:
+            if acquired and self._gate is not None:
+                self._gate.release()
+            state.busy = False
+        if not body_read:
+            await _linger(reader, limits.linger_timeout)
+            return False
+        return conn.our_state is h11.DONE and conn.their_state is h11.DONE
+
+    async def _response(
+        self,
+        conn: h11.Connection,
+        reader: asyncio.StreamReader,
+        request: h11.Request,
+        route: Route,
+        request_start: float,
+    ) -> tuple[Response, bool]:
+        """The answer to ``request`` and whether a work slot was taken for it."""
+        if route.answer is not None or route.handle is None:
+            return route.answer or text_response(HTTPStatus.NOT_FOUND, "not found"), False
+        limits = self._limits
+        declared = _content_length(request)
+        if declared is not None and declared > limits.max_body_bytes:
+            return _too_large(declared, limits.max_body_bytes), False
+        read_deadline = request_start + limits.read_timeout
+        acquired = False
+        if route.gated and self._gate is not None:
+            try:
+                async with asyncio.timeout(limits.queue_timeout):
+                    await self._gate.acquire()
+            except TimeoutError:
+                return text_response(HTTPStatus.SERVICE_UNAVAILABLE, _BUSY), False
+            acquired = True
+        body = await _read_body(conn, reader, read_deadline, limits.max_body_bytes)
+        if isinstance(body, Response):
+            return body, acquired
+        return await route.handle(body), acquired
+
+    async def _send(
+        self, conn: h11.Connection, writer: asyncio.StreamWriter, response: Response, close: bool
+    ) -> None:
+        if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+            return
+        headers = [
+            ("content-type", response.content_type),
+            ("content-length", str(len(response.body))),
+            *response.headers,
+        ]
+        if response.content_type == TEXT:
+            headers.append(("x-content-type-options", "nosniff"))
+        if close:
+            headers.append(("connection", "close"))
+        status = HTTPStatus(response.status)
+        writer.write(
+            conn.send(h11.Response(status_code=status, headers=headers, reason=status.phrase)) or b""
+        )
+        for chunk in conn.send_with_data_passthrough(h11.Data(data=response.body)) or ():
+            writer.write(chunk)
+        writer.write(conn.send(h11.EndOfMessage()) or b"")
+        async with asyncio.timeout(self._limits.write_timeout):
+            await writer.drain()
+
+
+_BUSY = "extender busy: all request slots are taken (--max-concurrent-requests); retry"
+
+
+async def _next_event(conn: h11.Connection, reader: asyncio.StreamReader, deadline: float) -> Any:
+    """The next h11 event, reading from the socket until ``deadline``."""
+    while True:
+        event = conn.next_event()
+        if event is not h11.NEED_DATA:
+            return event
+        async with asyncio.timeout_at(deadline):
+            data = await reader.read(READ_CHUNK_BYTES)
+        conn.receive_data(data)  # b"" tells h11 the peer closed
+
+
+async def _read_body(
+    conn: h11.Connection, reader: asyncio.StreamReader, deadline: float, limit: int
+) -> bytearray | Response:
+    """The request body, or a 413 as soon as it grows past ``limit`` (nothing more is read)."""
+    body = bytearray()
+    while True:
+        try:
+            event = await _next_event(conn, reader, deadline)
+        except TimeoutError:
+            return text_response(
+                HTTPStatus.REQUEST_TIMEOUT, "request body not received within the read timeout"
+            )
+        except h11.RemoteProtocolError as error:
+            return text_response(HTTPStatus(error.error_status_hint), f"malformed request body: {error}")
+        if isinstance(event, h11.Data):
+            if len(body) + len(event.data) > limit:
+                return _too_large(None, limit)
+            body += event.data
+        elif isinstance(event, h11.EndOfMessage):
+            return body
+        else:
+            raise _ClientGone
+
+
+def _too_large(declared: int | None, limit: int) -> Response:
+    size = f"{declared} bytes" if declared is not None else "more bytes"
+    return text_response(
+        HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+        f"request body too large: {size} (limit {limit}, --max-body-bytes)",
+    )
+
+
+def _content_length(request: h11.Request) -> int | None:
+    for name, value in request.headers:
+        if name == b"content-length":
+            return int(value)  # h11 has checked it is a non-negative integer
+    return None
+
+
+def _path(target: bytes) -> str:
+    return target.split(b"?", 1)[0].decode("ascii", "replace")
+
+
+def _common_name(peercert: object) -> str:
+    if not isinstance(peercert, dict):
+        return ""
+    for rdn in peercert.get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                return str(value)
+    return ""
+
+
+async def _linger(reader: asyncio.StreamReader, timeout: float) -> None:
+    """Discard what the client still sends for a while, so it reads our answer before the close."""
+    try:
+        async with asyncio.timeout(timeout):
+            while await reader.read(READ_CHUNK_BYTES):
+                pass
+    except (TimeoutError, ConnectionError, ssl.SSLError, OSError):
+        pass
+
+
+async def _close(writer: asyncio.StreamWriter, graceful: bool) -> None:
+    if not graceful:
+        writer.transport.abort()
+        return
+    writer.close()
+    try:
+        async with asyncio.timeout(CLOSE_TIMEOUT):
+            await writer.wait_closed()
+    except (TimeoutError, ConnectionError, ssl.SSLError, OSError):
+        writer.transport.abort()

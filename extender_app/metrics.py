@@ -1,0 +1,86 @@
+"""Prometheus metrics of the extender (no policy data: counts and timings only)."""
+
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
+"""Seconds; the scheduler's httpTimeout (2 s in our configuration) sits inside the range."""
+
+
+@dataclass(frozen=True)
+class ExtenderMetrics:
+    """The metric families, all in one registry (so tests and /metrics see only ours)."""
+
+    registry: CollectorRegistry
+    requests: Counter
+    latency: Histogram
+    candidates: Counter
+    passed: Counter
+    in_flight: Gauge
+    rejected_connections: Counter
+    tls_handshake_failures: Counter
+    tls_reloads: Counter
+    tls_material_stale: Gauge
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of every metric."""
+        return generate_latest(self.registry)
+
+
+def create_metrics() -> ExtenderMetrics:
+    """A fresh registry with the gpu_extender_* families."""
+    registry = CollectorRegistry(auto_describe=True)
+    return ExtenderMetrics(
+        registry=registry,
+        requests=Counter(
+            "gpu_extender_requests",
+            "Requests answered, by verb (filter, prioritize, other) and HTTP status.",
+            ("verb", "status"),
+            registry=registry,
+        ),
+        latency=Histogram(
+            "gpu_extender_request_duration_seconds",
+            "Time from a request's headers to the end of its response, by verb.",
+            ("verb",),
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        ),
+        candidates=Counter(
+            "gpu_extender_candidate_nodes",
+            "Candidate nodes received in successful requests, by verb.",
+            ("verb",),
+            registry=registry,
+        ),
+        passed=Counter(
+            "gpu_extender_passed_nodes",
+            "Candidate nodes that passed the filter.",
+            registry=registry,
+        ),
+        in_flight=Gauge(
+            "gpu_extender_requests_in_flight",
+            "Verb requests whose body is being judged by the policy.",
+            registry=registry,
+        ),
+        rejected_connections=Counter(
+            "gpu_extender_rejected_connections",
+            "Connections closed at once because --max-connections were open.",
+            registry=registry,
+        ),
+        tls_handshake_failures=Counter(
+            "gpu_extender_tls_handshake_failures",
+            "TLS handshakes that failed or timed out (no or untrusted client certificate, old TLS, ...).",
+            registry=registry,
+        ),
+        tls_reloads=Counter(
+            "gpu_extender_tls_reloads",
+            "Attempts to load changed TLS files, by result (ok, error).",
+            ("result",),
+            registry=registry,
+        ),
+        tls_material_stale=Gauge(
+            "gpu_extender_tls_material_stale",
+            "1 while the TLS files on disk failed to load and the previous material is served.",
+            registry=registry,
+        ),
+    )

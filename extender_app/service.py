@@ -1,0 +1,208 @@
+"""The running extender: the mutual-TLS verb listener, the health listener, TLS reloads, shutdown."""
+
+import asyncio
+import logging
+import signal
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from http import HTTPStatus
+
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from extender_app.handlers import VERBS, VerbHandler, VerbLimits
+from extender_app.http_server import HttpServer, RequestRecord, Response, Route, ServerLimits, text_response
+from extender_app.metrics import ExtenderMetrics, create_metrics
+from extender_app.settings import ExtenderSettings
+from extender_app.tls_material import ReloadingTlsContext, TlsPaths
+
+JSON = "application/json"
+HEALTH_MAX_BODY_BYTES = 1024
+"""Probes and scrapes send no body; anything larger is refused."""
+HEALTH_MAX_CONNECTIONS = 16
+"""Probes and scrapes need few connections; the rest are closed at once."""
+
+
+@dataclass(frozen=True)
+class BoundPorts:
+    """The ports the listeners got (differs from the settings when those ask for port 0)."""
+
+    port: int
+    health_port: int
+
+
+class ExtenderService:
+    """Both listeners and their shared state; ``run`` serves until ``stop`` is set."""
+
+    def __init__(self, settings: ExtenderSettings, logger: logging.Logger) -> None:
+        """Load the TLS files (raises TlsMaterialError when they cannot be served)."""
+        self.settings = settings
+        self.log = logger
+        self.metrics: ExtenderMetrics = create_metrics()
+        self.tls = ReloadingTlsContext(TlsPaths(settings.tls_cert, settings.tls_key, settings.client_ca))
+        self._verb_limits = VerbLimits(max_nodes=settings.max_nodes, policy=settings.policy)
+        self._serving = False
+
+    async def run(
+        self, stop: asyncio.Event, on_started: Callable[[BoundPorts], None] = lambda _: None
+    ) -> None:
+        """Serve until ``stop`` is set, then shut down gracefully."""
+        settings = self.settings
+        verbs = HttpServer(
+            self._route_verb,
+            self._limits(settings.max_body_bytes, settings.max_connections),
+            self._record,
+            self.log,
+            tls_context=lambda: self.tls.context,
+            gate=asyncio.Semaphore(settings.max_concurrent_requests),
+            on_rejected_connection=self.metrics.rejected_connections.inc,
+            on_tls_failure=self.metrics.tls_handshake_failures.inc,
+        )
+        health = HttpServer(
+            self._route_health,
+            self._limits(HEALTH_MAX_BODY_BYTES, HEALTH_MAX_CONNECTIONS),
+            lambda _: None,
+            self.log,
+        )
+        port = await verbs.start(settings.bind, settings.port)
+        health_port = await health.start(settings.bind, settings.health_port)
+        reloads = asyncio.create_task(self._watch_tls(stop))
+        self._serving = True
+        ports = BoundPorts(port=port, health_port=health_port)
+        self.log.info(
+            "listening",
+            extra={"fields": {"bind": settings.bind, "port": port, "health_port": health_port}},
+        )
+        on_started(ports)
+        await stop.wait()
+
+        self._serving = False
+        self.log.info("shutting down", extra={"fields": {"requests_in_flight": verbs.requests_in_flight}})
+        await verbs.shutdown(settings.shutdown_timeout)
+        reloads.cancel()
+        await health.shutdown(1.0)
+        self.log.info("stopped")
+
+    def _limits(self, max_body_bytes: int, max_connections: int) -> ServerLimits:
+        settings = self.settings
+        return ServerLimits(
+            header_timeout=settings.header_timeout,
+            read_timeout=settings.read_timeout,
+            write_timeout=settings.write_timeout,
+            idle_timeout=settings.idle_timeout,
+            linger_timeout=settings.linger_timeout,
+            queue_timeout=settings.queue_timeout,
+            max_header_bytes=settings.max_header_bytes,
+            max_body_bytes=max_body_bytes,
+            max_connections=max_connections,
+        )
+
+    def _route_verb(self, method: str, path: str) -> Route:
+        verb = VERBS.get(path)
+        if verb is None:
+            return Route("other", answer=text_response(HTTPStatus.NOT_FOUND, f"no such path: {path}"))
+        label = path.lstrip("/")
+        if method != "POST":
+            allow = (("allow", "POST"),)
+            return Route(
+                label, answer=text_response(HTTPStatus.METHOD_NOT_ALLOWED, f"{path} takes POST", allow)
+            )
+        return Route(label, handle=self._verb_endpoint(verb), gated=True)
+
+    def _verb_endpoint(self, verb: VerbHandler) -> Callable[[bytearray], Awaitable[Response]]:
+        limits = self._verb_limits
+        in_flight = self.metrics.in_flight
+
+        async def handle(body: bytearray) -> Response:
+            in_flight.inc()
+            try:
+                result = verb(body, limits)
+            finally:
+                in_flight.dec()
+            fields = {"pod": result.pod, "candidates": result.candidates, "passed": result.passed}
+            if result.status != HTTPStatus.OK:
+                reason = result.body.decode(errors="replace")
+                return Response(
+                    int(result.status), text_response(result.status, reason).body, log_fields=fields
+                )
+            return Response(int(result.status), result.body, JSON, log_fields=fields)
+
+        return handle
+
+    def _record(self, record: RequestRecord) -> None:
+        metrics = self.metrics
+        metrics.requests.labels(record.label, str(record.status)).inc()
+        metrics.latency.labels(record.label).observe(record.duration)
+        fields = dict(record.response.log_fields)
+        if record.status == HTTPStatus.OK:
+            metrics.candidates.labels(record.label).inc(fields.get("candidates", 0))
+            if fields.get("passed") is not None:
+                metrics.passed.inc(fields["passed"])
+        line = {
+            "verb": record.label,
+            "pod": fields.get("pod", ""),
+            "candidates": fields.get("candidates", 0),
+            "passed": fields.get("passed"),
+            "status": record.status,
+            "duration_ms": round(record.duration * 1000, 3),
+            "client_cn": record.client,
+        }
+        if record.status != HTTPStatus.OK:
+            line["reason"] = record.response.body.decode(errors="replace").strip()
+        level = logging.INFO if record.status == HTTPStatus.OK else logging.WARNING
+        self.log.log(level, "request", extra={"fields": line})
+
+    def _route_health(self, method: str, path: str) -> Route:
+        answers: dict[str, Callable[[], Response]] = {
+            "/healthz": lambda: text_response(HTTPStatus.OK, "ok"),
+            "/readyz": self._readiness,
+            "/metrics": lambda: Response(int(HTTPStatus.OK), self.metrics.render(), CONTENT_TYPE_LATEST),
+        }
+        answer = answers.get(path)
+        if answer is None:
+            return Route("health", answer=text_response(HTTPStatus.NOT_FOUND, f"no such path: {path}"))
+        if method not in ("GET", "HEAD"):
+            return Route("health", answer=text_response(HTTPStatus.METHOD_NOT_ALLOWED, f"{path} takes GET"))
+
+        async def handle(_: bytearray) -> Response:
+            return answer()
+
+        return Route("health", handle=handle)
+
+    def _readiness(self) -> Response:
+        state = self.tls.state
+        if not self._serving:
+            return text_response(
+                HTTPStatus.SERVICE_UNAVAILABLE, "not ready: not serving (starting or shutting down)"
+            )
+        if not state.loaded:
+            return text_response(HTTPStatus.SERVICE_UNAVAILABLE, "not ready: TLS material not loaded")
+        if state.error:
+            return text_response(HTTPStatus.OK, f"ready; serving previous TLS material: {state.error}")
+        return text_response(HTTPStatus.OK, f"ready; TLS material generation {state.generation}")
+
+    async def _watch_tls(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            await asyncio.sleep(self.settings.tls_reload_interval)
+            changed = self.tls.reload_if_changed()
+            if changed is None:
+                continue
+            state = self.tls.state
+            self.metrics.tls_reloads.labels("ok" if changed else "error").inc()
+            self.metrics.tls_material_stale.set(0 if changed else 1)
+            if changed:
+                self.log.info("tls material reloaded", extra={"fields": {"generation": state.generation}})
+            else:
+                self.log.error(
+                    "tls material change not loaded; serving the previous material",
+                    extra={"fields": {"error": state.error, "generation": state.generation}},
+                )
+
+
+def install_signal_handlers(stop: asyncio.Event) -> None:
+    """SIGTERM and SIGINT set ``stop`` (only possible in the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)

@@ -1,0 +1,116 @@
+"""Every limit, timeout and path the extender uses, with its default and why.
+
+The CLI fills an ``ExtenderSettings`` from flags and environment variables; nothing else
+in the package holds a number a user may want to tune.
+"""
+
+from dataclasses import dataclass, field, fields
+
+from policy import PolicySettings
+
+TLS_DIR = "/etc/extender-tls"
+"""Where the Deployment mounts the Secret ``extender-server-tls``."""
+
+BYTES_PER_REALISTIC_NODE = 20_523
+"""Compact JSON size of tests/fixtures/eks_gpu_node.json (g5.2xlarge, GFD/NFD labels, 20 images,
+managedFields, which kube-scheduler's node informer keeps). Measured; see the README sizing."""
+
+MAX_CLUSTER_NODES = 5_000
+"""The largest cluster kube-scheduler supports; a candidate list can never be longer."""
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ExtenderSettings:
+    """How the extender serves; see ``extender_app.cli`` for the flags that set each field."""
+
+    tls_cert: str = f"{TLS_DIR}/tls.crt"
+    """PEM server certificate (chain); re-read when the file changes."""
+    tls_key: str = f"{TLS_DIR}/tls.key"
+    """PEM private key of the server certificate."""
+    client_ca: str = f"{TLS_DIR}/client-ca.crt"
+    """PEM bundle of CAs whose client certificates are accepted (must hold at least one)."""
+    bind: str = "0.0.0.0"  # noqa: S104 - the container must be reachable through its Service
+    """Address both listeners bind to."""
+    port: int = 8443
+    """Mutual-TLS port for POST /filter and /prioritize."""
+    health_port: int = 8080
+    """Plain-HTTP port for /healthz, /readyz and /metrics (no policy data)."""
+    max_body_bytes: int = 128 * MIB
+    """Largest request body: 5,000 realistic nodes (~98 MiB) plus 30% headroom."""
+    max_nodes: int = MAX_CLUSTER_NODES
+    """Most candidate nodes in one request (more -> 413)."""
+    max_concurrent_requests: int = 2
+    """Requests whose bodies are read and processed at once; others wait for a slot."""
+    queue_timeout: float = 2.0
+    """Seconds a request waits for a slot before it is answered 503 (the scheduler's httpTimeout)."""
+    max_connections: int = 256
+    """Open client connections; further connections are closed at once."""
+    max_header_bytes: int = 32 * 1024
+    """Largest request line plus headers (h11's max incomplete event size)."""
+    header_timeout: float = 2.0
+    """Seconds from a request's first byte (from accept, incl. TLS handshake, for the first) to its
+    last header byte."""
+    read_timeout: float = 5.0
+    """Seconds from a request's first byte (or accept) until its body has been read."""
+    write_timeout: float = 5.0
+    """Seconds to write one response."""
+    idle_timeout: float = 30.0
+    """Seconds a keep-alive connection may wait for its next request."""
+    linger_timeout: float = 1.0
+    """Seconds spent discarding an unread body after an early error response, so the client sees it."""
+    shutdown_timeout: float = 15.0
+    """Seconds SIGTERM waits for in-flight requests before closing them."""
+    tls_reload_interval: float = 5.0
+    """Seconds between checks of the TLS files for a change (a Secret update)."""
+    policy: PolicySettings = field(default_factory=PolicySettings)
+    """Keys and scale of the GPU-memory policy."""
+
+    def __post_init__(self) -> None:
+        _check_types(self)
+        for name in ("port", "health_port"):
+            if not 0 <= getattr(self, name) <= MAX_PORT:
+                raise ValueError(f"{name} must be 0..{MAX_PORT}")
+        if self.port and self.port == self.health_port:
+            raise ValueError("port and health_port must differ")
+        for name in ("max_body_bytes", "max_nodes", "max_concurrent_requests", "max_connections"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+        if self.max_header_bytes < MIN_HEADER_BYTES:
+            raise ValueError(f"max_header_bytes must be at least {MIN_HEADER_BYTES}")
+        for name in _POSITIVE_SECONDS:
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be greater than 0")
+        if self.linger_timeout < 0:
+            raise ValueError("linger_timeout must not be negative")
+        for name in ("tls_cert", "tls_key", "client_ca"):
+            if not getattr(self, name):
+                raise ValueError(f"{name} must be a file path")
+
+
+MAX_PORT = 65535
+MIN_HEADER_BYTES = 1024
+"""A request line and the few headers kube-scheduler sends fit easily."""
+_POSITIVE_SECONDS = (
+    "queue_timeout",
+    "header_timeout",
+    "read_timeout",
+    "write_timeout",
+    "idle_timeout",
+    "shutdown_timeout",
+    "tls_reload_interval",
+)
+
+
+def _check_types(settings: ExtenderSettings) -> None:
+    for item in fields(settings):
+        value = getattr(settings, item.name)
+        if isinstance(value, bool) and item.type in (int, float):
+            raise ValueError(f"{item.name} must be a number")
+        if item.type is int and not isinstance(value, int):
+            raise ValueError(f"{item.name} must be an integer")
+        if item.type is float and not isinstance(value, int | float):
+            raise ValueError(f"{item.name} must be a number")
+        if item.type is str and not isinstance(value, str):
+            raise ValueError(f"{item.name} must be a string")

@@ -1,0 +1,21 @@
+"""Fixtures: a fresh test PKI and a running extender per test."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.extender.harness import ThreadedExtender, test_settings
+from tests.extender.pki import Pki, make_pki
+
+
+@pytest.fixture
+def pki(tmp_path: Path) -> Pki:
+    return make_pki(tmp_path)
+
+
+@pytest.fixture
+def extender(pki: Pki) -> Iterator[ThreadedExtender]:
+    server = ThreadedExtender(test_settings(pki)).start()
+    yield server
+    server.stop()

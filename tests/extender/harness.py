@@ -1,0 +1,193 @@
+"""Running the real extender for tests: in a background thread (own event loop) or as a process,
+and talking to it over real TLS sockets on loopback."""
+
+import asyncio
+import http.client
+import logging
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import orjson
+
+from extender_app.json_log import JsonLineFormatter
+from extender_app.service import BoundPorts, ExtenderService
+from extender_app.settings import ExtenderSettings
+from tests.extender.pki import Pki
+
+LOOPBACK = "127.0.0.1"
+DEADLINE = 20.0
+"""Seconds any wait in these tests may take before it counts as stalled."""
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_settings(pki: Pki, **overrides: object) -> ExtenderSettings:
+    """Settings for a loopback server on ephemeral ports with the test PKI."""
+    base = ExtenderSettings(
+        tls_cert=str(pki.server_cert),
+        tls_key=str(pki.server_key),
+        client_ca=str(pki.client_ca),
+        bind=LOOPBACK,
+        port=0,
+        health_port=0,
+    )
+    return replace(base, **overrides)  # type: ignore[arg-type]
+
+
+class LogCapture(logging.Handler):
+    """Keeps the JSON lines the service logs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(JsonLineFormatter())
+        self.lines: list[dict[str, object]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(orjson.loads(self.format(record)))
+
+    def requests(self) -> list[dict[str, object]]:
+        return [line for line in self.lines if line["msg"] == "request"]
+
+
+class ThreadedExtender:
+    """The real service on its own event loop in a daemon thread."""
+
+    def __init__(self, settings: ExtenderSettings) -> None:
+        self.settings = settings
+        self.logs = LogCapture()
+        self.logger = logging.getLogger(f"extender-test-{id(self)}")
+        self.logger.addHandler(self.logs)
+        self.logger.setLevel(logging.INFO)
+        self.logger.propagate = False
+        self.service = ExtenderService(settings, self.logger)
+        self.ports = BoundPorts(0, 0)
+        self._started = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=asyncio.run, args=(self._main(),), daemon=True)
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        await self.service.run(self._stop, on_started=self._on_started)
+
+    def _on_started(self, ports: BoundPorts) -> None:
+        self.ports = ports
+        self._started.set()
+
+    def start(self) -> "ThreadedExtender":
+        self._thread.start()
+        assert self._started.wait(DEADLINE), "extender did not start"
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(DEADLINE + self.settings.shutdown_timeout)
+        assert not self._thread.is_alive(), "extender did not stop"
+
+    @property
+    def stopped(self) -> bool:
+        return not self._thread.is_alive()
+
+    def request_stop(self) -> None:
+        assert self._loop is not None and self._stop is not None
+        self._loop.call_soon_threadsafe(self._stop.set)
+
+
+def client_context(pki: Pki, *, cert: Path | None = None, key: Path | None = None) -> ssl.SSLContext:
+    """What kube-scheduler does: verify the server against the CA, present a client certificate."""
+    context = ssl.create_default_context(cafile=str(pki.ca_file))
+    if cert is not None:
+        context.load_cert_chain(str(cert), str(key))
+    return context
+
+
+def scheduler_context(pki: Pki) -> ssl.SSLContext:
+    """A client with the scheduler's certificate."""
+    return client_context(pki, cert=pki.client_cert, key=pki.client_key)
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+    def json(self) -> object:
+        return orjson.loads(self.body)
+
+
+def request(
+    port: int,
+    context: ssl.SSLContext | None,
+    path: str,
+    body: bytes | None = None,
+    *,
+    method: str = "POST",
+    headers: Mapping[str, str] | None = None,
+) -> Reply:
+    """One request on a new connection (HTTPS when ``context`` is given)."""
+    if context is None:
+        conn: http.client.HTTPConnection = http.client.HTTPConnection(LOOPBACK, port, timeout=DEADLINE)
+    else:
+        conn = http.client.HTTPSConnection(LOOPBACK, port, context=context, timeout=DEADLINE)
+    try:
+        sent = {"Content-Type": "application/json", **(headers or {})}
+        conn.request(method, path, body=body, headers=sent)
+        response = conn.getresponse()
+        return Reply(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
+    finally:
+        conn.close()
+
+
+def tls_socket(port: int, context: ssl.SSLContext) -> ssl.SSLSocket:
+    """A connected, handshaken TLS socket to the extender."""
+    raw = socket.create_connection((LOOPBACK, port), timeout=DEADLINE)
+    return context.wrap_socket(raw, server_hostname=LOOPBACK)
+
+
+def read_response(sock: socket.socket) -> tuple[int, bytes]:
+    """Read one HTTP response from a raw socket: (status, body)."""
+    response = http.client.HTTPResponse(sock)  # type: ignore[arg-type]
+    response.begin()
+    return response.status, response.read()
+
+
+def wait_for(condition: Callable[[], bool], what: str, deadline: float = DEADLINE) -> None:
+    """Poll ``condition`` until true; fail after ``deadline`` seconds."""
+    end = time.monotonic() + deadline
+    while not condition():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def start_process(args: list[str], env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """``python -m extender_app ARGS`` from the repository root, stdout piped."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "extender_app", *args],
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def read_json_line(stream: object, predicate: Callable[[dict[str, object]], bool]) -> dict[str, object]:
+    """The first JSON log line on ``stream`` that satisfies ``predicate`` (lines are read as they come)."""
+    assert hasattr(stream, "readline")
+    while True:
+        line = stream.readline()
+        if not line:
+            raise AssertionError("process output ended before the expected log line")
+        parsed = orjson.loads(line)
+        if predicate(parsed):
+            return dict(parsed)
