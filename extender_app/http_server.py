@@ -111,7 +111,7 @@ class HttpServer:
         tls_context: Callable[[], ssl.SSLContext] | None = None,
         gate: asyncio.Semaphore | None = None,
         on_rejected_connection: Callable[[], None] = lambda: None,
-        on_tls_failure: Callable[[], None] = lambda: None,
+        on_tls_failure: Callable[[str], None] = lambda _: None,
     ) -> None:
         self._router = router
         self._limits = limits
@@ -221,8 +221,14 @@ class HttpServer:
         try:
             async with asyncio.timeout_at(deadline):
                 await writer.start_tls(context, ssl_handshake_timeout=remaining)
-        except (ssl.SSLError, ConnectionError, TimeoutError, OSError):
-            self._on_tls_failure()
+        except TimeoutError:
+            self._on_tls_failure("handshake not completed within the header timeout")
+            return None
+        except (ssl.SSLError, OSError) as error:
+            reason = (
+                getattr(error, "reason", None) or getattr(error, "strerror", None) or type(error).__name__
+            )
+            self._on_tls_failure(str(reason))
             return None
         return _common_name(writer.get_extra_info("peercert"))
 

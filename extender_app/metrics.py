@@ -59,7 +59,7 @@ def create_metrics() -> ExtenderMetrics:
         ),
         in_flight=Gauge(
             "gpu_extender_requests_in_flight",
-            "Verb requests whose body is being judged by the policy.",
+            "Verb requests whose headers have arrived and whose response is not yet written.",
             registry=registry,
         ),
         rejected_connections=Counter(

@@ -42,6 +42,8 @@ class ExtenderService:
         self.tls = ReloadingTlsContext(TlsPaths(settings.tls_cert, settings.tls_key, settings.client_ca))
         self._verb_limits = VerbLimits(max_nodes=settings.max_nodes, policy=settings.policy)
         self._serving = False
+        self.verb_server: HttpServer | None = None
+        """The mutual-TLS listener, once running."""
 
     async def run(
         self, stop: asyncio.Event, on_started: Callable[[BoundPorts], None] = lambda _: None
@@ -56,7 +58,7 @@ class ExtenderService:
             tls_context=lambda: self.tls.context,
             gate=asyncio.Semaphore(settings.max_concurrent_requests),
             on_rejected_connection=self.metrics.rejected_connections.inc,
-            on_tls_failure=self.metrics.tls_handshake_failures.inc,
+            on_tls_failure=self._tls_failure,
         )
         health = HttpServer(
             self._route_health,
@@ -64,6 +66,8 @@ class ExtenderService:
             lambda _: None,
             self.log,
         )
+        self.verb_server = verbs
+        self.metrics.in_flight.set_function(lambda: verbs.requests_in_flight)
         port = await verbs.start(settings.bind, settings.port)
         health_port = await health.start(settings.bind, settings.health_port)
         reloads = asyncio.create_task(self._watch_tls(stop))
@@ -111,14 +115,9 @@ class ExtenderService:
 
     def _verb_endpoint(self, verb: VerbHandler) -> Callable[[bytearray], Awaitable[Response]]:
         limits = self._verb_limits
-        in_flight = self.metrics.in_flight
 
         async def handle(body: bytearray) -> Response:
-            in_flight.inc()
-            try:
-                result = verb(body, limits)
-            finally:
-                in_flight.dec()
+            result = verb(body, limits)
             fields = {"pod": result.pod, "candidates": result.candidates, "passed": result.passed}
             if result.status != HTTPStatus.OK:
                 reason = result.body.decode(errors="replace")
@@ -151,6 +150,10 @@ class ExtenderService:
             line["reason"] = record.response.body.decode(errors="replace").strip()
         level = logging.INFO if record.status == HTTPStatus.OK else logging.WARNING
         self.log.log(level, "request", extra={"fields": line})
+
+    def _tls_failure(self, reason: str) -> None:
+        self.metrics.tls_handshake_failures.inc()
+        self.log.warning("tls handshake failed", extra={"fields": {"reason": reason}})
 
     def _route_health(self, method: str, path: str) -> Route:
         answers: dict[str, Callable[[], Response]] = {

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.extender.harness import ThreadedExtender, test_settings
+from tests.extender.harness import ThreadedExtender, settings_for
 from tests.extender.pki import Pki, make_pki
 
 
@@ -16,6 +16,6 @@ def pki(tmp_path: Path) -> Pki:
 
 @pytest.fixture
 def extender(pki: Pki) -> Iterator[ThreadedExtender]:
-    server = ThreadedExtender(test_settings(pki)).start()
+    server = ThreadedExtender(settings_for(pki), pki).start()
     yield server
     server.stop()

@@ -28,7 +28,7 @@ DEADLINE = 20.0
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_settings(pki: Pki, **overrides: object) -> ExtenderSettings:
+def settings_for(pki: Pki, **overrides: object) -> ExtenderSettings:
     """Settings for a loopback server on ephemeral ports with the test PKI."""
     base = ExtenderSettings(
         tls_cert=str(pki.server_cert),
@@ -59,8 +59,9 @@ class LogCapture(logging.Handler):
 class ThreadedExtender:
     """The real service on its own event loop in a daemon thread."""
 
-    def __init__(self, settings: ExtenderSettings) -> None:
+    def __init__(self, settings: ExtenderSettings, pki: Pki) -> None:
         self.settings = settings
+        self.pki = pki
         self.logs = LogCapture()
         self.logger = logging.getLogger(f"extender-test-{id(self)}")
         self.logger.addHandler(self.logs)
@@ -98,7 +99,8 @@ class ThreadedExtender:
         return not self._thread.is_alive()
 
     def request_stop(self) -> None:
-        assert self._loop is not None and self._stop is not None
+        assert self._loop is not None
+        assert self._stop is not None
         self._loop.call_soon_threadsafe(self._stop.set)
 
 
@@ -159,6 +161,19 @@ def read_response(sock: socket.socket) -> tuple[int, bytes]:
     response = http.client.HTTPResponse(sock)  # type: ignore[arg-type]
     response.begin()
     return response.status, response.read()
+
+
+REFUSED = (ssl.SSLError, ConnectionError, OSError)
+"""How a refused TLS client fails: an alert, a reset, or EOF (http.client's RemoteDisconnected)."""
+
+
+def refusal(attempt: Callable[[], object]) -> BaseException | None:
+    """The error ``attempt`` failed with, or None (then it was answered: a failure for the caller)."""
+    try:
+        attempt()
+    except REFUSED as error:
+        return error
+    return None
 
 
 def wait_for(condition: Callable[[], bool], what: str, deadline: float = DEADLINE) -> None:

@@ -124,7 +124,7 @@ class Pki:
 
 
 def make_pki(directory: Path) -> Pki:
-    """The test PKI: the server's files sit where the extender reads them (``server.*``, ``client-ca.crt``)."""
+    """The test PKI, written under ``directory``."""
     ca = make_ca("scheduler-lab test CA")
     rogue_ca = make_ca("rogue CA")
     server = make_leaf(ca, "scheduler-extender.scheduler-lab.svc", server=True)

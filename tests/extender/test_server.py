@@ -1,0 +1,252 @@
+"""The real server over mutual TLS on loopback: routing, statuses, limits, logs, metrics."""
+
+import threading
+
+import orjson
+import pytest
+
+from policy import BELOW_MINIMUM, NODE_MEMORY_LABEL
+from tests.extender.harness import (
+    ThreadedExtender,
+    read_response,
+    refusal,
+    request,
+    scheduler_context,
+    settings_for,
+    tls_socket,
+    wait_for,
+)
+from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod
+
+FILTER_KEYS = ["Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"]
+
+
+@pytest.fixture
+def small_extender(pki):
+    """An extender with small limits, to reach them cheaply."""
+    server = ThreadedExtender(
+        settings_for(pki, max_body_bytes=64 * 1024, max_nodes=3, linger_timeout=0.5), pki
+    ).start()
+    yield server
+    server.stop()
+
+
+def post(server, path, body, **kwargs):
+    return request(server.ports.port, scheduler_context(server.pki), path, body, **kwargs)
+
+
+def assert_plain_error(reply, status, contains=""):
+    assert reply.status == status
+    assert reply.headers["content-type"].startswith("text/plain")
+    text = reply.body.decode()
+    assert text.endswith("\n"), text
+    assert text.count("\n") == 1, text
+    assert contains in text
+
+
+def test_filter_over_mutual_tls(extender):
+    nodes = make_nodes(12)
+    reply = post(extender, "/filter", extender_body(make_pod(min_memory_mib=40960), nodes))
+    assert reply.status == 200
+    assert reply.headers["content-type"] == "application/json"
+    answer = reply.json()
+    assert list(answer) == FILTER_KEYS
+    passing = [n for n in nodes if int(n["metadata"]["labels"][NODE_MEMORY_LABEL]) >= 40960]
+    assert answer["Nodes"]["items"] == passing
+    assert set(answer["FailedAndUnresolvableNodes"].values()) == {BELOW_MINIMUM}
+    assert len(answer["FailedAndUnresolvableNodes"]) == len(nodes) - len(passing)
+
+
+def test_prioritize_over_mutual_tls(extender):
+    nodes = make_nodes(6)
+    reply = post(extender, "/prioritize", extender_body(make_pod(), nodes))
+    assert reply.status == 200
+    assert reply.headers["content-type"] == "application/json"
+    answer = reply.json()
+    assert isinstance(answer, list)
+    assert [list(entry) for entry in answer] == [["Host", "Score"]] * 6
+    assert [entry["Host"] for entry in answer] == [n["metadata"]["name"] for n in nodes]
+    assert all(isinstance(entry["Score"], int) and 0 <= entry["Score"] <= 10 for entry in answer)
+
+
+def test_query_string_is_ignored_like_go(extender):
+    reply = post(extender, "/prioritize?debug=1", extender_body(make_pod(), make_nodes(1)))
+    assert reply.status == 200
+
+
+@pytest.mark.parametrize("path", ["/", "/bind", "/preempt", "/filter/", "/Filter", "/healthz", "/metrics"])
+def test_other_paths_are_404(extender, path):
+    assert_plain_error(post(extender, path, b"{}"), 404, "no such path")
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH", "OPTIONS"])
+@pytest.mark.parametrize("path", ["/filter", "/prioritize"])
+def test_other_methods_on_the_verbs_are_405(extender, path, method):
+    reply = post(extender, path, b"{}" if method in ("PUT", "PATCH") else None, method=method)
+    assert_plain_error(reply, 405, "takes POST")
+    assert reply.headers["allow"] == "POST"
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b'{"Pod": {}, "Nodes": {"items": []}} {}', "exactly one JSON object"),
+        (b'{"Pod": {}, "Nodes": {"items": []}, "NodeNames": []}', "nodeCacheCapable: false"),
+        (b'{"Pod": {}, "Nodes": {"items": [], "Items": []}}', "ambiguous"),
+        (b'{"Nodes": {"items": []}}', "Pod is required"),
+        (b'{"Pod": {}}', "Nodes is required"),
+        (b"", "exactly one JSON object"),
+    ],
+)
+@pytest.mark.parametrize("path", ["/filter", "/prioritize"])
+def test_bad_bodies_are_400_with_a_reason(extender, path, body, reason):
+    assert_plain_error(post(extender, path, body), 400, reason)
+
+
+def test_empty_and_duplicate_node_names_are_400(extender):
+    nodes = make_nodes(2)
+    nodes[1]["metadata"]["name"] = nodes[0]["metadata"]["name"]
+    assert_plain_error(
+        post(extender, "/filter", extender_body(make_pod(), nodes)), 400, "duplicate node name"
+    )
+    nodes[1]["metadata"]["name"] = ""
+    assert_plain_error(post(extender, "/filter", extender_body(make_pod(), nodes)), 400, "non-empty string")
+
+
+def test_policy_error_is_400_with_the_policy_message(extender):
+    reply = post(extender, "/filter", extender_body(make_pod(min_memory_mib="abc"), make_nodes(1)))
+    assert_plain_error(reply, 400, "minimum GPU memory must be 1..1048576 MiB")
+
+
+def test_too_many_nodes_is_413(small_extender):
+    nodes = [{"metadata": {"name": f"n{index}"}} for index in range(4)]
+    reply = post(small_extender, "/filter", extender_body(make_pod(), nodes))
+    assert_plain_error(reply, 413, "--max-nodes")
+
+
+def test_declared_oversize_body_is_413_before_a_byte_of_it_is_sent(extender):
+    """1 GiB declared, nothing sent: the answer comes at once, so nothing was read."""
+    with tls_socket(extender.ports.port, scheduler_context(extender.pki)) as sock:
+        sock.sendall(
+            b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 1073741824\r\n\r\n"
+        )
+        status, body = read_response(sock)
+    assert status == 413
+    assert b"1073741824 bytes" in body
+    assert b"--max-body-bytes" in body
+
+
+def test_chunked_oversize_body_is_cut_off_at_the_limit(small_extender):
+    """A chunked body without Content-Length is counted as it arrives and refused past the limit."""
+    sock = tls_socket(small_extender.ports.port, scheduler_context(small_extender.pki))
+    sock.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+    chunk = b"a" * 16384
+    sent = 0
+    stop = threading.Event()
+
+    def stream():
+        nonlocal sent
+        try:
+            while not stop.is_set() and sent < 2**30:
+                sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                sent += len(chunk)
+        except OSError:
+            pass
+
+    sender = threading.Thread(target=stream, daemon=True)
+    sender.start()
+    try:
+        status, body = read_response(sock)
+    finally:
+        stop.set()
+        sender.join(20)
+        sock.close()
+    assert status == 413
+    assert b"--max-body-bytes" in body
+    assert sent < 64 * 2**20, f"the client could send {sent} bytes: the server kept reading"
+
+
+def test_body_exactly_at_the_limit_is_read(small_extender):
+    body = extender_body(make_pod(), [])
+    body += b" " * (64 * 1024 - len(body))
+    assert post(small_extender, "/prioritize", body).status == 200
+    assert_plain_error(post(small_extender, "/prioritize", body + b" "), 413, "--max-body-bytes")
+
+
+def test_keep_alive_serves_several_requests_on_one_connection(extender):
+    body = extender_body(make_pod(), make_nodes(2))
+    head = b"POST /prioritize HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
+    with tls_socket(extender.ports.port, scheduler_context(extender.pki)) as sock:
+        for _ in range(3):
+            sock.sendall(head + body)
+            status, answer = read_response(sock)
+            assert status == 200
+            assert len(orjson.loads(answer)) == 2
+
+
+def test_one_log_line_per_request_without_node_bodies(extender):
+    nodes = make_nodes(4)
+    post(extender, "/filter", extender_body(make_pod(min_memory_mib=40960), nodes))
+    post(extender, "/prioritize", b"{}")
+    wait_for(lambda: len(extender.logs.requests()) == 2, "two request log lines")
+    ok, bad = extender.logs.requests()
+    assert ok["verb"] == "filter"
+    assert ok["status"] == 200
+    assert ok["pod"] == "training/train-0"
+    assert ok["candidates"] == 4
+    assert ok["passed"] == 1
+    assert ok["client_cn"] == "custom-scheduler"
+    assert isinstance(ok["duration_ms"], float)
+    assert set(ok) >= {"ts", "verb", "pod", "candidates", "passed", "status", "duration_ms"}
+    assert bad["verb"] == "prioritize"
+    assert bad["status"] == 400
+    assert "Pod is required" in bad["reason"]
+    text = orjson.dumps(extender.logs.lines).decode()
+    assert "nvidia.com/gpu.product" not in text
+    assert "managedFields" not in text
+
+
+def test_health_readiness_and_metrics_on_the_plain_port(extender):
+    port = extender.ports.health_port
+    assert request(port, None, "/healthz", method="GET").status == 200
+    ready = request(port, None, "/readyz", method="GET")
+    assert ready.status == 200
+    assert b"ready" in ready.body
+    post(extender, "/filter", extender_body(make_pod(min_memory_mib=40960), make_nodes(6)))
+    post(extender, "/nope", b"{}")
+    wait_for(lambda: len(extender.logs.requests()) == 2, "requests recorded")
+    metrics = request(port, None, "/metrics", method="GET")
+    assert metrics.status == 200
+    text = metrics.body.decode()
+    assert 'gpu_extender_requests_total{status="200",verb="filter"} 1.0' in text
+    assert 'gpu_extender_requests_total{status="404",verb="other"} 1.0' in text
+    assert 'gpu_extender_candidate_nodes_total{verb="filter"} 6.0' in text
+    assert "gpu_extender_passed_nodes_total 3.0" in text
+    assert 'gpu_extender_request_duration_seconds_count{verb="filter"} 1.0' in text
+    assert "ec2.internal" not in text
+    assert "train-0" not in text
+    assert request(port, None, "/filter", b"{}").status == 404
+    assert request(port, None, "/healthz", b"{}", method="POST").status == 405
+
+
+def test_the_verb_port_refuses_plain_http(extender):
+    assert refusal(lambda: request(extender.ports.port, None, "/filter", b"{}")) is not None
+
+
+def test_busy_server_answers_503_after_the_queue_timeout(pki):
+    server = ThreadedExtender(settings_for(pki, max_concurrent_requests=1, queue_timeout=0.2), pki).start()
+    try:
+        body = extender_body(make_pod(), make_nodes(1))
+        with tls_socket(server.ports.port, scheduler_context(pki)) as holder:
+            # headers only: the request takes the one slot and waits for its body
+            holder.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body))
+            wait_for(lambda: server.service.verb_server.requests_in_flight == 1, "the slot taken")
+            busy = request(server.ports.port, scheduler_context(pki), "/filter", body)
+            assert_plain_error(busy, 503, "--max-concurrent-requests")
+            holder.sendall(body)
+            status, _ = read_response(holder)
+            assert status == 200
+        assert request(server.ports.port, scheduler_context(pki), "/filter", body).status == 200
+    finally:
+        server.stop()
