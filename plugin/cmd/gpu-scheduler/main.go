@@ -1,4 +1,6 @@
-// Command gpu-scheduler is kube-scheduler with the GPUScheduler plugin compiled in.
+// Command gpu-scheduler is the upstream kube-scheduler with the GPUScheduler plugin
+// compiled in. Every built-in plugin is already registered by the upstream command;
+// only GPUScheduler is added, and a profile enables it like any other plugin.
 package main
 
 import (
@@ -6,9 +8,16 @@ import (
 
 	"k8s.io/component-base/cli"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+
+	"example.com/gpu-scheduler-eks/plugin/gpuscheduler"
 )
 
+// registryOptions adds this binary's out-of-tree plugins to the scheduler's registry.
+func registryOptions() []app.Option {
+	return []app.Option{app.WithPlugin(gpuscheduler.Name, gpuscheduler.New)}
+}
+
 func main() {
-	command := app.NewSchedulerCommand()
+	command := app.NewSchedulerCommand(registryOptions()...)
 	os.Exit(cli.Run(command))
 }

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	"k8s.io/kubernetes/pkg/scheduler"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
+	"example.com/gpu-scheduler-eks/plugin/gpuscheduler"
+)
+
+// pluginModeProfile is the plugin-mode profile the project deploys: upstream
+// defaults plus GPUScheduler for filter and score (weight 10). %s is extra
+// profile YAML (pluginConfig), indented by four spaces.
+const pluginModeProfile = `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %q
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: custom-scheduler
+  plugins:
+    filter:
+      enabled:
+      - name: GPUScheduler
+    score:
+      enabled:
+      - name: GPUScheduler
+        weight: 10
+%s`
+
+// setupScheduler builds (without running) the scheduler the binary would run with
+// this configuration, against a stand-in API server that answers every request.
+func setupScheduler(t *testing.T, profileExtra string) (*scheduler.Scheduler, error) {
+	t.Helper()
+	dir := t.TempDir()
+	server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("ok"))
+	}))
+	t.Cleanup(server.Close)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	writeFile(t, kubeconfig, fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- cluster: {insecure-skip-tls-verify: true, server: %q}
+  name: local
+contexts:
+- context: {cluster: local, user: local}
+  name: local
+current-context: local
+users:
+- name: local
+  user: {username: test}
+`, server.URL))
+	configFile := filepath.Join(dir, "config.yaml")
+	writeFile(t, configFile, fmt.Sprintf(pluginModeProfile, kubeconfig, profileExtra))
+
+	opts := options.NewOptions()
+	flags := pflag.NewFlagSet("gpu-scheduler", pflag.ContinueOnError)
+	for _, set := range opts.Flags.FlagSets {
+		flags.AddFlagSet(set)
+	}
+	if err := flags.Parse([]string{"--config", configFile}); err != nil {
+		t.Fatal(err)
+	}
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = listener.Close() })
+	opts.SecureServing.Listener = listener
+
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	_, sched, err := app.Setup(ctx, opts, registryOptions()...)
+	return sched, err
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPluginModeConfiguration loads the deployed profile shape into the real
+// scheduler: GPUScheduler must be registered, enabled where the profile says, take
+// its pluginConfig args, and reject a node with the policy's reason alongside the
+// upstream filters.
+func TestPluginModeConfiguration(t *testing.T) {
+	sched, err := setupScheduler(t, `  pluginConfig:
+  - name: GPUScheduler
+    args:
+      minMemoryAnnotation: example.org/min-vram-mib
+`)
+	if err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	profile, ok := sched.Profiles["custom-scheduler"]
+	if !ok {
+		t.Fatalf("no custom-scheduler profile")
+	}
+	plugins := profile.ListPlugins()
+	if !hasPlugin(plugins.Filter.Enabled, gpuscheduler.Name, 0) {
+		t.Errorf("GPUScheduler not enabled for filter: %v", plugins.Filter.Enabled)
+	}
+	if !hasPlugin(plugins.Score.Enabled, gpuscheduler.Name, 10) {
+		t.Errorf("GPUScheduler not enabled for score with weight 10: %v", plugins.Score.Enabled)
+	}
+	if !hasPlugin(plugins.Filter.Enabled, "NodeResourcesFit", 0) {
+		t.Errorf("the upstream filters must stay enabled: %v", plugins.Filter.Enabled)
+	}
+
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml", UID: "uid-train",
+			Annotations: map[string]string{"example.org/min-vram-mib": "40960"}},
+		Spec: v1.PodSpec{SchedulerName: "custom-scheduler", Containers: []v1.Container{{
+			Name: "train", Image: "busybox:1.37.0",
+			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+				v1.ResourceCPU: resource.MustParse("100m"), gpupolicy.GPUResource: resource.MustParse("1"),
+			}},
+		}}},
+	}
+	ctx := context.Background()
+	for _, tt := range []struct {
+		memory string
+		want   string
+	}{{"22888", gpupolicy.ReasonBelowMinimum}, {"45776", ""}} {
+		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-" + tt.memory, Labels: map[string]string{
+			"kubernetes.io/hostname": "gpu-" + tt.memory, gpupolicy.NodeMemoryLabel: tt.memory,
+		}}}
+		node.Status.Allocatable = v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("16Gi"),
+			v1.ResourcePods: resource.MustParse("110"), gpupolicy.GPUResource: resource.MustParse("1"),
+		}
+		info := framework.NewNodeInfo()
+		info.SetNode(node)
+		state := framework.NewCycleState()
+		if _, status, _ := profile.RunPreFilterPlugins(ctx, state, pod); !status.IsSuccess() {
+			t.Fatalf("PreFilter plugins: %v", status)
+		}
+		status := profile.RunFilterPlugins(ctx, state, pod, info)
+		switch {
+		case tt.want == "" && !status.IsSuccess():
+			t.Errorf("node %s: filters rejected it: %v", tt.memory, status)
+		case tt.want != "" && (status.IsSuccess() || status.Plugin() != gpuscheduler.Name || status.Message() != tt.want):
+			t.Errorf("node %s: filter status %v from %q, want %q from GPUScheduler", tt.memory, status, status.Plugin(), tt.want)
+		}
+	}
+}
+
+func hasPlugin(plugins []config.Plugin, name string, weight int32) bool {
+	for _, p := range plugins {
+		if p.Name == name && (weight == 0 || p.Weight == weight) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestBadPluginArgsStopTheScheduler: a typo in the args is a start-up error that
+// names the plugin and the field, not a silently ignored setting.
+func TestBadPluginArgsStopTheScheduler(t *testing.T) {
+	_, err := setupScheduler(t, `  pluginConfig:
+  - name: GPUScheduler
+    args:
+      scoreScaleMib: 40960
+`)
+	if err == nil || !strings.Contains(err.Error(), "GPUScheduler args") || !strings.Contains(err.Error(), "scoreScaleMib") {
+		t.Fatalf("Setup error = %v, want one naming GPUScheduler args and the field", err)
+	}
+}

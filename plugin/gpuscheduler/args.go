@@ -1,0 +1,98 @@
+package gpuscheduler
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
+)
+
+// Args are the plugin's optional pluginConfig args in a KubeSchedulerConfiguration
+// profile; an omitted field keeps the policy default:
+//
+//	pluginConfig:
+//	- name: GPUScheduler
+//	  args:
+//	    minMemoryAnnotation: training.example.com/min-gpu-memory-mib
+//	    nodeMemoryLabel: training.example.com/gpu-memory-mib
+//	    gpuResource: nvidia.com/gpu
+//	    scoreScaleMiB: 81920
+//
+// Unknown or repeated fields, empty strings and an out-of-range scale stop the
+// scheduler at start with an error naming the field.
+type Args struct {
+	// MinMemoryAnnotation is the pod annotation with the minimum per-GPU memory in MiB.
+	MinMemoryAnnotation *string `json:"minMemoryAnnotation,omitempty"`
+	// NodeMemoryLabel is the node label with the per-GPU memory in MiB.
+	NodeMemoryLabel *string `json:"nodeMemoryLabel,omitempty"`
+	// GPUResource is the extended resource that makes a pod a GPU pod.
+	GPUResource *string `json:"gpuResource,omitempty"`
+	// ScoreScaleMiB is the label value that scores 100 (1..1048576).
+	ScoreScaleMiB *int64 `json:"scoreScaleMiB,omitempty"`
+}
+
+// settingsFromArgs turns what the framework passes New into validated settings: nil
+// (no pluginConfig entry) or the raw args of a profile (*runtime.Unknown, JSON or YAML).
+func settingsFromArgs(obj runtime.Object) (gpupolicy.Settings, error) {
+	var args Args
+	switch typed := obj.(type) {
+	case nil:
+	case *runtime.Unknown:
+		if err := decodeArgs(typed, &args); err != nil {
+			return gpupolicy.Settings{}, fmt.Errorf("%s args: %w", Name, err)
+		}
+	default:
+		return gpupolicy.Settings{}, fmt.Errorf("%s args: want *runtime.Unknown, got %T", Name, obj)
+	}
+	settings := args.apply(gpupolicy.DefaultSettings())
+	if err := settings.Validate(); err != nil {
+		return gpupolicy.Settings{}, fmt.Errorf("%s args: %w", Name, err)
+	}
+	return settings, nil
+}
+
+func decodeArgs(raw *runtime.Unknown, into *Args) error {
+	data := raw.Raw
+	switch raw.ContentType {
+	case runtime.ContentTypeJSON, "":
+	case runtime.ContentTypeYAML:
+		converted, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return err
+		}
+		data = converted
+	default:
+		return fmt.Errorf("unsupported content type %q", raw.ContentType)
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	strict, err := kjson.UnmarshalStrict(data, into)
+	if err != nil {
+		return err
+	}
+	if len(strict) > 0 {
+		return fmt.Errorf("%v", strict)
+	}
+	return nil
+}
+
+func (a Args) apply(s gpupolicy.Settings) gpupolicy.Settings {
+	if a.MinMemoryAnnotation != nil {
+		s.MinMemoryAnnotation = *a.MinMemoryAnnotation
+	}
+	if a.NodeMemoryLabel != nil {
+		s.NodeMemoryLabel = *a.NodeMemoryLabel
+	}
+	if a.GPUResource != nil {
+		s.GPUResource = v1.ResourceName(*a.GPUResource)
+	}
+	if a.ScoreScaleMiB != nil {
+		s.ScoreScaleMiB = *a.ScoreScaleMiB
+	}
+	return s
+}
