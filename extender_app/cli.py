@@ -4,6 +4,7 @@ import argparse
 import asyncio
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -66,10 +67,18 @@ FLAGS = (
 )
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, but paths and flag names are never broken at their hyphens."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser; each flag's help shows its environment variable and default."""
     parser = argparse.ArgumentParser(
         prog="python -m extender_app",
+        formatter_class=_HelpFormatter,
         description="GPU-memory scheduler extender: POST /filter and /prioritize over mutual TLS.",
         epilog="Every flag may also be set by the environment variable shown; a flag wins over the variable.",
     )
