@@ -1,0 +1,251 @@
+"""The custom scheduler on the local control plane, in extender or plugin mode.
+
+Extender mode starts the extender with the same entry point its container runs (mutual
+TLS with certificates made here) and the vanilla kube-scheduler; plugin mode starts the
+gpu-scheduler binary. Both read the KubeSchedulerConfiguration from the renderer the
+Pulumi program uses; only file paths, the extender URL and the kubeconfig differ.
+"""
+
+import contextlib
+import http.client
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import kubernetes.client
+
+from components.scheduler_config import (
+    NAMESPACE,
+    SCHEDULER_NAME,
+    ExtenderEndpoint,
+    SchedulerConfig,
+    SchedulerMode,
+    scheduler_config_yaml,
+)
+from localcluster.control_plane import LOOPBACK, ControlPlane, free_port
+from localcluster.pki import CertFiles, CertificateAuthority
+from localcluster.processes import ManagedProcess, python_module_argv, raise_if_exited
+from localcluster.waiting import wait_for
+from localcluster.workloads import ensure_namespace, restricted_namespace_labels
+
+EXTENDER_READY_SECONDS = 30.0
+SCHEDULER_READY_SECONDS = 60.0
+SCHEDULER_BINARIES: dict[SchedulerMode, str] = {"extender": "kube-scheduler", "plugin": "gpu-scheduler"}
+
+
+@dataclass(frozen=True)
+class ExtenderTLS:
+    """The extender's server material and the scheduler's client material."""
+
+    ca: CertificateAuthority
+    server: CertFiles
+    client: CertFiles
+
+
+@dataclass
+class RunningExtender:
+    """The extender process and where it listens."""
+
+    process: ManagedProcess
+    port: int
+    health_port: int
+    argv: list[str]
+
+
+@dataclass
+class CustomScheduler:
+    """A running custom scheduler (and, in extender mode, its extender)."""
+
+    mode: SchedulerMode
+    process: ManagedProcess
+    config_path: Path
+    extender: RunningExtender | None
+
+
+def extender_tls(work_dir: Path) -> ExtenderTLS:
+    """A CA, a server certificate for loopback, and a client certificate for the scheduler."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    ca = CertificateAuthority.create(work_dir, "extender")
+    server = ca.issue(work_dir, "extender-server", "scheduler-extender", server_names=(LOOPBACK, "localhost"))
+    client = ca.issue(work_dir, "extender-client", SCHEDULER_NAME, client=True)
+    return ExtenderTLS(ca=ca, server=server, client=client)
+
+
+def start_extender(
+    plane: ControlPlane, tls: ExtenderTLS, extra_args: tuple[str, ...] = ()
+) -> RunningExtender:
+    """Start ``python -m extender_app`` on loopback and wait until /readyz answers 200."""
+    port, health_port = free_port(), free_port()
+    argv = python_module_argv(
+        "extender_app",
+        f"--tls-cert={tls.server.cert}",
+        f"--tls-key={tls.server.key}",
+        f"--client-ca={tls.ca.cert_file}",
+        f"--bind={LOOPBACK}",
+        f"--port={port}",
+        f"--health-port={health_port}",
+        *extra_args,
+    )
+    process = plane.processes.start("extender", argv, cwd=Path(__file__).resolve().parent.parent)
+    wait_for(
+        lambda: _http_status(health_port, "/readyz") == 200,
+        EXTENDER_READY_SECONDS,
+        "the extender's /readyz",
+        also_check=raise_if_exited(process),
+    )
+    return RunningExtender(process=process, port=port, health_port=health_port, argv=argv)
+
+
+def restart_extender(plane: ControlPlane, extender: RunningExtender) -> RunningExtender:
+    """Start the extender again with the same command line and ports (after a stop or kill)."""
+    plane.processes.forget(extender.process)
+    process = plane.processes.start("extender", extender.argv, cwd=Path(__file__).resolve().parent.parent)
+    wait_for(
+        lambda: _http_status(extender.health_port, "/readyz") == 200,
+        EXTENDER_READY_SECONDS,
+        "the restarted extender's /readyz",
+        also_check=raise_if_exited(process),
+    )
+    return replace(extender, process=process)
+
+
+def grant_scheduler_lease(plane: ControlPlane) -> None:
+    """The scheduler-lab namespace and a Role for the custom-scheduler Lease.
+
+    Upstream ``system:kube-scheduler`` may update only the Lease named kube-scheduler;
+    a second scheduler with its own Lease needs this (the Pulumi program grants the same).
+    """
+    api = plane.api_client()
+    ensure_namespace(api, NAMESPACE, restricted_namespace_labels())
+    rbac = kubernetes.client.RbacAuthorizationV1Api(api)
+    rbac.create_namespaced_role(
+        NAMESPACE,
+        {
+            "metadata": {"name": "custom-scheduler-lease"},
+            "rules": [
+                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+                {
+                    "apiGroups": ["coordination.k8s.io"],
+                    "resources": ["leases"],
+                    "resourceNames": [SCHEDULER_NAME],
+                    "verbs": ["get", "update"],
+                },
+            ],
+        },
+    )
+    rbac.create_namespaced_role_binding(
+        NAMESPACE,
+        {
+            "metadata": {"name": "custom-scheduler-lease"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": "custom-scheduler-lease",
+            },
+            "subjects": [
+                {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": plane.scheduler.user}
+            ],
+        },
+    )
+
+
+def start_scheduler(
+    plane: ControlPlane,
+    bin_dir: Path,
+    mode: SchedulerMode,
+    *,
+    extender: RunningExtender | None = None,
+    client_tls: CertFiles | None = None,
+    extender_ca: Path | None = None,
+    config_name: str = "scheduler-config.yaml",
+    wait_for_lease: bool = True,
+    verbosity: int = 2,
+) -> CustomScheduler:
+    """Write the configuration and start the scheduler binary; wait until it holds its Lease."""
+    config = SchedulerConfig(mode=mode, kubeconfig=str(plane.scheduler.kubeconfig))
+    if mode == "extender":
+        if extender is None or client_tls is None or extender_ca is None:
+            raise ValueError("extender mode needs a running extender and the scheduler's client certificate")
+        config = replace(
+            config,
+            extender=ExtenderEndpoint(
+                url_prefix=f"https://{LOOPBACK}:{extender.port}",
+                ca_file=str(extender_ca),
+                cert_file=str(client_tls.cert),
+                key_file=str(client_tls.key),
+            ),
+        )
+    config_path = plane.work_dir / config_name
+    config_path.write_text(scheduler_config_yaml(config))
+    kubeconfig = str(plane.scheduler.kubeconfig)
+    process = plane.processes.start(
+        SCHEDULER_BINARIES[mode],
+        [
+            str(bin_dir / SCHEDULER_BINARIES[mode]),
+            f"--config={config_path}",
+            f"--bind-address={LOOPBACK}",
+            f"--secure-port={free_port()}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            f"--v={verbosity}",
+        ],
+    )
+    if wait_for_lease:
+        wait_for(
+            lambda: lease_holder(plane) is not None,
+            SCHEDULER_READY_SECONDS,
+            f"{SCHEDULER_BINARIES[mode]} to hold the {SCHEDULER_NAME} Lease",
+            interval=0.2,
+            also_check=raise_if_exited(process),
+        )
+    return CustomScheduler(mode=mode, process=process, config_path=config_path, extender=extender)
+
+
+@contextlib.contextmanager
+def running_custom_scheduler(
+    plane: ControlPlane, bin_dir: Path, mode: SchedulerMode
+) -> Iterator[CustomScheduler]:
+    """Lease RBAC, then (extender mode) TLS + extender, then the scheduler; stopped on exit."""
+    grant_scheduler_lease(plane)
+    extender = tls = None
+    if mode == "extender":
+        tls = extender_tls(plane.work_dir)
+        extender = start_extender(plane, tls)
+    scheduler = start_scheduler(
+        plane,
+        bin_dir,
+        mode,
+        extender=extender,
+        client_tls=tls.client if tls else None,
+        extender_ca=tls.ca.cert_file if tls else None,
+    )
+    try:
+        yield scheduler
+    finally:
+        scheduler.process.stop()
+        if scheduler.extender is not None:
+            scheduler.extender.process.stop()
+
+
+def lease_holder(plane: ControlPlane) -> str | None:
+    """Who holds the custom scheduler's Lease, if anyone."""
+    coordination = kubernetes.client.CoordinationV1Api(plane.api_client())
+    try:
+        lease = coordination.read_namespaced_lease(SCHEDULER_NAME, NAMESPACE)
+    except kubernetes.client.ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+    holder: str | None = lease.spec.holder_identity
+    return holder or None
+
+
+def _http_status(port: int, path: str) -> int | None:
+    connection = http.client.HTTPConnection(LOOPBACK, port, timeout=2)
+    try:
+        connection.request("GET", path)
+        return connection.getresponse().status
+    except OSError:
+        return None
+    finally:
+        connection.close()

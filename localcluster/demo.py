@@ -1,0 +1,179 @@
+"""`make demo`: the whole system on a local control plane, and a table of where each pod went.
+
+Starts etcd and kube-apiserver, creates one simulated node of each instance type in
+the inventory, starts the custom scheduler (extender or plugin mode), submits sample
+pods, waits for each outcome and prints it. Exits 0 when every pod ended as expected.
+"""
+
+import argparse
+import contextlib
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from components.scheduler_config import SCHEDULER_MODES, SchedulerMode
+from localcluster.control_plane import start_control_plane
+from localcluster.custom_scheduler import running_custom_scheduler
+from localcluster.inventory import InstanceType, load_inventory
+from localcluster.nodes import create_nodes, fleet
+from localcluster.outcomes import PodOutcome, wait_for_outcomes
+from localcluster.workloads import (
+    WORKLOAD_NAMESPACE,
+    PodSpecification,
+    ensure_namespace,
+    restricted_namespace_labels,
+    submit_pods,
+)
+from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY
+
+GIB = 1024
+
+
+@dataclass(frozen=True)
+class DemoPod:
+    """A sample pod and what must happen to it."""
+
+    spec: PodSpecification
+    expect_bound: bool
+    expect_in_reason: str = ""
+    """For a Pending pod: text the scheduler's reason must contain."""
+
+    @property
+    def minimum_mib(self) -> int:
+        value = self.spec.min_memory
+        return int(value) if value and value.isdigit() else 0
+
+
+def sample_pods(mode: SchedulerMode) -> list[DemoPod]:
+    """The demo's pods; the invalid annotation's reason depends on the mode (see README)."""
+    invalid_reason = INVALID_MIN_MEMORY if mode == "plugin" else "code 400"
+    pods = [
+        DemoPod(PodSpecification(f"min-{gib}gib", min_memory=str(gib * GIB)), expect_bound=True)
+        for gib in (8, 16, 40, 80, 100)
+    ]
+    pods += [
+        DemoPod(PodSpecification("min-200gib", min_memory=str(200 * GIB)), False, BELOW_MINIMUM),
+        DemoPod(PodSpecification("invalid-annotation", min_memory="80GiB"), False, invalid_reason),
+        DemoPod(PodSpecification("gpu-no-minimum"), expect_bound=True),
+        DemoPod(PodSpecification("cpu-only", gpus=0), expect_bound=True),
+    ]
+    return pods
+
+
+def check(pod: DemoPod, outcome: PodOutcome, nodes: dict[str, InstanceType]) -> str:
+    """'' when the outcome is the expected one, otherwise what is wrong."""
+    if pod.expect_bound != outcome.bound:
+        return "expected to be bound" if pod.expect_bound else "expected to stay Pending"
+    if not outcome.bound:
+        if pod.expect_in_reason not in outcome.message:
+            return f"reason does not mention {pod.expect_in_reason!r}"
+        return ""
+    instance_type = nodes[outcome.node or ""]
+    if pod.spec.gpus and not instance_type.has_gpu:
+        return "a GPU pod on a node without GPUs"
+    if instance_type.gpu_memory_mib < pod.minimum_mib:
+        return "bound to a GPU below its minimum"
+    return ""
+
+
+def format_table(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def table_rows(
+    pods: list[DemoPod], outcomes: dict[str, PodOutcome], nodes: dict[str, InstanceType]
+) -> tuple[list[tuple[str, ...]], int]:
+    rows = [("POD", "ASKS FOR", "RESULT", "NODE", "GPU (PER-GPU MEMORY)", "WHY", "OK")]
+    failures = 0
+    for pod in pods:
+        outcome = outcomes[pod.spec.name]
+        asks = (
+            "no GPU"
+            if not pod.spec.gpus
+            else f"GPU >= {pod.spec.min_memory} MiB"
+            if pod.spec.min_memory
+            else "GPU"
+        )
+        problem = check(pod, outcome, nodes)
+        failures += bool(problem)
+        if outcome.bound:
+            node = nodes[outcome.node or ""]
+            gpu = f"{node.gpu_name} ({node.gpu_memory_mib} MiB)" if node.has_gpu else "-"
+            row = (pod.spec.name, asks, "Bound", f"{outcome.node} ({node.name})", gpu, "", problem or "yes")
+        else:
+            why = f"{outcome.reason}: {outcome.message}"
+            row = (pod.spec.name, asks, "Pending", "-", "-", why, problem or "yes")
+        rows.append(row)
+    return rows, failures
+
+
+@contextlib.contextmanager
+def sigterm_as_exit() -> Iterator[None]:
+    """Turn SIGTERM into SystemExit so every process is stopped on the way out."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run(mode: SchedulerMode, bin_dir: Path, per_type: int) -> int:
+    started = time.monotonic()
+    inventory = load_inventory()
+    simulated = fleet(list(inventory.values()), per_type)
+    nodes = {node.name: node.instance_type for node in simulated}
+    pods = sample_pods(mode)
+    print(f"Starting etcd and kube-apiserver (binaries from {bin_dir})...", flush=True)
+    with sigterm_as_exit(), start_control_plane(bin_dir) as plane:
+        api = plane.api_client()
+        create_nodes(api, simulated)
+        ensure_namespace(api, WORKLOAD_NAMESPACE, restricted_namespace_labels())
+        print(
+            f"Created {len(simulated)} simulated nodes; starting the custom scheduler in {mode} mode...",
+            flush=True,
+        )
+        with running_custom_scheduler(plane, bin_dir, mode):
+            submit_pods(api, [pod.spec for pod in pods])
+            print(f"Submitted {len(pods)} pods; waiting for the scheduler...", flush=True)
+            outcomes = wait_for_outcomes(api, WORKLOAD_NAMESPACE, [pod.spec.name for pod in pods])
+    rows, failures = table_rows(pods, outcomes, nodes)
+    print()
+    print(format_table(rows))
+    print()
+    verdict = "every pod ended as expected" if not failures else f"{failures} pod(s) did not end as expected"
+    print(f"{mode} mode: {verdict} ({time.monotonic() - started:.1f}s; all processes stopped).")
+    return 0 if not failures else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--mode", choices=SCHEDULER_MODES, default="extender")
+    parser.add_argument(
+        "--bin-dir", type=Path, default=Path(".cache/bin"), help="where make binaries put them"
+    )
+    parser.add_argument("--nodes-per-type", type=int, default=1, help="simulated nodes of each instance type")
+    args = parser.parse_args(argv)
+    try:
+        return run(args.mode, args.bin_dir, args.nodes_per_type)
+    except KeyboardInterrupt:
+        print("interrupted; every process was stopped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""Child processes that never outlive the local cluster.
+
+Each child gets its own process group and a parent-death signal, writes its output to a
+log file, and is stopped with SIGTERM, then SIGKILL after a grace period. A
+``ProcessGroup`` stops everything it started, in reverse order, however the run ends.
+"""
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+STOP_GRACE_SECONDS = 10.0
+"""How long a child may take to exit after SIGTERM before it is killed."""
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Ask Linux to SIGKILL the child if the parent dies (even by SIGKILL)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+@dataclass
+class ManagedProcess:
+    """One running child and where its output goes."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+
+    def running(self) -> bool:
+        return self.popen.poll() is None
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The end of the child's output, for error messages."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self, grace: float = STOP_GRACE_SECONDS) -> int | None:
+        """SIGTERM the child's process group, wait, then SIGKILL; returns the exit status."""
+        if self.running():
+            self._signal_group(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                self._signal_group(signal.SIGKILL)
+                self.popen.wait()
+        return self.popen.returncode
+
+    def kill(self) -> None:
+        """SIGKILL at once (a crash, for failure tests)."""
+        if self.running():
+            self._signal_group(signal.SIGKILL)
+            self.popen.wait()
+
+    def _signal_group(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signum)
+
+
+@dataclass
+class ProcessGroup:
+    """Starts children and stops all of them, newest first, on exit or error."""
+
+    log_dir: Path
+    processes: list[ManagedProcess] = field(default_factory=list)
+
+    def start(
+        self, name: str, argv: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> ManagedProcess:
+        log_path = self.log_dir / f"{name}.log"
+        with open(log_path, "ab") as log:
+            popen = subprocess.Popen(  # noqa: S603 - argv is built by this package, never by a shell
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 - only prctl, no locks taken
+            )
+        process = ManagedProcess(name=name, popen=popen, log_path=log_path)
+        self.processes.append(process)
+        return process
+
+    def stop_all(self) -> None:
+        while self.processes:
+            self.processes.pop().stop()
+
+    def forget(self, process: ManagedProcess) -> None:
+        """Stop tracking a child that the caller stopped itself."""
+        if process in self.processes:
+            self.processes.remove(process)
+
+    def __enter__(self) -> "ProcessGroup":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop_all()
+
+
+def python_module_argv(module: str, *args: str) -> list[str]:
+    """argv that runs ``python -m module`` with this interpreter (the project's venv)."""
+    return [sys.executable, "-m", module, *args]
+
+
+class StartupError(RuntimeError):
+    """A component did not become ready; the message carries the end of its log."""
+
+
+def raise_if_exited(process: ManagedProcess) -> Callable[[], None]:
+    """A check for wait loops: fail fast, with the log, if the child has died."""
+
+    def check() -> None:
+        if not process.running():
+            raise StartupError(
+                f"{process.name} exited with status {process.popen.returncode}:\n{process.log_tail()}"
+            )
+
+    return check

@@ -1,0 +1,88 @@
+"""Namespaces and pods for the local run: GPU pods that declare a minimum, and others."""
+
+from dataclasses import dataclass
+from typing import Any
+
+import kubernetes.client
+from kubernetes.client.rest import ApiException
+
+from components.scheduler_config import SCHEDULER_NAME
+from localcluster.nodes import GPU_RESOURCE, GPU_TAINT
+from policy import MIN_MEMORY_ANNOTATION
+
+WORKLOAD_NAMESPACE = "ml-training"
+POD_IMAGE = "busybox:1.37.0"
+"""Never pulled: no kubelet runs the pods; they only need to be valid and schedulable."""
+
+
+@dataclass(frozen=True)
+class PodSpecification:
+    """A pod to submit: its name and what it asks for."""
+
+    name: str
+    min_memory: str | None = None
+    """The raw annotation value (None: no annotation)."""
+    gpus: int = 1
+    scheduler_name: str = SCHEDULER_NAME
+
+
+def pod_manifest(spec: PodSpecification, namespace: str = WORKLOAD_NAMESPACE) -> dict[str, Any]:
+    """A Pod that passes Pod Security "restricted" and tolerates the GPU taint when it wants GPUs."""
+    requests: dict[str, str] = {"cpu": "100m", "memory": "64Mi"}
+    limits: dict[str, str] = {"memory": "128Mi"}
+    pod_spec: dict[str, Any] = {
+        "schedulerName": spec.scheduler_name,
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": False,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 65532,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [
+            {
+                "name": "train",
+                "image": POD_IMAGE,
+                "command": ["sleep", "3600"],
+                "resources": {"requests": requests, "limits": limits},
+                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+            }
+        ],
+    }
+    if spec.gpus:
+        requests[GPU_RESOURCE] = limits[GPU_RESOURCE] = str(spec.gpus)
+        pod_spec["tolerations"] = [
+            {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
+        ]
+    metadata: dict[str, Any] = {"name": spec.name, "namespace": namespace, "labels": {"app": "gpu-demo"}}
+    if spec.min_memory is not None:
+        metadata["annotations"] = {MIN_MEMORY_ANNOTATION: spec.min_memory}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
+
+
+def ensure_namespace(
+    api: kubernetes.client.ApiClient, name: str, labels: dict[str, str] | None = None
+) -> None:
+    """Create the namespace and its default ServiceAccount (no controller-manager runs here)."""
+    core = kubernetes.client.CoreV1Api(api)
+    _create_if_absent(lambda: core.create_namespace({"metadata": {"name": name, "labels": labels or {}}}))
+    _create_if_absent(lambda: core.create_namespaced_service_account(name, {"metadata": {"name": "default"}}))
+
+
+def restricted_namespace_labels() -> dict[str, str]:
+    """Pod Security Admission "restricted", enforced, as the Pulumi program labels scheduler-lab."""
+    return {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")}
+
+
+def submit_pods(api: kubernetes.client.ApiClient, specs: list[PodSpecification]) -> None:
+    core = kubernetes.client.CoreV1Api(api)
+    for spec in specs:
+        core.create_namespaced_pod(WORKLOAD_NAMESPACE, pod_manifest(spec))
+
+
+def _create_if_absent(create: Any) -> None:
+    try:
+        create()
+    except ApiException as error:
+        if error.status != 409:
+            raise

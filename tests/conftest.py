@@ -1,0 +1,29 @@
+"""Fixtures shared by the suites that need a real control plane (e2e, Pulumi dry run)."""
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from localcluster.control_plane import ControlPlane, start_control_plane
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BIN_DIR = Path(os.environ.get("LOCALCLUSTER_BIN_DIR", REPO_ROOT / ".cache" / "bin"))
+CONTROL_PLANE_BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "gpu-scheduler")
+
+
+@pytest.fixture(scope="session")
+def bin_dir() -> Path:
+    """The control-plane binaries (`make binaries`); missing ones fail the run, never skip it."""
+    missing = [name for name in CONTROL_PLANE_BINARIES if not (BIN_DIR / name).is_file()]
+    if missing:
+        pytest.fail(f"missing {', '.join(missing)} in {BIN_DIR}: run `make binaries` first")
+    return BIN_DIR
+
+
+@pytest.fixture(scope="session")
+def control_plane(bin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """One etcd + kube-apiserver (RBAC, PodSecurity admission) for the whole session."""
+    with start_control_plane(bin_dir, tmp_path_factory.mktemp("control-plane")) as plane:
+        yield plane

@@ -1,0 +1,121 @@
+"""A fresh local cluster per test, and the few operations the e2e tests share."""
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import kubernetes.client
+
+from components.scheduler_config import SchedulerMode
+from localcluster.control_plane import ControlPlane, start_control_plane
+from localcluster.custom_scheduler import (
+    CustomScheduler,
+    ExtenderTLS,
+    RunningExtender,
+    extender_tls,
+    grant_scheduler_lease,
+    start_extender,
+    start_scheduler,
+)
+from localcluster.inventory import InstanceType, load_inventory
+from localcluster.nodes import SimulatedNode, create_nodes
+from localcluster.outcomes import PodOutcome, wait_for_outcomes
+from localcluster.pki import CertFiles
+from localcluster.workloads import (
+    WORKLOAD_NAMESPACE,
+    PodSpecification,
+    ensure_namespace,
+    restricted_namespace_labels,
+    submit_pods,
+)
+from policy import NODE_MEMORY_LABEL
+
+INVENTORY = load_inventory()
+
+
+def shaped_like(base: str, gpu_memory_mib: int, gpu_count: int = 1) -> InstanceType:
+    """An instance type with ``base``'s CPU and memory, and the given GPUs (to isolate one variable)."""
+    return dataclasses.replace(INVENTORY[base], gpu_memory_mib=gpu_memory_mib, gpu_count=gpu_count)
+
+
+@dataclass
+class E2ECluster:
+    """A control plane with the workload namespace, the Lease RBAC, nodes and a custom scheduler."""
+
+    plane: ControlPlane
+    bin_dir: Path
+    mode: SchedulerMode
+    api: kubernetes.client.ApiClient
+    tls: ExtenderTLS | None = None
+    extender: RunningExtender | None = None
+    scheduler: CustomScheduler | None = None
+    nodes: dict[str, SimulatedNode] = field(default_factory=dict)
+
+    def add_nodes(self, *nodes: SimulatedNode) -> None:
+        create_nodes(self.api, list(nodes))
+        self.nodes.update({node.name: node for node in nodes})
+
+    def start(self, verbosity: int = 2) -> CustomScheduler:
+        """Start the extender (extender mode) and the scheduler."""
+        if self.mode == "extender":
+            self.tls = extender_tls(self.plane.work_dir)
+            self.extender = start_extender(self.plane, self.tls)
+        self.scheduler = start_scheduler(
+            self.plane,
+            self.bin_dir,
+            self.mode,
+            extender=self.extender,
+            client_tls=self.tls.client if self.tls else None,
+            extender_ca=self.tls.ca.cert_file if self.tls else None,
+            verbosity=verbosity,
+        )
+        return self.scheduler
+
+    def restart_scheduler(
+        self, client_tls: CertFiles, extender_ca: Path, config_name: str
+    ) -> CustomScheduler:
+        """Replace the running scheduler by one with other TLS material for the extender."""
+        assert self.scheduler is not None
+        self.scheduler.process.stop()
+        self.plane.processes.forget(self.scheduler.process)
+        self.scheduler = start_scheduler(
+            self.plane,
+            self.bin_dir,
+            self.mode,
+            extender=self.extender,
+            client_tls=client_tls,
+            extender_ca=extender_ca,
+            config_name=config_name,
+        )
+        return self.scheduler
+
+    def submit(self, *specs: PodSpecification) -> list[str]:
+        submit_pods(self.api, list(specs))
+        return [spec.name for spec in specs]
+
+    def outcomes(
+        self, names: list[str], *, bound_only: bool = False, timeout: float = 120
+    ) -> dict[str, PodOutcome]:
+        return wait_for_outcomes(self.api, WORKLOAD_NAMESPACE, names, timeout, bound_only=bound_only)
+
+    def outcome(self, name: str, *, bound_only: bool = False) -> PodOutcome:
+        return self.outcomes([name], bound_only=bound_only)[name]
+
+    def label_of(self, node_name: str) -> int:
+        node = kubernetes.client.CoreV1Api(self.api).read_node(node_name)
+        return int(node.metadata.labels.get(NODE_MEMORY_LABEL, "0"))
+
+    def pod(self, name: str) -> kubernetes.client.V1Pod:
+        return kubernetes.client.CoreV1Api(self.api).read_namespaced_pod(name, WORKLOAD_NAMESPACE)
+
+
+@contextlib.contextmanager
+def e2e_cluster(bin_dir: Path, work_dir: Path, mode: SchedulerMode) -> Iterator[E2ECluster]:
+    """Everything but the scheduler; the test adds nodes and calls ``start``."""
+    with start_control_plane(bin_dir, work_dir) as plane:
+        api = plane.api_client()
+        ensure_namespace(api, WORKLOAD_NAMESPACE, restricted_namespace_labels())
+        grant_scheduler_lease(plane)
+        yield E2ECluster(plane=plane, bin_dir=bin_dir, mode=mode, api=api)
