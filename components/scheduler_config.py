@@ -19,15 +19,24 @@ NAMESPACE = "scheduler-lab"
 PLUGIN_NAME = "GPUScheduler"
 CONFIG_API_VERSION = "kubescheduler.config.k8s.io/v1"
 
+EXTENDER_SERVICE = "scheduler-extender"
+"""The extender's Service (and Deployment) name in NAMESPACE."""
+EXTENDER_PORT = 8443
+"""The extender's HTTPS port, on the Service and the container."""
+EXTENDER_SERVICE_HOST = f"{EXTENDER_SERVICE}.{NAMESPACE}.svc"
+"""The name kube-scheduler dials; the extender's server certificate must carry it."""
+EXTENDER_CLIENT_DIR = "/etc/extender-client"
+"""Where the scheduler finds its client certificate (Secret ``extender-client-tls``)."""
+
 
 @dataclass(frozen=True)
 class ExtenderEndpoint:
     """How kube-scheduler reaches the extender (mutual TLS, filter + prioritize)."""
 
-    url_prefix: str = f"https://scheduler-extender.{NAMESPACE}.svc:8443"
-    ca_file: str = "/etc/extender-client/ca.crt"
-    cert_file: str = "/etc/extender-client/tls.crt"
-    key_file: str = "/etc/extender-client/tls.key"
+    url_prefix: str = f"https://{EXTENDER_SERVICE_HOST}:{EXTENDER_PORT}"
+    ca_file: str = f"{EXTENDER_CLIENT_DIR}/ca.crt"
+    cert_file: str = f"{EXTENDER_CLIENT_DIR}/tls.crt"
+    key_file: str = f"{EXTENDER_CLIENT_DIR}/tls.key"
     http_timeout: str = "2s"
     weight: int = 1
 

@@ -1,0 +1,13 @@
+"""The Pulumi program: read the stack configuration once, declare the stack, export its outputs.
+
+``pulumi up`` per environment (``Pulumi.dev.yaml``, ``Pulumi.prod.yaml``, ...); see README,
+"Deploying to EKS with Pulumi", for the keys and what gets created.
+"""
+
+import pulumi
+
+from components.stack import build_stack
+from components.stack_config import load_stack_config
+
+for name, value in build_stack(load_stack_config()).items():
+    pulumi.export(name, value)

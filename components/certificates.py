@@ -1,0 +1,149 @@
+"""Mutual TLS between the custom scheduler and the extender: a CA, two leaves, two Secrets.
+
+pulumi-tls creates an ECDSA P-256 CA, a server certificate for the extender's Service
+name and a client certificate (client-auth usage only) for the scheduler. Every private
+key passes through ``pulumi.Output.secret`` explicitly, so it is encrypted in the state and
+masked in output whatever the provider marks. ``early_renewal_hours`` makes ``pulumi up``
+replace a certificate once it is inside that window of its expiry.
+"""
+
+import hashlib
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_tls as tls
+
+from components.scheduler_config import EXTENDER_SERVICE_HOST, NAMESPACE, SCHEDULER_NAME
+from components.stack_config import CertificateSettings
+
+SERVER_SECRET = "extender-server-tls"  # noqa: S105 - the name of a Secret, not a credential
+CLIENT_SECRET = "extender-client-tls"  # noqa: S105 - the name of a Secret, not a credential
+SERVER_DNS_NAMES = (EXTENDER_SERVICE_HOST, f"{EXTENDER_SERVICE_HOST}.cluster.local")
+CLIENT_COMMON_NAME = SCHEDULER_NAME
+ORGANIZATION = "gpu-scheduler-eks"
+KEY_ALGORITHM = "ECDSA"
+KEY_CURVE = "P256"
+CA_USES = ["cert_signing", "crl_signing", "digital_signature"]
+SERVER_USES = ["digital_signature", "server_auth"]
+CLIENT_USES = ["digital_signature", "client_auth"]
+
+
+def certificate_checksum(*pems: str) -> str:
+    """SHA-256 over certificates (never keys), for a pod annotation that rolls on rotation."""
+    digest = hashlib.sha256()
+    for pem in pems:
+        digest.update(pem.encode())
+    return digest.hexdigest()
+
+
+class Certificates(pulumi.ComponentResource):
+    """The CA, the extender's server certificate, the scheduler's client certificate, the Secrets."""
+
+    ca_cert_pem: pulumi.Output[str]
+    server_cert_pem: pulumi.Output[str]
+    server_key_pem: pulumi.Output[str]
+    client_cert_pem: pulumi.Output[str]
+    client_key_pem: pulumi.Output[str]
+    client_checksum: pulumi.Output[str]
+    server_secret: k8s.core.v1.Secret
+    client_secret: k8s.core.v1.Secret
+
+    def __init__(
+        self,
+        name: str,
+        settings: CertificateSettings,
+        provider: k8s.Provider,
+        namespace: k8s.core.v1.Namespace,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("gpu-scheduler-eks:index:Certificates", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        validity = {
+            "validity_period_hours": settings.validity_hours,
+            "early_renewal_hours": settings.early_renewal_hours,
+        }
+
+        ca_key = self._key(f"{name}-ca-key")
+        ca_cert = tls.SelfSignedCert(
+            f"{name}-ca",
+            private_key_pem=ca_key,
+            is_ca_certificate=True,
+            allowed_uses=CA_USES,
+            subject=tls.SelfSignedCertSubjectArgs(
+                common_name=f"{ORGANIZATION} extender CA", organization=ORGANIZATION
+            ),
+            opts=child,
+            **validity,
+        )
+        self.ca_cert_pem = ca_cert.cert_pem
+
+        def leaf(
+            role: str, common_name: str, uses: list[str], dns_names: list[str]
+        ) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
+            key = self._key(f"{name}-{role}-key")
+            request = tls.CertRequest(
+                f"{name}-{role}-request",
+                private_key_pem=key,
+                dns_names=dns_names or None,
+                subject=tls.CertRequestSubjectArgs(common_name=common_name, organization=ORGANIZATION),
+                opts=child,
+            )
+            cert = tls.LocallySignedCert(
+                f"{name}-{role}",
+                cert_request_pem=request.cert_request_pem,
+                ca_private_key_pem=ca_key,
+                ca_cert_pem=ca_cert.cert_pem,
+                allowed_uses=uses,
+                opts=child,
+                **validity,
+            )
+            return cert.cert_pem, key
+
+        self.server_cert_pem, self.server_key_pem = leaf(
+            "server", SERVER_DNS_NAMES[0], SERVER_USES, list(SERVER_DNS_NAMES)
+        )
+        self.client_cert_pem, self.client_key_pem = leaf("client", CLIENT_COMMON_NAME, CLIENT_USES, [])
+        self.client_checksum = pulumi.Output.all(self.ca_cert_pem, self.client_cert_pem).apply(
+            lambda pems: certificate_checksum(*pems)
+        )
+
+        in_namespace = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace])
+        self.server_secret = k8s.core.v1.Secret(
+            f"{name}-server-secret",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=SERVER_SECRET, namespace=NAMESPACE),
+            type="kubernetes.io/tls",
+            string_data={
+                "tls.crt": self.server_cert_pem,
+                "tls.key": self.server_key_pem,
+                "client-ca.crt": self.ca_cert_pem,
+            },
+            opts=in_namespace,
+        )
+        self.client_secret = k8s.core.v1.Secret(
+            f"{name}-client-secret",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=CLIENT_SECRET, namespace=NAMESPACE),
+            type="kubernetes.io/tls",
+            string_data={
+                "tls.crt": self.client_cert_pem,
+                "tls.key": self.client_key_pem,
+                "ca.crt": self.ca_cert_pem,
+            },
+            opts=in_namespace,
+        )
+        self.register_outputs(
+            {
+                "caCertPem": self.ca_cert_pem,
+                "serverCertPem": self.server_cert_pem,
+                "clientCertPem": self.client_cert_pem,
+            }
+        )
+
+    def _key(self, resource_name: str) -> pulumi.Output[str]:
+        """A new ECDSA P-256 private key, as a Pulumi secret."""
+        key = tls.PrivateKey(
+            resource_name,
+            algorithm=KEY_ALGORITHM,
+            ecdsa_curve=KEY_CURVE,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return pulumi.Output.secret(key.private_key_pem)

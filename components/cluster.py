@@ -1,0 +1,119 @@
+"""The EKS cluster: control plane (pulumi-eks), the node IAM role, the system node group.
+
+No Fargate and no default node group: every node comes from an EKS managed node group
+declared here as a plain ``aws.eks.NodeGroup`` (see README, "Why aws.eks.NodeGroup"). The
+cluster uses the ``API`` authentication mode, so EKS itself grants the node role access to
+the cluster when a managed node group uses it (no aws-auth ConfigMap to manage).
+"""
+
+import json
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+import pulumi_kubernetes as k8s
+
+from components.network import Network
+from components.stack_config import StackConfig
+
+SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
+NODE_POOL_LABEL = "training.example.com/node-pool"
+"""Node label naming the node group's role; the extender and scheduler select ``system``."""
+SYSTEM_POOL = "system"
+NODE_POLICIES = (
+    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
+)
+"""What a managed node needs: join the cluster, run the VPC CNI, pull from ECR."""
+MAX_UNAVAILABLE_NODES = 1
+"""Nodes replaced at a time during a node group update."""
+
+
+class Cluster(pulumi.ComponentResource):
+    """An EKS cluster with a system node group, and a Kubernetes provider for it."""
+
+    name: str
+    kubeconfig: pulumi.Output[str]
+    provider: k8s.Provider
+    node_role_arn: pulumi.Output[str]
+    subnet_ids: pulumi.Output[list[str]]
+    system_node_group: aws.eks.NodeGroup
+
+    def __init__(
+        self, name: str, config: StackConfig, network: Network, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpu-scheduler-eks:index:Cluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.name = config.cluster_name
+        self.subnet_ids = network.private_subnet_ids
+
+        eks_cluster = eks.Cluster(
+            f"{name}-eks",
+            name=config.cluster_name,
+            version=config.kubernetes_version,
+            vpc_id=network.vpc_id,
+            private_subnet_ids=network.private_subnet_ids,
+            public_subnet_ids=network.public_subnet_ids,
+            skip_default_node_group=True,
+            fargate=False,
+            authentication_mode=eks.AuthenticationMode.API,
+            create_oidc_provider=False,
+            opts=child,
+        )
+        self.kubeconfig = pulumi.Output.secret(eks_cluster.kubeconfig_json)
+        self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, opts=child)
+
+        role = aws.iam.Role(
+            f"{name}-node-role",
+            assume_role_policy=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Effect": "Allow",
+                            "Principal": {"Service": "ec2.amazonaws.com"},
+                            "Action": "sts:AssumeRole",
+                        }
+                    ],
+                }
+            ),
+            opts=child,
+        )
+        attachments = [
+            aws.iam.RolePolicyAttachment(
+                f"{name}-node-{policy.rsplit('/', 1)[1]}",
+                role=role.name,
+                policy_arn=policy,
+                opts=child,
+            )
+            for policy in NODE_POLICIES
+        ]
+        self.node_role_arn = role.arn
+        # Node groups name the cluster by its physical name; depending on the cluster and
+        # the policy attachments makes them wait for both (nodes cannot join without them).
+        self.node_group_dependencies: list[pulumi.Resource] = [eks_cluster, *attachments]
+
+        group = config.system_node_group
+        self.system_node_group = aws.eks.NodeGroup(
+            f"{name}-system",
+            cluster_name=config.cluster_name,
+            node_group_name_prefix="system-",
+            node_role_arn=role.arn,
+            subnet_ids=network.private_subnet_ids,
+            ami_type=SYSTEM_AMI_TYPE,
+            capacity_type="ON_DEMAND",
+            instance_types=list(group.instance_types),
+            disk_size=group.disk_size_gib,
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=group.scaling.min_size,
+                max_size=group.scaling.max_size,
+                desired_size=group.scaling.desired_size,
+            ),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=MAX_UNAVAILABLE_NODES),
+            labels={NODE_POOL_LABEL: SYSTEM_POOL},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=self.node_group_dependencies),
+        )
+        self.register_outputs(
+            {"clusterName": self.name, "kubeconfig": self.kubeconfig, "nodeRoleArn": self.node_role_arn}
+        )

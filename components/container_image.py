@@ -1,0 +1,135 @@
+"""An ECR repository and, when the scheduler mode needs it, the image built and pushed to it.
+
+Tags are immutable, so each build is tagged with a hash of its sources (content_tag): a
+change to the sources makes a new tag; unchanged sources keep the tag and nothing is
+rebuilt or rolled. Deployments use ``image_ref`` (``repository:tag@sha256:...``), so a node
+always runs the exact bytes that were pushed.
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_docker_build as docker_build
+
+from components.content_tag import content_tag
+from components.stack_config import ImageSettings
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PLATFORM = docker_build.Platform.LINUX_AMD64
+"""The node groups run x86_64 AMIs."""
+
+
+@dataclass(frozen=True)
+class ImageSource:
+    """Where an image is built from; paths are relative to the project root."""
+
+    repository: str
+    context: str
+    dockerfile: str
+    sources: tuple[str, ...]
+    """Everything the Dockerfile copies in; their bytes make the tag."""
+
+
+EXTENDER_IMAGE = ImageSource(
+    repository="scheduler-extender",
+    context=".",
+    dockerfile="extender_app/Dockerfile",
+    sources=("extender_app", "policy"),
+)
+GPU_SCHEDULER_IMAGE = ImageSource(
+    repository="gpu-scheduler",
+    context="plugin",
+    dockerfile="plugin/Dockerfile",
+    sources=("plugin",),
+)
+
+
+def lifecycle_policy(keep_images: int) -> str:
+    """ECR lifecycle policy: expire all but the newest ``keep_images`` images."""
+    return json.dumps(
+        {
+            "rules": [
+                {
+                    "rulePriority": 1,
+                    "description": f"keep the newest {keep_images} images",
+                    "selection": {
+                        "tagStatus": "any",
+                        "countType": "imageCountMoreThan",
+                        "countNumber": keep_images,
+                    },
+                    "action": {"type": "expire"},
+                }
+            ]
+        }
+    )
+
+
+class ContainerImage(pulumi.ComponentResource):
+    """ECR repository (immutable tags, scan on push, lifecycle policy) and an optional build."""
+
+    repository: aws.ecr.Repository
+    tag: str | None
+    """The source-hash tag, when this stack builds the image."""
+
+    def __init__(
+        self,
+        name: str,
+        source: ImageSource,
+        settings: ImageSettings,
+        build: bool,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("gpu-scheduler-eks:index:ContainerImage", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.repository = aws.ecr.Repository(
+            f"{name}-repository",
+            name=source.repository,
+            image_tag_mutability="IMMUTABLE",
+            image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(scan_on_push=True),
+            force_delete=settings.force_delete,
+            opts=child,
+        )
+        aws.ecr.LifecyclePolicy(
+            f"{name}-lifecycle",
+            repository=self.repository.name,
+            policy=lifecycle_policy(settings.keep_images),
+            opts=child,
+        )
+        self.tag = None
+        self._image_ref: pulumi.Output[str] | None = None
+        if build:
+            tag = self.tag = content_tag(PROJECT_ROOT, source.sources)
+            token = aws.ecr.get_authorization_token_output(
+                registry_id=self.repository.registry_id, opts=pulumi.InvokeOutputOptions(parent=self)
+            )
+            image = docker_build.Image(
+                f"{name}-image",
+                context=docker_build.BuildContextArgs(location=source.context),
+                dockerfile=docker_build.DockerfileArgs(location=source.dockerfile),
+                platforms=[PLATFORM],
+                tags=[self.repository.repository_url.apply(lambda url: f"{url}:{tag}")],
+                push=True,
+                build_on_preview=False,
+                registries=[
+                    docker_build.RegistryArgs(
+                        address=self.repository.repository_url,
+                        username=token.user_name,
+                        password=pulumi.Output.secret(token.password),
+                    )
+                ],
+                opts=child,
+            )
+            self._image_ref = image.ref
+        self.register_outputs(
+            {"repositoryUrl": self.repository.repository_url, "tag": self.tag, "imageRef": self._image_ref}
+        )
+
+    @property
+    def image_ref(self) -> pulumi.Output[str]:
+        """``repository:tag@sha256:...`` of the pushed image; only for an image this stack builds."""
+        if self._image_ref is None:
+            raise ValueError(f"image {self._name} is not built in this scheduler mode")
+        return self._image_ref

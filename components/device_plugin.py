@@ -1,0 +1,52 @@
+"""The NVIDIA device plugin (Helm chart), which advertises ``nvidia.com/gpu`` on GPU nodes.
+
+The AL2023 NVIDIA AMI ships the driver and container toolkit but not the device plugin.
+The DaemonSet runs only on nodes labelled ``nvidia.com/gpu.present=true`` (the GPU node
+groups) and tolerates the GPU taint.
+"""
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.gpu_node_group import GPU_PRESENT_LABEL, GPU_TAINT_KEY
+
+CHART = "nvidia-device-plugin"
+CHART_REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
+RELEASE_NAMESPACE = "kube-system"
+RELEASE_NAME = "nvidia-device-plugin"
+
+
+def device_plugin_values() -> dict[str, object]:
+    """Chart values: GPU nodes only, tolerate the GPU taint, no GPU feature discovery."""
+    return {
+        "nodeSelector": {GPU_PRESENT_LABEL: "true"},
+        "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+        "gfd": {"enabled": False},
+    }
+
+
+class DevicePlugin(pulumi.ComponentResource):
+    """A Helm release of the pinned nvidia-device-plugin chart."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(
+        self,
+        name: str,
+        chart_version: str,
+        provider: k8s.Provider,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("gpu-scheduler-eks:index:DevicePlugin", name, None, opts)
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name=RELEASE_NAME,
+            chart=CHART,
+            version=chart_version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=CHART_REPOSITORY),
+            namespace=RELEASE_NAMESPACE,
+            values=device_plugin_values(),
+            atomic=True,
+            opts=pulumi.ResourceOptions(parent=self, provider=provider),
+        )
+        self.register_outputs({"chartVersion": chart_version, "status": self.release.status})

@@ -1,0 +1,195 @@
+"""The scheduler extender: Deployment, PodDisruptionBudget, Service, NetworkPolicy.
+
+Two or more replicas spread over zones and nodes of the system node group, non-root
+(65532), read-only root filesystem, every capability dropped, RuntimeDefault seccomp and no
+Kubernetes API token (the extender gets everything it needs in each request). Only pods
+labelled ``app=custom-scheduler`` in the scheduler namespace may connect, on 8443; the
+extender may connect nowhere.
+"""
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.certificates import SERVER_SECRET
+from components.cluster import NODE_POOL_LABEL, SYSTEM_POOL
+from components.pod_security import container_security_context, pod_security_context
+from components.scheduler_config import EXTENDER_PORT, EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
+from components.stack_config import ExtenderSettings
+
+APP_LABEL = "app"
+TLS_DIR = "/etc/extender-tls"
+"""Where the server certificate, key and client CA are mounted (the extender's defaults)."""
+TLS_FILE_MODE = 0o440
+HEALTH_PORT = 8080
+"""Plain-HTTP port for /healthz and /readyz (kubelet probes; no TLS, no client certificate)."""
+PROBE_PERIOD_SECONDS = 10
+PROBE_FAILURE_THRESHOLD = 3
+MIN_AVAILABLE = 1
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+"""Set by the API server on every namespace; a namespaceSelector on it names one namespace."""
+
+
+def extender_args(settings: ExtenderSettings) -> list[str]:
+    """The extender's command-line flags; unset limits keep the extender's own defaults."""
+    args = [
+        f"--tls-cert={TLS_DIR}/tls.crt",
+        f"--tls-key={TLS_DIR}/tls.key",
+        f"--client-ca={TLS_DIR}/client-ca.crt",
+        f"--port={EXTENDER_PORT}",
+        f"--health-port={HEALTH_PORT}",
+    ]
+    if settings.max_body_bytes is not None:
+        args.append(f"--max-body-bytes={settings.max_body_bytes}")
+    if settings.max_nodes is not None:
+        args.append(f"--max-nodes={settings.max_nodes}")
+    return args
+
+
+class Extender(pulumi.ComponentResource):
+    """The extender's workload and the objects that expose and fence it."""
+
+    deployment: k8s.apps.v1.Deployment
+    service: k8s.core.v1.Service
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        settings: ExtenderSettings,
+        image: pulumi.Input[str],
+        provider: k8s.Provider,
+        depends_on: list[pulumi.Resource],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("gpu-scheduler-eks:index:Extender", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on)
+        labels = {APP_LABEL: EXTENDER_SERVICE}
+        selector = k8s.meta.v1.LabelSelectorArgs(match_labels=labels)
+
+        def metadata() -> k8s.meta.v1.ObjectMetaArgs:
+            return k8s.meta.v1.ObjectMetaArgs(name=EXTENDER_SERVICE, namespace=NAMESPACE, labels=labels)
+
+        account = k8s.core.v1.ServiceAccount(
+            f"{name}-account", metadata=metadata(), automount_service_account_token=False, opts=child
+        )
+        resources = settings.resources
+        self.deployment = k8s.apps.v1.Deployment(
+            f"{name}-deployment",
+            metadata=metadata(),
+            spec=k8s.apps.v1.DeploymentSpecArgs(
+                replicas=settings.replicas,
+                selector=selector,
+                template=k8s.core.v1.PodTemplateSpecArgs(
+                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
+                    spec=k8s.core.v1.PodSpecArgs(
+                        service_account_name=account.metadata.name,
+                        automount_service_account_token=False,
+                        enable_service_links=False,
+                        security_context=pod_security_context(),
+                        node_selector={NODE_POOL_LABEL: SYSTEM_POOL, "kubernetes.io/os": "linux"},
+                        topology_spread_constraints=[
+                            k8s.core.v1.TopologySpreadConstraintArgs(
+                                max_skew=1,
+                                topology_key=topology_key,
+                                when_unsatisfiable=when,
+                                label_selector=selector,
+                                match_label_keys=["pod-template-hash"],
+                            )
+                            for topology_key, when in (
+                                ("topology.kubernetes.io/zone", "ScheduleAnyway"),
+                                ("kubernetes.io/hostname", "DoNotSchedule"),
+                            )
+                        ],
+                        containers=[
+                            k8s.core.v1.ContainerArgs(
+                                name="extender",
+                                image=image,
+                                args=extender_args(settings),
+                                ports=[
+                                    k8s.core.v1.ContainerPortArgs(name="https", container_port=EXTENDER_PORT),
+                                    k8s.core.v1.ContainerPortArgs(name="health", container_port=HEALTH_PORT),
+                                ],
+                                readiness_probe=_probe("/readyz"),
+                                liveness_probe=_probe("/healthz"),
+                                resources=k8s.core.v1.ResourceRequirementsArgs(
+                                    requests={
+                                        "cpu": resources.cpu_request,
+                                        "memory": resources.memory_request,
+                                    },
+                                    limits={"memory": resources.memory_limit},
+                                ),
+                                security_context=container_security_context(),
+                                volume_mounts=[
+                                    k8s.core.v1.VolumeMountArgs(
+                                        name="tls", mount_path=TLS_DIR, read_only=True
+                                    )
+                                ],
+                            )
+                        ],
+                        volumes=[
+                            k8s.core.v1.VolumeArgs(
+                                name="tls",
+                                secret=k8s.core.v1.SecretVolumeSourceArgs(
+                                    secret_name=SERVER_SECRET, default_mode=TLS_FILE_MODE
+                                ),
+                            )
+                        ],
+                    ),
+                ),
+            ),
+            opts=child,
+        )
+        k8s.policy.v1.PodDisruptionBudget(
+            f"{name}-pdb",
+            metadata=metadata(),
+            spec=k8s.policy.v1.PodDisruptionBudgetSpecArgs(min_available=MIN_AVAILABLE, selector=selector),
+            opts=child,
+        )
+        self.service = k8s.core.v1.Service(
+            f"{name}-service",
+            metadata=metadata(),
+            spec=k8s.core.v1.ServiceSpecArgs(
+                type="ClusterIP",
+                selector=labels,
+                ports=[
+                    k8s.core.v1.ServicePortArgs(
+                        name="https", port=EXTENDER_PORT, target_port="https", protocol="TCP"
+                    )
+                ],
+            ),
+            opts=child,
+        )
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-network-policy",
+            metadata=metadata(),
+            spec=k8s.networking.v1.NetworkPolicySpecArgs(
+                pod_selector=selector,
+                policy_types=["Ingress", "Egress"],
+                ingress=[
+                    k8s.networking.v1.NetworkPolicyIngressRuleArgs(
+                        from_=[
+                            k8s.networking.v1.NetworkPolicyPeerArgs(
+                                namespace_selector=k8s.meta.v1.LabelSelectorArgs(
+                                    match_labels={NAMESPACE_NAME_LABEL: NAMESPACE}
+                                ),
+                                pod_selector=k8s.meta.v1.LabelSelectorArgs(
+                                    match_labels={APP_LABEL: SCHEDULER_NAME}
+                                ),
+                            )
+                        ],
+                        ports=[k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP", port=EXTENDER_PORT)],
+                    )
+                ],
+                egress=[],
+            ),
+            opts=child,
+        )
+        self.register_outputs({"serviceName": self.service.metadata.name})
+
+
+def _probe(path: str) -> k8s.core.v1.ProbeArgs:
+    return k8s.core.v1.ProbeArgs(
+        http_get=k8s.core.v1.HTTPGetActionArgs(path=path, port="health", scheme="HTTP"),
+        period_seconds=PROBE_PERIOD_SECONDS,
+        failure_threshold=PROBE_FAILURE_THRESHOLD,
+    )

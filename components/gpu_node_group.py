@@ -1,0 +1,104 @@
+"""A GPU managed node group: NVIDIA AMI, per-GPU memory label from EC2, optional GPU taint."""
+
+from collections.abc import Sequence
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from components.cluster import NODE_POOL_LABEL, Cluster
+from components.gpu_memory import Gpu, InstanceGpus, group_gpu_memory_mib, require_architecture
+from components.stack_config import GpuNodeGroup as GpuNodeGroupSettings
+from policy import GPU_RESOURCE, NODE_MEMORY_LABEL
+
+GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
+"""EKS-optimised Amazon Linux 2023 with the NVIDIA driver and container toolkit."""
+GPU_AMI_ARCHITECTURE = "x86_64"
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+"""The device plugin chart's node affinity matches this label (NFD is not installed)."""
+GPU_TAINT_KEY = GPU_RESOURCE
+GPU_TAINT_VALUE = "true"
+GPU_TAINT_EFFECT = "NO_SCHEDULE"
+"""EKS API spelling of NoSchedule."""
+MAX_UNAVAILABLE_NODES = 1
+
+
+def instance_gpus_from_invoke(instance_type: str, result: Any) -> InstanceGpus:
+    """Adapt an ``aws.ec2.get_instance_type`` result to the pure GPU-memory module's shape."""
+    gpus = tuple(
+        Gpu(name=gpu.name, manufacturer=gpu.manufacturer, count=gpu.count, memory_mib=gpu.memory_size)
+        for gpu in result.gpuses or ()
+    )
+    return InstanceGpus(instance_type, gpus, tuple(result.supported_architectures or ()))
+
+
+def gpu_memory_label(config_key: str, group_name: str, described: Sequence[InstanceGpus]) -> str:
+    """The label value for a group, failing with an error that names its config key."""
+    where = f"{config_key}.instanceTypes (GPU node group {group_name!r})"
+    require_architecture(where, described, GPU_AMI_ARCHITECTURE)
+    return str(group_gpu_memory_mib(where, described))
+
+
+class GpuNodeGroup(pulumi.ComponentResource):
+    """One GPU node group; its label is the minimum per-GPU memory of its instance types."""
+
+    memory_label: pulumi.Output[str]
+    node_group: aws.eks.NodeGroup
+
+    def __init__(
+        self,
+        name: str,
+        settings: GpuNodeGroupSettings,
+        cluster: Cluster,
+        gpu_taint: bool,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("gpu-scheduler-eks:index:GpuNodeGroup", name, None, opts)
+        lookups = [
+            aws.ec2.get_instance_type_output(
+                instance_type=instance_type, opts=pulumi.InvokeOutputOptions(parent=self)
+            )
+            for instance_type in settings.instance_types
+        ]
+        self.memory_label = pulumi.Output.all(*lookups).apply(
+            lambda results: gpu_memory_label(
+                settings.config_key,
+                settings.name,
+                [
+                    instance_gpus_from_invoke(instance_type, result)
+                    for instance_type, result in zip(settings.instance_types, results, strict=True)
+                ],
+            )
+        )
+        taints = (
+            [aws.eks.NodeGroupTaintArgs(key=GPU_TAINT_KEY, value=GPU_TAINT_VALUE, effect=GPU_TAINT_EFFECT)]
+            if gpu_taint
+            else []
+        )
+        self.node_group = aws.eks.NodeGroup(
+            f"{name}-nodes",
+            cluster_name=cluster.name,
+            node_group_name_prefix=f"gpu-{settings.name}-",
+            node_role_arn=cluster.node_role_arn,
+            subnet_ids=cluster.subnet_ids,
+            ami_type=GPU_AMI_TYPE,
+            capacity_type=settings.capacity_type,
+            instance_types=list(settings.instance_types),
+            disk_size=settings.disk_size_gib,
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=settings.scaling.min_size,
+                max_size=settings.scaling.max_size,
+                desired_size=settings.scaling.desired_size,
+            ),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=MAX_UNAVAILABLE_NODES),
+            labels={
+                NODE_MEMORY_LABEL: self.memory_label,
+                GPU_PRESENT_LABEL: "true",
+                NODE_POOL_LABEL: f"gpu-{settings.name}",
+            },
+            taints=taints,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=cluster.node_group_dependencies),
+        )
+        self.register_outputs(
+            {"memoryLabel": self.memory_label, "nodeGroupName": self.node_group.node_group_name}
+        )

@@ -1,0 +1,57 @@
+"""The cluster's network: a new VPC across several availability zones, or existing subnets."""
+
+import pulumi
+import pulumi_awsx as awsx
+
+from components.stack_config import ExistingNetwork, NewVpc
+
+PUBLIC_SUBNET_TAGS = {"kubernetes.io/role/elb": "1"}
+"""Lets the AWS load-balancer integrations find the subnets for internet-facing load balancers."""
+PRIVATE_SUBNET_TAGS = {"kubernetes.io/role/internal-elb": "1"}
+NAT_STRATEGIES = {
+    "single": awsx.ec2.NatGatewayStrategy.SINGLE,
+    "onePerAz": awsx.ec2.NatGatewayStrategy.ONE_PER_AZ,
+}
+
+
+class Network(pulumi.ComponentResource):
+    """VPC id and subnet ids for the cluster; nodes use the private subnets."""
+
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: pulumi.Output[list[str]]
+    public_subnet_ids: pulumi.Output[list[str]]
+
+    def __init__(
+        self, name: str, settings: NewVpc | ExistingNetwork, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpu-scheduler-eks:index:Network", name, None, opts)
+        if isinstance(settings, ExistingNetwork):
+            self.vpc_id = pulumi.Output.from_input(settings.vpc_id)
+            self.private_subnet_ids = pulumi.Output.from_input(list(settings.private_subnet_ids))
+            self.public_subnet_ids = pulumi.Output.from_input(list(settings.public_subnet_ids))
+        else:
+            vpc = awsx.ec2.Vpc(
+                f"{name}-vpc",
+                cidr_block=settings.cidr_block,
+                number_of_availability_zones=settings.availability_zones,
+                nat_gateways=awsx.ec2.NatGatewayConfigurationArgs(
+                    strategy=NAT_STRATEGIES[settings.nat_gateways]
+                ),
+                subnet_specs=[
+                    awsx.ec2.SubnetSpecArgs(type=awsx.ec2.SubnetType.PUBLIC, tags=PUBLIC_SUBNET_TAGS),
+                    awsx.ec2.SubnetSpecArgs(type=awsx.ec2.SubnetType.PRIVATE, tags=PRIVATE_SUBNET_TAGS),
+                ],
+                enable_dns_hostnames=True,
+                enable_dns_support=True,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            self.vpc_id = vpc.vpc_id
+            self.private_subnet_ids = vpc.private_subnet_ids
+            self.public_subnet_ids = vpc.public_subnet_ids
+        self.register_outputs(
+            {
+                "vpcId": self.vpc_id,
+                "privateSubnetIds": self.private_subnet_ids,
+                "publicSubnetIds": self.public_subnet_ids,
+            }
+        )

@@ -1,0 +1,562 @@
+"""The stack configuration: one typed, frozen, validated object read once per run.
+
+``parse_stack_config`` is pure: it takes the values Pulumi hands a program (strings, with
+structured values as JSON text) and either returns a ``StackConfig`` or raises
+``StackConfigError`` whose message starts with the full key, e.g.
+``gpu-scheduler-eks:gpuNodeGroups[1].instanceTypes: ...``, so ``pulumi preview`` fails
+before it declares anything. Unknown keys are errors too: a misspelt key would otherwise
+be ignored and its default used silently. ``load_stack_config`` reads Pulumi's config.
+"""
+
+import ipaddress
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, NoReturn, TypeVar
+
+import pulumi
+
+from components.kubernetes_versions import (
+    cluster_minor,
+    image_tag,
+    plugin_kubernetes_version,
+    release_tag_minor,
+)
+from components.scheduler_config import SCHEDULER_MODES, SchedulerMode
+from policy import PolicyError, parse_quantity
+
+PROJECT = "gpu-scheduler-eks"
+"""The Pulumi project name (Pulumi.yaml) and so the namespace of every key below."""
+
+DEFAULT_KUBERNETES_VERSION = "1.35"
+DEFAULT_KUBE_SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler:v1.35.8"
+DEFAULT_DEVICE_PLUGIN_CHART_VERSION = "0.17.4"
+"""nvidia-device-plugin chart: the newest 0.17.x release (NVIDIA/gpu-operator#1671 moved to it)."""
+
+MIN_AVAILABILITY_ZONES = 2
+MAX_AVAILABILITY_ZONES = 6
+MIN_DISK_GIB = 20
+MAX_DISK_GIB = 16384
+MAX_NODE_GROUP_SIZE = 1000
+MAX_SCHEDULER_REPLICAS = 5
+MAX_EXTENDER_REPLICAS = 20
+MIN_EXTENDER_REPLICAS = 2
+"""Two or more: the PodDisruptionBudget (minAvailable 1) keeps one serving through a node drain."""
+MIN_CERT_VALIDITY_HOURS = 24
+MAX_CERT_VALIDITY_HOURS = 10 * 8766
+MAX_KEEP_IMAGES = 1000
+MAX_BODY_BYTES = 2**40
+MAX_NODES = 10**6
+
+NatGateways = Literal["single", "onePerAz"]
+NAT_GATEWAY_CHOICES: tuple[NatGateways, ...] = ("single", "onePerAz")
+CapacityType = Literal["ON_DEMAND", "SPOT"]
+CAPACITY_TYPES: dict[str, CapacityType] = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
+"""Config spelling -> the EKS API's."""
+
+_CLUSTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+_GROUP_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?")
+_INSTANCE_TYPE = re.compile(r"[a-z][a-z0-9-]*\.[a-z0-9-]+")
+_VPC_ID = re.compile(r"vpc-[0-9a-f]{8,17}")
+_SUBNET_ID = re.compile(r"subnet-[0-9a-f]{8,17}")
+_CHART_VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
+_IMAGE_REFERENCE = re.compile(r"[a-z0-9][a-z0-9._/:-]*[a-z0-9](@sha256:[0-9a-f]{64})?")
+
+
+class StackConfigError(ValueError):
+    """A configuration value that the program cannot use; the message names the key."""
+
+
+@dataclass(frozen=True)
+class NewVpc:
+    """Create a VPC: public subnets for load balancers, private subnets for nodes, per AZ."""
+
+    cidr_block: str = "10.0.0.0/16"
+    availability_zones: int = 3
+    nat_gateways: NatGateways = "single"
+
+
+@dataclass(frozen=True)
+class ExistingNetwork:
+    """Use an existing VPC; nodes go into the private subnets."""
+
+    vpc_id: str
+    private_subnet_ids: tuple[str, ...]
+    public_subnet_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """A managed node group's size."""
+
+    min_size: int
+    max_size: int
+    desired_size: int
+
+
+@dataclass(frozen=True)
+class SystemNodeGroup:
+    """On-demand nodes for the add-ons, the extender and the custom scheduler."""
+
+    instance_types: tuple[str, ...] = ("m6i.large",)
+    scaling: Scaling = Scaling(min_size=2, max_size=3, desired_size=2)
+    disk_size_gib: int = 50
+
+
+@dataclass(frozen=True)
+class GpuNodeGroup:
+    """A managed node group of NVIDIA GPU instances, labelled with their per-GPU memory."""
+
+    name: str
+    instance_types: tuple[str, ...]
+    scaling: Scaling = Scaling(min_size=0, max_size=2, desired_size=1)
+    capacity_type: CapacityType = "ON_DEMAND"
+    disk_size_gib: int = 100
+    config_key: str = ""
+    """Where this group was configured, e.g. ``gpu-scheduler-eks:gpuNodeGroups[0]`` (for errors)."""
+
+
+@dataclass(frozen=True)
+class Resources:
+    """A container's requests and memory limit (no CPU limit: it only throttles)."""
+
+    cpu_request: str
+    memory_request: str
+    memory_limit: str
+
+
+EXTENDER_RESOURCES = Resources(cpu_request="100m", memory_request="256Mi", memory_limit="512Mi")
+"""Default until the extender's measured worst case is written down (README, extender section)."""
+
+SCHEDULER_RESOURCES = Resources(cpu_request="100m", memory_request="256Mi", memory_limit="1Gi")
+"""kube-scheduler caches every node and pod; raise the limit for large clusters."""
+
+
+@dataclass(frozen=True)
+class ExtenderSettings:
+    """The extender Deployment. Limits left unset use the extender's own defaults."""
+
+    replicas: int = 2
+    max_body_bytes: int | None = None
+    max_nodes: int | None = None
+    resources: Resources = EXTENDER_RESOURCES
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    """The custom scheduler Deployment."""
+
+    replicas: int = 2
+    kube_scheduler_image: str = DEFAULT_KUBE_SCHEDULER_IMAGE
+    """Extender mode only; plugin mode runs the gpu-scheduler image built from plugin/."""
+    resources: Resources = SCHEDULER_RESOURCES
+
+
+@dataclass(frozen=True)
+class CertificateSettings:
+    """The extender's mutual-TLS certificates, renewed by ``pulumi up`` inside the window."""
+
+    validity_hours: int = 8760
+    early_renewal_hours: int = 720
+
+
+@dataclass(frozen=True)
+class ImageSettings:
+    """The ECR repositories."""
+
+    keep_images: int = 10
+    force_delete: bool = False
+
+
+@dataclass(frozen=True)
+class DevicePluginSettings:
+    """The NVIDIA device plugin Helm release."""
+
+    chart_version: str = DEFAULT_DEVICE_PLUGIN_CHART_VERSION
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """Everything the program declares depends on; built by ``parse_stack_config``."""
+
+    cluster_name: str
+    gpu_node_groups: tuple[GpuNodeGroup, ...]
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
+    network: NewVpc | ExistingNetwork = field(default_factory=NewVpc)
+    system_node_group: SystemNodeGroup = field(default_factory=SystemNodeGroup)
+    scheduler_mode: SchedulerMode = "extender"
+    gpu_taint: bool = True
+    scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
+    extender: ExtenderSettings = field(default_factory=ExtenderSettings)
+    certificates: CertificateSettings = field(default_factory=CertificateSettings)
+    images: ImageSettings = field(default_factory=ImageSettings)
+    device_plugin: DevicePluginSettings = field(default_factory=DevicePluginSettings)
+
+
+DEFAULT_GPU_NODE_GROUPS = (GpuNodeGroup(name="t4", instance_types=("g4dn.xlarge",)),)
+
+_STRUCTURED_KEYS = frozenset(
+    {"network", "systemNodeGroup", "gpuNodeGroups", "scheduler", "extender", "certificates", "images"}
+    | {"devicePlugin"}
+)
+TOP_LEVEL_KEYS = _STRUCTURED_KEYS | {"clusterName", "kubernetesVersion", "gpuTaint", "schedulerMode"}
+
+
+def parse_stack_config(values: Mapping[str, str], stack: str, plugin_version: str) -> StackConfig:
+    """Validate Pulumi's raw values (keys without the project prefix) into a StackConfig.
+
+    ``stack`` names the default cluster; ``plugin_version`` is the Kubernetes release the
+    gpu-scheduler image is built from (``v1.35.8``), checked against the cluster in plugin mode.
+    """
+    top = _Fields({key: _top_level(key, raw) for key, raw in values.items()})
+    for key in sorted(set(values) - TOP_LEVEL_KEYS):
+        top[key].fail(f"unknown key; known keys: {', '.join(sorted(TOP_LEVEL_KEYS))}")
+    default = StackConfig(cluster_name=f"gpu-scheduler-{stack}", gpu_node_groups=DEFAULT_GPU_NODE_GROUPS)
+    config = StackConfig(
+        cluster_name=top.read("clusterName", default.cluster_name, _cluster_name),
+        kubernetes_version=top.read("kubernetesVersion", default.kubernetes_version, _kubernetes_version),
+        network=top.read("network", default.network, _network),
+        system_node_group=top.read("systemNodeGroup", default.system_node_group, _system_node_group),
+        gpu_node_groups=top.read("gpuNodeGroups", default.gpu_node_groups, _gpu_node_groups),
+        gpu_taint=top.read("gpuTaint", default.gpu_taint, _Value.boolean),
+        scheduler_mode=top.read("schedulerMode", default.scheduler_mode, lambda v: v.choice(SCHEDULER_MODES)),
+        scheduler=top.read("scheduler", default.scheduler, _scheduler),
+        extender=top.read("extender", default.extender, _extender),
+        certificates=top.read("certificates", default.certificates, _certificates),
+        images=top.read("images", default.images, _images),
+        device_plugin=top.read("devicePlugin", default.device_plugin, _device_plugin),
+    )
+    _check_scheduler_version(config, plugin_version)
+    return config
+
+
+def load_stack_config() -> StackConfig:
+    """Read this stack's configuration from Pulumi, once, and validate it."""
+    prefix = f"{PROJECT}:"
+    every = {**pulumi.runtime.config.get_config_env(), **pulumi.runtime.config.CONFIG.get()}
+    values = {key.removeprefix(prefix): str(value) for key, value in every.items() if key.startswith(prefix)}
+    return parse_stack_config(values, stack=pulumi.get_stack(), plugin_version=plugin_kubernetes_version())
+
+
+class _Value:
+    """A configuration value and the key path that names it in errors."""
+
+    def __init__(self, path: str, raw: object) -> None:
+        self.path = path
+        self.raw = raw
+
+    def fail(self, problem: str) -> NoReturn:
+        raise StackConfigError(f"{PROJECT}:{self.path}: {problem}")
+
+    def fields(self, known: frozenset[str] | set[str]) -> "_Fields":
+        if not isinstance(self.raw, dict):
+            self.fail(f"must be an object with keys {', '.join(sorted(known))}")
+        for key in sorted(set(self.raw) - known):
+            self.fail(f"unknown key {key!r}; known keys: {', '.join(sorted(known))}")
+        return _Fields({key: _Value(f"{self.path}.{key}", value) for key, value in self.raw.items()})
+
+    def items(self) -> list["_Value"]:
+        if not isinstance(self.raw, list):
+            self.fail("must be a list")
+        return [_Value(f"{self.path}[{index}]", value) for index, value in enumerate(self.raw)]
+
+    def string(self, pattern: re.Pattern[str] | None = None, description: str = "") -> str:
+        if not isinstance(self.raw, str) or not self.raw:
+            self.fail("must be a non-empty string")
+        if pattern is not None and not pattern.fullmatch(self.raw):
+            self.fail(f"{self.raw!r} is not valid: {description}")
+        return self.raw
+
+    def integer(self, low: int, high: int) -> int:
+        value = self.raw
+        if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,12}", value):
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(f"must be an integer, not {self.raw!r}")
+        if not low <= value <= high:
+            self.fail(f"must be {low}..{high}, not {value}")
+        return value
+
+    def boolean(self) -> bool:
+        if isinstance(self.raw, bool):
+            return self.raw
+        if self.raw not in ("true", "false"):
+            self.fail(f"must be true or false, not {self.raw!r}")
+        return self.raw == "true"
+
+    def choice(self, choices: Iterable[str]) -> Any:
+        allowed = tuple(choices)
+        if self.raw not in allowed:
+            self.fail(f"must be one of {', '.join(allowed)}, not {self.raw!r}")
+        return self.raw
+
+    def string_list(self, pattern: re.Pattern[str], description: str, minimum: int = 1) -> tuple[str, ...]:
+        values = tuple(item.string(pattern, description) for item in self.items())
+        if len(values) < minimum:
+            self.fail(f"must list at least {minimum}")
+        if len(set(values)) != len(values):
+            self.fail("must not repeat a value")
+        return values
+
+    def quantity(self) -> str:
+        text = self.string()
+        try:
+            positive = parse_quantity(text) > 0
+        except PolicyError:
+            self.fail(f"{text!r} is not a Kubernetes quantity (e.g. 100m, 256Mi)")
+        if not positive:
+            self.fail(f"must be positive, not {text!r}")
+        return text
+
+
+_T = TypeVar("_T")
+
+
+class _Fields(dict[str, _Value]):
+    """An object's fields by key."""
+
+    def read(self, key: str, default: _T, parse: Callable[[_Value], _T]) -> _T:
+        """``parse`` the field if it is set, else the default."""
+        return parse(self[key]) if key in self else default
+
+
+def _top_level(key: str, raw: str) -> _Value:
+    if key not in _STRUCTURED_KEYS:
+        return _Value(key, raw)
+    try:
+        return _Value(key, json.loads(raw))
+    except json.JSONDecodeError:
+        return _Value(key, raw)  # a plain string where an object belongs: the shape check names it
+
+
+def _cluster_name(value: _Value) -> str:
+    return value.string(_CLUSTER_NAME, "1-100 letters, digits, '-' or '_', starting alphanumeric")
+
+
+def _kubernetes_version(value: _Value) -> str:
+    version = value.string()
+    if cluster_minor(version) is None:
+        value.fail("must look like 1.35 (an EKS Kubernetes version, major.minor)")
+    return version
+
+
+_NEW_VPC_KEYS = frozenset({"vpcCidr", "availabilityZones", "natGateways"})
+_EXISTING_VPC_KEYS = frozenset({"vpcId", "privateSubnetIds", "publicSubnetIds"})
+_SUBNET_DESCRIPTION = "a subnet id such as subnet-0abc1234"
+
+
+def _network(value: _Value) -> NewVpc | ExistingNetwork:
+    fields = value.fields(_NEW_VPC_KEYS | _EXISTING_VPC_KEYS)
+    if not set(fields) & _EXISTING_VPC_KEYS:
+        default = NewVpc()
+        return NewVpc(
+            cidr_block=fields.read("vpcCidr", default.cidr_block, _cidr),
+            availability_zones=fields.read(
+                "availabilityZones",
+                default.availability_zones,
+                lambda v: v.integer(MIN_AVAILABILITY_ZONES, MAX_AVAILABILITY_ZONES),
+            ),
+            nat_gateways=fields.read(
+                "natGateways", default.nat_gateways, lambda v: v.choice(NAT_GATEWAY_CHOICES)
+            ),
+        )
+    if set(fields) & _NEW_VPC_KEYS:
+        value.fail("give either a new VPC (vpcCidr, availabilityZones, natGateways) or an existing one")
+    if "vpcId" not in fields or "privateSubnetIds" not in fields:
+        value.fail("an existing VPC needs vpcId and privateSubnetIds")
+    return ExistingNetwork(
+        vpc_id=fields["vpcId"].string(_VPC_ID, "a VPC id such as vpc-0abc1234"),
+        private_subnet_ids=fields["privateSubnetIds"].string_list(_SUBNET_ID, _SUBNET_DESCRIPTION, 2),
+        public_subnet_ids=fields.read(
+            "publicSubnetIds", (), lambda v: v.string_list(_SUBNET_ID, _SUBNET_DESCRIPTION, 0)
+        ),
+    )
+
+
+def _cidr(value: _Value) -> str:
+    text = value.string()
+    try:
+        network = ipaddress.IPv4Network(text)
+    except ValueError:
+        value.fail(f"{text!r} is not an IPv4 CIDR block such as 10.0.0.0/16")
+    if not 16 <= network.prefixlen <= 20:
+        value.fail(f"prefix length must be /16../20 (room for subnets in every AZ), not /{network.prefixlen}")
+    return text
+
+
+_SCALING_KEYS = frozenset({"minSize", "maxSize", "desiredSize"})
+_INSTANCE_TYPES_DESCRIPTION = "an EC2 instance type such as g5.xlarge"
+
+
+def _instance_types(value: _Value) -> tuple[str, ...]:
+    return value.string_list(_INSTANCE_TYPE, _INSTANCE_TYPES_DESCRIPTION)
+
+
+def _disk_size(value: _Value) -> int:
+    return value.integer(MIN_DISK_GIB, MAX_DISK_GIB)
+
+
+def _scaling(value: _Value, fields: _Fields, default: Scaling, lowest_min: int) -> Scaling:
+    scaling = Scaling(
+        min_size=fields.read(
+            "minSize", default.min_size, lambda v: v.integer(lowest_min, MAX_NODE_GROUP_SIZE)
+        ),
+        max_size=fields.read("maxSize", default.max_size, lambda v: v.integer(1, MAX_NODE_GROUP_SIZE)),
+        desired_size=fields.read(
+            "desiredSize", default.desired_size, lambda v: v.integer(0, MAX_NODE_GROUP_SIZE)
+        ),
+    )
+    if not scaling.min_size <= scaling.desired_size <= scaling.max_size:
+        value.fail(
+            f"needs minSize <= desiredSize <= maxSize, got {scaling.min_size} <= "
+            f"{scaling.desired_size} <= {scaling.max_size}"
+        )
+    return scaling
+
+
+def _system_node_group(value: _Value) -> SystemNodeGroup:
+    fields = value.fields(_SCALING_KEYS | {"instanceTypes", "diskSizeGib"})
+    default = SystemNodeGroup()
+    return SystemNodeGroup(
+        instance_types=fields.read("instanceTypes", default.instance_types, _instance_types),
+        scaling=_scaling(value, fields, default.scaling, lowest_min=1),
+        disk_size_gib=fields.read("diskSizeGib", default.disk_size_gib, _disk_size),
+    )
+
+
+def _gpu_node_groups(value: _Value) -> tuple[GpuNodeGroup, ...]:
+    groups = tuple(_gpu_node_group(item) for item in value.items())
+    if not groups:
+        value.fail("must list at least one GPU node group")
+    names = [group.name for group in groups]
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            _Value(f"{value.path}[{index}].name", name).fail(f"{name!r} is used by another GPU node group")
+    return groups
+
+
+def _gpu_node_group(value: _Value) -> GpuNodeGroup:
+    fields = value.fields(_SCALING_KEYS | {"name", "instanceTypes", "capacityType", "diskSizeGib"})
+    for required in ("name", "instanceTypes"):
+        if required not in fields:
+            value.fail(f"needs {required}")
+    default = GpuNodeGroup(name="default", instance_types=())
+    capacity = fields.read("capacityType", "on-demand", lambda v: v.choice(CAPACITY_TYPES))
+    return GpuNodeGroup(
+        name=fields["name"].string(
+            _GROUP_NAME, "1-32 lowercase letters, digits or '-', alphanumeric at both ends"
+        ),
+        instance_types=_instance_types(fields["instanceTypes"]),
+        scaling=_scaling(value, fields, default.scaling, lowest_min=0),
+        capacity_type=CAPACITY_TYPES[capacity],
+        disk_size_gib=fields.read("diskSizeGib", default.disk_size_gib, _disk_size),
+        config_key=f"{PROJECT}:{value.path}",
+    )
+
+
+def _resources(value: _Value, default: Resources) -> Resources:
+    fields = value.fields({"requests", "limits"})
+    requests = fields.read("requests", _Fields(), lambda v: v.fields({"cpu", "memory"}))
+    limits = fields.read("limits", _Fields(), lambda v: v.fields({"memory"}))
+    resources = Resources(
+        cpu_request=requests.read("cpu", default.cpu_request, _Value.quantity),
+        memory_request=requests.read("memory", default.memory_request, _Value.quantity),
+        memory_limit=limits.read("memory", default.memory_limit, _Value.quantity),
+    )
+    if parse_quantity(resources.memory_limit) < parse_quantity(resources.memory_request):
+        value.fail(
+            f"limits.memory ({resources.memory_limit}) must be at least "
+            f"requests.memory ({resources.memory_request})"
+        )
+    return resources
+
+
+def _scheduler(value: _Value) -> SchedulerSettings:
+    fields = value.fields({"replicas", "kubeSchedulerImage", "resources"})
+    default = SchedulerSettings()
+    return SchedulerSettings(
+        replicas=fields.read("replicas", default.replicas, lambda v: v.integer(1, MAX_SCHEDULER_REPLICAS)),
+        kube_scheduler_image=fields.read(
+            "kubeSchedulerImage",
+            default.kube_scheduler_image,
+            lambda v: v.string(
+                _IMAGE_REFERENCE, "an image reference such as registry.k8s.io/kube-scheduler:v1.35.8"
+            ),
+        ),
+        resources=fields.read("resources", default.resources, lambda v: _resources(v, default.resources)),
+    )
+
+
+def _extender(value: _Value) -> ExtenderSettings:
+    fields = value.fields({"replicas", "maxBodyBytes", "maxNodes", "resources"})
+    default = ExtenderSettings()
+    return ExtenderSettings(
+        replicas=fields.read(
+            "replicas", default.replicas, lambda v: v.integer(MIN_EXTENDER_REPLICAS, MAX_EXTENDER_REPLICAS)
+        ),
+        max_body_bytes=fields.read(
+            "maxBodyBytes", default.max_body_bytes, lambda v: v.integer(1, MAX_BODY_BYTES)
+        ),
+        max_nodes=fields.read("maxNodes", default.max_nodes, lambda v: v.integer(1, MAX_NODES)),
+        resources=fields.read("resources", default.resources, lambda v: _resources(v, default.resources)),
+    )
+
+
+def _certificates(value: _Value) -> CertificateSettings:
+    fields = value.fields({"validityHours", "earlyRenewalHours"})
+    default = CertificateSettings()
+    settings = CertificateSettings(
+        validity_hours=fields.read(
+            "validityHours",
+            default.validity_hours,
+            lambda v: v.integer(MIN_CERT_VALIDITY_HOURS, MAX_CERT_VALIDITY_HOURS),
+        ),
+        early_renewal_hours=fields.read(
+            "earlyRenewalHours", default.early_renewal_hours, lambda v: v.integer(0, MAX_CERT_VALIDITY_HOURS)
+        ),
+    )
+    if settings.early_renewal_hours >= settings.validity_hours:
+        value.fail(
+            f"earlyRenewalHours ({settings.early_renewal_hours}) must be less than "
+            f"validityHours ({settings.validity_hours})"
+        )
+    return settings
+
+
+def _images(value: _Value) -> ImageSettings:
+    fields = value.fields({"keepImages", "forceDelete"})
+    default = ImageSettings()
+    return ImageSettings(
+        keep_images=fields.read("keepImages", default.keep_images, lambda v: v.integer(1, MAX_KEEP_IMAGES)),
+        force_delete=fields.read("forceDelete", default.force_delete, _Value.boolean),
+    )
+
+
+def _device_plugin(value: _Value) -> DevicePluginSettings:
+    fields = value.fields({"chartVersion"})
+    return DevicePluginSettings(
+        chart_version=fields.read(
+            "chartVersion",
+            DevicePluginSettings().chart_version,
+            lambda v: v.string(_CHART_VERSION, "a chart version such as 0.17.4"),
+        )
+    )
+
+
+def _check_scheduler_version(config: StackConfig, plugin_version: str) -> None:
+    """The scheduler's Kubernetes minor must equal the cluster's."""
+    cluster = cluster_minor(config.kubernetes_version)
+    if config.scheduler_mode == "extender":
+        image = config.scheduler.kube_scheduler_image
+        tag = image_tag(image)
+        if release_tag_minor(tag) != cluster:
+            _Value("scheduler.kubeSchedulerImage", image).fail(
+                f"tag {tag or '(none)'!r} must be v1.{cluster}.<patch> to match kubernetesVersion "
+                f"{config.kubernetes_version}"
+            )
+    elif release_tag_minor(plugin_version) != cluster:
+        _Value("kubernetesVersion", config.kubernetes_version).fail(
+            f"plugin mode runs the gpu-scheduler built from Kubernetes {plugin_version} (plugin/go.mod); "
+            f"the cluster must be 1.{release_tag_minor(plugin_version)}"
+        )

@@ -1,0 +1,260 @@
+"""Pulumi mocks for the whole program, and a runner that records what it declares.
+
+``StackMocks`` stands in for the Pulumi engine and providers. It records every resource's
+inputs as the engine receives them (a secret input stays wrapped in Pulumi's secret
+marker, so tests can see what the program marked secret) and answers:
+
+- ``aws.ec2.get_instance_type`` from moto's EC2 instance-type catalogue through boto3;
+- ``aws.ecr.get_authorization_token`` from moto's ECR;
+- ``aws.ecr.Repository`` by creating the repository in moto (its URL and registry id);
+- the outputs a few resources must have that are not inputs (kubeconfig, ARNs, PEMs,
+  image refs) with plain placeholders.
+
+Any other invoke fails the test: the program should call nothing else.
+"""
+
+import asyncio
+import base64
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pulumi
+from botocore.exceptions import ClientError
+from pulumi.runtime import MockCallArgs, MockResourceArgs, Mocks
+from pulumi.runtime.mocks import MockMonitor
+
+REGION = "us-west-2"
+PROJECT = "gpu-scheduler-eks"
+STACK = "test"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+SIG_KEY = "4dabf18193072939515e22adb298388d"
+
+
+def is_secret(value: object) -> bool:
+    """Whether an input arrived at the engine wrapped as a Pulumi secret."""
+    return isinstance(value, dict) and value.get(SIG_KEY) == SECRET_SIG
+
+
+def reveal(value: Any) -> Any:
+    """The value with every secret marker removed (for checks on the plain content)."""
+    if is_secret(value):
+        return reveal(value["value"])
+    if isinstance(value, dict):
+        return {key: reveal(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [reveal(item) for item in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One resource the program declared."""
+
+    type: str
+    name: str
+    inputs: dict[str, Any]
+    """As received, secrets still wrapped; ``reveal`` for the plain values."""
+    parents: tuple[str, ...]
+    """Types of the ancestors, outermost first (from the URN)."""
+    custom: bool
+
+    @property
+    def plain(self) -> dict[str, Any]:
+        return reveal(self.inputs)
+
+
+class StackMocks(Mocks):
+    """The engine and providers for one program run; call inside moto's ``mock_aws``."""
+
+    def __init__(self) -> None:
+        self.ec2 = boto3.client("ec2", region_name=REGION)
+        self.ecr = boto3.client("ecr", region_name=REGION)
+        self.registered: dict[tuple[str, str], MockResourceArgs] = {}
+        self.calls: list[MockCallArgs] = []
+
+    def new_resource(self, args: MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        self.registered[(args.typ, args.name)] = args
+        # A custom resource's outputs include its inputs; a (remote) component's outputs are
+        # its own properties, often of another type than the input of the same name.
+        outputs = dict(args.inputs) if args.custom else {}
+        outputs.update(self._extra_outputs(args))
+        return f"{args.name}-id", outputs
+
+    def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        self.calls.append(args)
+        if args.token == "aws:ec2/getInstanceType:getInstanceType":
+            return self._instance_type(args.args["instanceType"])
+        if args.token == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
+            return self._authorization_token(args.args.get("registryId")), []
+        raise AssertionError(f"unexpected invoke {args.token}")
+
+    def _instance_type(self, instance_type: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        """The provider's getInstanceType result, from moto's DescribeInstanceTypes."""
+        try:
+            [described] = self.ec2.describe_instance_types(InstanceTypes=[instance_type])["InstanceTypes"]
+        except ClientError as error:
+            return {}, [("instanceType", str(error))]
+        gpus = (described.get("GpuInfo") or {}).get("Gpus") or []
+        return {
+            "instanceType": described["InstanceType"],
+            "gpuses": [
+                {
+                    "name": gpu["Name"],
+                    "manufacturer": gpu["Manufacturer"],
+                    "count": gpu["Count"],
+                    "memorySize": gpu["MemoryInfo"]["SizeInMiB"],
+                }
+                for gpu in gpus
+            ],
+            "totalGpuMemory": (described.get("GpuInfo") or {}).get("TotalGpuMemoryInMiB", 0),
+            "supportedArchitectures": described["ProcessorInfo"]["SupportedArchitectures"],
+        }, []
+
+    def _authorization_token(self, registry_id: str | None) -> dict[str, Any]:
+        [data] = self.ecr.get_authorization_token(**({"registryIds": [registry_id]} if registry_id else {}))[
+            "authorizationData"
+        ]
+        user, password = base64.b64decode(data["authorizationToken"]).decode().split(":", 1)
+        return {
+            "authorizationToken": data["authorizationToken"],
+            "proxyEndpoint": data["proxyEndpoint"],
+            "expiresAt": data["expiresAt"].isoformat(),
+            "userName": user,
+            "password": password,
+            "registryId": registry_id or "",
+        }
+
+    def _extra_outputs(self, args: MockResourceArgs) -> dict[str, Any]:
+        inputs = reveal(args.inputs)
+        handler = _OUTPUTS.get(args.typ)
+        if handler is None:
+            return {}
+        return handler(self, args.name, inputs)
+
+    def _repository(self, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        created = self.ecr.create_repository(
+            repositoryName=inputs["name"],
+            imageTagMutability=inputs["imageTagMutability"],
+            imageScanningConfiguration={"scanOnPush": inputs["imageScanningConfiguration"]["scanOnPush"]},
+        )["repository"]
+        return {
+            "repositoryUrl": created["repositoryUri"],
+            "registryId": created["registryId"],
+            "arn": created["repositoryArn"],
+        }
+
+
+def _placeholder(kind: str, name: str) -> str:
+    return f"mock-{kind}-{name}"
+
+
+_OUTPUTS: dict[str, Callable[[StackMocks, str, Mapping[str, Any]], dict[str, Any]]] = {
+    "eks:index:Cluster": lambda _m, name, inputs: {
+        "kubeconfigJson": json.dumps(
+            {"apiVersion": "v1", "kind": "Config", "clusters": [{"name": inputs["name"]}]}
+        ),
+        "kubeconfig": {"apiVersion": "v1", "kind": "Config"},
+    },
+    "awsx:ec2:Vpc": lambda _m, name, inputs: {
+        "vpcId": "vpc-0123456789abcdef0",
+        "privateSubnetIds": [
+            f"subnet-0a{index:015x}" for index in range(int(inputs["numberOfAvailabilityZones"]))
+        ],
+        "publicSubnetIds": [
+            f"subnet-0b{index:015x}" for index in range(int(inputs["numberOfAvailabilityZones"]))
+        ],
+    },
+    "aws:iam/role:Role": lambda _m, name, inputs: {
+        "arn": f"arn:aws:iam::123456789012:role/{name}",
+        "name": name,
+    },
+    "aws:eks/nodeGroup:NodeGroup": lambda _m, name, inputs: {
+        "nodeGroupName": f"{inputs['nodeGroupNamePrefix']}0001",
+        "arn": f"arn:aws:eks:{REGION}:123456789012:nodegroup/{inputs['clusterName']}/{name}",
+    },
+    "aws:ecr/repository:Repository": lambda mocks, name, inputs: mocks._repository(name, inputs),
+    "tls:index/privateKey:PrivateKey": lambda _m, name, inputs: {
+        "privateKeyPem": _placeholder("private-key", name),
+        "publicKeyPem": _placeholder("public-key", name),
+    },
+    "tls:index/selfSignedCert:SelfSignedCert": lambda _m, name, inputs: {
+        "certPem": _placeholder("cert", name)
+    },
+    "tls:index/certRequest:CertRequest": lambda _m, name, inputs: {
+        "certRequestPem": _placeholder("csr", name)
+    },
+    "tls:index/locallySignedCert:LocallySignedCert": lambda _m, name, inputs: {
+        "certPem": _placeholder("cert", name)
+    },
+    "docker-build:index:Image": lambda _m, name, inputs: {
+        "digest": "sha256:" + hashlib.sha256(name.encode()).hexdigest(),
+        "ref": inputs["tags"][0] + "@sha256:" + hashlib.sha256(name.encode()).hexdigest(),
+    },
+    "kubernetes:helm.sh/v3:Release": lambda _m, name, inputs: {"status": {"status": "deployed"}},
+}
+
+
+@dataclass(frozen=True)
+class StackRun:
+    """What one run of the program declared and exported."""
+
+    resources: list[Declared]
+    outputs: dict[str, Any]
+    secret_outputs: frozenset[str]
+    calls: list[MockCallArgs]
+
+    def of_type(self, type_: str) -> list[Declared]:
+        return [resource for resource in self.resources if resource.type == type_]
+
+    def one(self, type_: str, name: str | None = None) -> Declared:
+        found = [r for r in self.of_type(type_) if name is None or r.name == name]
+        assert len(found) == 1, f"expected one {type_} {name or ''}, found {[r.name for r in found]}"
+        return found[0]
+
+    def kubernetes_object(self, kind: str, name: str) -> dict[str, Any]:
+        """The plain manifest of a declared Kubernetes object of ``kind`` named ``name``."""
+        found = [
+            r.plain
+            for r in self.resources
+            if r.type.startswith("kubernetes:")
+            and r.plain.get("kind") == kind
+            and r.plain["metadata"]["name"] == name
+        ]
+        assert len(found) == 1, f"expected one {kind} {name}, found {len(found)}"
+        return found[0]
+
+
+def run_stack(program: Callable[[], Mapping[str, Any]]) -> StackRun:
+    """Run ``program`` (which declares resources and returns outputs) under fresh mocks.
+
+    Call inside moto's ``mock_aws``. Raises whatever the program or a resource raised.
+    """
+    mocks = StackMocks()
+    monitor = MockMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=STACK, preview=False, monitor=monitor)
+    resolved: dict[str, Any] = {}
+    secret: set[str] = set()
+
+    async def collect(outputs: Mapping[str, Any]) -> None:
+        for name, value in outputs.items():
+            output = pulumi.Output.from_input(value)
+            resolved[name] = await output.future()
+            if await output.is_secret():
+                secret.add(name)
+
+    @pulumi.runtime.test
+    def declare() -> pulumi.Output[None]:
+        return pulumi.Output.from_input(asyncio.ensure_future(collect(program())))
+
+    declare()
+    declared = []
+    for urn in monitor.get_registered_resources():
+        qualified_type, name = urn.split("::")[2:4]
+        *parents, type_ = qualified_type.split("$")
+        args = mocks.registered[(type_, name)]
+        declared.append(Declared(type_, name, args.inputs, tuple(parents), bool(args.custom)))
+    return StackRun(declared, resolved, frozenset(secret), mocks.calls)

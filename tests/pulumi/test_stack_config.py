@@ -1,0 +1,331 @@
+"""Stack configuration: defaults, the example stacks, and an error naming the key for each bad value.
+
+Pure tests (no mocks): ``parse_stack_config`` gets values exactly as Pulumi hands them to
+a program, scalars as text and structured values as JSON.
+"""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+from moto import mock_aws
+
+from components.kubernetes_versions import (
+    cluster_minor,
+    go_mod_kubernetes_version,
+    image_tag,
+    plugin_kubernetes_version,
+    release_tag_minor,
+)
+from components.stack_config import (
+    DEFAULT_GPU_NODE_GROUPS,
+    DEFAULT_KUBERNETES_VERSION,
+    PROJECT,
+    ExistingNetwork,
+    NewVpc,
+    StackConfigError,
+    load_stack_config,
+    parse_stack_config,
+)
+from tests.pulumi.conftest import stack_config
+from tests.pulumi.mocks import StackMocks
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_STACKS = sorted(REPO_ROOT.glob("Pulumi.*.yaml"))
+GROUP = {"name": "a", "instanceTypes": ["g5.xlarge"]}
+
+
+def pulumi_values(stack_file: Path) -> dict[str, str]:
+    """This project's keys of a stack file, as the Pulumi engine passes them to the program."""
+    config = yaml.safe_load(stack_file.read_text())["config"]
+    values = {}
+    for key, value in config.items():
+        if not key.startswith(f"{PROJECT}:"):
+            continue
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, dict | list):
+            text = json.dumps(value)
+        else:
+            text = str(value)
+        values[key.removeprefix(f"{PROJECT}:")] = text
+    return values
+
+
+def test_defaults_make_a_working_stack() -> None:
+    config = parse_stack_config({}, stack="dev", plugin_version=plugin_kubernetes_version())
+    assert config.cluster_name == "gpu-scheduler-dev"
+    assert config.kubernetes_version == DEFAULT_KUBERNETES_VERSION
+    assert config.scheduler_mode == "extender"
+    assert config.gpu_taint is True
+    assert config.gpu_node_groups == DEFAULT_GPU_NODE_GROUPS
+    assert isinstance(config.network, NewVpc)
+    assert config.network.availability_zones >= 2
+    assert config.extender.replicas == 2
+
+
+def test_default_kubernetes_version_matches_the_plugin_build_and_the_scheduler_image() -> None:
+    config = stack_config({})
+    assert release_tag_minor(plugin_kubernetes_version()) == cluster_minor(DEFAULT_KUBERNETES_VERSION)
+    assert release_tag_minor(image_tag(config.scheduler.kube_scheduler_image)) == cluster_minor(
+        DEFAULT_KUBERNETES_VERSION
+    )
+
+
+def test_there_are_example_stacks() -> None:
+    assert {path.name for path in EXAMPLE_STACKS} >= {"Pulumi.dev.yaml", "Pulumi.prod.yaml"}
+
+
+@pytest.mark.parametrize("stack_file", EXAMPLE_STACKS, ids=lambda path: path.name)
+def test_example_stacks_are_valid(stack_file: Path) -> None:
+    config = parse_stack_config(
+        pulumi_values(stack_file),
+        stack=stack_file.stem.split(".")[1],
+        plugin_version=plugin_kubernetes_version(),
+    )
+    assert config.gpu_node_groups
+    assert "aws:region" in yaml.safe_load(stack_file.read_text())["config"]
+
+
+def test_dev_example_is_small_and_prod_spreads_over_three_zones() -> None:
+    dev = parse_stack_config(pulumi_values(REPO_ROOT / "Pulumi.dev.yaml"), "dev", plugin_kubernetes_version())
+    prod = parse_stack_config(
+        pulumi_values(REPO_ROOT / "Pulumi.prod.yaml"), "prod", plugin_kubernetes_version()
+    )
+    assert isinstance(dev.network, NewVpc)
+    assert isinstance(prod.network, NewVpc)
+    assert (dev.network.availability_zones, dev.network.nat_gateways) == (2, "single")
+    assert (prod.network.availability_zones, prod.network.nat_gateways) == (3, "onePerAz")
+    assert [group.capacity_type for group in dev.gpu_node_groups] == ["SPOT"]
+    assert any(len(group.instance_types) > 1 for group in prod.gpu_node_groups)
+
+
+def test_gpu_groups_are_read_with_their_config_key() -> None:
+    config = stack_config(
+        {
+            "gpuNodeGroups": [
+                GROUP,
+                {
+                    "name": "b",
+                    "instanceTypes": ["g6e.xlarge", "g6e.2xlarge"],
+                    "capacityType": "spot",
+                    "minSize": "0",
+                    "desiredSize": 2,
+                    "maxSize": 5,
+                    "diskSizeGib": 200,
+                },
+            ]
+        }
+    )
+    second = config.gpu_node_groups[1]
+    assert second.config_key == f"{PROJECT}:gpuNodeGroups[1]"
+    assert second.instance_types == ("g6e.xlarge", "g6e.2xlarge")
+    assert second.capacity_type == "SPOT"
+    assert (second.scaling.min_size, second.scaling.desired_size, second.scaling.max_size) == (0, 2, 5)
+    assert second.disk_size_gib == 200
+    assert config.gpu_node_groups[0].capacity_type == "ON_DEMAND"
+
+
+def test_existing_network() -> None:
+    config = stack_config(
+        {
+            "network": {
+                "vpcId": "vpc-0123456789abcdef0",
+                "privateSubnetIds": ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"],
+            }
+        }
+    )
+    assert config.network == ExistingNetwork(
+        vpc_id="vpc-0123456789abcdef0",
+        private_subnet_ids=("subnet-0123456789abcdef0", "subnet-0fedcba9876543210"),
+    )
+
+
+def test_another_minor_version_with_a_matching_scheduler_image() -> None:
+    config = stack_config(
+        {
+            "kubernetesVersion": "1.34",
+            "scheduler": {"kubeSchedulerImage": "registry.k8s.io/kube-scheduler:v1.34.3"},
+        }
+    )
+    assert config.kubernetes_version == "1.34"
+
+
+BAD_VALUES: list[tuple[dict[str, Any], str, str]] = [
+    ({"schedulerMode": "both"}, "schedulerMode", "must be one of extender, plugin"),
+    ({"schedulerMod": "plugin"}, "schedulerMod", "unknown key"),
+    ({"kubernetesVersion": "1.35.2"}, "kubernetesVersion", "must look like 1.35"),
+    ({"kubernetesVersion": "v1.35"}, "kubernetesVersion", "must look like 1.35"),
+    ({"clusterName": "-leading-dash"}, "clusterName", "is not valid"),
+    ({"gpuTaint": "yes"}, "gpuTaint", "must be true or false"),
+    ({"gpuNodeGroups": []}, "gpuNodeGroups", "at least one GPU node group"),
+    ({"gpuNodeGroups": "g5.xlarge"}, "gpuNodeGroups", "must be a list"),
+    (
+        {"gpuNodeGroups": [GROUP, {"name": "b", "instanceTypes": []}]},
+        "gpuNodeGroups[1].instanceTypes",
+        "at least 1",
+    ),
+    (
+        {"gpuNodeGroups": [{"name": "a", "instanceTypes": ["G5.XLARGE"]}]},
+        "gpuNodeGroups[0].instanceTypes[0]",
+        "EC2",
+    ),
+    (
+        {"gpuNodeGroups": [{"name": "a", "instanceTypes": ["g5.xlarge", "g5.xlarge"]}]},
+        "gpuNodeGroups[0].instanceTypes",
+        "must not repeat",
+    ),
+    (
+        {"gpuNodeGroups": [{**GROUP, "capacityType": "SPOT"}]},
+        "gpuNodeGroups[0].capacityType",
+        "on-demand, spot",
+    ),
+    (
+        {"gpuNodeGroups": [{**GROUP, "minSize": 3, "maxSize": 2}]},
+        "gpuNodeGroups[0]",
+        "minSize <= desiredSize <= maxSize",
+    ),
+    ({"gpuNodeGroups": [{**GROUP, "maxSize": 0}]}, "gpuNodeGroups[0].maxSize", "must be 1..1000"),
+    ({"gpuNodeGroups": [GROUP, GROUP]}, "gpuNodeGroups[1].name", "used by another GPU node group"),
+    ({"gpuNodeGroups": [{"instanceTypes": ["g5.xlarge"]}]}, "gpuNodeGroups[0]", "needs name"),
+    (
+        {"gpuNodeGroups": [{"name": "Big_GPUs", "instanceTypes": ["g5.xlarge"]}]},
+        "gpuNodeGroups[0].name",
+        "lowercase",
+    ),
+    (
+        {"gpuNodeGroups": [{**GROUP, "instanceType": "g5.xlarge"}]},
+        "gpuNodeGroups[0]",
+        "unknown key 'instanceType'",
+    ),
+    ({"gpuNodeGroups": [{**GROUP, "diskSizeGib": 10}]}, "gpuNodeGroups[0].diskSizeGib", "must be 20..16384"),
+    ({"gpuNodeGroups": [{**GROUP, "minSize": 1.5}]}, "gpuNodeGroups[0].minSize", "must be an integer"),
+    ({"network": {"availabilityZones": 1}}, "network.availabilityZones", "must be 2..6"),
+    ({"network": {"vpcCidr": "10.0.0.0/8"}}, "network.vpcCidr", "prefix length must be /16../20"),
+    ({"network": {"vpcCidr": "banana"}}, "network.vpcCidr", "not an IPv4 CIDR block"),
+    ({"network": {"natGateways": "perAz"}}, "network.natGateways", "single, onePerAz"),
+    (
+        {"network": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-0123456789abcdef0"]}},
+        "network.privateSubnetIds",
+        "at least 2",
+    ),
+    ({"network": {"vpcId": "vpc-0123456789abcdef0"}}, "network", "needs vpcId and privateSubnetIds"),
+    ({"network": {"vpcId": "vpc-0123456789abcdef0", "vpcCidr": "10.0.0.0/16"}}, "network", "give either"),
+    (
+        {
+            "network": {
+                "vpcId": "vpc-1",
+                "privateSubnetIds": ["subnet-0123456789abcdef0", "subnet-0fedcba987654321"],
+            }
+        },
+        "network.vpcId",
+        "is not valid",
+    ),
+    ({"network": "10.0.0.0/16"}, "network", "must be an object"),
+    ({"systemNodeGroup": {"minSize": 0}}, "systemNodeGroup.minSize", "must be 1..1000"),
+    ({"systemNodeGroup": {"instanceTypes": []}}, "systemNodeGroup.instanceTypes", "at least 1"),
+    ({"extender": {"replicas": 1}}, "extender.replicas", "must be 2..20"),
+    ({"extender": {"maxBodyBytes": 0}}, "extender.maxBodyBytes", "must be 1.."),
+    ({"extender": {"maxNodes": "many"}}, "extender.maxNodes", "must be an integer"),
+    (
+        {"extender": {"resources": {"limits": {"memory": "64Mi"}}}},
+        "extender.resources",
+        "limits.memory (64Mi) must be at least requests.memory",
+    ),
+    (
+        {"extender": {"resources": {"requests": {"cpu": "lots"}}}},
+        "extender.resources.requests.cpu",
+        "quantity",
+    ),
+    ({"extender": {"resources": {"requests": {"cpu": "0"}}}}, "extender.resources.requests.cpu", "positive"),
+    ({"extender": {"resources": {"limits": {"cpu": "1"}}}}, "extender.resources.limits", "unknown key 'cpu'"),
+    ({"scheduler": {"replicas": True}}, "scheduler.replicas", "must be an integer"),
+    ({"scheduler": {"replicas": 9}}, "scheduler.replicas", "must be 1..5"),
+    (
+        {"scheduler": {"kubeSchedulerImage": "registry.k8s.io/kube-scheduler:v1.34.2"}},
+        "scheduler.kubeSchedulerImage",
+        "tag 'v1.34.2' must be v1.35.<patch> to match kubernetesVersion 1.35",
+    ),
+    (
+        {"scheduler": {"kubeSchedulerImage": "registry.k8s.io/kube-scheduler"}},
+        "scheduler.kubeSchedulerImage",
+        "tag '(none)' must be v1.35.<patch>",
+    ),
+    ({"kubernetesVersion": "1.34"}, "scheduler.kubeSchedulerImage", "must be v1.34.<patch>"),
+    (
+        {"schedulerMode": "plugin", "kubernetesVersion": "1.34"},
+        "kubernetesVersion",
+        "plugin mode runs the gpu-scheduler built from Kubernetes v1.35",
+    ),
+    ({"certificates": {"validityHours": 1}}, "certificates.validityHours", "must be 24.."),
+    (
+        {"certificates": {"validityHours": 720, "earlyRenewalHours": 720}},
+        "certificates",
+        "earlyRenewalHours (720) must be less than validityHours (720)",
+    ),
+    ({"images": {"keepImages": 0}}, "images.keepImages", "must be 1..1000"),
+    ({"images": {"forceDelete": "sometimes"}}, "images.forceDelete", "must be true or false"),
+    (
+        {"devicePlugin": {"chartVersion": "latest"}},
+        "devicePlugin.chartVersion",
+        "a chart version such as 0.17.4",
+    ),
+]
+
+
+@pytest.mark.parametrize(("values", "key", "problem"), BAD_VALUES, ids=[case[1] for case in BAD_VALUES])
+def test_a_bad_value_fails_with_its_key(values: dict[str, Any], key: str, problem: str) -> None:
+    with pytest.raises(StackConfigError) as raised:
+        stack_config(values)
+    message = str(raised.value)
+    assert message.startswith(f"{PROJECT}:{key}: "), message
+    assert problem in message
+
+
+def test_kubernetes_version_helpers() -> None:
+    assert cluster_minor("1.35") == 35
+    assert cluster_minor("1.035") is None
+    assert release_tag_minor("v1.35.8") == 35
+    assert release_tag_minor("v1.35") is None
+    assert image_tag("registry.local:5000/team/kube-scheduler:v1.35.8") == "v1.35.8"
+    assert image_tag("registry.local:5000/kube-scheduler") == ""
+    assert image_tag("repo/kube-scheduler:v1.35.8@sha256:" + "a" * 64) == "v1.35.8"
+    go_mod = (
+        "module x\n\nrequire (\n\t// k8s.io/kubernetes v9.9.9 in a comment\n\tk8s.io/kubernetes v1.35.8\n)\n"
+    )
+    assert go_mod_kubernetes_version(go_mod) == "v1.35.8"
+    assert go_mod_kubernetes_version("module x\nrequire k8s.io/kubernetes v1.34.1\n") == "v1.34.1"
+    with pytest.raises(ValueError, match=r"does not require k8s\.io/kubernetes"):
+        go_mod_kubernetes_version("module x\n")
+
+
+@pytest.fixture
+def pulumi_config() -> Any:
+    """Set Pulumi's config for one test (as the engine would), and clear it afterwards."""
+    with mock_aws():
+        pulumi.runtime.set_mocks(StackMocks(), project=PROJECT, stack="staging", preview=False)
+        yield pulumi.runtime.set_all_config
+    pulumi.runtime.set_all_config({})
+
+
+def test_load_stack_config_reads_pulumi_config(pulumi_config: Any) -> None:
+    pulumi_config(
+        {
+            "aws:region": "eu-west-1",
+            f"{PROJECT}:schedulerMode": "plugin",
+            f"{PROJECT}:gpuNodeGroups": json.dumps([GROUP]),
+        }
+    )
+    config = load_stack_config()
+    assert config.scheduler_mode == "plugin"
+    assert config.cluster_name == "gpu-scheduler-staging"
+    assert [group.name for group in config.gpu_node_groups] == ["a"]
+
+
+def test_load_stack_config_refuses_a_misspelt_key(pulumi_config: Any) -> None:
+    pulumi_config({f"{PROJECT}:gpuTaints": "false"})
+    with pytest.raises(StackConfigError, match=rf"^{PROJECT}:gpuTaints: unknown key"):
+        load_stack_config()
