@@ -18,6 +18,7 @@ from types import FrameType
 from components.scheduler_config import SCHEDULER_MODES, SchedulerMode
 from localcluster.control_plane import start_control_plane
 from localcluster.custom_scheduler import running_custom_scheduler
+from localcluster.extender_log import refusals_by_pod
 from localcluster.inventory import InstanceType, load_inventory
 from localcluster.nodes import create_nodes, fleet
 from localcluster.outcomes import PodOutcome, wait_for_outcomes
@@ -81,6 +82,7 @@ def check(pod: DemoPod, outcome: PodOutcome, nodes: dict[str, InstanceType]) -> 
 
 
 def format_table(rows: list[tuple[str, ...]]) -> str:
+    """Left-aligned columns under a header and a rule."""
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     lines = [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
@@ -89,31 +91,49 @@ def format_table(rows: list[tuple[str, ...]]) -> str:
     return "\n".join(lines)
 
 
-def table_rows(
-    pods: list[DemoPod], outcomes: dict[str, PodOutcome], nodes: dict[str, InstanceType]
-) -> tuple[list[tuple[str, ...]], int]:
-    rows = [("POD", "ASKS FOR", "RESULT", "NODE", "GPU (PER-GPU MEMORY)", "WHY", "OK")]
+def describe_request(spec: PodSpecification) -> str:
+    if not spec.gpus:
+        return "no GPU"
+    if spec.min_memory is None:
+        return f"{spec.gpus} GPU, any memory"
+    if spec.min_memory.isdigit():
+        return f"{spec.gpus} GPU >= {spec.min_memory} MiB"
+    return f"{spec.gpus} GPU, {spec.min_memory!r} (invalid)"
+
+
+def report(
+    pods: list[DemoPod],
+    outcomes: dict[str, PodOutcome],
+    nodes: dict[str, InstanceType],
+    extender_refusals: dict[str, str],
+) -> tuple[str, int]:
+    """The table of outcomes, the reasons of the Pending pods, and how many pods went wrong."""
+    rows = [("POD", "ASKS FOR", "RESULT", "NODE", "INSTANCE TYPE", "GPUS", "CHECK")]
+    reasons = []
     failures = 0
     for pod in pods:
         outcome = outcomes[pod.spec.name]
-        asks = (
-            "no GPU"
-            if not pod.spec.gpus
-            else f"GPU >= {pod.spec.min_memory} MiB"
-            if pod.spec.min_memory
-            else "GPU"
-        )
         problem = check(pod, outcome, nodes)
         failures += bool(problem)
+        asks = describe_request(pod.spec)
         if outcome.bound:
             node = nodes[outcome.node or ""]
-            gpu = f"{node.gpu_name} ({node.gpu_memory_mib} MiB)" if node.has_gpu else "-"
-            row = (pod.spec.name, asks, "Bound", f"{outcome.node} ({node.name})", gpu, "", problem or "yes")
-        else:
-            why = f"{outcome.reason}: {outcome.message}"
-            row = (pod.spec.name, asks, "Pending", "-", "-", why, problem or "yes")
-        rows.append(row)
-    return rows, failures
+            gpus = (
+                f"{node.gpu_count}x {node.gpu_name}, {node.gpu_memory_mib} MiB each" if node.has_gpu else "-"
+            )
+            rows.append((pod.spec.name, asks, "Bound", outcome.node or "", node.name, gpus, problem or "ok"))
+            continue
+        rows.append((pod.spec.name, asks, "Pending", "-", "-", "-", problem or "ok"))
+        reasons.append(f"  {pod.spec.name}: {outcome.reason}: {outcome.message}")
+        refusal = extender_refusals.get(f"{WORKLOAD_NAMESPACE}/{pod.spec.name}")
+        if refusal:
+            reasons.append(
+                f"    (kube-scheduler drops the extender's error body; the extender logged: {refusal})"
+            )
+    text = format_table(rows)
+    if reasons:
+        text += "\n\nWhy the Pending pods wait (their PodScheduled condition):\n" + "\n".join(reasons)
+    return text, failures
 
 
 @contextlib.contextmanager
@@ -145,13 +165,14 @@ def run(mode: SchedulerMode, bin_dir: Path, per_type: int) -> int:
             f"Created {len(simulated)} simulated nodes; starting the custom scheduler in {mode} mode...",
             flush=True,
         )
-        with running_custom_scheduler(plane, bin_dir, mode):
+        with running_custom_scheduler(plane, bin_dir, mode) as scheduler:
             submit_pods(api, [pod.spec for pod in pods])
             print(f"Submitted {len(pods)} pods; waiting for the scheduler...", flush=True)
             outcomes = wait_for_outcomes(api, WORKLOAD_NAMESPACE, [pod.spec.name for pod in pods])
-    rows, failures = table_rows(pods, outcomes, nodes)
+            refusals = refusals_by_pod(scheduler.extender.process.log_path) if scheduler.extender else {}
+    text, failures = report(pods, outcomes, nodes, refusals)
     print()
-    print(format_table(rows))
+    print(text)
     print()
     verdict = "every pod ended as expected" if not failures else f"{failures} pod(s) did not end as expected"
     print(f"{mode} mode: {verdict} ({time.monotonic() - started:.1f}s; all processes stopped).")
