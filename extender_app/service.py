@@ -5,6 +5,7 @@ import logging
 import signal
 import threading
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http import HTTPStatus
 
@@ -42,6 +43,11 @@ class ExtenderService:
         self.tls = ReloadingTlsContext(TlsPaths(settings.tls_cert, settings.tls_key, settings.client_ca))
         self._verb_limits = VerbLimits(max_nodes=settings.max_nodes, policy=settings.policy)
         self._serving = False
+        self._executor = (
+            ThreadPoolExecutor(settings.policy_threads, thread_name_prefix="policy")
+            if settings.policy_threads
+            else None
+        )
         self.verb_server: HttpServer | None = None
         """The mutual-TLS listener, once running."""
 
@@ -85,6 +91,8 @@ class ExtenderService:
         await verbs.shutdown(settings.shutdown_timeout)
         reloads.cancel()
         await health.shutdown(1.0)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
         self.log.info("stopped")
 
     def _limits(self, max_body_bytes: int, max_connections: int) -> ServerLimits:
@@ -115,9 +123,13 @@ class ExtenderService:
 
     def _verb_endpoint(self, verb: VerbHandler) -> Callable[[bytearray], Awaitable[Response]]:
         limits = self._verb_limits
+        executor = self._executor
 
         async def handle(body: bytearray) -> Response:
-            result = verb(body, limits)
+            if executor is None:
+                result = verb(body, limits)
+            else:
+                result = await asyncio.get_running_loop().run_in_executor(executor, verb, body, limits)
             fields = {"pod": result.pod, "candidates": result.candidates, "passed": result.passed}
             if result.status != HTTPStatus.OK:
                 reason = result.body.decode(errors="replace")

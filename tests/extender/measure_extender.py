@@ -1,0 +1,208 @@
+"""Measurements behind the extender's defaults (README, "The extender"); not part of the test run.
+
+    python -m tests.extender.measure_extender latency [--policy-threads N] [--nodes 500]
+    python -m tests.extender.measure_extender memory [--concurrent 2] [--body-mib 128] [--nodes 5000]
+    python -m tests.extender.measure_extender probes [--policy-threads N] [--nodes 5000]
+
+Both start the real ``python -m extender_app`` with a throw-away PKI on loopback and talk to
+it over mutual TLS. ``latency`` sends sequential filter and prioritize requests and reports
+client-side medians. ``memory`` sends ``--concurrent`` simultaneous filter requests whose
+bodies fill the body limit with ``--nodes`` nodes that all pass (the largest answer), then
+reads the server's peak RSS (VmHWM). ``probes`` polls /healthz while a large filter is judged.
+"""
+
+import argparse
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import orjson
+
+from tests.extender.harness import read_json_line, request, scheduler_context, start_process
+from tests.extender.pki import make_pki
+from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod
+
+MIB = 2**20
+
+
+class Server:
+    """``python -m extender_app`` on ephemeral loopback ports; its request log lines are kept."""
+
+    def __init__(self, pki, extra):
+        args = ["--tls-cert", str(pki.server_cert), "--tls-key", str(pki.server_key)]
+        args += [
+            "--client-ca",
+            str(pki.client_ca),
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--health-port",
+            "0",
+        ]
+        self.process = start_process([*args, *extra])
+        line = read_json_line(self.process.stdout, lambda entry: entry["msg"] == "listening")
+        self.port, self.health_port = int(line["port"]), int(line["health_port"])
+        self.requests = []
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self):
+        for line in self.process.stdout:
+            entry = orjson.loads(line)
+            if entry["msg"] == "request":
+                self.requests.append(entry)
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(30)
+
+
+def peak_rss_mib(pid):
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM")
+
+
+def padded_body(nodes, target_bytes):
+    """A body of ``nodes`` realistic nodes, each padded with image entries until the body nears the target."""
+    items = make_nodes(nodes)
+    pod = make_pod()  # no minimum: every node passes, so the answer is as large as the request
+    base = len(extender_body(pod, items))
+    per_node = max(0, (target_bytes - base) // nodes)
+    image = {"names": ["registry.example.com/padding@sha256:" + "0" * 64], "sizeBytes": 123456789}
+    image_bytes = len(orjson.dumps(image)) + 1
+    for node in items:
+        node["status"]["images"].extend([image] * (per_node // image_bytes))
+    return extender_body(pod, items)
+
+
+def latency(arguments):
+    with tempfile.TemporaryDirectory() as directory:
+        pki = make_pki(Path(directory))
+        server = Server(pki, ["--policy-threads", str(arguments.policy_threads)])
+        try:
+            context = scheduler_context(pki)
+            nodes = make_nodes(arguments.nodes)
+            body = extender_body(make_pod(min_memory_mib=40960), nodes)
+            for verb in ("filter", "prioritize"):
+                timings = []
+                for _ in range(arguments.rounds):
+                    started = time.perf_counter()
+                    reply = request(server.port, context, f"/{verb}", body)
+                    timings.append(time.perf_counter() - started)
+                    assert reply.status == 200, reply.body
+                time.sleep(0.2)  # let the last log line arrive
+                served = statistics.median(e["duration_ms"] for e in server.requests if e["verb"] == verb)
+                client = statistics.median(timings) * 1000
+                print(
+                    f"{verb}: {arguments.nodes} nodes, body {len(body) / MIB:.1f} MiB, "
+                    f"policy-threads {arguments.policy_threads}: server median {served:.0f} ms, "
+                    f"client median {client:.0f} ms over {arguments.rounds} requests"
+                )
+        finally:
+            server.stop()
+
+
+def probes(arguments):
+    """How long /healthz takes to answer while a large request is being judged."""
+    with tempfile.TemporaryDirectory() as directory:
+        pki = make_pki(Path(directory))
+        server = Server(pki, ["--policy-threads", str(arguments.policy_threads)])
+        try:
+            body = extender_body(make_pod(min_memory_mib=40960), make_nodes(arguments.nodes))
+            done = threading.Event()
+
+            def big():
+                assert request(server.port, scheduler_context(pki), "/filter", body).status == 200
+                done.set()
+
+            sender = threading.Thread(target=big)
+            sender.start()
+            worst = 0.0
+            while not done.is_set():
+                started = time.perf_counter()
+                assert request(server.health_port, None, "/healthz", method="GET").status == 200
+                worst = max(worst, time.perf_counter() - started)
+                time.sleep(0.05)
+            sender.join()
+            print(
+                f"/healthz during a {arguments.nodes}-node filter ({len(body) / MIB:.0f} MiB), "
+                f"policy-threads {arguments.policy_threads}: slowest probe {worst * 1000:.0f} ms; "
+                f"the filter took {server.requests[-1]['duration_ms']:.0f} ms in the server"
+            )
+        finally:
+            server.stop()
+
+
+def memory(arguments):
+    limit = arguments.body_mib * MIB
+    with tempfile.TemporaryDirectory() as directory:
+        pki = make_pki(Path(directory))
+        extra = [
+            "--max-body-bytes",
+            str(limit),
+            "--max-concurrent-requests",
+            str(arguments.concurrent),
+            "--policy-threads",
+            str(arguments.policy_threads),
+            "--read-timeout",
+            str(arguments.read_timeout),
+            "--write-timeout",
+            str(arguments.read_timeout),
+        ]
+        server = Server(pki, extra)
+        try:
+            body = padded_body(arguments.nodes, limit - 4096)
+            idle = peak_rss_mib(server.process.pid)
+            context = scheduler_context(pki)
+            results = []
+
+            def send():
+                started = time.perf_counter()
+                reply = request(server.port, context, "/filter", body)
+                results.append((reply.status, len(reply.body), time.perf_counter() - started))
+
+            threads = [threading.Thread(target=send) for _ in range(arguments.concurrent)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            peak = peak_rss_mib(server.process.pid)
+            print(
+                f"{arguments.concurrent} x {len(body) / MIB:.1f} MiB filter bodies ({arguments.nodes} nodes, "
+                f"all pass), policy-threads {arguments.policy_threads}: statuses {[r[0] for r in results]}, "
+                f"answers {[round(r[1] / MIB, 1) for r in results]} MiB, "
+                f"times {[round(r[2], 2) for r in results]} s; "
+                f"server RSS idle {idle:.0f} MiB, peak {peak:.0f} MiB"
+            )
+        finally:
+            server.stop()
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="what", required=True)
+    one = sub.add_parser("latency")
+    one.add_argument("--nodes", type=int, default=500)
+    one.add_argument("--rounds", type=int, default=20)
+    one.add_argument("--policy-threads", type=int, default=0)
+    two = sub.add_parser("memory")
+    two.add_argument("--nodes", type=int, default=5000)
+    two.add_argument("--body-mib", type=int, default=128)
+    two.add_argument("--concurrent", type=int, default=2)
+    two.add_argument("--policy-threads", type=int, default=0)
+    two.add_argument("--read-timeout", type=float, default=5.0)
+    three = sub.add_parser("probes")
+    three.add_argument("--nodes", type=int, default=5000)
+    three.add_argument("--policy-threads", type=int, default=0)
+    arguments = parser.parse_args()
+    {"latency": latency, "memory": memory, "probes": probes}[arguments.what](arguments)
+
+
+if __name__ == "__main__":
+    main()
