@@ -1,0 +1,112 @@
+"""`make demo` as a user runs it, and what it leaves behind when interrupted or killed."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from components.scheduler_config import SCHEDULER_MODES
+from localcluster.demo import sample_pods
+from localcluster.waiting import wait_for
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def demo_command(bin_dir: Path, mode: str) -> list[str]:
+    return [sys.executable, "-m", "localcluster.demo", "--mode", mode, "--bin-dir", str(bin_dir)]
+
+
+@pytest.mark.parametrize("mode", SCHEDULER_MODES)
+def test_demo_prints_every_pod_and_exits_zero(bin_dir: Path, mode: str) -> None:
+    result = subprocess.run(
+        demo_command(bin_dir, mode), cwd=REPO_ROOT, capture_output=True, text=True, timeout=240, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    for pod in sample_pods(mode):  # type: ignore[arg-type]
+        assert f"\n{pod.spec.name} " in result.stdout
+    assert f"{mode} mode: every pod ended as expected" in result.stdout
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below ``pid``, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, frontier = set(), [pid]
+    while frontier:
+        for child in children.get(frontier.pop(), []):
+            found.add(child)
+            frontier.append(child)
+    return found
+
+
+def alive(pids: set[int]) -> set[int]:
+    living = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            living.add(pid)
+    return living
+
+
+def work_dirs_of(pids: set[int]) -> set[Path]:
+    """The demo's temporary folders, from etcd's --data-dir."""
+    return {
+        Path(arg.split("=", 1)[1]).parent
+        for pid in pids
+        for arg in Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+        if arg.startswith("--data-dir=")
+    }
+
+
+def start_demo_until_the_cluster_runs(bin_dir: Path) -> tuple[subprocess.Popen[str], set[int]]:
+    demo = subprocess.Popen(
+        demo_command(bin_dir, "extender"),
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert demo.stdout is not None
+    for line in demo.stdout:
+        if line.startswith("Submitted"):
+            break
+    else:
+        pytest.fail("the demo ended before submitting its pods")
+    children = descendants(demo.pid)
+    assert len(children) >= 4, "etcd, kube-apiserver, the extender and kube-scheduler"
+    return demo, children
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_demo_stops_every_process_and_removes_its_files(bin_dir: Path, signum: int) -> None:
+    demo, children = start_demo_until_the_cluster_runs(bin_dir)
+    work_dirs = work_dirs_of(children)
+    assert work_dirs
+    demo.send_signal(signum)
+    assert demo.wait(timeout=60) != 0
+    assert not alive(children)
+    assert not any(directory.exists() for directory in work_dirs)
+
+
+def test_a_killed_demo_takes_its_processes_with_it(bin_dir: Path) -> None:
+    """SIGKILL leaves no chance to clean up; the children's parent-death signal ends them."""
+    demo, children = start_demo_until_the_cluster_runs(bin_dir)
+    work_dirs = work_dirs_of(children)
+    os.kill(demo.pid, signal.SIGKILL)
+    demo.wait(timeout=30)
+    wait_for(lambda: not alive(children), 30, "the demo's children to exit")
+    for directory in work_dirs:  # nobody else will: the demo was killed
+        shutil.rmtree(directory)
