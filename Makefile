@@ -32,10 +32,11 @@ lint: setup ## ruff (lint + format check) and mypy
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-go-check: ## gofmt, go vet and go test for the plugin module
+go-check: ## gofmt, go vet and go test for the plugin module; prints how many shared vectors agreed
 	@cd plugin && out=$$(gofmt -l .) && { [ -z "$$out" ] || { echo "gofmt: $$out"; exit 1; }; }
 	cd plugin && go vet ./...
 	cd plugin && go test ./...
+	@cd plugin && go test -v -run 'Vectors$$' ./gpupolicy ./gpuscheduler | grep -E ' vectors: [0-9]+ of [0-9]+'
 
 binaries: ## build etcd, kube-apiserver, kube-scheduler and gpu-scheduler into .cache/bin
 	@plugin/build-binaries.sh $(CURDIR)/$(BIN)
