@@ -46,7 +46,6 @@ FLAGS = (
     _Flag("max_body_bytes", int, "largest request body in bytes (larger -> 413, refused while reading)"),
     _Flag("max_nodes", int, "most candidate nodes per request (more -> 413)"),
     _Flag("max_concurrent_requests", int, "requests read and judged at once; others wait"),
-    _Flag("policy_threads", int, "threads that parse and judge bodies; 0 = on the event loop"),
     _Flag("queue_timeout", float, "seconds a request waits for a slot before 503"),
     _Flag("max_connections", int, "open client connections; more are closed at once"),
     _Flag("max_header_bytes", int, "largest request line plus headers in bytes (larger -> 431)"),

@@ -5,7 +5,6 @@ import logging
 import signal
 import threading
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http import HTTPStatus
 
@@ -43,11 +42,6 @@ class ExtenderService:
         self.tls = ReloadingTlsContext(TlsPaths(settings.tls_cert, settings.tls_key, settings.client_ca))
         self._verb_limits = VerbLimits(max_nodes=settings.max_nodes, policy=settings.policy)
         self._serving = False
-        self._executor = (
-            ThreadPoolExecutor(settings.policy_threads, thread_name_prefix="policy")
-            if settings.policy_threads
-            else None
-        )
         self.verb_server: HttpServer | None = None
         """The mutual-TLS listener, once running."""
 
@@ -91,8 +85,6 @@ class ExtenderService:
         await verbs.shutdown(settings.shutdown_timeout)
         reloads.cancel()
         await health.shutdown(1.0)
-        if self._executor is not None:
-            self._executor.shutdown(wait=False)
         self.log.info("stopped")
 
     def _limits(self, max_body_bytes: int, max_connections: int) -> ServerLimits:
@@ -123,13 +115,12 @@ class ExtenderService:
 
     def _verb_endpoint(self, verb: VerbHandler) -> Callable[[bytearray], Awaitable[Response]]:
         limits = self._verb_limits
-        executor = self._executor
 
         async def handle(body: bytearray) -> Response:
-            if executor is None:
-                result = verb(body, limits)
-            else:
-                result = await asyncio.get_running_loop().run_in_executor(executor, verb, body, limits)
+            # Inline on the event loop: measured as fast as a thread pool at 500 nodes and much
+            # faster at 5,000, and orjson holds the GIL while parsing, so threads would not keep
+            # the loop responsive anyway (README, "Serving").
+            result = verb(body, limits)
             fields = {"pod": result.pod, "candidates": result.candidates, "passed": result.passed}
             if result.status != HTTPStatus.OK:
                 reason = result.body.decode(errors="replace")

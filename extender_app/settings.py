@@ -43,8 +43,6 @@ class ExtenderSettings:
     """Most candidate nodes in one request (more -> 413)."""
     max_concurrent_requests: int = 2
     """Requests whose bodies are read and processed at once; others wait for a slot."""
-    policy_threads: int = 0
-    """Threads that parse bodies and run the policy; 0 runs them on the event loop (see the README)."""
     queue_timeout: float = 2.0
     """Seconds a request waits for a slot before it is answered 503 (the scheduler's httpTimeout)."""
     max_connections: int = 256
@@ -79,8 +77,6 @@ class ExtenderSettings:
         for name in ("max_body_bytes", "max_nodes", "max_concurrent_requests", "max_connections"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
-        if self.policy_threads < 0:
-            raise ValueError("policy_threads must not be negative")
         if self.max_header_bytes < MIN_HEADER_BYTES:
             raise ValueError(f"max_header_bytes must be at least {MIN_HEADER_BYTES}")
         for name in _POSITIVE_SECONDS:

@@ -1,8 +1,8 @@
 """Measurements behind the extender's defaults (README, "The extender"); not part of the test run.
 
-    python -m tests.extender.measure_extender latency [--policy-threads N] [--nodes 500]
+    python -m tests.extender.measure_extender latency [--nodes 500]
     python -m tests.extender.measure_extender memory [--concurrent 2] [--body-mib 128] [--nodes 5000]
-    python -m tests.extender.measure_extender probes [--policy-threads N] [--nodes 5000]
+    python -m tests.extender.measure_extender probes [--nodes 5000]
 
 Both start the real ``python -m extender_app`` with a throw-away PKI on loopback and talk to
 it over mutual TLS. ``latency`` sends sequential filter and prioritize requests and reports
@@ -82,7 +82,7 @@ def padded_body(nodes, target_bytes):
 def latency(arguments):
     with tempfile.TemporaryDirectory() as directory:
         pki = make_pki(Path(directory))
-        server = Server(pki, ["--policy-threads", str(arguments.policy_threads)])
+        server = Server(pki, [])
         try:
             context = scheduler_context(pki)
             nodes = make_nodes(arguments.nodes)
@@ -99,7 +99,7 @@ def latency(arguments):
                 client = statistics.median(timings) * 1000
                 print(
                     f"{verb}: {arguments.nodes} nodes, body {len(body) / MIB:.1f} MiB, "
-                    f"policy-threads {arguments.policy_threads}: server median {served:.0f} ms, "
+                    f"server median {served:.0f} ms, "
                     f"client median {client:.0f} ms over {arguments.rounds} requests"
                 )
         finally:
@@ -110,7 +110,7 @@ def probes(arguments):
     """How long /healthz takes to answer while a large request is being judged."""
     with tempfile.TemporaryDirectory() as directory:
         pki = make_pki(Path(directory))
-        server = Server(pki, ["--policy-threads", str(arguments.policy_threads)])
+        server = Server(pki, [])
         try:
             body = extender_body(make_pod(min_memory_mib=40960), make_nodes(arguments.nodes))
             done = threading.Event()
@@ -130,7 +130,7 @@ def probes(arguments):
             sender.join()
             print(
                 f"/healthz during a {arguments.nodes}-node filter ({len(body) / MIB:.0f} MiB), "
-                f"policy-threads {arguments.policy_threads}: slowest probe {worst * 1000:.0f} ms; "
+                f"slowest probe {worst * 1000:.0f} ms; "
                 f"the filter took {server.requests[-1]['duration_ms']:.0f} ms in the server"
             )
         finally:
@@ -146,8 +146,6 @@ def memory(arguments):
             str(limit),
             "--max-concurrent-requests",
             str(arguments.concurrent),
-            "--policy-threads",
-            str(arguments.policy_threads),
             "--read-timeout",
             str(arguments.read_timeout),
             "--write-timeout",
@@ -173,7 +171,7 @@ def memory(arguments):
             peak = peak_rss_mib(server.process.pid)
             print(
                 f"{arguments.concurrent} x {len(body) / MIB:.1f} MiB filter bodies ({arguments.nodes} nodes, "
-                f"all pass), policy-threads {arguments.policy_threads}: statuses {[r[0] for r in results]}, "
+                f"all pass): statuses {[r[0] for r in results]}, "
                 f"answers {[round(r[1] / MIB, 1) for r in results]} MiB, "
                 f"times {[round(r[2], 2) for r in results]} s; "
                 f"server RSS idle {idle:.0f} MiB, peak {peak:.0f} MiB"
@@ -190,16 +188,13 @@ def main():
     one = sub.add_parser("latency")
     one.add_argument("--nodes", type=int, default=500)
     one.add_argument("--rounds", type=int, default=20)
-    one.add_argument("--policy-threads", type=int, default=0)
     two = sub.add_parser("memory")
     two.add_argument("--nodes", type=int, default=5000)
     two.add_argument("--body-mib", type=int, default=128)
     two.add_argument("--concurrent", type=int, default=2)
-    two.add_argument("--policy-threads", type=int, default=0)
     two.add_argument("--read-timeout", type=float, default=5.0)
     three = sub.add_parser("probes")
     three.add_argument("--nodes", type=int, default=5000)
-    three.add_argument("--policy-threads", type=int, default=0)
     arguments = parser.parse_args()
     {"latency": latency, "memory": memory, "probes": probes}[arguments.what](arguments)
 
