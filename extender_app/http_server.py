@@ -205,7 +205,7 @@ class HttpServer:
             if not conn.trailing_data[0]:
                 try:
                     async with asyncio.timeout(self._limits.idle_timeout):
-                        data = await reader.read(READ_CHUNK_BYTES)
+                        data = await reader.read(self._limits.max_header_bytes)
                 except TimeoutError:
                     return True
                 if not data:
@@ -245,7 +245,9 @@ class HttpServer:
         """Read one request, answer it; whether the connection can serve another."""
         limits = self._limits
         try:
-            event = await _next_event(conn, reader, request_start + limits.header_timeout)
+            event = await _next_event(
+                conn, reader, request_start + limits.header_timeout, chunk=limits.max_header_bytes
+            )
         except h11.RemoteProtocolError as error:
             status = HTTPStatus(error.error_status_hint)
             await self._send(conn, writer, text_response(status, f"malformed request: {error}"), close=True)
@@ -254,12 +256,20 @@ class HttpServer:
             return False  # slow or silent client: cut off at the header deadline
         if not isinstance(event, h11.Request):
             return False  # the client closed the connection between requests
+        if _head_size(event) > limits.max_header_bytes:
+            too_large = text_response(
+                HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "request headers too large (--max-header-bytes)"
+            )
+            await self._send(conn, writer, too_large, close=True)
+            return False
         state.busy = True
         started = asyncio.get_running_loop().time()
         route = self._router(event.method.decode("ascii", "replace"), _path(event.target))
         acquired = False
         try:
-            response, acquired = await self._response(conn, reader, event, route, request_start)
+            response, acquired = await self._response(
+                conn, reader, writer, request=event, route=route, request_start=request_start
+            )
             body_read = conn.their_state is h11.DONE
             await self._send(conn, writer, response, close=self._stopping or not body_read)
             duration = asyncio.get_running_loop().time() - started
@@ -277,6 +287,8 @@ class HttpServer:
         self,
         conn: h11.Connection,
         reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
         request: h11.Request,
         route: Route,
         request_start: float,
@@ -297,10 +309,18 @@ class HttpServer:
             except TimeoutError:
                 return text_response(HTTPStatus.SERVICE_UNAVAILABLE, _BUSY), False
             acquired = True
+        if conn.they_are_waiting_for_100_continue:  # curl does this for large bodies
+            writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
         body = await _read_body(conn, reader, read_deadline, limits.max_body_bytes)
         if isinstance(body, Response):
             return body, acquired
-        return await route.handle(body), acquired
+        try:
+            return await route.handle(body), acquired
+        except Exception:
+            self._log.exception("request handler failed", extra={"fields": {"verb": route.label}})
+            return text_response(
+                HTTPStatus.INTERNAL_SERVER_ERROR, "internal error; see the extender log"
+            ), acquired
 
     async def _send(
         self, conn: h11.Connection, writer: asyncio.StreamWriter, response: Response, close: bool
@@ -330,14 +350,20 @@ class HttpServer:
 _BUSY = "extender busy: all request slots are taken (--max-concurrent-requests); retry"
 
 
-async def _next_event(conn: h11.Connection, reader: asyncio.StreamReader, deadline: float) -> Any:
-    """The next h11 event, reading from the socket until ``deadline``."""
+async def _next_event(
+    conn: h11.Connection, reader: asyncio.StreamReader, deadline: float, chunk: int = READ_CHUNK_BYTES
+) -> Any:
+    """The next h11 event, reading at most ``chunk`` bytes at a time until ``deadline``.
+
+    h11 enforces its size bound only on an incomplete event, so while a request head is
+    read, ``chunk`` is the header limit: a head larger than that can never arrive whole.
+    """
     while True:
         event = conn.next_event()
         if event is not h11.NEED_DATA:
             return event
         async with asyncio.timeout_at(deadline):
-            data = await reader.read(READ_CHUNK_BYTES)
+            data = await reader.read(chunk)
         conn.receive_data(data)  # b"" tells h11 the peer closed
 
 
@@ -378,6 +404,12 @@ def _content_length(request: h11.Request) -> int | None:
         if name == b"content-length":
             return int(value)  # h11 has checked it is a non-negative integer
     return None
+
+
+def _head_size(request: h11.Request) -> int:
+    """Bytes of the request line and headers (h11 bounds only a head that is still incomplete)."""
+    line = len(request.method) + len(request.target) + len(request.http_version) + 8
+    return line + sum(len(name) + len(value) + 4 for name, value in request.headers) + 2
 
 
 def _path(target: bytes) -> str:

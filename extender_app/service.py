@@ -167,7 +167,7 @@ class ExtenderService:
         answer = answers.get(path)
         if answer is None:
             return Route("health", answer=text_response(HTTPStatus.NOT_FOUND, f"no such path: {path}"))
-        if method not in ("GET", "HEAD"):
+        if method != "GET":
             return Route("health", answer=text_response(HTTPStatus.METHOD_NOT_ALLOWED, f"{path} takes GET"))
 
         async def handle(_: bytearray) -> Response:

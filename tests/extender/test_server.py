@@ -5,6 +5,7 @@ import threading
 import orjson
 import pytest
 
+from extender_app import service as service_module
 from policy import BELOW_MINIMUM, NODE_MEMORY_LABEL
 from tests.extender.harness import (
     ThreadedExtender,
@@ -250,3 +251,49 @@ def test_busy_server_answers_503_after_the_queue_timeout(pki):
         assert request(server.ports.port, scheduler_context(pki), "/filter", body).status == 200
     finally:
         server.stop()
+
+
+def test_oversized_headers_are_431(small_extender):
+    with tls_socket(small_extender.ports.port, scheduler_context(small_extender.pki)) as sock:
+        sock.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40_000 + b"\r\n\r\n")
+        status, body = read_response(sock)
+    assert status == 431, body
+    assert body.count(b"\n") == 1
+    request_body = extender_body(make_pod(), [])
+    head = b"POST /filter HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20_000  # under the 32 KiB default
+    with tls_socket(small_extender.ports.port, scheduler_context(small_extender.pki)) as sock:
+        sock.sendall(head + b"\r\nContent-Length: %d\r\n\r\n" % len(request_body) + request_body)
+        assert read_response(sock)[0] == 200
+
+
+def test_malformed_request_line_is_400(extender):
+    with tls_socket(extender.ports.port, scheduler_context(extender.pki)) as sock:
+        sock.sendall(b"POST /filter HTTP/1.1 extra\r\n\r\n")
+        status, _ = read_response(sock)
+    assert status == 400
+
+
+def test_expect_100_continue_is_honoured(extender):
+    body = extender_body(make_pod(), make_nodes(2))
+    with tls_socket(extender.ports.port, scheduler_context(extender.pki)) as sock:
+        sock.sendall(
+            b"POST /prioritize HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n"
+            % len(body)
+        )
+        interim = sock.recv(64)
+        assert interim.startswith(b"HTTP/1.1 100 ")
+        sock.sendall(body)
+        status, answer = read_response(sock)
+    assert status == 200
+    assert len(orjson.loads(answer)) == 2
+
+
+def test_a_handler_bug_is_a_500_and_logged(extender, monkeypatch):
+    def broken(body, limits):
+        raise RuntimeError("bug")
+
+    monkeypatch.setitem(service_module.VERBS, "/filter", broken)
+    reply = post(extender, "/filter", b"{}")
+    assert_plain_error(reply, 500, "internal error")
+    wait_for(lambda: any(line["msg"] == "request handler failed" for line in extender.logs.lines), "the log")
+    assert post(extender, "/prioritize", extender_body(make_pod(), make_nodes(1))).status == 200
