@@ -86,12 +86,16 @@ class RequestRecord:
     duration: float
     client: str
     response: Response
+    failure: str = ""
+    """Why the response did not reach the client (a write timeout, a vanished client); empty if it did."""
 
 
 @dataclass
 class _Connection:
     busy: bool = False
     """A request's head has arrived and its response is not yet written."""
+    slot: bool = False
+    """The request holds one of the concurrent-work slots."""
 
 
 class _ClientGone(Exception):
@@ -250,7 +254,7 @@ class HttpServer:
             )
         except h11.RemoteProtocolError as error:
             status = HTTPStatus(error.error_status_hint)
-            await self._send(conn, writer, text_response(status, f"malformed request: {error}"), close=True)
+            await self._refuse(conn, writer, text_response(status, f"malformed request: {error}"), client)
             return False
         except TimeoutError:
             return False  # slow or silent client: cut off at the header deadline
@@ -260,24 +264,35 @@ class HttpServer:
             too_large = text_response(
                 HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "request headers too large (--max-header-bytes)"
             )
-            await self._send(conn, writer, too_large, close=True)
+            await self._refuse(conn, writer, too_large, client)
             return False
         state.busy = True
         started = asyncio.get_running_loop().time()
         route = self._router(event.method.decode("ascii", "replace"), _path(event.target))
-        acquired = False
+        response: Response | None = None
+        failure = ""
         try:
-            response, acquired = await self._response(
-                conn, reader, writer, request=event, route=route, request_start=request_start
+            response = await self._response(
+                conn, reader, writer, state=state, request=event, route=route, request_start=request_start
             )
             body_read = conn.their_state is h11.DONE
             await self._send(conn, writer, response, close=self._stopping or not body_read)
-            duration = asyncio.get_running_loop().time() - started
-            self._on_request(RequestRecord(route.label, response.status, duration, client, response))
+        except TimeoutError:
+            failure = "response not written within the write timeout"
+            raise
+        except (_ClientGone, ConnectionError, ssl.SSLError, OSError):
+            failure = "client went away"
+            raise
         finally:
-            if acquired and self._gate is not None:
+            if state.slot and self._gate is not None:
                 self._gate.release()
+            state.slot = False
             state.busy = False
+            if response is not None:
+                duration = asyncio.get_running_loop().time() - started
+                self._on_request(
+                    RequestRecord(route.label, response.status, duration, client, response, failure)
+                )
         if not body_read:
             await _linger(reader, limits.linger_timeout)
             return False
@@ -289,38 +304,43 @@ class HttpServer:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         *,
+        state: _Connection,
         request: h11.Request,
         route: Route,
         request_start: float,
-    ) -> tuple[Response, bool]:
-        """The answer to ``request`` and whether a work slot was taken for it."""
+    ) -> Response:
+        """The answer to ``request``; ``state.slot`` says whether it took a work slot."""
         if route.answer is not None or route.handle is None:
-            return route.answer or text_response(HTTPStatus.NOT_FOUND, "not found"), False
+            return route.answer or text_response(HTTPStatus.NOT_FOUND, "not found")
         limits = self._limits
         declared = _content_length(request)
         if declared is not None and declared > limits.max_body_bytes:
-            return _too_large(declared, limits.max_body_bytes), False
+            return _too_large(declared, limits.max_body_bytes)
         read_deadline = request_start + limits.read_timeout
-        acquired = False
         if route.gated and self._gate is not None:
             try:
                 async with asyncio.timeout(limits.queue_timeout):
                     await self._gate.acquire()
             except TimeoutError:
-                return text_response(HTTPStatus.SERVICE_UNAVAILABLE, _BUSY), False
-            acquired = True
+                return text_response(HTTPStatus.SERVICE_UNAVAILABLE, _BUSY)
+            state.slot = True  # released by the caller once the answer is written
         if conn.they_are_waiting_for_100_continue:  # curl does this for large bodies
             writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
         body = await _read_body(conn, reader, read_deadline, limits.max_body_bytes)
         if isinstance(body, Response):
-            return body, acquired
+            return body
         try:
-            return await route.handle(body), acquired
+            return await route.handle(body)
         except Exception:
             self._log.exception("request handler failed", extra={"fields": {"verb": route.label}})
-            return text_response(
-                HTTPStatus.INTERNAL_SERVER_ERROR, "internal error; see the extender log"
-            ), acquired
+            return text_response(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error; see the extender log")
+
+    async def _refuse(
+        self, conn: h11.Connection, writer: asyncio.StreamWriter, response: Response, client: str
+    ) -> None:
+        """Answer a request that could not be read as one, record it, and leave the connection to close."""
+        await self._send(conn, writer, response, close=True)
+        self._on_request(RequestRecord(MALFORMED, response.status, 0.0, client, response))
 
     async def _send(
         self, conn: h11.Connection, writer: asyncio.StreamWriter, response: Response, close: bool
@@ -347,6 +367,8 @@ class HttpServer:
             await writer.drain()
 
 
+MALFORMED = "malformed"
+"""The verb label of requests whose head could not be read."""
 _BUSY = "extender busy: all request slots are taken (--max-concurrent-requests); retry"
 
 

@@ -151,7 +151,9 @@ class ExtenderService:
         }
         if record.status != HTTPStatus.OK:
             line["reason"] = record.response.body.decode(errors="replace").strip()
-        level = logging.INFO if record.status == HTTPStatus.OK else logging.WARNING
+        if record.failure:
+            line["delivery"] = record.failure
+        level = logging.INFO if record.status == HTTPStatus.OK and not record.failure else logging.WARNING
         self.log.log(level, "request", extra={"fields": line})
 
     def _tls_failure(self, reason: str) -> None:

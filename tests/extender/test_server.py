@@ -24,9 +24,10 @@ FILTER_KEYS = ["Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes"
 
 @pytest.fixture
 def small_extender(pki):
-    """An extender with small limits, to reach them cheaply."""
+    """An extender with small limits, to reach them cheaply (a long linger: a loaded machine may be
+    slow to read an early 413, and the close after the linger resets what is unread)."""
     server = ThreadedExtender(
-        settings_for(pki, max_body_bytes=64 * 1024, max_nodes=3, linger_timeout=0.5), pki
+        settings_for(pki, max_body_bytes=64 * 1024, max_nodes=3, linger_timeout=5.0), pki
     ).start()
     yield server
     server.stop()
@@ -297,3 +298,28 @@ def test_a_handler_bug_is_a_500_and_logged(extender, monkeypatch):
     assert_plain_error(reply, 500, "internal error")
     wait_for(lambda: any(line["msg"] == "request handler failed" for line in extender.logs.lines), "the log")
     assert post(extender, "/prioritize", extender_body(make_pod(), make_nodes(1))).status == 200
+
+
+def test_a_client_vanishing_mid_body_gives_its_slot_back(pki):
+    server = ThreadedExtender(settings_for(pki, max_concurrent_requests=1, queue_timeout=0.5), pki).start()
+    try:
+        body = extender_body(make_pod(), make_nodes(2))
+        for _ in range(3):
+            with tls_socket(server.ports.port, scheduler_context(pki)) as quitter:
+                quitter.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body))
+                quitter.sendall(body[:50])
+                wait_for(lambda: server.service.verb_server.requests_in_flight == 1, "the request in flight")
+            wait_for(lambda: server.service.verb_server.requests_in_flight == 0, "the slot released")
+        assert request(server.ports.port, scheduler_context(pki), "/filter", body).status == 200
+    finally:
+        server.stop()
+
+
+def test_unreadable_heads_are_logged_and_counted(extender):
+    with tls_socket(extender.ports.port, scheduler_context(extender.pki)) as sock:
+        sock.sendall(b"NOT HTTP\r\n\r\n")
+        assert read_response(sock)[0] == 400
+    wait_for(lambda: len(extender.logs.requests()) == 1, "the log line")
+    assert extender.logs.requests()[0]["verb"] == "malformed"
+    metrics = request(extender.ports.health_port, None, "/metrics", method="GET").body.decode()
+    assert 'gpu_extender_requests_total{status="400",verb="malformed"} 1.0' in metrics
