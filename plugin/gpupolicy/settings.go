@@ -35,7 +35,8 @@ const (
 )
 
 // Settings are the keys and the scale the policy reads. The zero value is not
-// valid; start from DefaultSettings.
+// valid: start from DefaultSettings, and pass the functions of this package only
+// settings that Validate accepts (ScoreScaleMiB divides).
 type Settings struct {
 	// MinMemoryAnnotation is the pod annotation key of the minimum per-GPU memory.
 	MinMemoryAnnotation string
