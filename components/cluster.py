@@ -59,6 +59,8 @@ class Cluster(pulumi.ComponentResource):
             fargate=False,
             authentication_mode=eks.AuthenticationMode.API,
             create_oidc_provider=False,
+            # The VPC CNI enforces NetworkPolicy (the extender's) only when this is on.
+            vpc_cni_options=eks.VpcCniOptionsArgs(enable_network_policy=True),
             opts=child,
         )
         self.kubeconfig = pulumi.Output.secret(eks_cluster.kubeconfig_json)

@@ -68,7 +68,11 @@ def lifecycle_policy(keep_images: int) -> str:
 
 
 class ContainerImage(pulumi.ComponentResource):
-    """ECR repository (immutable tags, scan on push, lifecycle policy) and an optional build."""
+    """ECR repository (immutable tags, scan on push, lifecycle policy) and an optional build.
+
+    The repository is ``<namespace>/<image>`` (namespace: the cluster name), so stacks in one
+    account and region do not collide.
+    """
 
     repository: aws.ecr.Repository
     tag: str | None
@@ -79,6 +83,8 @@ class ContainerImage(pulumi.ComponentResource):
         name: str,
         source: ImageSource,
         settings: ImageSettings,
+        *,
+        namespace: str,
         build: bool,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -86,7 +92,7 @@ class ContainerImage(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         self.repository = aws.ecr.Repository(
             f"{name}-repository",
-            name=source.repository,
+            name=f"{namespace}/{source.repository}",
             image_tag_mutability="IMMUTABLE",
             image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(scan_on_push=True),
             force_delete=settings.force_delete,

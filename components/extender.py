@@ -23,6 +23,8 @@ TLS_FILE_MODE = 0o440
 HEALTH_PORT = 8080
 """Plain-HTTP port for /healthz and /readyz (kubelet probes; no TLS, no client certificate)."""
 PROBE_PERIOD_SECONDS = 10
+PROBE_TIMEOUT_SECONDS = 3
+"""The health port waits while a 5,000-node request is parsed (up to 1.5 s measured)."""
 PROBE_FAILURE_THRESHOLD = 3
 MIN_AVAILABLE = 1
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -191,5 +193,6 @@ def _probe(path: str) -> k8s.core.v1.ProbeArgs:
     return k8s.core.v1.ProbeArgs(
         http_get=k8s.core.v1.HTTPGetActionArgs(path=path, port="health", scheme="HTTP"),
         period_seconds=PROBE_PERIOD_SECONDS,
+        timeout_seconds=PROBE_TIMEOUT_SECONDS,
         failure_threshold=PROBE_FAILURE_THRESHOLD,
     )

@@ -51,9 +51,15 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
     )
 
     extender_mode = config.scheduler_mode == "extender"
-    extender_image = ContainerImage("extender-image", EXTENDER_IMAGE, config.images, build=extender_mode)
+    extender_image = ContainerImage(
+        "extender-image", EXTENDER_IMAGE, config.images, namespace=config.cluster_name, build=extender_mode
+    )
     scheduler_image = ContainerImage(
-        "gpu-scheduler-image", GPU_SCHEDULER_IMAGE, config.images, build=not extender_mode
+        "gpu-scheduler-image",
+        GPU_SCHEDULER_IMAGE,
+        config.images,
+        namespace=config.cluster_name,
+        build=not extender_mode,
     )
     workload_dependencies: list[pulumi.Resource] = [namespace, cluster.system_node_group]
 

@@ -7,8 +7,10 @@ marker, so tests can see what the program marked secret) and answers:
 - ``aws.ec2.get_instance_type`` from moto's EC2 instance-type catalogue through boto3;
 - ``aws.ecr.get_authorization_token`` from moto's ECR;
 - ``aws.ecr.Repository`` by creating the repository in moto (its URL and registry id);
-- the outputs a few resources must have that are not inputs (kubeconfig, ARNs, PEMs,
-  image refs) with plain placeholders.
+- ``tls`` keys, requests and certificates with real ones made for the same inputs
+  (``tls_provider``);
+- the other outputs a few resources must have that are not inputs (kubeconfig, ARNs,
+  subnet ids, image refs) with plain placeholders.
 
 Any other invoke fails the test: the program should call nothing else.
 """
@@ -26,6 +28,8 @@ import pulumi
 from botocore.exceptions import ClientError
 from pulumi.runtime import MockCallArgs, MockResourceArgs, Mocks
 from pulumi.runtime.mocks import MockMonitor
+
+from tests.pulumi import tls_provider
 
 REGION = "us-west-2"
 PROJECT = "gpu-scheduler-eks"
@@ -148,10 +152,6 @@ class StackMocks(Mocks):
         }
 
 
-def _placeholder(kind: str, name: str) -> str:
-    return f"mock-{kind}-{name}"
-
-
 _OUTPUTS: dict[str, Callable[[StackMocks, str, Mapping[str, Any]], dict[str, Any]]] = {
     "eks:index:Cluster": lambda _m, name, inputs: {
         "kubeconfigJson": json.dumps(
@@ -177,19 +177,12 @@ _OUTPUTS: dict[str, Callable[[StackMocks, str, Mapping[str, Any]], dict[str, Any
         "arn": f"arn:aws:eks:{REGION}:123456789012:nodegroup/{inputs['clusterName']}/{name}",
     },
     "aws:ecr/repository:Repository": lambda mocks, name, inputs: mocks._repository(name, inputs),
-    "tls:index/privateKey:PrivateKey": lambda _m, name, inputs: {
-        "privateKeyPem": _placeholder("private-key", name),
-        "publicKeyPem": _placeholder("public-key", name),
-    },
-    "tls:index/selfSignedCert:SelfSignedCert": lambda _m, name, inputs: {
-        "certPem": _placeholder("cert", name)
-    },
-    "tls:index/certRequest:CertRequest": lambda _m, name, inputs: {
-        "certRequestPem": _placeholder("csr", name)
-    },
-    "tls:index/locallySignedCert:LocallySignedCert": lambda _m, name, inputs: {
-        "certPem": _placeholder("cert", name)
-    },
+    "tls:index/privateKey:PrivateKey": lambda _m, name, inputs: tls_provider.private_key(inputs),
+    "tls:index/selfSignedCert:SelfSignedCert": lambda _m, name, inputs: tls_provider.self_signed_cert(inputs),
+    "tls:index/certRequest:CertRequest": lambda _m, name, inputs: tls_provider.cert_request(inputs),
+    "tls:index/locallySignedCert:LocallySignedCert": lambda _m, name, inputs: (
+        tls_provider.locally_signed_cert(inputs)
+    ),
     "docker-build:index:Image": lambda _m, name, inputs: {
         "digest": "sha256:" + hashlib.sha256(name.encode()).hexdigest(),
         "ref": inputs["tags"][0] + "@sha256:" + hashlib.sha256(name.encode()).hexdigest(),

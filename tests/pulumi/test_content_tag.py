@@ -76,7 +76,8 @@ def test_the_tag_covers_everything_the_dockerfile_copies(image: ImageSource) -> 
     copied = _copy_sources(dockerfile)
     assert copied, f"{image.dockerfile} copies nothing from its context"
     for source in copied:
-        matched = [p for p in context.glob(source.lstrip("/")) if p.exists()] or [context / source]
+        pattern = source.lstrip("/")
+        matched = list(context.glob(pattern)) if set(pattern) & set("*?[") else [context / pattern]
         for path in matched:
             files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
             missing = [f for f in files if f.resolve() not in hashed and "__pycache__" not in f.parts]
