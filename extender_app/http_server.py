@@ -21,6 +21,9 @@ import h11
 READ_CHUNK_BYTES = 256 * 1024
 """Bytes asked of the socket per read (also the stream's buffer limit)."""
 
+WRITE_CHUNK_BYTES = 256 * 1024
+"""Bytes handed to the transport per write; the write deadline is checked between them."""
+
 CLOSE_TIMEOUT = 1.0
 """Seconds to wait for a closing TLS connection to say goodbye before dropping it."""
 
@@ -357,14 +360,17 @@ class HttpServer:
         if close:
             headers.append(("connection", "close"))
         status = HTTPStatus(response.status)
-        writer.write(
-            conn.send(h11.Response(status_code=status, headers=headers, reason=status.phrase)) or b""
-        )
-        for chunk in conn.send_with_data_passthrough(h11.Data(data=response.body)) or ():
-            writer.write(chunk)
-        writer.write(conn.send(h11.EndOfMessage()) or b"")
+        pieces = [conn.send(h11.Response(status_code=status, headers=headers, reason=status.phrase)) or b""]
+        pieces += conn.send_with_data_passthrough(h11.Data(data=response.body)) or []
+        pieces.append(conn.send(h11.EndOfMessage()) or b"")
+        # Handed over in slices with a drain after each: asyncio's TLS transport passes one large
+        # write straight into the socket's unbounded buffer, and drain() would then not wait.
         async with asyncio.timeout(self._limits.write_timeout):
-            await writer.drain()
+            for piece in pieces:
+                view = memoryview(piece)
+                for offset in range(0, len(view), WRITE_CHUNK_BYTES):
+                    writer.write(view[offset : offset + WRITE_CHUNK_BYTES])
+                    await writer.drain()
 
 
 MALFORMED = "malformed"

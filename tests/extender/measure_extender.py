@@ -2,6 +2,7 @@
 
     python -m tests.extender.measure_extender latency [--nodes 500]
     python -m tests.extender.measure_extender memory [--concurrent 2] [--body-mib 128] [--nodes 5000]
+        [--rounds 1]
     python -m tests.extender.measure_extender probes [--nodes 5000]
 
 Both start the real ``python -m extender_app`` with a throw-away PKI on loopback and talk to
@@ -163,14 +164,16 @@ def memory(arguments):
                 reply = request(server.port, context, "/filter", body)
                 results.append((reply.status, len(reply.body), time.perf_counter() - started))
 
-            threads = [threading.Thread(target=send) for _ in range(arguments.concurrent)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
+            for _ in range(arguments.rounds):
+                threads = [threading.Thread(target=send) for _ in range(arguments.concurrent)]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
             peak = peak_rss_mib(server.process.pid)
             print(
-                f"{arguments.concurrent} x {len(body) / MIB:.1f} MiB filter bodies ({arguments.nodes} nodes, "
+                f"{arguments.rounds} round(s) of {arguments.concurrent} x {len(body) / MIB:.1f} MiB "
+                f"filter bodies ({arguments.nodes} nodes, "
                 f"all pass): statuses {[r[0] for r in results]}, "
                 f"answers {[round(r[1] / MIB, 1) for r in results]} MiB, "
                 f"times {[round(r[2], 2) for r in results]} s; "
@@ -193,6 +196,7 @@ def main():
     two.add_argument("--body-mib", type=int, default=128)
     two.add_argument("--concurrent", type=int, default=2)
     two.add_argument("--read-timeout", type=float, default=5.0)
+    two.add_argument("--rounds", type=int, default=1, help="bursts sent one after the other")
     three = sub.add_parser("probes")
     three.add_argument("--nodes", type=int, default=5000)
     arguments = parser.parse_args()

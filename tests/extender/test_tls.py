@@ -69,7 +69,7 @@ def test_tls_1_2_with_a_client_certificate_is_served(extender, pki):
 
 
 def test_handshake_must_finish_within_the_header_timeout(pki):
-    server = ThreadedExtender(settings_for(pki, header_timeout=0.3), pki).start()
+    server = ThreadedExtender(settings_for(pki, header_timeout=1.0), pki).start()
     try:
         with socket.create_connection((LOOPBACK, server.ports.port), timeout=10) as silent:
             silent.settimeout(10)
