@@ -116,6 +116,16 @@ class Cluster(pulumi.ComponentResource):
             labels={NODE_POOL_LABEL: SYSTEM_POOL},
             opts=pulumi.ResourceOptions(parent=self, depends_on=self.node_group_dependencies),
         )
+        # pulumi-eks adds the CoreDNS add-on only with a default node group or Fargate (it would
+        # wait for nodes that do not exist yet); manage it here, once the system nodes exist.
+        aws.eks.Addon(
+            f"{name}-coredns",
+            cluster_name=config.cluster_name,
+            addon_name="coredns",
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group]),
+        )
         self.register_outputs(
             {"clusterName": self.name, "kubeconfig": self.kubeconfig, "nodeRoleArn": self.node_role_arn}
         )

@@ -65,6 +65,8 @@ class Declared:
     parents: tuple[str, ...]
     """Types of the ancestors, outermost first (from the URN)."""
     custom: bool
+    depends_on: frozenset[tuple[str, str]] = frozenset()
+    """(type, name) of every resource it waits for: ``depends_on`` and its inputs' sources."""
 
     @property
     def plain(self) -> dict[str, Any]:
@@ -191,6 +193,24 @@ _OUTPUTS: dict[str, Callable[[StackMocks, str, Mapping[str, Any]], dict[str, Any
 }
 
 
+class RecordingMonitor(MockMonitor):
+    """The mock engine, also keeping each resource's explicit and input dependencies."""
+
+    def __init__(self, mocks: Mocks) -> None:
+        super().__init__(mocks)
+        self.dependencies: dict[str, tuple[str, ...]] = {}
+
+    def RegisterResource(self, request: Any) -> Any:
+        response = super().RegisterResource(request)
+        self.dependencies[response.urn] = tuple(request.dependencies)
+        return response
+
+
+def _type_and_name(urn: str) -> tuple[str, str]:
+    qualified_type, name = urn.split("::")[2:4]
+    return qualified_type.split("$")[-1], name
+
+
 @dataclass(frozen=True)
 class StackRun:
     """What one run of the program declared and exported."""
@@ -227,7 +247,7 @@ def run_stack(program: Callable[[], Mapping[str, Any]]) -> StackRun:
     Call inside moto's ``mock_aws``. Raises whatever the program or a resource raised.
     """
     mocks = StackMocks()
-    monitor = MockMonitor(mocks)
+    monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=STACK, preview=False, monitor=monitor)
     resolved: dict[str, Any] = {}
     secret: set[str] = set()
@@ -249,5 +269,8 @@ def run_stack(program: Callable[[], Mapping[str, Any]]) -> StackRun:
         qualified_type, name = urn.split("::")[2:4]
         *parents, type_ = qualified_type.split("$")
         args = mocks.registered[(type_, name)]
-        declared.append(Declared(type_, name, args.inputs, tuple(parents), bool(args.custom)))
+        dependencies = frozenset(
+            _type_and_name(dependency) for dependency in monitor.dependencies.get(urn, ())
+        )
+        declared.append(Declared(type_, name, args.inputs, tuple(parents), bool(args.custom), dependencies))
     return StackRun(declared, resolved, frozenset(secret), mocks.calls)

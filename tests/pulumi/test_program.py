@@ -165,6 +165,27 @@ def test_cluster_has_no_fargate_no_default_node_group_and_enforces_network_polic
         assert group.plain["clusterName"] == cluster["name"]
 
 
+def test_creation_order(run: StackRun) -> None:
+    """What must exist first: nodes need the cluster and the role's policies; CoreDNS and our
+    workloads need the system nodes (pulumi-kubernetes waits for a Deployment to be ready)."""
+    attachments = {
+        ("aws:iam/rolePolicyAttachment:RolePolicyAttachment", r.name)
+        for r in run.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+    }
+    for group in run.of_type("aws:eks/nodeGroup:NodeGroup"):
+        assert ("eks:index:Cluster", "cluster-eks") in group.depends_on
+        assert attachments <= group.depends_on
+    system = ("aws:eks/nodeGroup:NodeGroup", "cluster-system")
+    coredns = run.one("aws:eks/addon:Addon")
+    assert coredns.plain["addonName"] == "coredns"
+    assert system in coredns.depends_on
+    namespace = ("kubernetes:core/v1:Namespace", NAMESPACE)
+    for deployment in run.of_type("kubernetes:apps/v1:Deployment"):
+        assert {system, namespace} <= deployment.depends_on
+    for secret in run.of_type("kubernetes:core/v1:Secret"):
+        assert namespace in secret.depends_on
+
+
 def test_an_existing_network_creates_no_vpc() -> None:
     subnets = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
     run = run_with({"network": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": subnets}})
@@ -367,6 +388,18 @@ def test_the_server_certificate_names_the_host_the_scheduler_dials(extender_run:
             "dnsNames"
         ]
     )
+
+
+def test_extender_endpoint_constants_render_the_documented_configuration() -> None:
+    """The names components share (EXTENDER_SERVICE_HOST, EXTENDER_PORT, EXTENDER_CLIENT_DIR)
+    still render the mission's extender entry."""
+    [endpoint] = render_scheduler_config(SchedulerConfig(mode="extender"))["extenders"]
+    assert endpoint["urlPrefix"] == "https://scheduler-extender.scheduler-lab.svc:8443"
+    assert endpoint["tlsConfig"] == {
+        "caFile": "/etc/extender-client/ca.crt",
+        "certFile": "/etc/extender-client/tls.crt",
+        "keyFile": "/etc/extender-client/tls.key",
+    }
 
 
 def test_certificate_settings_reach_every_certificate() -> None:
