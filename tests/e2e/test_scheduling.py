@@ -5,8 +5,8 @@ import random
 import kubernetes.client
 
 from localcluster.nodes import SimulatedNode, fleet
-from localcluster.workloads import PodSpecification
-from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY, NODE_MEMORY_LABEL
+from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification
+from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
 from tests.e2e.harness import INVENTORY, E2ECluster, shaped_like
 
 SYSTEM = SimulatedNode("system-1", INVENTORY["m5.xlarge"], "us-east-1a")
@@ -95,3 +95,17 @@ def test_a_pending_pod_binds_when_a_node_is_relabelled(cluster: E2ECluster) -> N
     core = kubernetes.client.CoreV1Api(cluster.api)
     core.patch_node(node.name, {"metadata": {"labels": {NODE_MEMORY_LABEL: "81920"}}})
     assert cluster.outcome(name, bound_only=True).node == node.name
+
+
+def test_a_pod_binds_once_its_annotation_is_corrected(cluster: E2ECluster) -> None:
+    """Plugin mode requeues on the Pod update through its QueueingHint; extender mode retries
+    a SchedulerError with backoff. Neither leaves the corrected pod waiting for the periodic flush."""
+    cluster.add_nodes(SYSTEM, SimulatedNode("h100-1", INVENTORY["p5.48xlarge"], "us-east-1a"))
+    cluster.start()
+    name = cluster.submit(PodSpecification("typo", min_memory="16 GiB"))[0]
+    assert not cluster.outcome(name).bound
+    core = kubernetes.client.CoreV1Api(cluster.api)
+    core.patch_namespaced_pod(
+        name, WORKLOAD_NAMESPACE, {"metadata": {"annotations": {MIN_MEMORY_ANNOTATION: "16384"}}}
+    )
+    assert cluster.outcome(name, bound_only=True).node == "h100-1"
