@@ -50,12 +50,16 @@ VERBS: Mapping[str, VerbHandler] = {"/filter": filter_verb, "/prioritize": prior
 
 
 def _filter(args: ExtenderArgs, requirement: Requirement, policy: PolicySettings) -> tuple[bytes, int | None]:
-    passed: list[Mapping[str, Any]] = []
+    if requirement.min_memory_mib == 0:  # fits everywhere: the policy would not read the nodes
+        everyone = range(len(args.names))
+        return encode_filter_result(args, everyone, {}), len(everyone)
+    passed: list[int] = []
     failed: dict[str, str] = {}
-    for name, node in zip(args.names, args.nodes, strict=True):
+    for index, name in enumerate(args.names):
+        node = args.labels_for_policy(index, policy.node_memory_label)
         fits, reason = fits_memory(requirement, node, policy)
         if fits:
-            passed.append(node)
+            passed.append(index)
         else:
             failed[name] = reason
     return encode_filter_result(args, passed, failed), len(passed)
@@ -64,9 +68,12 @@ def _filter(args: ExtenderArgs, requirement: Requirement, policy: PolicySettings
 def _prioritize(
     args: ExtenderArgs, requirement: Requirement, policy: PolicySettings
 ) -> tuple[bytes, int | None]:
+    if not requirement.has_gpu:  # scores 0 everywhere: the policy would not read the nodes
+        return encode_priorities([(name, 0) for name in args.names]), None
+    label = policy.node_memory_label
     scores = [
-        (name, extender_score(requirement, node, policy))
-        for name, node in zip(args.names, args.nodes, strict=True)
+        (name, extender_score(requirement, args.labels_for_policy(index, label), policy))
+        for index, name in enumerate(args.names)
     ]
     return encode_priorities(scores), None
 
@@ -77,12 +84,15 @@ def _answer(body: bytes | bytearray, limits: VerbLimits, compute: _Compute) -> V
     except WireError as error:
         return VerbResult(error.status, error.reason.encode())
     pod = _pod_name(args.pod)
+    candidates = len(args.names)
     try:
         requirement = requirement_from_pod(args.pod, limits.policy)
         encoded, passed = compute(args, requirement, limits.policy)
     except PolicyError as error:
-        return VerbResult(HTTPStatus.BAD_REQUEST, str(error).encode(), pod=pod, candidates=len(args.nodes))
-    return VerbResult(HTTPStatus.OK, encoded, pod=pod, candidates=len(args.nodes), passed=passed)
+        return VerbResult(HTTPStatus.BAD_REQUEST, str(error).encode(), pod=pod, candidates=candidates)
+    except WireError as error:  # a candidate's labels could not be read
+        return VerbResult(error.status, error.reason.encode(), pod=pod, candidates=candidates)
+    return VerbResult(HTTPStatus.OK, encoded, pod=pod, candidates=candidates, passed=passed)
 
 
 def _pod_name(pod: Mapping[str, Any]) -> str:

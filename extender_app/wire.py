@@ -3,16 +3,28 @@
 Requests are ``ExtenderArgs`` with ``nodeCacheCapable: false``: ``Pod`` and ``Nodes`` (a
 NodeList with full Node objects) and ``"NodeNames": null``. The Go types have no json
 tags, so field names are capitalised, and Go's decoder matches them case-insensitively;
-so does this module, refusing a body where two keys name the same field. Only the fields
-the policy needs are read: the pod and node objects are otherwise passed on untouched.
+so does this module, refusing a body where two keys name the same field.
+
+Only what the policy needs is decoded. msgspec validates the whole body but keeps each
+node as its raw bytes (``msgspec.Raw``, a view into the body, no copy) and builds Python
+objects only for each node's name and, when the pod declares a minimum, the one label
+the policy reads. The filter answer is assembled from the raw bytes of the passing
+nodes, so they go back exactly as received and are never re-serialised. A body
+written the way kube-scheduler writes it (canonical field names, nothing else) is
+decoded in one pass over its bytes plus one per node; any other spelling takes a
+slower path that matches keys the way Go does.
 """
 
+import codecs
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
+import msgspec
 import orjson
+from msgspec import UNSET, Raw, UnsetType
 
 ARGS_POD = "Pod"
 ARGS_NODES = "Nodes"
@@ -20,6 +32,11 @@ ARGS_NODE_NAMES = "NodeNames"
 NODE_LIST_ITEMS = "items"
 
 NODE_NAMES_REFUSED = "NodeNames must be absent or null: configure the extender with nodeCacheCapable: false"
+
+UTF8_CHECK_BYTES = 1024 * 1024
+"""The body is checked to be UTF-8 this many bytes at a time (bounds the memory the check takes)."""
+
+_NULL = b"null"
 
 
 class WireError(Exception):
@@ -31,14 +48,77 @@ class WireError(Exception):
         self.reason = reason
 
 
+class _MetadataView(msgspec.Struct):
+    """The two fields of a node's metadata the extender reads; everything else is skipped."""
+
+    name: object = None
+    labels: Raw = Raw(_NULL)
+
+
+class _NodeView(msgspec.Struct):
+    metadata: _MetadataView | None = None
+
+
+class _CanonicalNodeList(msgspec.Struct, forbid_unknown_fields=True):
+    """A NodeList with exactly the field names kube-scheduler writes (other keys: slow path)."""
+
+    kind: Raw | UnsetType = UNSET
+    apiVersion: Raw | UnsetType = UNSET
+    metadata: Raw | UnsetType = UNSET
+    items: list[Raw] | None = None
+
+
+class _CanonicalArgs(msgspec.Struct, forbid_unknown_fields=True):
+    """ExtenderArgs with exactly the field names kube-scheduler writes (other keys: slow path)."""
+
+    Pod: Raw | UnsetType = UNSET
+    Nodes: _CanonicalNodeList | UnsetType | None = UNSET
+    NodeNames: Raw | UnsetType = UNSET
+
+
+_CANONICAL = msgspec.json.Decoder(_CanonicalArgs)
+_OBJECT = msgspec.json.Decoder(dict[str, Raw])
+_ARRAY = msgspec.json.Decoder(list[Raw])
+_NODE = msgspec.json.Decoder(_NodeView)
+_CANONICAL_LIST_FIELDS = ("kind", "apiVersion", "metadata")
+
+
 @dataclass(frozen=True)
 class ExtenderArgs:
-    """A validated request: the pod, the NodeList object as received, and its candidates."""
+    """A validated request: the pod, the candidates' names and raw bytes, and the NodeList's other fields."""
 
     pod: Mapping[str, Any]
-    node_list: Mapping[str, Any]
-    nodes: Sequence[Mapping[str, Any]]
     names: Sequence[str]
+    raw_nodes: Sequence[Raw]
+    """Each candidate exactly as received."""
+    raw_labels: Sequence[Raw]
+    """Each candidate's ``metadata.labels`` exactly as received (``null`` when absent)."""
+    list_fields: tuple[tuple[str, Raw], ...] = ()
+    """The NodeList's fields other than ``items``, as received, echoed in the filter answer."""
+
+    @property
+    def nodes(self) -> list[Any]:
+        """The candidates decoded in full (for tests and tools; the verbs never need this)."""
+        return [orjson.loads(bytes(raw)) for raw in self.raw_nodes]
+
+    def labels_for_policy(self, index: int, label_key: str) -> Mapping[str, Any]:
+        """Node ``index`` as the policy reads it: only the label ``label_key``, if present.
+
+        Raises WireError (400) when the labels are not an object or that label is not a string
+        or null (other labels are not looked at, as before).
+        """
+        raw = self.raw_labels[index]
+        if bytes(raw) == _NULL:
+            return {"metadata": {"labels": {}}}
+        try:
+            view = _labels_decoder(label_key).decode(raw)
+        except msgspec.ValidationError as error:
+            raise WireError(
+                HTTPStatus.BAD_REQUEST, f"Nodes.items[{index}].metadata.labels: {_where(error)}"
+            ) from None
+        value = view.value
+        labels = {} if value is UNSET else {label_key: value}
+        return {"metadata": {"labels": labels}}
 
 
 def go_fold(key: str) -> str:
@@ -58,62 +138,57 @@ def go_fold(key: str) -> str:
 
 def parse_args(body: bytes | bytearray, max_nodes: int) -> ExtenderArgs:
     """Decode and validate one ``ExtenderArgs`` body; raises WireError (400 or 413)."""
+    _check_utf8(body)
     try:
-        document = orjson.loads(body)
-    except orjson.JSONDecodeError as error:
-        raise WireError(
-            HTTPStatus.BAD_REQUEST, f"request body must be exactly one JSON object: {error}"
-        ) from None
-    if not isinstance(document, dict):
-        raise WireError(HTTPStatus.BAD_REQUEST, "request body must be a JSON object (ExtenderArgs)")
-    fields = _fields(document, (ARGS_POD, ARGS_NODES, ARGS_NODE_NAMES), "ExtenderArgs")
-
-    if fields.get(ARGS_NODE_NAMES) is not None:
-        raise WireError(HTTPStatus.BAD_REQUEST, NODE_NAMES_REFUSED)
-    pod = fields.get(ARGS_POD)
-    if pod is None:
-        raise WireError(HTTPStatus.BAD_REQUEST, "Pod is required")
-    if not isinstance(pod, dict):
-        raise WireError(HTTPStatus.BAD_REQUEST, "Pod must be an object")
-    node_list = fields.get(ARGS_NODES)
-    if node_list is None:
+        canonical = _CANONICAL.decode(body)
+    except msgspec.DecodeError:  # also ValidationError: another spelling, or a body to refuse
+        pod_raw, nodes_present, list_fields, items = _parse_any_spelling(body)
+    else:
+        if canonical.NodeNames is not UNSET and bytes(canonical.NodeNames) != _NULL:
+            raise WireError(HTTPStatus.BAD_REQUEST, NODE_NAMES_REFUSED)
+        pod_raw = None if canonical.Pod is UNSET else canonical.Pod
+        node_list = canonical.Nodes
+        nodes_present = isinstance(node_list, _CanonicalNodeList)
+        list_fields, items = (), []
+        if isinstance(node_list, _CanonicalNodeList):
+            list_fields = tuple(
+                (name, value)
+                for name in _CANONICAL_LIST_FIELDS
+                if isinstance(value := getattr(node_list, name), Raw)
+            )
+            items = node_list.items or []
+    pod = _pod(pod_raw)
+    if not nodes_present:
         raise WireError(
             HTTPStatus.BAD_REQUEST, "Nodes is required (nodeCacheCapable: false sends full nodes)"
         )
-    if not isinstance(node_list, dict):
-        raise WireError(HTTPStatus.BAD_REQUEST, "Nodes must be an object (a NodeList)")
-
-    nodes = _fields(node_list, (NODE_LIST_ITEMS,), "Nodes").get(NODE_LIST_ITEMS)
-    if nodes is None:
-        nodes = []  # Go: absent or null items is an empty list, i.e. no candidates
-    if not isinstance(nodes, list):
-        raise WireError(HTTPStatus.BAD_REQUEST, "Nodes.items must be a list")
-    if len(nodes) > max_nodes:
+    if len(items) > max_nodes:
         raise WireError(
             HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-            f"too many candidate nodes: {len(nodes)} (limit {max_nodes}, --max-nodes)",
+            f"too many candidate nodes: {len(items)} (limit {max_nodes}, --max-nodes)",
         )
-    return ExtenderArgs(pod=pod, node_list=node_list, nodes=nodes, names=_candidate_names(nodes))
+    names, labels = _candidates(items)
+    return ExtenderArgs(pod=pod, names=names, raw_nodes=items, raw_labels=labels, list_fields=list_fields)
 
 
-def encode_filter_result(
-    args: ExtenderArgs, passed: Sequence[Mapping[str, Any]], failed: Mapping[str, str]
-) -> bytes:
-    """``ExtenderFilterResult``: the received NodeList with only the passing nodes, as received.
+def encode_filter_result(args: ExtenderArgs, passed: Sequence[int], failed: Mapping[str, str]) -> bytes:
+    """``ExtenderFilterResult``: the received NodeList with only the candidates at ``passed``, as received.
 
     Rejected nodes go to ``FailedAndUnresolvableNodes`` (preemption cannot change a label);
     ``FailedNodes`` is an empty map and ``Error`` empty, as the scheduler expects on success.
     """
-    node_list = {key: value for key, value in args.node_list.items() if go_fold(key) != _ITEMS_FOLDED}
-    node_list[NODE_LIST_ITEMS] = passed
-    return orjson.dumps(
-        {
-            "Nodes": node_list,
-            "NodeNames": None,
-            "FailedNodes": {},
-            "FailedAndUnresolvableNodes": failed,
-            "Error": "",
-        }
+    raw_nodes = args.raw_nodes
+    head = b"".join(orjson.dumps(name) + b":" + bytes(value) + b"," for name, value in args.list_fields)
+    return b"".join(
+        (
+            b'{"Nodes":{',
+            head,
+            b'"items":[',
+            b",".join([raw_nodes[index] for index in passed]),
+            b']},"NodeNames":null,"FailedNodes":{},"FailedAndUnresolvableNodes":',
+            orjson.dumps(failed),
+            b',"Error":""}',
+        )
     )
 
 
@@ -125,10 +200,72 @@ def encode_priorities(scores: Sequence[tuple[str, int]]) -> bytes:
 _ITEMS_FOLDED = go_fold(NODE_LIST_ITEMS)
 
 
-def _fields(obj: Mapping[str, Any], names: tuple[str, ...], where: str) -> dict[str, Any]:
+def _check_utf8(body: bytes | bytearray) -> None:
+    """Refuse a body that is not UTF-8 (msgspec does not check the parts it skips)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(body)
+    try:
+        for offset in range(0, len(view), UTF8_CHECK_BYTES):
+            decoder.decode(view[offset : offset + UTF8_CHECK_BYTES])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError as error:
+        raise WireError(
+            HTTPStatus.BAD_REQUEST,
+            f"request body must be exactly one JSON object: not UTF-8 ({error.reason})",
+        ) from None
+
+
+_AnySpelling = tuple[Raw | None, bool, tuple[tuple[str, Raw], ...], list[Raw]]
+"""(the pod, whether Nodes was given, the NodeList's other fields, the candidates)"""
+
+
+def _parse_any_spelling(body: bytes | bytearray) -> _AnySpelling:
+    """The slow path: keys matched as Go matches struct fields; every refusal has its reason here."""
+    try:
+        document = _OBJECT.decode(body)
+    except msgspec.ValidationError:
+        raise WireError(HTTPStatus.BAD_REQUEST, "request body must be a JSON object (ExtenderArgs)") from None
+    except msgspec.DecodeError as error:
+        raise WireError(
+            HTTPStatus.BAD_REQUEST, f"request body must be exactly one JSON object: {error}"
+        ) from None
+    fields = _fields(document, (ARGS_POD, ARGS_NODES, ARGS_NODE_NAMES), "ExtenderArgs")
+    names = fields.get(ARGS_NODE_NAMES)
+    if names is not None and bytes(names) != _NULL:
+        raise WireError(HTTPStatus.BAD_REQUEST, NODE_NAMES_REFUSED)
+    pod_raw = fields.get(ARGS_POD)
+    _pod(pod_raw)  # the pod is checked before the nodes, as before
+    nodes_raw = fields.get(ARGS_NODES)
+    if nodes_raw is None or bytes(nodes_raw) == _NULL:
+        return pod_raw, False, (), []
+    try:
+        node_list = _OBJECT.decode(nodes_raw)
+    except msgspec.ValidationError:
+        raise WireError(HTTPStatus.BAD_REQUEST, "Nodes must be an object (a NodeList)") from None
+    list_fields = tuple((key, value) for key, value in node_list.items() if go_fold(key) != _ITEMS_FOLDED)
+    items_raw = _fields(node_list, (NODE_LIST_ITEMS,), "Nodes").get(NODE_LIST_ITEMS)
+    if items_raw is None or bytes(items_raw) == _NULL:
+        return pod_raw, True, list_fields, []  # Go: absent or null items is an empty list
+    try:
+        items = _ARRAY.decode(items_raw)
+    except msgspec.ValidationError:
+        raise WireError(HTTPStatus.BAD_REQUEST, "Nodes.items must be a list") from None
+    return pod_raw, True, list_fields, items
+
+
+def _pod(raw: Raw | None) -> Mapping[str, Any]:
+    if raw is None or bytes(raw) == _NULL:
+        raise WireError(HTTPStatus.BAD_REQUEST, "Pod is required")
+    pod = orjson.loads(bytes(raw))  # small; the body has been validated already
+    if not isinstance(pod, dict):
+        raise WireError(HTTPStatus.BAD_REQUEST, "Pod must be an object")
+    return pod
+
+
+def _fields(obj: Mapping[str, Raw], names: tuple[str, ...], where: str) -> dict[str, Raw]:
     """The values of ``names`` in ``obj``, matched as Go matches struct fields."""
     wanted = {go_fold(name): name for name in names}
-    found: dict[str, Any] = {}
+    found: dict[str, Raw] = {}
     spelled: dict[str, str] = {}
     for key, value in obj.items():
         name = wanted.get(go_fold(key))
@@ -144,14 +281,23 @@ def _fields(obj: Mapping[str, Any], names: tuple[str, ...], where: str) -> dict[
     return found
 
 
-def _candidate_names(nodes: Sequence[Any]) -> tuple[str, ...]:
+def _candidates(items: Sequence[Raw]) -> tuple[tuple[str, ...], list[Raw]]:
+    """Each candidate's name (non-empty, unique) and raw labels."""
     names: list[str] = []
+    labels: list[Raw] = []
     seen: set[str] = set()
-    for index, node in enumerate(nodes):
-        if not isinstance(node, dict):
-            raise WireError(HTTPStatus.BAD_REQUEST, f"Nodes.items[{index}] must be an object (a Node)")
-        metadata = node.get("metadata")
-        name = metadata.get("name") if isinstance(metadata, dict) else None
+    for index, raw in enumerate(items):
+        try:
+            view = _NODE.decode(raw)
+        except msgspec.ValidationError as error:
+            path = _path(error)
+            if not path:
+                reason = f"Nodes.items[{index}] must be an object (a Node)"
+            else:
+                reason = f"Nodes.items[{index}]{path}: {_where(error)}"
+            raise WireError(HTTPStatus.BAD_REQUEST, reason) from None
+        metadata = view.metadata
+        name = metadata.name if metadata is not None else None
         if not isinstance(name, str) or not name:
             raise WireError(
                 HTTPStatus.BAD_REQUEST, f"Nodes.items[{index}].metadata.name must be a non-empty string"
@@ -160,4 +306,23 @@ def _candidate_names(nodes: Sequence[Any]) -> tuple[str, ...]:
             raise WireError(HTTPStatus.BAD_REQUEST, f"duplicate node name {name!r} in Nodes.items")
         seen.add(name)
         names.append(name)
-    return tuple(names)
+        labels.append(metadata.labels if metadata is not None else Raw(_NULL))
+    return tuple(names), labels
+
+
+@functools.lru_cache(maxsize=8)
+def _labels_decoder(label_key: str) -> msgspec.json.Decoder[Any]:
+    """Reads one label of a labels object, skipping the others in C."""
+    view = msgspec.defstruct("_LabelView", [("value", str | None, UNSET)], rename={"value": label_key})
+    return msgspec.json.Decoder(view)
+
+
+def _path(error: msgspec.ValidationError) -> str:
+    """The JSON path msgspec names in a validation error, without the ``$``: ``.metadata.labels``."""
+    message = str(error)
+    marker = " - at `$"
+    return message.split(marker, 1)[1].rstrip("`") if marker in message else ""
+
+
+def _where(error: msgspec.ValidationError) -> str:
+    return str(error).split(" - at `", 1)[0]

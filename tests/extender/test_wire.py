@@ -13,6 +13,7 @@ from extender_app.wire import (
     go_fold,
     parse_args,
 )
+from policy import NODE_MEMORY_LABEL
 from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod
 
 MAX_NODES = 10
@@ -160,7 +161,7 @@ def test_filter_result_keeps_passing_nodes_exactly_and_the_list_metadata():
     nodes = make_nodes(3)
     received = {"Pod": {}, "Nodes": {"metadata": {"resourceVersion": "7"}, "Items": nodes}}
     args = parse_args(orjson.dumps(received), MAX_NODES)
-    encoded = orjson.loads(encode_filter_result(args, [nodes[0], nodes[2]], {"b": "why"}))
+    encoded = orjson.loads(encode_filter_result(args, [0, 2], {"b": "why"}))
     assert list(encoded) == ["Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"]
     assert encoded["Nodes"] == {"metadata": {"resourceVersion": "7"}, "items": [nodes[0], nodes[2]]}
     assert encoded["NodeNames"] is None
@@ -181,3 +182,67 @@ def test_priorities_are_an_array_in_order():
         {"Host": "a", "Score": 10},
     ]
     assert encode_priorities([]) == b"[]"
+
+
+def test_passing_nodes_are_echoed_byte_for_byte():
+    """The answer carries the received bytes of each passing node: spacing, key order, escapes."""
+    odd = b'{ "status" : {"images":[]},\n "metadata":{"labels":{"x":"\\u00e9"},"name":"odd"} }'
+    plain = b'{"metadata":{"name":"plain"}}'
+    body = b'{"Pod":{},"Nodes":{"metadata":{"resourceVersion":"9"},"items":[' + odd + b"," + plain + b"]}}"
+    args = parse_args(body, MAX_NODES)
+    answer = encode_filter_result(args, [0, 1], {})
+    assert odd in answer
+    assert plain in answer
+    assert orjson.loads(answer)["Nodes"] == {
+        "metadata": {"resourceVersion": "9"},
+        "items": [orjson.loads(odd), orjson.loads(plain)],
+    }
+
+
+def test_canonical_and_other_spellings_read_the_same():
+    nodes = make_nodes(3)
+    canonical = parse_args(extender_body(make_pod(), nodes), MAX_NODES)
+    other = parse_args(
+        orjson.dumps({"pOD": make_pod(), "nodes": {"Items": nodes, "Kind": "NodeList"}}), MAX_NODES
+    )
+    assert canonical.names == other.names
+    assert canonical.pod == other.pod
+    assert canonical.nodes == other.nodes == nodes
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xc0\xaf"],
+    ids=["invalid byte", "truncated sequence", "encoded surrogate", "overlong"],
+)
+def test_body_that_is_not_utf8_is_refused_even_where_nothing_is_read(bad):
+    body = b'{"Pod":{},"Nodes":{"items":[{"metadata":{"name":"a"},"status":{"x":"' + bad + b'"}}]}}'
+    assert "not UTF-8" in refused(body)
+
+
+def test_lone_surrogate_escape_is_refused():
+    body = b'{"Pod":{},"Nodes":{"items":[{"metadata":{"name":"a"},"status":{"x":"\\ud800"}}]}}'
+    assert "exactly one JSON object" in refused(body)
+
+
+def test_labels_are_read_only_when_the_policy_needs_them():
+    body = orjson.dumps({"Pod": {}, "Nodes": {"items": [{"metadata": {"name": "a", "labels": [1]}}]}})
+    args = parse_args(body, MAX_NODES)  # not read yet
+    with pytest.raises(WireError) as caught:
+        args.labels_for_policy(0, NODE_MEMORY_LABEL)
+    assert caught.value.status == HTTPStatus.BAD_REQUEST
+    assert "Nodes.items[0].metadata.labels" in caught.value.reason
+
+
+def test_only_the_policy_label_is_type_checked():
+    node = {"metadata": {"name": "a", "labels": {"other": 5, NODE_MEMORY_LABEL: "40960"}}}
+    args = parse_args(orjson.dumps({"Pod": {}, "Nodes": {"items": [node]}}), MAX_NODES)
+    assert args.labels_for_policy(0, NODE_MEMORY_LABEL) == {
+        "metadata": {"labels": {NODE_MEMORY_LABEL: "40960"}}
+    }
+    assert args.labels_for_policy(0, "absent") == {"metadata": {"labels": {}}}
+    wrong = {"metadata": {"name": "a", "labels": {NODE_MEMORY_LABEL: 40960}}}
+    args = parse_args(orjson.dumps({"Pod": {}, "Nodes": {"items": [wrong]}}), MAX_NODES)
+    with pytest.raises(WireError) as caught:
+        args.labels_for_policy(0, NODE_MEMORY_LABEL)
+    assert NODE_MEMORY_LABEL in caught.value.reason or "labels" in caught.value.reason
