@@ -58,7 +58,7 @@ class Certificates(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-scheduler-eks:index:Certificates", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        validity = {
+        leaf_validity = {
             "validity_period_hours": settings.validity_hours,
             "early_renewal_hours": settings.early_renewal_hours,
         }
@@ -72,8 +72,9 @@ class Certificates(pulumi.ComponentResource):
             subject=tls.SelfSignedCertSubjectArgs(
                 common_name=f"{ORGANIZATION} extender CA", organization=ORGANIZATION
             ),
+            validity_period_hours=settings.ca_validity_hours,
+            early_renewal_hours=settings.early_renewal_hours,
             opts=child,
-            **validity,
         )
         self.ca_cert_pem = ca_cert.cert_pem
 
@@ -95,7 +96,7 @@ class Certificates(pulumi.ComponentResource):
                 ca_cert_pem=ca_cert.cert_pem,
                 allowed_uses=uses,
                 opts=child,
-                **validity,
+                **leaf_validity,
             )
             return cert.cert_pem, key
 

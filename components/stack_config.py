@@ -157,9 +157,14 @@ class SchedulerSettings:
 
 @dataclass(frozen=True)
 class CertificateSettings:
-    """The extender's mutual-TLS certificates, renewed by ``pulumi up`` inside the window."""
+    """The extender's mutual-TLS certificates, renewed by ``pulumi up`` inside the window.
+
+    The CA outlives the leaves, so their routine renewal keeps the CA that both sides trust.
+    """
 
     validity_hours: int = 8760
+    """The server and client certificates."""
+    ca_validity_hours: int = 5 * 8766
     early_renewal_hours: int = 720
 
 
@@ -506,14 +511,15 @@ def _extender(value: _Value) -> ExtenderSettings:
 
 
 def _certificates(value: _Value) -> CertificateSettings:
-    fields = value.fields({"validityHours", "earlyRenewalHours"})
+    fields = value.fields({"validityHours", "caValidityHours", "earlyRenewalHours"})
     default = CertificateSettings()
+
+    def hours(v: _Value) -> int:
+        return v.integer(MIN_CERT_VALIDITY_HOURS, MAX_CERT_VALIDITY_HOURS)
+
     settings = CertificateSettings(
-        validity_hours=fields.read(
-            "validityHours",
-            default.validity_hours,
-            lambda v: v.integer(MIN_CERT_VALIDITY_HOURS, MAX_CERT_VALIDITY_HOURS),
-        ),
+        validity_hours=fields.read("validityHours", default.validity_hours, hours),
+        ca_validity_hours=fields.read("caValidityHours", default.ca_validity_hours, hours),
         early_renewal_hours=fields.read(
             "earlyRenewalHours", default.early_renewal_hours, lambda v: v.integer(0, MAX_CERT_VALIDITY_HOURS)
         ),
@@ -522,6 +528,11 @@ def _certificates(value: _Value) -> CertificateSettings:
         value.fail(
             f"earlyRenewalHours ({settings.early_renewal_hours}) must be less than "
             f"validityHours ({settings.validity_hours})"
+        )
+    if settings.ca_validity_hours <= settings.validity_hours:
+        value.fail(
+            f"caValidityHours ({settings.ca_validity_hours}) must be more than "
+            f"validityHours ({settings.validity_hours}), so renewing a certificate keeps the CA"
         )
     return settings
 

@@ -370,8 +370,13 @@ def test_certificates(extender_run: StackRun) -> None:
     assert "client_auth" not in server["allowedUses"]
     assert "client_auth" in client["allowedUses"]
     assert "server_auth" not in client["allowedUses"]
-    for leaf in (ca, server, client):
-        assert (leaf["validityPeriodHours"], leaf["earlyRenewalHours"]) == (8760, 720)
+    defaults = CertificateSettings()
+    for leaf in (server, client):
+        assert (leaf["validityPeriodHours"], leaf["earlyRenewalHours"]) == (
+            defaults.validity_hours,
+            defaults.early_renewal_hours,
+        )
+    assert ca["validityPeriodHours"] == defaults.ca_validity_hours > defaults.validity_hours
     for leaf in (server, client):
         assert leaf["caCertPem"] == extender_run.outputs["caCertPem"]
 
@@ -403,13 +408,14 @@ def test_extender_endpoint_constants_render_the_documented_configuration() -> No
 
 
 def test_certificate_settings_reach_every_certificate() -> None:
-    run = run_with({"certificates": {"validityHours": 2000, "earlyRenewalHours": 100}})
-    certs = [
-        *run.of_type("tls:index/selfSignedCert:SelfSignedCert"),
-        *run.of_type("tls:index/locallySignedCert:LocallySignedCert"),
-    ]
-    assert len(certs) == 3
-    assert all((c.plain["validityPeriodHours"], c.plain["earlyRenewalHours"]) == (2000, 100) for c in certs)
+    run = run_with(
+        {"certificates": {"validityHours": 2000, "caValidityHours": 9000, "earlyRenewalHours": 100}}
+    )
+    ca = run.one("tls:index/selfSignedCert:SelfSignedCert").plain
+    leaves = [r.plain for r in run.of_type("tls:index/locallySignedCert:LocallySignedCert")]
+    assert len(leaves) == 2
+    assert all((c["validityPeriodHours"], c["earlyRenewalHours"]) == (2000, 100) for c in leaves)
+    assert (ca["validityPeriodHours"], ca["earlyRenewalHours"]) == (9000, 100)
 
 
 def _strings_outside_secrets(value: Any) -> Iterator[str]:

@@ -266,6 +266,12 @@ BAD_VALUES: list[tuple[dict[str, Any], str, str]] = [
         "certificates",
         "earlyRenewalHours (720) must be less than validityHours (720)",
     ),
+    (
+        {"certificates": {"validityHours": 9000, "caValidityHours": 9000}},
+        "certificates",
+        "caValidityHours (9000) must be more than validityHours (9000)",
+    ),
+    ({"certificates": {"caValidityHours": 10}}, "certificates.caValidityHours", "must be 24.."),
     ({"images": {"keepImages": 0}}, "images.keepImages", "must be 1..1000"),
     ({"images": {"forceDelete": "sometimes"}}, "images.forceDelete", "must be true or false"),
     (
