@@ -58,10 +58,6 @@ class Certificates(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-scheduler-eks:index:Certificates", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        leaf_validity = {
-            "validity_period_hours": settings.validity_hours,
-            "early_renewal_hours": settings.early_renewal_hours,
-        }
 
         ca_key = self._key(f"{name}-ca-key")
         ca_cert = tls.SelfSignedCert(
@@ -95,8 +91,9 @@ class Certificates(pulumi.ComponentResource):
                 ca_private_key_pem=ca_key,
                 ca_cert_pem=ca_cert.cert_pem,
                 allowed_uses=uses,
+                validity_period_hours=settings.validity_hours,
+                early_renewal_hours=settings.early_renewal_hours,
                 opts=child,
-                **leaf_validity,
             )
             return cert.cert_pem, key
 

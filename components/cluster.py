@@ -7,6 +7,7 @@ the cluster when a managed node group uses it (no aws-auth ConfigMap to manage).
 """
 
 import json
+from collections.abc import Sequence
 
 import pulumi
 import pulumi_aws as aws
@@ -37,7 +38,7 @@ class Cluster(pulumi.ComponentResource):
     kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
     node_role_arn: pulumi.Output[str]
-    subnet_ids: pulumi.Output[list[str]]
+    subnet_ids: pulumi.Output[Sequence[str]]
     system_node_group: aws.eks.NodeGroup
 
     def __init__(

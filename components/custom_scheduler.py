@@ -21,6 +21,7 @@ from components.scheduler_config import (
     NAMESPACE,
     SCHEDULER_NAME,
     SchedulerConfig,
+    SchedulerMode,
     config_checksum,
     scheduler_config_yaml,
 )
@@ -43,7 +44,7 @@ AUTHENTICATION_READER_ROLE = "extension-apiserver-authentication-reader"
 COORDINATION_GROUP = "coordination.k8s.io"
 
 
-def scheduler_command(mode: str) -> tuple[list[str] | None, list[str]]:
+def scheduler_command(mode: SchedulerMode) -> tuple[list[str] | None, list[str]]:
     """(command, args): the upstream image needs the binary named; ours has it as entrypoint."""
     config_flag = f"--config={CONFIG_DIR}/{CONFIG_FILE}"
     if mode == "extender":
@@ -61,7 +62,7 @@ class CustomScheduler(pulumi.ComponentResource):
         self,
         name: str,
         *,
-        mode: str,
+        mode: SchedulerMode,
         settings: SchedulerSettings,
         image: pulumi.Input[str],
         provider: k8s.Provider,
@@ -123,7 +124,7 @@ class CustomScheduler(pulumi.ComponentResource):
             opts=child,
         )
 
-        self.config_yaml = scheduler_config_yaml(SchedulerConfig(mode=mode))  # type: ignore[arg-type]
+        self.config_yaml = scheduler_config_yaml(SchedulerConfig(mode=mode))
         config_map = k8s.core.v1.ConfigMap(
             f"{name}-config",
             metadata=metadata(CONFIG_MAP_NAME),

@@ -1,5 +1,7 @@
 """The cluster's network: a new VPC across several availability zones, or existing subnets."""
 
+from collections.abc import Sequence
+
 import pulumi
 import pulumi_awsx as awsx
 
@@ -18,8 +20,8 @@ class Network(pulumi.ComponentResource):
     """VPC id and subnet ids for the cluster; nodes use the private subnets."""
 
     vpc_id: pulumi.Output[str]
-    private_subnet_ids: pulumi.Output[list[str]]
-    public_subnet_ids: pulumi.Output[list[str]]
+    private_subnet_ids: pulumi.Output[Sequence[str]]
+    public_subnet_ids: pulumi.Output[Sequence[str]]
 
     def __init__(
         self, name: str, settings: NewVpc | ExistingNetwork, opts: pulumi.ResourceOptions | None = None

@@ -74,6 +74,9 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
         "extenderRepositoryUrl": extender_image.repository.repository_url,
         "gpuSchedulerRepositoryUrl": scheduler_image.repository.repository_url,
     }
+    scheduler_runs: pulumi.Input[str]
+    scheduler_dependencies = workload_dependencies
+    client_tls_checksum: pulumi.Output[str] | None = None
     if extender_mode:
         certificates = Certificates("extender-tls", config.certificates, cluster.provider, namespace)
         Extender(
@@ -83,27 +86,22 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
             provider=cluster.provider,
             depends_on=[*workload_dependencies, certificates.server_secret],
         )
-        scheduler = CustomScheduler(
-            "custom-scheduler",
-            mode=config.scheduler_mode,
-            settings=config.scheduler,
-            image=config.scheduler.kube_scheduler_image,
-            provider=cluster.provider,
-            depends_on=[*workload_dependencies, certificates.client_secret],
-            client_tls_checksum=certificates.client_checksum,
-        )
+        scheduler_runs = config.scheduler.kube_scheduler_image
+        scheduler_dependencies = [*workload_dependencies, certificates.client_secret]
+        client_tls_checksum = certificates.client_checksum
         outputs["extenderImage"] = extender_image.image_ref
-        outputs["schedulerImage"] = config.scheduler.kube_scheduler_image
         outputs["caCertPem"] = certificates.ca_cert_pem
     else:
-        scheduler = CustomScheduler(
-            "custom-scheduler",
-            mode=config.scheduler_mode,
-            settings=config.scheduler,
-            image=scheduler_image.image_ref,
-            provider=cluster.provider,
-            depends_on=workload_dependencies,
-        )
-        outputs["schedulerImage"] = scheduler_image.image_ref
+        scheduler_runs = scheduler_image.image_ref
+    scheduler = CustomScheduler(
+        "custom-scheduler",
+        mode=config.scheduler_mode,
+        settings=config.scheduler,
+        image=scheduler_runs,
+        provider=cluster.provider,
+        depends_on=scheduler_dependencies,
+        client_tls_checksum=client_tls_checksum,
+    )
+    outputs["schedulerImage"] = scheduler_runs
     outputs["schedulerConfig"] = scheduler.config_yaml
     return outputs
