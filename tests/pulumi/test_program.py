@@ -48,7 +48,7 @@ from components.scheduler_config import (
     render_scheduler_config,
     scheduler_config_yaml,
 )
-from components.stack_config import PROJECT, CertificateSettings, StackConfigError
+from components.stack_config import EXTENDER_RESOURCES, PROJECT, CertificateSettings, StackConfigError
 from extender_app.cli import build_parser, settings_from
 from policy import NODE_MEMORY_LABEL
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, run_with
@@ -545,8 +545,8 @@ def test_extender_deployment(extender_run: StackRun) -> None:
         {"name": volume["name"], "mountPath": "/etc/extender-tls", "readOnly": True}
     ]
     assert container["resources"] == {
-        "requests": {"cpu": "100m", "memory": "256Mi"},
-        "limits": {"memory": "1536Mi"},
+        "requests": {"cpu": EXTENDER_RESOURCES.cpu_request, "memory": EXTENDER_RESOURCES.memory_request},
+        "limits": {"memory": EXTENDER_RESOURCES.memory_limit},
     }
     for probe in ("readinessProbe", "livenessProbe"):
         assert container[probe]["timeoutSeconds"] >= 3
