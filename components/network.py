@@ -21,7 +21,8 @@ class Network(pulumi.ComponentResource):
 
     vpc_id: pulumi.Output[str]
     private_subnet_ids: pulumi.Output[Sequence[str]]
-    public_subnet_ids: pulumi.Output[Sequence[str]]
+    public_subnet_ids: pulumi.Output[Sequence[str]] | None
+    """None for an existing VPC given without public subnets."""
 
     def __init__(
         self, name: str, settings: NewVpc | ExistingNetwork, opts: pulumi.ResourceOptions | None = None
@@ -30,7 +31,11 @@ class Network(pulumi.ComponentResource):
         if isinstance(settings, ExistingNetwork):
             self.vpc_id = pulumi.Output.from_input(settings.vpc_id)
             self.private_subnet_ids = pulumi.Output.from_input(list(settings.private_subnet_ids))
-            self.public_subnet_ids = pulumi.Output.from_input(list(settings.public_subnet_ids))
+            self.public_subnet_ids = (
+                pulumi.Output.from_input(list(settings.public_subnet_ids))
+                if settings.public_subnet_ids
+                else None
+            )
         else:
             vpc = awsx.ec2.Vpc(
                 f"{name}-vpc",

@@ -190,7 +190,10 @@ def test_an_existing_network_creates_no_vpc() -> None:
     subnets = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
     run = run_with({"network": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": subnets}})
     assert not run.of_type("awsx:ec2:Vpc")
-    assert run.one("eks:index:Cluster").plain["privateSubnetIds"] == subnets
+    cluster = run.one("eks:index:Cluster").plain
+    assert cluster["privateSubnetIds"] == subnets
+    assert cluster["vpcId"] == "vpc-0123456789abcdef0"
+    assert "publicSubnetIds" not in cluster, "no public subnets given: none passed on"
     assert run.one("aws:eks/nodeGroup:NodeGroup", "cluster-system").plain["subnetIds"] == subnets
 
 

@@ -75,6 +75,13 @@ def test_default_kubernetes_version_matches_the_plugin_build_and_the_scheduler_i
     )
 
 
+def test_pulumi_yaml_runs_this_project_in_the_project_venv() -> None:
+    project = yaml.safe_load((REPO_ROOT / "Pulumi.yaml").read_text())
+    assert project["name"] == PROJECT
+    assert project["runtime"] == {"name": "python", "options": {"toolchain": "pip", "virtualenv": ".venv"}}
+    assert (REPO_ROOT / "__main__.py").is_file()
+
+
 def test_there_are_example_stacks() -> None:
     assert {path.name for path in EXAMPLE_STACKS} >= {"Pulumi.dev.yaml", "Pulumi.prod.yaml"}
 
