@@ -106,27 +106,31 @@ class Certificates(pulumi.ComponentResource):
         )
 
         in_namespace = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace])
-        self.server_secret = k8s.core.v1.Secret(
-            f"{name}-server-secret",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=SERVER_SECRET, namespace=NAMESPACE),
-            type="kubernetes.io/tls",
-            string_data={
+
+        def tls_secret(
+            role: str, secret_name: str, data: dict[str, pulumi.Output[str]]
+        ) -> k8s.core.v1.Secret:
+            return k8s.core.v1.Secret(
+                f"{name}-{role}-secret",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=secret_name, namespace=NAMESPACE),
+                type="kubernetes.io/tls",
+                string_data=data,
+                opts=in_namespace,
+            )
+
+        self.server_secret = tls_secret(
+            "server",
+            SERVER_SECRET,
+            {
                 "tls.crt": self.server_cert_pem,
                 "tls.key": self.server_key_pem,
                 "client-ca.crt": self.ca_cert_pem,
             },
-            opts=in_namespace,
         )
-        self.client_secret = k8s.core.v1.Secret(
-            f"{name}-client-secret",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=CLIENT_SECRET, namespace=NAMESPACE),
-            type="kubernetes.io/tls",
-            string_data={
-                "tls.crt": self.client_cert_pem,
-                "tls.key": self.client_key_pem,
-                "ca.crt": self.ca_cert_pem,
-            },
-            opts=in_namespace,
+        self.client_secret = tls_secret(
+            "client",
+            CLIENT_SECRET,
+            {"tls.crt": self.client_cert_pem, "tls.key": self.client_key_pem, "ca.crt": self.ca_cert_pem},
         )
         self.register_outputs(
             {
