@@ -174,6 +174,16 @@ class CustomScheduler(pulumi.ComponentResource):
                         enable_service_links=False,
                         security_context=pod_security_context(),
                         node_selector={NODE_POOL_LABEL: SYSTEM_POOL, "kubernetes.io/os": "linux"},
+                        # Replicas on different nodes where possible: a standby survives a node loss.
+                        topology_spread_constraints=[
+                            k8s.core.v1.TopologySpreadConstraintArgs(
+                                max_skew=1,
+                                topology_key="kubernetes.io/hostname",
+                                when_unsatisfiable="ScheduleAnyway",
+                                label_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
+                                match_label_keys=["pod-template-hash"],
+                            )
+                        ],
                         containers=[
                             k8s.core.v1.ContainerArgs(
                                 name=SCHEDULER_NAME,

@@ -663,6 +663,10 @@ def test_scheduler_deployment(run: StackRun) -> None:
     _assert_restricted(pod)
     assert pod["serviceAccountName"] == SCHEDULER_NAME
     assert deployment["spec"]["replicas"] == 2
+    [spread] = pod["topologySpreadConstraints"]
+    assert spread["topologyKey"] == "kubernetes.io/hostname"
+    assert spread["labelSelector"] == deployment["spec"]["selector"]
+    assert pod["nodeSelector"]["training.example.com/node-pool"] == "system"
     [container] = pod["containers"]
     config_flag = f"--config={CONFIG_DIR}/{CONFIG_FILE}"
     for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
