@@ -10,7 +10,7 @@ import contextlib
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -81,7 +81,7 @@ def check(pod: DemoPod, outcome: PodOutcome, nodes: dict[str, InstanceType]) -> 
     return ""
 
 
-def format_table(rows: list[tuple[str, ...]]) -> str:
+def format_table(rows: Sequence[tuple[str, ...]]) -> str:
     """Left-aligned columns under a header and a rule."""
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     lines = [
