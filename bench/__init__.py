@@ -1,0 +1,1 @@
+"""Benchmarks of the extender and of end-to-end scheduling (`make bench` writes bench/RESULTS.md)."""

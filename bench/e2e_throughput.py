@@ -1,0 +1,243 @@
+"""End-to-end scheduling throughput on the local control plane: vanilla, extender and plugin mode.
+
+One control plane (etcd + kube-apiserver) with realistic EKS GPU nodes serves every run.
+Each run creates the GPU pods first, then starts a fresh scheduler, so the measurement
+sees scheduling only (no pod creation racing it): it runs from the first bind to the last,
+as seen by a watch. Between runs the scheduler stops, its Lease and the pods are deleted.
+Modes and client-QPS settings are interleaved within each round, so every ratio comes from
+runs made side by side on the same machine state.
+"""
+
+import statistics
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import kubernetes.client
+import orjson
+import yaml
+
+from bench.bind_watch import BindWatch
+from bench.cluster_load import create_nodes, create_pods, delete_pods, gpu_pods, node_labels, realistic_nodes
+from components.scheduler_config import (
+    NAMESPACE,
+    SCHEDULER_NAME,
+    ExtenderEndpoint,
+    SchedulerConfig,
+    SchedulerMode,
+)
+from components.scheduler_config import render_scheduler_config as render
+from localcluster.control_plane import LOOPBACK, ControlPlane, free_port, start_control_plane
+from localcluster.custom_scheduler import (
+    ExtenderTLS,
+    RunningExtender,
+    extender_tls,
+    grant_scheduler_lease,
+    start_extender,
+)
+from localcluster.workloads import WORKLOAD_NAMESPACE, ensure_namespace, restricted_namespace_labels
+
+Mode = Literal["vanilla", "extender", "plugin"]
+MODES: tuple[Mode, ...] = ("vanilla", "extender", "plugin")
+BINARIES: dict[Mode, str] = {
+    "vanilla": "kube-scheduler",
+    "extender": "kube-scheduler",
+    "plugin": "gpu-scheduler",
+}
+RAISED_QPS = 1000
+"""clientConnection.qps and burst for the runs that lift kube-scheduler's client rate limit (default 50/100)."""
+BIND_TIMEOUT_SECONDS = 600.0
+"""A run that has not bound every pod by then has failed."""
+SCHEDULER_VERBOSITY = 0
+"""kube-scheduler's default, as the Deployment runs it."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One column of the comparison: a mode and a client QPS (None: kube-scheduler's default)."""
+
+    mode: Mode
+    qps: int | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.mode}, qps {'default (50/100)' if self.qps is None else f'{self.qps}/{self.qps}'}"
+
+
+@dataclass
+class RunResult:
+    setting: Setting
+    pods: int
+    bound: int
+    seconds_first_to_last: float
+    seconds_start_to_last: float
+    wrong_placements: int
+    extender_filter_ms: list[float] = field(default_factory=list)
+    extender_prioritize_ms: list[float] = field(default_factory=list)
+    extender_candidates: list[int] = field(default_factory=list)
+
+    @property
+    def pods_per_second(self) -> float:
+        return (self.bound - 1) / self.seconds_first_to_last if self.seconds_first_to_last > 0 else 0.0
+
+
+@dataclass
+class E2EReport:
+    nodes: int
+    pods: int
+    bytes_per_node: float
+    runs: list[RunResult]
+
+    def by_setting(self) -> dict[Setting, list[RunResult]]:
+        grouped: dict[Setting, list[RunResult]] = {}
+        for run in self.runs:
+            grouped.setdefault(run.setting, []).append(run)
+        return grouped
+
+    def median_rate(self, setting: Setting) -> float:
+        return statistics.median(run.pods_per_second for run in self.by_setting()[setting])
+
+
+@dataclass(frozen=True)
+class ExtenderLink:
+    """The running extender and the TLS material the scheduler uses to reach it."""
+
+    extender: RunningExtender
+    tls: ExtenderTLS
+
+
+def scheduler_document(plane: ControlPlane, setting: Setting, link: ExtenderLink | None) -> dict[str, Any]:
+    """The shared renderer's configuration; vanilla = extender mode's document without ``extenders``."""
+    mode: SchedulerMode = "plugin" if setting.mode == "plugin" else "extender"
+    config = SchedulerConfig(mode=mode, kubeconfig=str(plane.scheduler.kubeconfig))
+    if setting.mode == "extender":
+        assert link is not None
+        config = replace(
+            config,
+            extender=ExtenderEndpoint(
+                url_prefix=f"https://{LOOPBACK}:{link.extender.port}",
+                ca_file=str(link.tls.ca.cert_file),
+                cert_file=str(link.tls.client.cert),
+                key_file=str(link.tls.client.key),
+            ),
+        )
+    document = render(config)
+    if setting.mode == "vanilla":
+        del document["extenders"]
+    if setting.qps is not None:
+        document["clientConnection"].update({"qps": setting.qps, "burst": setting.qps})
+    return document
+
+
+def run_e2e(
+    bin_dir: Path,
+    work_dir: Path,
+    *,
+    nodes: int,
+    pods: int,
+    rounds: int,
+    settings: list[Setting],
+    progress: Any = print,
+) -> E2EReport:
+    """``rounds`` rounds, each running every setting once, in order."""
+    with start_control_plane(bin_dir, work_dir) as plane:
+        api = plane.api_client()
+        ensure_namespace(api, WORKLOAD_NAMESPACE, restricted_namespace_labels())
+        grant_scheduler_lease(plane)
+        node_objects = realistic_nodes(nodes)
+        started = time.monotonic()
+        create_nodes(api, node_objects)
+        progress(f"  {nodes} nodes created in {time.monotonic() - started:.0f} s")
+        labels = node_labels(node_objects)
+        served = kubernetes.client.CoreV1Api(api).list_node(_preload_content=False).data
+        bytes_per_node = len(served) / nodes
+        link = None
+        if any(setting.mode == "extender" for setting in settings):
+            tls = extender_tls(plane.work_dir / "extender-tls")
+            link = ExtenderLink(extender=start_extender(plane, tls), tls=tls)
+        results = []
+        for round_index in range(rounds):
+            for setting in settings:
+                result = _one_run(plane, bin_dir, setting, link, pods, labels, round_index)
+                results.append(result)
+                progress(
+                    f"  round {round_index + 1}/{rounds} {setting.label}: {result.bound}/{pods} bound, "
+                    f"{result.pods_per_second:.1f} pods/s (first to last bind {result.seconds_first_to_last:.1f} s)"
+                )
+        return E2EReport(nodes=nodes, pods=pods, bytes_per_node=bytes_per_node, runs=results)
+
+
+def _one_run(
+    plane: ControlPlane,
+    bin_dir: Path,
+    setting: Setting,
+    link: ExtenderLink | None,
+    pod_count: int,
+    labels: dict[str, int],
+    round_index: int,
+) -> RunResult:
+    api = plane.api_client()
+    pods = gpu_pods(pod_count)
+    create_pods(api, pods)
+    watch = BindWatch(api, WORKLOAD_NAMESPACE).start()
+    config_path = plane.work_dir / f"bench-{setting.mode}-{setting.qps}-{round_index}.yaml"
+    config_path.write_text(yaml.safe_dump(scheduler_document(plane, setting, link), sort_keys=False))
+    log_mark = link.extender.process.log_path.stat().st_size if link is not None else 0
+    kubeconfig = str(plane.scheduler.kubeconfig)
+    started = time.monotonic()
+    process = plane.processes.start(
+        f"scheduler-{setting.mode}-{setting.qps}-{round_index}",
+        [
+            str(bin_dir / BINARIES[setting.mode]),
+            f"--config={config_path}",
+            f"--bind-address={LOOPBACK}",
+            f"--secure-port={free_port()}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            f"--v={SCHEDULER_VERBOSITY}",
+        ],
+    )
+    try:
+        complete = watch.wait_for(pod_count, BIND_TIMEOUT_SECONDS, process.running)
+    finally:
+        process.stop()
+        plane.processes.forget(process)
+        watch.stop()
+    if not complete:
+        raise RuntimeError(
+            f"{setting.label}: only {len(watch.bound_at)} of {pod_count} pods bound "
+            f"(watch error: {watch.error!r}, ended: {watch.ended}):\n{process.log_tail()}"
+        )
+    times = sorted(watch.bound_at.values())
+    minimum = {pod.name: pod.min_memory_mib or 0 for pod in pods}
+    wrong = sum(1 for name, node in watch.nodes.items() if labels[node] < minimum[name])
+    result = RunResult(
+        setting=setting,
+        pods=pod_count,
+        bound=len(times),
+        seconds_first_to_last=times[-1] - times[0],
+        seconds_start_to_last=times[-1] - started,
+        wrong_placements=wrong,
+    )
+    if link is not None and setting.mode == "extender":
+        _extender_timings(link.extender, log_mark, result)
+    kubernetes.client.CoordinationV1Api(api).delete_namespaced_lease(SCHEDULER_NAME, NAMESPACE)
+    delete_pods(api)
+    return result
+
+
+def _extender_timings(extender: RunningExtender, since: int, result: RunResult) -> None:
+    with open(extender.process.log_path, "rb") as log:
+        log.seek(since)
+        for line in log:
+            if not line.startswith(b"{"):
+                continue
+            entry = orjson.loads(line)
+            if entry.get("msg") != "request" or entry.get("status") != 200:
+                continue
+            if entry.get("verb") == "filter":
+                result.extender_filter_ms.append(float(entry["duration_ms"]))
+                result.extender_candidates.append(int(entry["candidates"]))
+            elif entry.get("verb") == "prioritize":
+                result.extender_prioritize_ms.append(float(entry["duration_ms"]))

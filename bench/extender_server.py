@@ -1,0 +1,128 @@
+"""The real extender (``python -m extender_app``, the container's entry point) on loopback for a benchmark.
+
+Mutual TLS with certificates made by ``localcluster.pki``; its JSON log goes to a file, from
+which the server-side duration of every request is read back.
+"""
+
+import contextlib
+import http.client
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from localcluster.control_plane import LOOPBACK, free_port
+from localcluster.custom_scheduler import ExtenderTLS, extender_tls
+from localcluster.processes import ManagedProcess, ProcessGroup, python_module_argv
+from localcluster.waiting import wait_for
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+READY_SECONDS = 30.0
+
+
+@dataclass
+class ExtenderUnderTest:
+    """A running extender and what a client needs to reach it."""
+
+    process: ManagedProcess
+    tls: ExtenderTLS
+    port: int
+    health_port: int
+
+    @property
+    def url(self) -> str:
+        return f"https://{LOOPBACK}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        return self.process.popen.pid
+
+    def log_mark(self) -> int:
+        """The log's current size: read request lines written after this point with ``durations_ms``."""
+        return self.process.log_path.stat().st_size
+
+    def request_lines(self, since: int = 0) -> list[dict[str, object]]:
+        """The request log lines written after ``since`` (a ``log_mark``)."""
+        with open(self.process.log_path, "rb") as log:
+            log.seek(since)
+            lines = [orjson.loads(line) for line in log if line.startswith(b"{")]
+        return [line for line in lines if line.get("msg") == "request"]
+
+    def durations_ms(self, since: int, verb: str) -> list[float]:
+        """Server-side durations of successful ``verb`` requests logged after ``since``."""
+        return [
+            float(line["duration_ms"])  # type: ignore[arg-type]
+            for line in self.request_lines(since)
+            if line.get("verb") == verb and line.get("status") == 200
+        ]
+
+    def status_counts(self, since: int) -> dict[int, int]:
+        counts: dict[int, int] = {}
+        for line in self.request_lines(since):
+            status = int(line["status"])  # type: ignore[call-overload]
+            counts[status] = counts.get(status, 0) + 1
+        return counts
+
+    def healthy(self) -> bool:
+        return _http_status(self.health_port, "/healthz") == 200
+
+
+def rss_mib(pid: int) -> tuple[float, float]:
+    """(current RSS, peak RSS) of a process in MiB, from /proc (VmRSS, VmHWM)."""
+    values = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            values[key] = int(rest.split()[0]) / 1024
+    return values["VmRSS"], values["VmHWM"]
+
+
+@contextlib.contextmanager
+def running_extender(work_dir: Path, extra_args: tuple[str, ...] = ()) -> Iterator[ExtenderUnderTest]:
+    """Start the extender with its defaults plus ``extra_args``; stop it on exit."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    tls = extender_tls(work_dir / "tls")
+    port, health_port = free_port(), free_port()
+    argv = python_module_argv(
+        "extender_app",
+        f"--tls-cert={tls.server.cert}",
+        f"--tls-key={tls.server.key}",
+        f"--client-ca={tls.ca.cert_file}",
+        f"--bind={LOOPBACK}",
+        f"--port={port}",
+        f"--health-port={health_port}",
+        *extra_args,
+    )
+    with ProcessGroup(log_dir=work_dir) as processes:
+        process = processes.start("extender", argv, cwd=REPO_ROOT)
+        server = ExtenderUnderTest(process=process, tls=tls, port=port, health_port=health_port)
+        wait_for(
+            lambda: _http_status(health_port, "/readyz") == 200,
+            READY_SECONDS,
+            "the extender's /readyz",
+            also_check=lambda: _raise_if_dead(process),
+        )
+        yield server
+
+
+def wait_quiet(seconds: float) -> None:
+    """Let log lines and sockets settle between measurements (a fixed pause, not a synchronisation)."""
+    time.sleep(seconds)
+
+
+def _raise_if_dead(process: ManagedProcess) -> None:
+    if not process.running():
+        raise RuntimeError(f"the extender exited:\n{process.log_tail()}")
+
+
+def _http_status(port: int, path: str) -> int | None:
+    connection = http.client.HTTPConnection(LOOPBACK, port, timeout=2)
+    try:
+        connection.request("GET", path)
+        return connection.getresponse().status
+    except OSError:
+        return None
+    finally:
+        connection.close()
