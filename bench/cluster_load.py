@@ -71,7 +71,11 @@ def node_labels(nodes: list[dict[str, Any]]) -> dict[str, int]:
     return {node["metadata"]["name"]: int(node["metadata"]["labels"][NODE_MEMORY_LABEL]) for node in nodes}
 
 
-def gpu_pods(count: int) -> list[GpuPod]:
+def gpu_pods(count: int, grouped: bool = False) -> list[GpuPod]:
+    """Minimums cycle pod by pod (interleaved), or come in runs of equal minimums (``grouped``, like Jobs)."""
+    if grouped:
+        kinds = len(MINIMUMS_MIB)
+        return [GpuPod(f"bench-{index:04d}", MINIMUMS_MIB[index * kinds // count]) for index in range(count)]
     return [GpuPod(f"bench-{index:04d}", MINIMUMS_MIB[index % len(MINIMUMS_MIB)]) for index in range(count)]
 
 

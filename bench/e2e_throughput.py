@@ -10,6 +10,7 @@ runs made side by side on the same machine state.
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -46,7 +47,7 @@ BINARIES: dict[Mode, str] = {
     "plugin": "gpu-scheduler",
 }
 RAISED_QPS = 1000
-"""clientConnection.qps and burst for the runs that lift kube-scheduler's client rate limit (default 50/100)."""
+"""clientConnection.qps and burst of the runs that lift kube-scheduler's client rate limit (50/100)."""
 BIND_TIMEOUT_SECONDS = 600.0
 """A run that has not bound every pod by then has failed."""
 SCHEDULER_VERBOSITY = 0
@@ -59,10 +60,13 @@ class Setting:
 
     mode: Mode
     qps: int | None
+    grouped: bool = False
+    """Pods with equal minimums submitted together (as a Job's pods are) instead of interleaved."""
 
     @property
     def label(self) -> str:
-        return f"{self.mode}, qps {'default (50/100)' if self.qps is None else f'{self.qps}/{self.qps}'}"
+        qps = "default 50/100" if self.qps is None else f"{self.qps}/{self.qps}"
+        return f"{self.mode}{', grouped minimums' if self.grouped else ''}, qps {qps}"
 
 
 @dataclass
@@ -137,10 +141,10 @@ def run_e2e(
     nodes: int,
     pods: int,
     rounds: int,
-    settings: list[Setting],
-    progress: Any = print,
+    settings_for_round: Callable[[int], list[Setting]],
+    progress: Callable[[str], None] = print,
 ) -> E2EReport:
-    """``rounds`` rounds, each running every setting once, in order."""
+    """``rounds`` rounds, each running the round's settings once, in order."""
     with start_control_plane(bin_dir, work_dir) as plane:
         api = plane.api_client()
         ensure_namespace(api, WORKLOAD_NAMESPACE, restricted_namespace_labels())
@@ -153,22 +157,23 @@ def run_e2e(
         served = kubernetes.client.CoreV1Api(api).list_node(_preload_content=False).data
         bytes_per_node = len(served) / nodes
         link = None
-        if any(setting.mode == "extender" for setting in settings):
+        if any(setting.mode == "extender" for setting in settings_for_round(0)):
             tls = extender_tls(plane.work_dir / "extender-tls")
             link = ExtenderLink(extender=start_extender(plane, tls), tls=tls)
         results = []
         for round_index in range(rounds):
-            for setting in settings:
+            for setting in settings_for_round(round_index):
                 result = _one_run(plane, bin_dir, setting, link, pods, labels, round_index)
                 results.append(result)
                 progress(
                     f"  round {round_index + 1}/{rounds} {setting.label}: {result.bound}/{pods} bound, "
-                    f"{result.pods_per_second:.1f} pods/s (first to last bind {result.seconds_first_to_last:.1f} s)"
+                    f"{result.pods_per_second:.1f} pods/s "
+                    f"(first to last bind {result.seconds_first_to_last:.1f} s)"
                 )
         return E2EReport(nodes=nodes, pods=pods, bytes_per_node=bytes_per_node, runs=results)
 
 
-def _one_run(
+def _one_run(  # noqa: PLR0917 - one private call site
     plane: ControlPlane,
     bin_dir: Path,
     setting: Setting,
@@ -178,16 +183,16 @@ def _one_run(
     round_index: int,
 ) -> RunResult:
     api = plane.api_client()
-    pods = gpu_pods(pod_count)
+    pods = gpu_pods(pod_count, grouped=setting.grouped)
     create_pods(api, pods)
     watch = BindWatch(api, WORKLOAD_NAMESPACE).start()
-    config_path = plane.work_dir / f"bench-{setting.mode}-{setting.qps}-{round_index}.yaml"
+    config_path = plane.work_dir / f"bench-{setting.mode}-{setting.qps}-{setting.grouped}-{round_index}.yaml"
     config_path.write_text(yaml.safe_dump(scheduler_document(plane, setting, link), sort_keys=False))
     log_mark = link.extender.process.log_path.stat().st_size if link is not None else 0
     kubeconfig = str(plane.scheduler.kubeconfig)
     started = time.monotonic()
     process = plane.processes.start(
-        f"scheduler-{setting.mode}-{setting.qps}-{round_index}",
+        f"scheduler-{setting.mode}-{setting.qps}-{setting.grouped}-{round_index}",
         [
             str(bin_dir / BINARIES[setting.mode]),
             f"--config={config_path}",

@@ -1,0 +1,132 @@
+"""``make bench``: every benchmark, then bench/RESULTS.md (tables, the exact commands, the machine).
+
+    python -m bench --bin-dir .cache/bin [--quick] [--sections extender,e2e,memory,soak]
+
+``--quick`` shrinks every section (a smoke run of the harness, minutes not tens of minutes);
+its figures are not the reported ones. Findings written by hand live in bench/FINDINGS.md and
+are copied into RESULTS.md below the measured tables.
+"""
+
+import argparse
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.e2e_throughput import RAISED_QPS, E2EReport, Setting, run_e2e
+from bench.extender_bench import codec_share, latency_matrix, soak, worst_case_memory
+from bench.loadgen import build_loadgen
+from bench.machine import describe_machine
+from bench.report import render_report
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SECTIONS = ("extender", "memory", "soak", "e2e")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How much of each benchmark to run (the defaults are the reported configuration)."""
+
+    latency_rounds: int = 3
+    latency_seconds: float = 2.0
+    soak_seconds: float = 60.0
+    e2e_nodes: int = 500
+    e2e_pods: int = 1000
+    e2e_rounds: int = 3
+    extender_raised_rounds: int = 1
+    """Extender-mode runs with raised QPS: one (it is far below the bind rate limit; see RESULTS)."""
+
+
+QUICK = Plan(
+    latency_rounds=1,
+    latency_seconds=1.0,
+    soak_seconds=5.0,
+    e2e_nodes=60,
+    e2e_pods=60,
+    e2e_rounds=1,
+    extender_raised_rounds=1,
+)
+
+
+def e2e_settings(plan: Plan, round_index: int) -> list[Setting]:
+    raised = RAISED_QPS
+    settings = [
+        Setting("vanilla", None),
+        Setting("extender", None),
+        Setting("plugin", None),
+        Setting("vanilla", raised),
+        Setting("plugin", raised),
+        Setting("plugin", raised, grouped=True),
+    ]
+    if round_index < plan.extender_raised_rounds:
+        settings.append(Setting("extender", raised))
+    return settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--bin-dir", type=Path, default=REPO_ROOT / ".cache" / "bin")
+    parser.add_argument("--quick", action="store_true", help="a small smoke run; does not write RESULTS.md")
+    parser.add_argument(
+        "--sections", default=",".join(SECTIONS), help=f"comma-separated subset of {SECTIONS}"
+    )
+    parser.add_argument("--output", type=Path, default=REPO_ROOT / "bench" / "RESULTS.md")
+    arguments = parser.parse_args(argv)
+    sections = [name.strip() for name in arguments.sections.split(",") if name.strip()]
+    unknown = set(sections) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
+    plan = QUICK if arguments.quick else Plan()
+    command = "python -m bench " + " ".join(argv if argv is not None else sys.argv[1:])
+
+    def progress(line: str) -> None:
+        print(line, flush=True)
+
+    machine = describe_machine()
+    progress(f"machine: {machine.cpus} CPUs, load {machine.load_at_start}; building the load generator")
+    started = time.monotonic()
+    cache = REPO_ROOT / ".cache" / "bench"
+    loadgen = build_loadgen(cache)
+    results: dict[str, object] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-") as directory:
+        work = Path(directory)
+        if "extender" in sections:
+            progress("extender latency and throughput (100/250/500 nodes, concurrency 1/4/16)")
+            results["latency"] = latency_matrix(
+                loadgen, work, rounds=plan.latency_rounds, seconds=plan.latency_seconds, progress=progress
+            )
+            progress("scheduler-side encoding/json against the extender's own time")
+            results["codec"] = codec_share(loadgen, work, (230, 500))
+        if "memory" in sections:
+            progress("worst-case memory: max-size bodies at max concurrency")
+            results["memory"] = worst_case_memory(loadgen, work, nodes=500 if arguments.quick else 5000)
+        if "soak" in sections:
+            progress(f"soak: {plan.soak_seconds:.0f} s of /filter at concurrency 16, 500-node bodies")
+            results["soak"] = soak(loadgen, work, seconds=plan.soak_seconds)
+        if "e2e" in sections:
+            progress(
+                f"end-to-end: {plan.e2e_nodes} nodes, {plan.e2e_pods} GPU pods, {plan.e2e_rounds} rounds"
+            )
+            report: E2EReport = run_e2e(
+                arguments.bin_dir,
+                work / "e2e",
+                nodes=plan.e2e_nodes,
+                pods=plan.e2e_pods,
+                rounds=plan.e2e_rounds,
+                settings_for_round=lambda index: e2e_settings(plan, index),
+                progress=progress,
+            )
+            results["e2e"] = report
+    elapsed = time.monotonic() - started
+    text = render_report(machine, command, elapsed, results, quick=arguments.quick)
+    output = arguments.output if not arguments.quick else arguments.output.with_name("RESULTS.quick.md")
+    output.write_text(text)
+    progress(f"wrote {output} ({elapsed / 60:.1f} min)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
