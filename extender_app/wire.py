@@ -190,18 +190,20 @@ def encode_filter_result(args: ExtenderArgs, passed: Sequence[int], failed: Mapp
     ``FailedNodes`` is an empty map and ``Error`` empty, as the scheduler expects on success.
     """
     raw_nodes = args.raw_nodes
-    head = b"".join(orjson.dumps(name) + b":" + bytes(value) + b"," for name, value in args.list_fields)
-    return b"".join(
-        (
-            b'{"Nodes":{',
-            head,
-            b'"items":[',
-            b",".join([raw_nodes[index] for index in passed]),
-            b']},"NodeNames":null,"FailedNodes":{},"FailedAndUnresolvableNodes":',
-            orjson.dumps(failed),
-            b',"Error":""}',
-        )
-    )
+    pieces: list[bytes | Raw] = [b'{"Nodes":{']
+    for name, value in args.list_fields:
+        pieces += [orjson.dumps(name), b":", value, b","]
+    pieces.append(b'"items":[')
+    for position, index in enumerate(passed):
+        if position:
+            pieces.append(b",")
+        pieces.append(raw_nodes[index])
+    pieces += [
+        b']},"NodeNames":null,"FailedNodes":{},"FailedAndUnresolvableNodes":',
+        orjson.dumps(failed),
+        b',"Error":""}',
+    ]
+    return b"".join(pieces)  # one copy of the passing nodes' bytes
 
 
 def encode_priorities(scores: Sequence[tuple[str, int]]) -> bytes:
