@@ -23,7 +23,6 @@ from bench.bind_watch import BindWatch
 from bench.cluster_load import create_nodes, create_pods, delete_pods, gpu_pods, node_labels, realistic_nodes
 from components.scheduler_config import (
     NAMESPACE,
-    PLUGIN_NAME,
     SCHEDULER_NAME,
     ExtenderEndpoint,
     SchedulerConfig,
@@ -63,14 +62,11 @@ class Setting:
     qps: int | None
     grouped: bool = False
     """Pods with equal minimums submitted together (as a Job's pods are) instead of interleaved."""
-    prefilter: bool = False
-    """Plugin mode with GPUScheduler also enabled at preFilter (the rendered profile enables filter and
-    score only, so the plugin computes the pod's requirement once per node instead of once per cycle)."""
 
     @property
     def label(self) -> str:
         qps = "default 50/100" if self.qps is None else f"{self.qps}/{self.qps}"
-        extras = (", grouped minimums" if self.grouped else "") + (", + preFilter" if self.prefilter else "")
+        extras = ", grouped minimums" if self.grouped else ""
         return f"{self.mode}{extras}, qps {qps}"
 
 
@@ -134,8 +130,6 @@ def scheduler_document(plane: ControlPlane, setting: Setting, link: ExtenderLink
     document = render(config)
     if setting.mode == "vanilla":
         del document["extenders"]
-    if setting.prefilter:
-        document["profiles"][0]["plugins"]["preFilter"] = {"enabled": [{"name": PLUGIN_NAME}]}
     if setting.qps is not None:
         document["clientConnection"].update({"qps": setting.qps, "burst": setting.qps})
     return document
@@ -193,16 +187,13 @@ def _one_run(  # noqa: PLR0917 - one private call site
     pods = gpu_pods(pod_count, grouped=setting.grouped)
     create_pods(api, pods)
     watch = BindWatch(api, WORKLOAD_NAMESPACE).start()
-    config_path = (
-        plane.work_dir
-        / f"bench-{setting.mode}-{setting.qps}-{setting.grouped}-{setting.prefilter}-{round_index}.yaml"
-    )
+    config_path = plane.work_dir / f"bench-{setting.mode}-{setting.qps}-{setting.grouped}-{round_index}.yaml"
     config_path.write_text(yaml.safe_dump(scheduler_document(plane, setting, link), sort_keys=False))
     log_mark = link.extender.process.log_path.stat().st_size if link is not None else 0
     kubeconfig = str(plane.scheduler.kubeconfig)
     started = time.monotonic()
     process = plane.processes.start(
-        f"scheduler-{setting.mode}-{setting.qps}-{setting.grouped}-{setting.prefilter}-{round_index}",
+        f"scheduler-{setting.mode}-{setting.qps}-{setting.grouped}-{round_index}",
         [
             str(bin_dir / BINARIES[setting.mode]),
             f"--config={config_path}",

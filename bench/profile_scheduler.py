@@ -38,9 +38,6 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--grouped", action="store_true")
-    parser.add_argument(
-        "--prefilter", action="store_true", help="plugin mode: enable GPUScheduler at preFilter"
-    )
     parser.add_argument("--top", type=int, default=35)
     parser.add_argument(
         "--save", type=Path, help="keep the profile here (for go tool pprof -peek, -cum, ...)"
@@ -55,9 +52,7 @@ def main() -> None:
         grant_scheduler_lease(plane)
         create_nodes(api, realistic_nodes(arguments.nodes))
         create_pods(api, gpu_pods(arguments.pods, grouped=arguments.grouped))
-        setting = Setting(
-            arguments.mode, arguments.qps, grouped=arguments.grouped, prefilter=arguments.prefilter
-        )
+        setting = Setting(arguments.mode, arguments.qps, grouped=arguments.grouped)
         config = Path(directory) / "config.yaml"
         config.write_text(yaml.safe_dump(scheduler_document(plane, setting, None), sort_keys=False))
         port = free_port()

@@ -90,7 +90,10 @@ def render_scheduler_config(config: SchedulerConfig) -> dict[str, Any]:
     profile: dict[str, Any] = {"schedulerName": config.scheduler_name}
     document["profiles"] = [profile]
     if config.mode == "plugin":
+        # preFilter reads the pod's requirement once per cycle (and skips pods without a
+        # minimum); without it Filter and Score recompute it for every node.
         profile["plugins"] = {
+            "preFilter": {"enabled": [{"name": PLUGIN_NAME}]},
             "filter": {"enabled": [{"name": PLUGIN_NAME}]},
             "score": {"enabled": [{"name": PLUGIN_NAME, "weight": config.plugin_weight}]},
         }

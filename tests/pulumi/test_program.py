@@ -653,6 +653,8 @@ def test_scheduler_config_map_holds_the_rendered_configuration(run: StackRun) ->
         assert document["profiles"][0]["plugins"]["score"]["enabled"] == [
             {"name": "GPUScheduler", "weight": 10}
         ]
+        for point in ("preFilter", "filter"):
+            assert document["profiles"][0]["plugins"][point]["enabled"] == [{"name": "GPUScheduler"}]
 
 
 def test_scheduler_deployment(run: StackRun) -> None:
