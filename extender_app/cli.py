@@ -45,8 +45,13 @@ FLAGS = (
     _Flag("health_port", int, "plain-HTTP port for /healthz, /readyz, /metrics"),
     _Flag("max_body_bytes", int, "largest request body in bytes (larger -> 413, refused while reading)"),
     _Flag("max_nodes", int, "most candidate nodes per request (more -> 413)"),
-    _Flag("max_concurrent_requests", int, "requests read and judged at once; others wait"),
-    _Flag("queue_timeout", float, "seconds a request waits for a slot before 503"),
+    _Flag("max_concurrent_requests", int, "requests judged and answered at once; others wait"),
+    _Flag(
+        "max_buffered_body_bytes",
+        int,
+        "request-body bytes held at once across connections; 0 means twice --max-body-bytes",
+    ),
+    _Flag("queue_timeout", float, "seconds a request waits for a slot or for body room before 503"),
     _Flag("max_connections", int, "open client connections; more are closed at once"),
     _Flag("max_header_bytes", int, "largest request line plus headers in bytes (larger -> 431)"),
     _Flag(

@@ -4,8 +4,9 @@ h11 parses and frames HTTP; this module adds what a server facing a hostile netw
 needs and what no maintained Python server offers together (see the README): a header
 deadline from a request's first byte, a deadline for the whole request, a write
 deadline, an idle timeout, a body cap enforced while reading (also for chunked bodies),
-a bound on concurrent work, TLS with a context chosen per connection (so rotated
-certificates apply without a restart) and a graceful shutdown.
+a bound on the body bytes held at once, a bound on concurrent work, TLS with a context
+chosen per connection (so rotated certificates apply without a restart) and a graceful
+shutdown.
 """
 
 import asyncio
@@ -17,6 +18,8 @@ from http import HTTPStatus
 from typing import Any
 
 import h11
+
+from extender_app.body_budget import BodyBudget
 
 READ_CHUNK_BYTES = 256 * 1024
 """Bytes asked of the socket per read (also the stream's buffer limit)."""
@@ -58,7 +61,7 @@ class Route:
     answer: Response | None = None
     handle: Callable[[bytearray], Awaitable[Response]] | None = None
     gated: bool = False
-    """Whether the request takes one of the concurrent-work slots before its body is read."""
+    """Whether the request takes one of the concurrent-work slots once its body is read."""
 
 
 Router = Callable[[str, str], Route]
@@ -78,6 +81,7 @@ class ServerLimits:
     max_header_bytes: int
     max_body_bytes: int
     max_connections: int
+    max_buffered_body_bytes: int
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,8 @@ class _Connection:
     """A request's head has arrived and its response is not yet written."""
     slot: bool = False
     """The request holds one of the concurrent-work slots."""
+    reserved: int = 0
+    """Bytes of the body budget the request holds."""
 
 
 class _ClientGone(Exception):
@@ -126,6 +132,7 @@ class HttpServer:
         self._log = logger
         self._tls_context = tls_context
         self._gate = gate
+        self._bodies = BodyBudget(limits.max_buffered_body_bytes)
         self._on_rejected = on_rejected_connection
         self._on_tls_failure = on_tls_failure
         self._connections: dict[asyncio.Task[Any], _Connection] = {}
@@ -146,6 +153,11 @@ class HttpServer:
     def requests_in_flight(self) -> int:
         """Requests whose head has arrived and whose response is not yet written."""
         return sum(1 for connection in self._connections.values() if connection.busy)
+
+    @property
+    def buffered_body_bytes(self) -> int:
+        """Body bytes reserved by requests in progress."""
+        return self._bodies.in_use
 
     async def shutdown(self, timeout: float) -> None:
         """Stop accepting, drop idle connections, let requests in flight finish (up to ``timeout``)."""
@@ -290,6 +302,8 @@ class HttpServer:
             if state.slot and self._gate is not None:
                 self._gate.release()
             state.slot = False
+            self._bodies.release(state.reserved)
+            state.reserved = 0
             state.busy = False
             if response is not None:
                 duration = asyncio.get_running_loop().time() - started
@@ -312,14 +326,19 @@ class HttpServer:
         route: Route,
         request_start: float,
     ) -> Response:
-        """The answer to ``request``; ``state.slot`` says whether it took a work slot."""
+        """The answer to ``request``; ``state`` records the work slot and body bytes it took.
+
+        The body is read first, into bytes reserved from the body budget, and only then does
+        the request wait for a work slot: a client that sends its body slowly holds no slot.
+        """
         if route.answer is not None or route.handle is None:
             return route.answer or text_response(HTTPStatus.NOT_FOUND, "not found")
         limits = self._limits
-        declared = _content_length(request)
-        if declared is not None and declared > limits.max_body_bytes:
-            return _too_large(declared, limits.max_body_bytes)
-        read_deadline = request_start + limits.read_timeout
+        body = await self._receive_body(
+            conn, reader, writer, state=state, request=request, request_start=request_start
+        )
+        if isinstance(body, Response):
+            return body
         if route.gated and self._gate is not None:
             try:
                 async with asyncio.timeout(limits.queue_timeout):
@@ -327,16 +346,56 @@ class HttpServer:
             except TimeoutError:
                 return text_response(HTTPStatus.SERVICE_UNAVAILABLE, _BUSY)
             state.slot = True  # released by the caller once the answer is written
-        if conn.they_are_waiting_for_100_continue:  # curl does this for large bodies
-            writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
-        body = await _read_body(conn, reader, read_deadline, limits.max_body_bytes, declared)
-        if isinstance(body, Response):
-            return body
         try:
             return await route.handle(body)
         except Exception:
             self._log.exception("request handler failed", extra={"fields": {"verb": route.label}})
             return text_response(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error; see the extender log")
+        finally:
+            self._bodies.release(state.reserved)  # judged: the answer no longer needs the body
+            state.reserved = 0
+
+    async def _receive_body(
+        self,
+        conn: h11.Connection,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        state: _Connection,
+        request: h11.Request,
+        request_start: float,
+    ) -> bytearray | Response:
+        """The body, read into bytes reserved from the budget; or the error answer (413, 503, 408)."""
+        limits = self._limits
+        declared = _content_length(request)
+        if declared is not None and declared > limits.max_body_bytes:
+            return _too_large(declared, limits.max_body_bytes)
+        if declared:
+            if not await self._bodies.reserve(declared, limits.queue_timeout):
+                return text_response(HTTPStatus.SERVICE_UNAVAILABLE, _NO_ROOM)
+            state.reserved = declared  # released by the caller once the answer is written
+        if conn.they_are_waiting_for_100_continue:  # curl does this for large bodies
+            writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
+        return await _read_body(
+            conn,
+            reader,
+            request_start + limits.read_timeout,
+            limits.max_body_bytes,
+            declared=declared,
+            reserve_chunk=self._reserve_chunk(state),
+        )
+
+    def _reserve_chunk(self, state: _Connection) -> Callable[[int], Awaitable[bool]]:
+        """Reserves the bytes of each chunk of a body without Content-Length."""
+        queue_timeout = self._limits.queue_timeout
+
+        async def reserve(size: int) -> bool:
+            if not await self._bodies.reserve(size, queue_timeout):
+                return False
+            state.reserved += size
+            return True
+
+        return reserve
 
     async def _refuse(
         self, conn: h11.Connection, writer: asyncio.StreamWriter, response: Response, client: str
@@ -376,6 +435,7 @@ class HttpServer:
 MALFORMED = "malformed"
 """The verb label of requests whose head could not be read."""
 _BUSY = "extender busy: all request slots are taken (--max-concurrent-requests); retry"
+_NO_ROOM = "extender busy: request bodies fill --max-buffered-body-bytes; retry"
 
 
 async def _next_event(
@@ -400,12 +460,15 @@ async def _read_body(
     reader: asyncio.StreamReader,
     deadline: float,
     limit: int,
-    declared: int | None = None,
+    *,
+    declared: int | None,
+    reserve_chunk: Callable[[int], Awaitable[bool]],
 ) -> bytearray | Response:
     """The request body, or a 413 as soon as it grows past ``limit`` (nothing more is read).
 
-    With a declared Content-Length (already checked against ``limit``) the buffer is allocated
-    once and filled in place: growing a bytearray chunk by chunk copies a 10 MB body dozens of times.
+    With a declared Content-Length (already checked against ``limit`` and reserved) the buffer is
+    allocated once and filled in place: growing a bytearray chunk by chunk copies a 10 MB body
+    dozens of times. Chunks beyond a declared length (chunked bodies) reserve their bytes first.
     """
     body = bytearray(declared or 0)
     filled = 0
@@ -425,6 +488,8 @@ async def _read_body(
             if filled + size <= len(body):
                 body[filled : filled + size] = event.data
             else:  # chunked (or more than declared, which h11 does not let through)
+                if not await reserve_chunk(size):
+                    return text_response(HTTPStatus.SERVICE_UNAVAILABLE, _NO_ROOM)
                 del body[filled:]
                 body += event.data
             filled += size

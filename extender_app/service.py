@@ -52,7 +52,7 @@ class ExtenderService:
         settings = self.settings
         verbs = HttpServer(
             self._route_verb,
-            self._limits(settings.max_body_bytes, settings.max_connections),
+            self._limits(settings.max_body_bytes, settings.max_connections, settings.body_budget_bytes),
             self._record,
             self.log,
             tls_context=lambda: self.tls.context,
@@ -62,7 +62,7 @@ class ExtenderService:
         )
         health = HttpServer(
             self._route_health,
-            self._limits(HEALTH_MAX_BODY_BYTES, HEALTH_MAX_CONNECTIONS),
+            self._limits(HEALTH_MAX_BODY_BYTES, HEALTH_MAX_CONNECTIONS, HEALTH_MAX_BODY_BYTES),
             lambda _: None,
             self.log,
         )
@@ -87,7 +87,9 @@ class ExtenderService:
         await health.shutdown(1.0)
         self.log.info("stopped")
 
-    def _limits(self, max_body_bytes: int, max_connections: int) -> ServerLimits:
+    def _limits(
+        self, max_body_bytes: int, max_connections: int, max_buffered_body_bytes: int
+    ) -> ServerLimits:
         settings = self.settings
         return ServerLimits(
             header_timeout=settings.header_timeout,
@@ -99,6 +101,7 @@ class ExtenderService:
             max_header_bytes=settings.max_header_bytes,
             max_body_bytes=max_body_bytes,
             max_connections=max_connections,
+            max_buffered_body_bytes=max_buffered_body_bytes,
         )
 
     def _route_verb(self, method: str, path: str) -> Route:

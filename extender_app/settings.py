@@ -42,9 +42,12 @@ class ExtenderSettings:
     max_nodes: int = MAX_CLUSTER_NODES
     """Most candidate nodes in one request (more -> 413)."""
     max_concurrent_requests: int = 2
-    """Requests whose bodies are read and processed at once; others wait for a slot."""
+    """Requests judged and answered at once (each answer may be as large as its body); others wait."""
+    max_buffered_body_bytes: int = 0
+    """Request-body bytes held in memory at once across connections (0: twice max_body_bytes); a
+    body reserves its size before it is read, so a slowly sent body holds only its own share."""
     queue_timeout: float = 2.0
-    """Seconds a request waits for a slot before it is answered 503 (the scheduler's httpTimeout)."""
+    """Seconds a request waits for a slot, or for room for its body, before it is answered 503."""
     max_connections: int = 256
     """Open client connections; further connections are closed at once."""
     max_header_bytes: int = 32 * 1024
@@ -67,6 +70,11 @@ class ExtenderSettings:
     policy: PolicySettings = field(default_factory=PolicySettings)
     """Keys and scale of the GPU-memory policy."""
 
+    @property
+    def body_budget_bytes(self) -> int:
+        """max_buffered_body_bytes, with 0 read as twice max_body_bytes."""
+        return self.max_buffered_body_bytes or 2 * self.max_body_bytes
+
     def __post_init__(self) -> None:
         _check_types(self)
         for name in ("port", "health_port"):
@@ -77,6 +85,10 @@ class ExtenderSettings:
         for name in ("max_body_bytes", "max_nodes", "max_concurrent_requests", "max_connections"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
+        if self.max_buffered_body_bytes and self.max_buffered_body_bytes < self.max_body_bytes:
+            raise ValueError(
+                "max_buffered_body_bytes must be 0 (twice max_body_bytes) or at least max_body_bytes"
+            )
         if self.max_header_bytes < MIN_HEADER_BYTES:
             raise ValueError(f"max_header_bytes must be at least {MIN_HEADER_BYTES}")
         for name in _POSITIVE_SECONDS:

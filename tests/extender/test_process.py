@@ -79,6 +79,16 @@ def test_defaults_flags_and_environment():
         settings_from(["--max-nodes", "0"], {})
 
 
+def test_the_body_budget_defaults_to_twice_the_body_limit_and_must_hold_one_body():
+    assert settings_from(["--max-body-bytes", "1000"], {}).body_budget_bytes == 2000
+    assert (
+        settings_from(["--max-body-bytes", "1000", "--max-buffered-body-bytes", "5000"], {}).body_budget_bytes
+        == 5000
+    )
+    with pytest.raises(ValueError, match="max_buffered_body_bytes must be 0"):
+        settings_from(["--max-body-bytes", "1000", "--max-buffered-body-bytes", "999"], {})
+
+
 def test_client_ca_without_certificate_exits_non_zero_with_a_clear_message(pki):
     pki.client_ca.write_bytes(b"")
     process = start_process(tls_args(pki))

@@ -236,21 +236,56 @@ def test_the_verb_port_refuses_plain_http(extender):
     assert refusal(lambda: request(extender.ports.port, None, "/filter", b"{}")) is not None
 
 
-def test_busy_server_answers_503_after_the_queue_timeout(pki):
+def test_a_body_sent_slowly_holds_no_work_slot(pki):
+    """The body is read before a work slot is taken: a client that trickles it blocks nobody."""
     server = ThreadedExtender(settings_for(pki, max_concurrent_requests=1, queue_timeout=0.2), pki).start()
     try:
         body = extender_body(make_pod(), make_nodes(1))
         with tls_socket(server.ports.port, scheduler_context(pki)) as holder:
-            # headers only: the request takes the one slot and waits for its body
             holder.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body))
-            wait_for(lambda: server.service.verb_server.requests_in_flight == 1, "the slot taken")
-            busy = request(server.ports.port, scheduler_context(pki), "/filter", body)
-            assert_plain_error(busy, 503, "--max-concurrent-requests")
-            holder.sendall(body)
+            holder.sendall(body[:10])
+            wait_for(lambda: server.service.verb_server.requests_in_flight == 1, "the slow request")
+            assert request(server.ports.port, scheduler_context(pki), "/filter", body).status == 200
+            holder.sendall(body[10:])
             status, _ = read_response(holder)
             assert status == 200
+    finally:
+        server.stop()
+
+
+def test_busy_server_answers_503_when_bodies_fill_the_buffer_budget(pki):
+    body = extender_body(make_pod(), make_nodes(1))
+    budget = 2 * len(body)
+    settings = settings_for(pki, max_body_bytes=budget, max_buffered_body_bytes=budget, queue_timeout=0.2)
+    server = ThreadedExtender(settings, pki).start()
+    try:
+        with tls_socket(server.ports.port, scheduler_context(pki)) as holder:
+            # declares the whole budget and sends nothing more: its bytes stay reserved
+            holder.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % budget)
+            wait_for(lambda: server.service.verb_server.buffered_body_bytes == budget, "the budget taken")
+            busy = request(server.ports.port, scheduler_context(pki), "/filter", body)
+            assert_plain_error(busy, 503, "--max-buffered-body-bytes")
+        wait_for(lambda: server.service.verb_server.buffered_body_bytes == 0, "the budget given back")
         assert request(server.ports.port, scheduler_context(pki), "/filter", body).status == 200
     finally:
+        server.stop()
+
+
+def test_busy_server_answers_503_when_every_work_slot_is_taken(pki):
+    """A slot is held from judging until the answer is written; a client that does not read a
+    ~40 MB answer keeps the only slot until the write deadline."""
+    settings = settings_for(pki, max_concurrent_requests=1, queue_timeout=0.2, write_timeout=3.0)
+    server = ThreadedExtender(settings, pki).start()
+    large = extender_body(make_pod(), make_nodes(2000))
+    holder = tls_socket(server.ports.port, scheduler_context(pki))
+    try:
+        holder.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(large) + large)
+        wait_for(lambda: server.service.verb_server.buffered_body_bytes == 0, "the large body judged")
+        small = extender_body(make_pod(), make_nodes(1))
+        busy = request(server.ports.port, scheduler_context(pki), "/filter", small)
+        assert_plain_error(busy, 503, "--max-concurrent-requests")
+    finally:
+        holder.close()
         server.stop()
 
 
