@@ -109,10 +109,11 @@ class MemoryResult:
 
 
 def worst_case_memory(loadgen: Path, work_dir: Path, nodes: int = 5000) -> MemoryResult:
-    """Bodies filling --max-body-bytes, every node passing (largest answer), at --max-concurrent-requests."""
+    """Bodies filling --max-body-bytes, every node passing (largest answer), from enough clients at once
+    to keep every work slot busy (answers being written) while more bodies fill the body budget."""
     defaults = ExtenderSettings()
     body = write_padded_body(work_dir / "bodies", nodes, defaults.max_body_bytes - 64 * 1024)
-    concurrency = defaults.max_concurrent_requests
+    concurrency = defaults.max_concurrent_requests + defaults.body_budget_bytes // defaults.max_body_bytes
     with running_extender(work_dir / "memory", ("--read-timeout=30", "--write-timeout=30")) as server:
         idle, _ = rss_mib(server.pid)
         result = run_load(

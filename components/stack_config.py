@@ -126,7 +126,7 @@ class Resources:
     memory_limit: str
 
 
-EXTENDER_RESOURCES = Resources(cpu_request="100m", memory_request="256Mi", memory_limit="640Mi")
+EXTENDER_RESOURCES = Resources(cpu_request="100m", memory_request="256Mi", memory_limit="768Mi")
 """The extender's recommendation from its measured worst case (README, "Memory: the figure
 behind the Deployment's limit"): about 910 MiB peak for two concurrent 128 MiB requests plus
 40% for the limit; the request is twice the default-settings worst case (131 MiB)."""
