@@ -169,8 +169,9 @@ def _memory(memory: MemoryResult) -> list[str]:
     return [
         "## Extender memory at the worst case",
         "",
-        f"{memory.concurrency} simultaneous `/filter` clients (with the defaults: two work slots whose answers are",
-        "being written while two more bodies fill `--max-buffered-body-bytes`), three requests each, whose"
+        f"{memory.concurrency} simultaneous `/filter` clients (with the defaults: two work slots whose",
+        "answers are being written while two more bodies fill `--max-buffered-body-bytes`), three requests",
+        "each, whose"
         f" bodies fill `--max-body-bytes` (128 MiB) with {memory.nodes} realistic nodes padded with image",
         "entries; the pod has no minimum, so every node passes and each answer is as large as its body.",
         "",
