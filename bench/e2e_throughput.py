@@ -29,7 +29,7 @@ from components.scheduler_config import (
     SchedulerMode,
 )
 from components.scheduler_config import render_scheduler_config as render
-from localcluster.control_plane import LOOPBACK, ControlPlane, free_port, start_control_plane
+from localcluster.control_plane import ControlPlane, free_port, start_control_plane
 from localcluster.custom_scheduler import (
     ExtenderTLS,
     RunningExtender,
@@ -37,6 +37,7 @@ from localcluster.custom_scheduler import (
     grant_scheduler_lease,
     start_extender,
 )
+from localcluster.probes import LOOPBACK
 from localcluster.workloads import WORKLOAD_NAMESPACE, ensure_namespace, restricted_namespace_labels
 
 Mode = Literal["vanilla", "extender", "plugin"]
@@ -160,7 +161,7 @@ def run_e2e(
         link = None
         if any(setting.mode == "extender" for setting in settings_for_round(0)):
             tls = extender_tls(plane.work_dir / "extender-tls")
-            link = ExtenderLink(extender=start_extender(plane, tls), tls=tls)
+            link = ExtenderLink(extender=start_extender(plane.processes, tls), tls=tls)
         results = []
         for round_index in range(rounds):
             for setting in settings_for_round(round_index):

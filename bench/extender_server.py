@@ -5,7 +5,6 @@ which the server-side duration of every request is read back.
 """
 
 import contextlib
-import http.client
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,13 +12,9 @@ from pathlib import Path
 
 import orjson
 
-from localcluster.control_plane import LOOPBACK, free_port
-from localcluster.custom_scheduler import ExtenderTLS, extender_tls
-from localcluster.processes import ManagedProcess, ProcessGroup, python_module_argv
-from localcluster.waiting import wait_for
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-READY_SECONDS = 30.0
+from localcluster.custom_scheduler import ExtenderTLS, extender_tls, start_extender
+from localcluster.probes import LOOPBACK, http_status
+from localcluster.processes import ManagedProcess, ProcessGroup
 
 
 @dataclass
@@ -66,7 +61,7 @@ class ExtenderUnderTest:
         return counts
 
     def healthy(self) -> bool:
-        return _http_status(self.health_port, "/healthz") == 200
+        return http_status(self.health_port, "/healthz") == 200
 
 
 def rss_mib(pid: int) -> tuple[float, float]:
@@ -84,45 +79,13 @@ def running_extender(work_dir: Path, extra_args: tuple[str, ...] = ()) -> Iterat
     """Start the extender with its defaults plus ``extra_args``; stop it on exit."""
     work_dir.mkdir(parents=True, exist_ok=True)
     tls = extender_tls(work_dir / "tls")
-    port, health_port = free_port(), free_port()
-    argv = python_module_argv(
-        "extender_app",
-        f"--tls-cert={tls.server.cert}",
-        f"--tls-key={tls.server.key}",
-        f"--client-ca={tls.ca.cert_file}",
-        f"--bind={LOOPBACK}",
-        f"--port={port}",
-        f"--health-port={health_port}",
-        *extra_args,
-    )
     with ProcessGroup(log_dir=work_dir) as processes:
-        process = processes.start("extender", argv, cwd=REPO_ROOT)
-        server = ExtenderUnderTest(process=process, tls=tls, port=port, health_port=health_port)
-        wait_for(
-            lambda: _http_status(health_port, "/readyz") == 200,
-            READY_SECONDS,
-            "the extender's /readyz",
-            also_check=lambda: _raise_if_dead(process),
+        running = start_extender(processes, tls, extra_args)
+        yield ExtenderUnderTest(
+            process=running.process, tls=tls, port=running.port, health_port=running.health_port
         )
-        yield server
 
 
 def wait_quiet(seconds: float) -> None:
     """Let log lines and sockets settle between measurements (a fixed pause, not a synchronisation)."""
     time.sleep(seconds)
-
-
-def _raise_if_dead(process: ManagedProcess) -> None:
-    if not process.running():
-        raise RuntimeError(f"the extender exited:\n{process.log_tail()}")
-
-
-def _http_status(port: int, path: str) -> int | None:
-    connection = http.client.HTTPConnection(LOOPBACK, port, timeout=2)
-    try:
-        connection.request("GET", path)
-        return connection.getresponse().status
-    except OSError:
-        return None
-    finally:
-        connection.close()

@@ -22,8 +22,9 @@ import yaml
 from bench.bind_watch import BindWatch
 from bench.cluster_load import create_nodes, create_pods, gpu_pods, realistic_nodes
 from bench.e2e_throughput import BINARIES, SCHEDULER_VERBOSITY, Setting, scheduler_document
-from localcluster.control_plane import LOOPBACK, free_port, start_control_plane
+from localcluster.control_plane import free_port, start_control_plane
 from localcluster.custom_scheduler import grant_scheduler_lease
+from localcluster.probes import LOOPBACK
 from localcluster.workloads import WORKLOAD_NAMESPACE, ensure_namespace, restricted_namespace_labels
 
 

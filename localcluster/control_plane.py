@@ -14,10 +14,10 @@ import kubernetes.config
 import yaml
 
 from localcluster.pki import CertFiles, CertificateAuthority, write_signing_key
+from localcluster.probes import LOOPBACK, http_status
 from localcluster.processes import ManagedProcess, ProcessGroup, raise_if_exited
 from localcluster.waiting import wait_for
 
-LOOPBACK = "127.0.0.1"
 ETCD_READY_SECONDS = 30.0
 APISERVER_READY_SECONDS = 120.0
 SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
@@ -88,7 +88,7 @@ def start_control_plane(bin_dir: Path, work_dir: Path | None = None) -> Iterator
         etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
         etcd = processes.start("etcd", _etcd_argv(bin_dir, work_dir, etcd_port, peer_port))
         wait_for(
-            lambda: _http_ok(f"http://{LOOPBACK}:{etcd_port}/health"),
+            lambda: http_status(etcd_port, "/health") == 200,
             ETCD_READY_SECONDS,
             "etcd to report healthy",
             also_check=raise_if_exited(etcd),
@@ -194,18 +194,6 @@ def _apiserver_argv(
         "--profiling=false",
         "--v=1",
     ]
-
-
-def _http_ok(url: str) -> bool:
-    host_port = url.split("//", 1)[1].split("/", 1)[0]
-    connection = http.client.HTTPConnection(host_port, timeout=2)
-    try:
-        connection.request("GET", "/" + url.split("//", 1)[1].split("/", 1)[1])
-        return connection.getresponse().status == 200
-    except OSError:
-        return False
-    finally:
-        connection.close()
 
 
 def _api_ready(plane: ControlPlane) -> bool:

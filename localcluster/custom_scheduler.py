@@ -7,7 +7,6 @@ Pulumi program uses; only file paths, the extender URL and the kubeconfig differ
 """
 
 import contextlib
-import http.client
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,9 +21,10 @@ from components.scheduler_config import (
     SchedulerMode,
     scheduler_config_yaml,
 )
-from localcluster.control_plane import LOOPBACK, ControlPlane, free_port
+from localcluster.control_plane import ControlPlane, free_port
 from localcluster.pki import CertFiles, CertificateAuthority
-from localcluster.processes import ManagedProcess, python_module_argv, raise_if_exited
+from localcluster.probes import LOOPBACK, http_status
+from localcluster.processes import ManagedProcess, ProcessGroup, python_module_argv, raise_if_exited
 from localcluster.waiting import wait_for
 from localcluster.workloads import ensure_namespace, restricted_namespace_labels
 
@@ -71,8 +71,12 @@ def extender_tls(work_dir: Path) -> ExtenderTLS:
     return ExtenderTLS(ca=ca, server=server, client=client)
 
 
+REPO_ROOT = Path(__file__).resolve().parent.parent
+"""Where ``python -m extender_app`` finds the package (the container's entry point)."""
+
+
 def start_extender(
-    plane: ControlPlane, tls: ExtenderTLS, extra_args: tuple[str, ...] = ()
+    processes: ProcessGroup, tls: ExtenderTLS, extra_args: tuple[str, ...] = ()
 ) -> RunningExtender:
     """Start ``python -m extender_app`` on loopback and wait until /readyz answers 200."""
     port, health_port = free_port(), free_port()
@@ -86,27 +90,31 @@ def start_extender(
         f"--health-port={health_port}",
         *extra_args,
     )
-    process = plane.processes.start("extender", argv, cwd=Path(__file__).resolve().parent.parent)
+    return _ready(
+        RunningExtender(
+            process=processes.start("extender", argv, cwd=REPO_ROOT),
+            port=port,
+            health_port=health_port,
+            argv=argv,
+        )
+    )
+
+
+def restart_extender(processes: ProcessGroup, extender: RunningExtender) -> RunningExtender:
+    """Start the extender again with the same command line and ports (after a stop or kill)."""
+    processes.forget(extender.process)
+    return _ready(replace(extender, process=processes.start("extender", extender.argv, cwd=REPO_ROOT)))
+
+
+def _ready(extender: RunningExtender) -> RunningExtender:
+    """Wait until the extender's /readyz answers 200 (or fail with its log if it exits)."""
     wait_for(
-        lambda: _http_status(health_port, "/readyz") == 200,
+        lambda: http_status(extender.health_port, "/readyz") == 200,
         EXTENDER_READY_SECONDS,
         "the extender's /readyz",
-        also_check=raise_if_exited(process),
+        also_check=raise_if_exited(extender.process),
     )
-    return RunningExtender(process=process, port=port, health_port=health_port, argv=argv)
-
-
-def restart_extender(plane: ControlPlane, extender: RunningExtender) -> RunningExtender:
-    """Start the extender again with the same command line and ports (after a stop or kill)."""
-    plane.processes.forget(extender.process)
-    process = plane.processes.start("extender", extender.argv, cwd=Path(__file__).resolve().parent.parent)
-    wait_for(
-        lambda: _http_status(extender.health_port, "/readyz") == 200,
-        EXTENDER_READY_SECONDS,
-        "the restarted extender's /readyz",
-        also_check=raise_if_exited(process),
-    )
-    return replace(extender, process=process)
+    return extender
 
 
 def grant_scheduler_lease(plane: ControlPlane) -> None:
@@ -210,7 +218,7 @@ def running_custom_scheduler(
     extender = tls = None
     if mode == "extender":
         tls = extender_tls(plane.work_dir)
-        extender = start_extender(plane, tls)
+        extender = start_extender(plane.processes, tls)
     scheduler = start_scheduler(
         plane,
         bin_dir,
@@ -238,14 +246,3 @@ def lease_holder(plane: ControlPlane) -> str | None:
         raise
     holder: str | None = lease.spec.holder_identity
     return holder or None
-
-
-def _http_status(port: int, path: str) -> int | None:
-    connection = http.client.HTTPConnection(LOOPBACK, port, timeout=2)
-    try:
-        connection.request("GET", path)
-        return connection.getresponse().status
-    except OSError:
-        return None
-    finally:
-        connection.close()

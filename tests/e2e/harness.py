@@ -61,7 +61,7 @@ class E2ECluster:
         """Start the extender (extender mode) and the scheduler."""
         if self.mode == "extender":
             self.tls = extender_tls(self.plane.work_dir)
-            self.extender = start_extender(self.plane, self.tls)
+            self.extender = start_extender(self.plane.processes, self.tls)
         self.scheduler = start_scheduler(
             self.plane,
             self.bin_dir,

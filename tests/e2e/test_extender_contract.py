@@ -22,7 +22,7 @@ def test_pods_wait_while_the_extender_is_down_and_all_bind_after_it_returns(
     pending = cluster.outcomes(names)
     assert all(not outcome.bound and outcome.reason == "SchedulerError" for outcome in pending.values())
 
-    cluster.extender = restart_extender(cluster.plane, cluster.extender)
+    cluster.extender = restart_extender(cluster.plane.processes, cluster.extender)
     bound = cluster.outcomes(names, bound_only=True)
     assert len(bound) == len(specs)
     for spec in specs:

@@ -65,7 +65,7 @@ def test_every_pod_binds_correctly_after_the_extender_is_killed_mid_burst(extend
     wait_for(
         lambda: extender_failures(cluster.api) > 0, DEADLINE, "a filter call to fail on the dead extender"
     )
-    cluster.extender = restart_extender(cluster.plane, cluster.extender)
+    cluster.extender = restart_extender(cluster.plane.processes, cluster.extender)
     submitter.join(DEADLINE)
     assert not submitter.is_alive()
 
