@@ -123,7 +123,7 @@ def scheduler_document(plane: ControlPlane, setting: Setting, link: ExtenderLink
             config,
             extender=ExtenderEndpoint(
                 url_prefix=f"https://{LOOPBACK}:{link.extender.port}",
-                ca_file=str(link.tls.ca.cert_file),
+                ca_file=str(link.tls.ca.ca_file),
                 cert_file=str(link.tls.client.cert),
                 key_file=str(link.tls.client.key),
             ),

@@ -61,7 +61,7 @@ def run_load(
         f"-url={server.url}",
         f"-verb={verb}",
         f"-body={body}",
-        f"-ca={tls.ca.cert_file}",
+        f"-ca={tls.ca.ca_file}",
         f"-cert={tls.client.cert}",
         f"-key={tls.client.key}",
         f"-concurrency={concurrency}",

@@ -71,7 +71,7 @@ class ControlPlane:
         """A new client certificate and kubeconfig for ``user`` in ``groups``."""
         files = self.ca.issue(self.work_dir, file_stem, user, organizations=groups, client=True)
         kubeconfig = self.work_dir / f"{file_stem}.kubeconfig"
-        write_kubeconfig(kubeconfig, self.server, self.ca.cert_file, files)
+        write_kubeconfig(kubeconfig, self.server, self.ca.ca_file, files)
         return Credentials(user=user, files=files, kubeconfig=kubeconfig)
 
 
@@ -146,7 +146,7 @@ def _credentials(
 ) -> Credentials:
     files = ca.issue(work_dir, stem, user, organizations=groups, client=True)
     kubeconfig = work_dir / f"{stem}.kubeconfig"
-    write_kubeconfig(kubeconfig, server, ca.cert_file, files)
+    write_kubeconfig(kubeconfig, server, ca.ca_file, files)
     return Credentials(user=user, files=files, kubeconfig=kubeconfig)
 
 
@@ -184,7 +184,7 @@ def _apiserver_argv(
         f"--secure-port={api_port}",
         f"--tls-cert-file={serving.cert}",
         f"--tls-private-key-file={serving.key}",
-        f"--client-ca-file={ca.cert_file}",
+        f"--client-ca-file={ca.ca_file}",
         "--authorization-mode=RBAC",
         "--anonymous-auth=false",
         f"--service-account-key-file={signing_key.cert}",
@@ -197,7 +197,7 @@ def _apiserver_argv(
 
 
 def _api_ready(plane: ControlPlane) -> bool:
-    context = ssl.create_default_context(cafile=str(plane.ca.cert_file))
+    context = ssl.create_default_context(cafile=str(plane.ca.ca_file))
     context.load_cert_chain(str(plane.admin.files.cert), str(plane.admin.files.key))
     host, port = plane.server.removeprefix("https://").split(":")
     connection = http.client.HTTPSConnection(host, int(port), context=context, timeout=2)

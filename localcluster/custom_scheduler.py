@@ -84,7 +84,7 @@ def start_extender(
         "extender_app",
         f"--tls-cert={tls.server.cert}",
         f"--tls-key={tls.server.key}",
-        f"--client-ca={tls.ca.cert_file}",
+        f"--client-ca={tls.ca.ca_file}",
         f"--bind={LOOPBACK}",
         f"--port={port}",
         f"--health-port={health_port}",
@@ -225,7 +225,7 @@ def running_custom_scheduler(
         mode,
         extender=extender,
         client_tls=tls.client if tls else None,
-        extender_ca=tls.ca.cert_file if tls else None,
+        extender_ca=tls.ca.ca_file if tls else None,
     )
     try:
         yield scheduler

@@ -1,8 +1,8 @@
-"""Certificates and keys for a local cluster, made with `cryptography`.
+"""Certificates and keys for local clusters and tests, made with `cryptography`.
 
-One CA signs everything here: the API server's serving certificate, client
-certificates (admin, scheduler), and the extender's server and client certificates.
-Keys are ECDSA P-256; files are written 0600.
+A CA signs leaf certificates: serving certificates (API server, extender) and client
+certificates (admin, scheduler). Keys are ECDSA P-256. Everything can stay in memory
+(``KeyPair``) or be written to files (0600).
 """
 
 import datetime
@@ -17,6 +17,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 VALIDITY = datetime.timedelta(days=2)
 """Local clusters live minutes; a short validity keeps stray files harmless."""
+BACKDATE = datetime.timedelta(minutes=5)
+"""Valid from a little before now, for clocks that disagree slightly."""
 
 
 @dataclass(frozen=True)
@@ -28,19 +30,41 @@ class CertFiles:
 
 
 @dataclass(frozen=True)
-class CertificateAuthority:
-    """A CA whose key can sign leaf certificates."""
+class KeyPair:
+    """A certificate and its private key, in memory."""
 
-    name: str
     cert: x509.Certificate
     key: ec.EllipticCurvePrivateKey
-    cert_file: Path
+
+    @property
+    def cert_pem(self) -> bytes:
+        return self.cert.public_bytes(serialization.Encoding.PEM)
+
+    @property
+    def key_pem(self) -> bytes:
+        return private_key_pem(self.key)
+
+    def write(self, directory: Path, file_stem: str) -> CertFiles:
+        """Write ``file_stem.crt`` and ``file_stem.key`` (0600)."""
+        files = CertFiles(cert=directory / f"{file_stem}.crt", key=directory / f"{file_stem}.key")
+        _write(files.cert, self.cert_pem)
+        _write(files.key, self.key_pem)
+        return files
+
+
+@dataclass(frozen=True)
+class CertificateAuthority:
+    """A CA whose key signs leaf certificates."""
+
+    pair: KeyPair
+    cert_file: Path | None = None
+    """Where the CA certificate was written, if it was."""
 
     @classmethod
-    def create(cls, directory: Path, name: str) -> "CertificateAuthority":
-        """Make a self-signed CA and write its certificate to ``directory/name-ca.crt``."""
+    def new(cls, common_name: str) -> "CertificateAuthority":
+        """A self-signed CA, in memory."""
         key = ec.generate_private_key(ec.SECP256R1())
-        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{name}-ca")])
+        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
         now = _now()
         cert = (
             x509.CertificateBuilder()
@@ -48,7 +72,7 @@ class CertificateAuthority:
             .issuer_name(subject)
             .public_key(key.public_key())
             .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_before(now - BACKDATE)
             .not_valid_after(now + VALIDITY)
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
             .add_extension(
@@ -68,21 +92,32 @@ class CertificateAuthority:
             .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
             .sign(key, hashes.SHA256())
         )
-        cert_file = directory / f"{name}-ca.crt"
-        _write(cert_file, cert.public_bytes(serialization.Encoding.PEM))
-        return cls(name=name, cert=cert, key=key, cert_file=cert_file)
+        return cls(KeyPair(cert, key))
 
-    def issue(
+    @classmethod
+    def create(cls, directory: Path, name: str) -> "CertificateAuthority":
+        """A CA named ``name-ca``, its certificate written to ``directory/name-ca.crt``."""
+        authority = cls.new(f"{name}-ca")
+        cert_file = directory / f"{name}-ca.crt"
+        _write(cert_file, authority.pair.cert_pem)
+        return cls(authority.pair, cert_file)
+
+    @property
+    def ca_file(self) -> Path:
+        """The written CA certificate (for clients and servers that trust this CA)."""
+        if self.cert_file is None:
+            raise ValueError("this CA was not written to a file (use CertificateAuthority.create)")
+        return self.cert_file
+
+    def sign(
         self,
-        directory: Path,
-        file_stem: str,
         common_name: str,
         *,
         organizations: tuple[str, ...] = (),
         server_names: tuple[str, ...] = (),
         client: bool = False,
-    ) -> CertFiles:
-        """Sign a leaf certificate: a server one when ``server_names`` are given, and/or a client one."""
+    ) -> KeyPair:
+        """A leaf certificate: for serving ``server_names`` if any are given, and/or for clients."""
         key = ec.generate_private_key(ec.SECP256R1())
         attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, org) for org in organizations]
         attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
@@ -95,26 +130,36 @@ class CertificateAuthority:
         builder = (
             x509.CertificateBuilder()
             .subject_name(x509.Name(attributes))
-            .issuer_name(self.cert.subject)
+            .issuer_name(self.pair.cert.subject)
             .public_key(key.public_key())
             .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_before(now - BACKDATE)
             .not_valid_after(now + VALIDITY)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
             .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()), critical=False
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(self.pair.key.public_key()), critical=False
             )
         )
         if server_names:
             builder = builder.add_extension(
                 x509.SubjectAlternativeName([_general_name(name) for name in server_names]), critical=False
             )
-        cert = builder.sign(self.key, hashes.SHA256())
-        files = CertFiles(cert=directory / f"{file_stem}.crt", key=directory / f"{file_stem}.key")
-        _write(files.cert, cert.public_bytes(serialization.Encoding.PEM))
-        _write(files.key, private_key_pem(key))
-        return files
+        return KeyPair(builder.sign(self.pair.key, hashes.SHA256()), key)
+
+    def issue(
+        self,
+        directory: Path,
+        file_stem: str,
+        common_name: str,
+        *,
+        organizations: tuple[str, ...] = (),
+        server_names: tuple[str, ...] = (),
+        client: bool = False,
+    ) -> CertFiles:
+        """``sign``, then write the pair to ``directory/file_stem.{crt,key}``."""
+        pair = self.sign(common_name, organizations=organizations, server_names=server_names, client=client)
+        return pair.write(directory, file_stem)
 
 
 def write_signing_key(directory: Path, file_stem: str) -> CertFiles:
@@ -122,12 +167,10 @@ def write_signing_key(directory: Path, file_stem: str) -> CertFiles:
     key = ec.generate_private_key(ec.SECP256R1())
     files = CertFiles(cert=directory / f"{file_stem}.pub", key=directory / f"{file_stem}.key")
     _write(files.key, private_key_pem(key))
-    _write(
-        files.cert,
-        key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        ),
+    public = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
+    _write(files.cert, public)
     return files
 
 

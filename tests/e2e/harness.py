@@ -68,7 +68,7 @@ class E2ECluster:
             self.mode,
             extender=self.extender,
             client_tls=self.tls.client if self.tls else None,
-            extender_ca=self.tls.ca.cert_file if self.tls else None,
+            extender_ca=self.tls.ca.ca_file if self.tls else None,
             verbosity=verbosity,
         )
         return self.scheduler

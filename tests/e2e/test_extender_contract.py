@@ -37,7 +37,7 @@ def test_a_client_certificate_from_another_ca_cannot_schedule(extender_cluster: 
     assert cluster.extender is not None
     assert cluster.tls is not None
     rogue = extender_tls(cluster.plane.work_dir / "rogue")
-    cluster.restart_scheduler(rogue.client, cluster.tls.ca.cert_file, "scheduler-rogue-client.yaml")
+    cluster.restart_scheduler(rogue.client, cluster.tls.ca.ca_file, "scheduler-rogue-client.yaml")
 
     outcome = cluster.outcome(cluster.submit(PodSpecification("rogue", min_memory="16384"))[0])
     assert not outcome.bound
@@ -52,7 +52,7 @@ def test_a_scheduler_that_does_not_trust_the_server_cannot_schedule(extender_clu
     cluster.start()
     assert cluster.tls is not None
     other = extender_tls(cluster.plane.work_dir / "other")
-    cluster.restart_scheduler(cluster.tls.client, other.ca.cert_file, "scheduler-wrong-ca.yaml")
+    cluster.restart_scheduler(cluster.tls.client, other.ca.ca_file, "scheduler-wrong-ca.yaml")
 
     outcome = cluster.outcome(cluster.submit(PodSpecification("untrusted", min_memory="16384"))[0])
     assert not outcome.bound

@@ -148,7 +148,8 @@ def test_rotation_of_key_pair_and_client_ca_without_restart(tmp_path):
         new_server = make_leaf(pki.ca, "scheduler-extender.scheduler-lab.svc", server=True)
         new_client_ca = make_ca("rotated client CA")
         new_client = make_leaf(new_client_ca, "custom-scheduler", server=False)
-        new_client_cert, new_client_key = new_client.write(tmp_path, "new-client")
+        new_client_files = new_client.write(tmp_path, "new-client")
+        new_client_cert, new_client_key = new_client_files.cert, new_client_files.key
         volume.publish(
             {
                 "tls.crt": new_server.cert_pem,
