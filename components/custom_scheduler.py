@@ -196,11 +196,7 @@ class CustomScheduler(pulumi.ComponentResource):
                                 liveness_probe=_probe("/livez", LIVENESS_INITIAL_DELAY_SECONDS),
                                 readiness_probe=_probe("/readyz", 0),
                                 resources=k8s.core.v1.ResourceRequirementsArgs(
-                                    requests={
-                                        "cpu": resources.cpu_request,
-                                        "memory": resources.memory_request,
-                                    },
-                                    limits={"memory": resources.memory_limit},
+                                    requests=resources.requests, limits=resources.limits
                                 ),
                                 security_context=container_security_context(),
                                 volume_mounts=mounts,

@@ -114,11 +114,7 @@ class Extender(pulumi.ComponentResource):
                                 readiness_probe=_probe("/readyz"),
                                 liveness_probe=_probe("/healthz"),
                                 resources=k8s.core.v1.ResourceRequirementsArgs(
-                                    requests={
-                                        "cpu": resources.cpu_request,
-                                        "memory": resources.memory_request,
-                                    },
-                                    limits={"memory": resources.memory_limit},
+                                    requests=resources.requests, limits=resources.limits
                                 ),
                                 security_context=container_security_context(),
                                 volume_mounts=[

@@ -125,11 +125,21 @@ class Resources:
     memory_request: str
     memory_limit: str
 
+    @property
+    def requests(self) -> dict[str, str]:
+        """The container's ``resources.requests``."""
+        return {"cpu": self.cpu_request, "memory": self.memory_request}
+
+    @property
+    def limits(self) -> dict[str, str]:
+        """The container's ``resources.limits``."""
+        return {"memory": self.memory_limit}
+
 
 EXTENDER_RESOURCES = Resources(cpu_request="100m", memory_request="256Mi", memory_limit="768Mi")
-"""The extender's recommendation from its measured worst case (README, "Memory: the figure
-behind the Deployment's limit"): about 910 MiB peak for two concurrent 128 MiB requests plus
-40% for the limit; the request is twice the default-settings worst case (131 MiB)."""
+"""From the extender's measured worst case (README, "Memory: the figure behind the Deployment's
+limit"): 550 MiB peak with every work slot answering and the body budget full (4 concurrent
+128 MiB requests), plus 40% for the limit; the request covers the default-settings worst case."""
 
 SCHEDULER_RESOURCES = Resources(cpu_request="100m", memory_request="256Mi", memory_limit="1Gi")
 """kube-scheduler caches every node and pod; raise the limit for large clusters."""
