@@ -61,6 +61,7 @@ def e2e_settings(plan: Plan, round_index: int) -> list[Setting]:
         Setting("vanilla", raised),
         Setting("plugin", raised),
         Setting("plugin", raised, grouped=True),
+        Setting("plugin", raised, prefilter=False),
     ]
     if round_index < plan.extender_raised_rounds:
         settings.append(Setting("extender", raised))
@@ -109,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     saved = cache / ("last-quick-run.pickle" if arguments.quick else "last-run.pickle")
     output = cache / "RESULTS.quick.md" if arguments.quick else arguments.output
     if arguments.render_only:
-        machine, command, elapsed, results = pickle.loads(saved.read_bytes())
-        output.write_text(render_report(machine, command, elapsed, results, quick=arguments.quick))
+        machine, command, elapsed, saved_results = pickle.loads(saved.read_bytes())
+        output.write_text(render_report(machine, command, elapsed, saved_results, quick=arguments.quick))
         progress(f"rewrote {output} from {saved}")
         return 0
     machine = describe_machine()

@@ -63,11 +63,21 @@ class Setting:
     qps: int | None
     grouped: bool = False
     """Pods with equal minimums submitted together (as a Job's pods are) instead of interleaved."""
+    prefilter: bool = True
+    """Plugin mode: GPUScheduler also at preFilter, as rendered. False: at filter and score only."""
+
+    @property
+    def slug(self) -> str:
+        """A file-name-safe name for the setting's config and log."""
+        order = "grouped" if self.grouped else "mixed"
+        return f"{self.mode}-{self.qps}-{order}-{'prefilter' if self.prefilter else 'no-prefilter'}"
 
     @property
     def label(self) -> str:
         qps = "default 50/100" if self.qps is None else f"{self.qps}/{self.qps}"
         extras = ", grouped minimums" if self.grouped else ""
+        if self.mode == "plugin" and not self.prefilter:
+            extras += ", without preFilter"
         return f"{self.mode}{extras}, qps {qps}"
 
 
@@ -131,6 +141,8 @@ def scheduler_document(plane: ControlPlane, setting: Setting, link: ExtenderLink
     document = render(config)
     if setting.mode == "vanilla":
         del document["extenders"]
+    if setting.mode == "plugin" and not setting.prefilter:
+        del document["profiles"][0]["plugins"]["preFilter"]
     if setting.qps is not None:
         document["clientConnection"].update({"qps": setting.qps, "burst": setting.qps})
     return document
@@ -188,13 +200,13 @@ def _one_run(  # noqa: PLR0917 - one private call site
     pods = gpu_pods(pod_count, grouped=setting.grouped)
     create_pods(api, pods)
     watch = BindWatch(api, WORKLOAD_NAMESPACE).start()
-    config_path = plane.work_dir / f"bench-{setting.mode}-{setting.qps}-{setting.grouped}-{round_index}.yaml"
+    config_path = plane.work_dir / f"bench-{setting.slug}-{round_index}.yaml"
     config_path.write_text(yaml.safe_dump(scheduler_document(plane, setting, link), sort_keys=False))
     log_mark = link.extender.process.log_path.stat().st_size if link is not None else 0
     kubeconfig = str(plane.scheduler.kubeconfig)
     started = time.monotonic()
     process = plane.processes.start(
-        f"scheduler-{setting.mode}-{setting.qps}-{setting.grouped}-{round_index}",
+        f"scheduler-{setting.slug}-{round_index}",
         [
             str(bin_dir / BINARIES[setting.mode]),
             f"--config={config_path}",

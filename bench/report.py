@@ -82,7 +82,7 @@ def _headline(results: dict[str, Any]) -> list[str]:
         for qps in (None, _raised(report)):
             vanilla = _rate(report, Setting("vanilla", qps))
             for mode in ("extender", "plugin"):
-                rate = _rate(report, Setting(mode, qps))  # type: ignore[arg-type]
+                rate = _rate(report, Setting(mode, qps))
                 if vanilla and rate:
                     target = f">= {PLUGIN_TARGET_RATIO}x vanilla" if mode == "plugin" else "as measured"
                     rows.append(
