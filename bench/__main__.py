@@ -61,7 +61,7 @@ def e2e_settings(plan: Plan, round_index: int) -> list[Setting]:
         Setting("vanilla", raised),
         Setting("plugin", raised),
         Setting("plugin", raised, grouped=True),
-        Setting("plugin", raised, prefilter=False),
+        Setting("plugin", raised, rendered_profile=False),
     ]
     if round_index < plan.extender_raised_rounds:
         settings.append(Setting("extender", raised))

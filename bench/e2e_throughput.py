@@ -63,21 +63,22 @@ class Setting:
     qps: int | None
     grouped: bool = False
     """Pods with equal minimums submitted together (as a Job's pods are) instead of interleaved."""
-    prefilter: bool = True
-    """Plugin mode: GPUScheduler also at preFilter, as rendered. False: at filter and score only."""
+    rendered_profile: bool = True
+    """Plugin mode: the rendered plugins (GPUScheduler first at preFilter and filter, and at score).
+    False: the earlier profile, GPUScheduler only at filter and score, after the default plugins."""
 
     @property
     def slug(self) -> str:
         """A file-name-safe name for the setting's config and log."""
         order = "grouped" if self.grouped else "mixed"
-        return f"{self.mode}-{self.qps}-{order}-{'prefilter' if self.prefilter else 'no-prefilter'}"
+        return f"{self.mode}-{self.qps}-{order}-{'rendered' if self.rendered_profile else 'appended'}"
 
     @property
     def label(self) -> str:
         qps = "default 50/100" if self.qps is None else f"{self.qps}/{self.qps}"
         extras = ", grouped minimums" if self.grouped else ""
-        if self.mode == "plugin" and not self.prefilter:
-            extras += ", without preFilter"
+        if self.mode == "plugin" and not self.rendered_profile:
+            extras += ", only filter+score, last"
         return f"{self.mode}{extras}, qps {qps}"
 
 
@@ -141,8 +142,10 @@ def scheduler_document(plane: ControlPlane, setting: Setting, link: ExtenderLink
     document = render(config)
     if setting.mode == "vanilla":
         del document["extenders"]
-    if setting.mode == "plugin" and not setting.prefilter:
-        del document["profiles"][0]["plugins"]["preFilter"]
+    if setting.mode == "plugin" and not setting.rendered_profile:
+        plugins = document["profiles"][0]["plugins"]
+        for point in ("multiPoint", "preFilter"):
+            del plugins[point]
     if setting.qps is not None:
         document["clientConnection"].update({"qps": setting.qps, "burst": setting.qps})
     return document

@@ -1,6 +1,7 @@
 """CPU profile (pprof) of kube-scheduler or gpu-scheduler while it schedules the benchmark's pods.
 
     python -m bench.profile_scheduler --bin-dir .cache/bin --mode plugin [--qps 1000] [--seconds 10]
+        [--appended-profile]
 
 Starts a local control plane with the benchmark's realistic nodes and pods (bench/cluster_load.py),
 starts the scheduler, fetches /debug/pprof/profile from its secure port with the admin
@@ -39,6 +40,11 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--grouped", action="store_true")
+    parser.add_argument(
+        "--appended-profile",
+        action="store_true",
+        help="plugin mode, earlier profile: GPUScheduler only at filter and score, after the defaults",
+    )
     parser.add_argument("--top", type=int, default=35)
     parser.add_argument(
         "--save", type=Path, help="keep the profile here (for go tool pprof -peek, -cum, ...)"
@@ -53,7 +59,12 @@ def main() -> None:
         grant_scheduler_lease(plane)
         create_nodes(api, realistic_nodes(arguments.nodes))
         create_pods(api, gpu_pods(arguments.pods, grouped=arguments.grouped))
-        setting = Setting(arguments.mode, arguments.qps, grouped=arguments.grouped)
+        setting = Setting(
+            arguments.mode,
+            arguments.qps,
+            grouped=arguments.grouped,
+            rendered_profile=not arguments.appended_profile,
+        )
         config = Path(directory) / "config.yaml"
         config.write_text(yaml.safe_dump(scheduler_document(plane, setting, None), sort_keys=False))
         port = free_port()

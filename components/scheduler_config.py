@@ -69,6 +69,25 @@ class SchedulerConfig:
             raise ValueError(f"scheduler mode must be one of {', '.join(SCHEDULER_MODES)}, not {self.mode!r}")
 
 
+def plugin_mode_plugins(weight: int) -> dict[str, Any]:
+    """GPUScheduler at preFilter, filter and score, running first at preFilter and filter.
+
+    preFilter reads the pod's requirement once per cycle (and skips pods without a minimum);
+    without it Filter and Score recompute it for every node. A plugin enabled only at an
+    extension point runs after the defaults (which kube-scheduler enables through
+    ``multiPoint``); one enabled in ``multiPoint`` *and* at the extension point is an override
+    and runs first (``expandMultiPointPlugins``, kube-scheduler 1.35). First, a node whose GPUs
+    are too small is refused by our cheap label check before NodeResourcesFit and the other
+    filters run on it, and the reason recorded is the permanent one.
+    """
+    return {
+        "multiPoint": {"enabled": [{"name": PLUGIN_NAME, "weight": weight}]},
+        "preFilter": {"enabled": [{"name": PLUGIN_NAME}]},
+        "filter": {"enabled": [{"name": PLUGIN_NAME}]},
+        "score": {"enabled": [{"name": PLUGIN_NAME, "weight": weight}]},
+    }
+
+
 def render_scheduler_config(config: SchedulerConfig) -> dict[str, Any]:
     """The KubeSchedulerConfiguration document for ``config.mode``."""
     election = config.leader_election
@@ -90,13 +109,7 @@ def render_scheduler_config(config: SchedulerConfig) -> dict[str, Any]:
     profile: dict[str, Any] = {"schedulerName": config.scheduler_name}
     document["profiles"] = [profile]
     if config.mode == "plugin":
-        # preFilter reads the pod's requirement once per cycle (and skips pods without a
-        # minimum); without it Filter and Score recompute it for every node.
-        profile["plugins"] = {
-            "preFilter": {"enabled": [{"name": PLUGIN_NAME}]},
-            "filter": {"enabled": [{"name": PLUGIN_NAME}]},
-            "score": {"enabled": [{"name": PLUGIN_NAME, "weight": config.plugin_weight}]},
-        }
+        profile["plugins"] = plugin_mode_plugins(config.plugin_weight)
     else:
         endpoint = config.extender
         # No managedResources / ignoredByScheduler: the extender counts no GPUs, so

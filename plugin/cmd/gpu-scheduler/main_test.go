@@ -23,11 +23,13 @@ import (
 
 	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
 	"example.com/gpu-scheduler-eks/plugin/gpuscheduler"
+	"example.com/gpu-scheduler-eks/plugin/internal/policyvectors"
 )
 
 // pluginModeProfile is the plugin-mode profile the project deploys: upstream
-// defaults plus GPUScheduler for filter and score (weight 10). %s is extra
-// profile YAML (pluginConfig), indented by four spaces.
+// defaults plus the plugins block rendered by components/scheduler_config.py
+// (tests/vectors/plugin_mode_plugins.yaml, the first %s, indented by four spaces).
+// The second %s is extra profile YAML (pluginConfig), indented by two spaces.
 const pluginModeProfile = `apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 clientConnection:
@@ -37,14 +39,28 @@ leaderElection:
 profiles:
 - schedulerName: custom-scheduler
   plugins:
-    filter:
-      enabled:
-      - name: GPUScheduler
-    score:
-      enabled:
-      - name: GPUScheduler
-        weight: 10
+%s
 %s`
+
+// renderedPlugins is the shared plugins block, indented for pluginModeProfile.
+func renderedPlugins(t *testing.T) string {
+	t.Helper()
+	dir, err := policyvectors.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(filepath.Join(dir, "plugin_mode_plugins.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, line := range strings.Split(strings.TrimRight(string(text), "\n"), "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			lines = append(lines, "    "+line)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
 
 // setupScheduler builds (without running) the scheduler the binary would run with
 // this configuration, against a stand-in API server that answers every request.
@@ -71,7 +87,7 @@ users:
   user: {username: test}
 `, server.URL))
 	configFile := filepath.Join(dir, "config.yaml")
-	writeFile(t, configFile, fmt.Sprintf(pluginModeProfile, kubeconfig, profileExtra))
+	writeFile(t, configFile, fmt.Sprintf(pluginModeProfile, kubeconfig, renderedPlugins(t), profileExtra))
 
 	opts := options.NewOptions()
 	flags := pflag.NewFlagSet("gpu-scheduler", pflag.ContinueOnError)
@@ -119,8 +135,11 @@ func TestPluginModeConfiguration(t *testing.T) {
 		t.Fatalf("no custom-scheduler profile")
 	}
 	plugins := profile.ListPlugins()
-	if !hasPlugin(plugins.Filter.Enabled, gpuscheduler.Name, 0) {
-		t.Errorf("GPUScheduler not enabled for filter: %v", plugins.Filter.Enabled)
+	// First at preFilter and filter: a too-small GPU is refused before the upstream filters run.
+	for point, enabled := range map[string][]config.Plugin{"preFilter": plugins.PreFilter.Enabled, "filter": plugins.Filter.Enabled} {
+		if len(enabled) < 2 || enabled[0].Name != gpuscheduler.Name || hasPlugin(enabled[1:], gpuscheduler.Name, 0) {
+			t.Errorf("GPUScheduler must run first, once, at %s: %v", point, enabled)
+		}
 	}
 	if !hasPlugin(plugins.Score.Enabled, gpuscheduler.Name, 10) {
 		t.Errorf("GPUScheduler not enabled for score with weight 10: %v", plugins.Score.Enabled)
