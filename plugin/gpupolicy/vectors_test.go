@@ -14,18 +14,7 @@ import (
 // TestPolicyVectors holds the Go policy to every case of tests/vectors/policy_cases.json,
 // the file the Python policy is tested against too.
 func TestPolicyVectors(t *testing.T) {
-	dir, err := policyvectors.Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	file, err := policyvectors.LoadPolicy(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	settings, err := file.Settings.Settings()
-	if err != nil {
-		t.Fatalf("vector settings: %v", err)
-	}
+	file, settings, dir := policyvectors.MustLoadPolicy(t)
 	agreed := 0
 	for _, c := range file.Cases {
 		if t.Run(c.Name, func(t *testing.T) { checkPolicyCase(t, c, settings) }) {

@@ -15,18 +15,7 @@ import (
 // scheduler's NodeInfo) over the shared policy vectors: plugin mode must give the
 // answers the extender gives on the same pod and node.
 func TestPluginVectors(t *testing.T) {
-	dir, err := policyvectors.Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	file, err := policyvectors.LoadPolicy(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	settings, err := file.Settings.Settings()
-	if err != nil {
-		t.Fatal(err)
-	}
+	file, settings, dir := policyvectors.MustLoadPolicy(t)
 	pl := &GPUScheduler{settings: settings}
 	agreed, run := 0, 0
 	for _, c := range file.Cases {

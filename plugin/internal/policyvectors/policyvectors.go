@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -177,6 +178,25 @@ func LoadPolicy(dir string) (PolicyCases, error) {
 		}
 	}
 	return file, nil
+}
+
+// MustLoadPolicy loads the policy vectors and their settings for a test, failing it
+// on any error; it also returns the directory they came from (Dir).
+func MustLoadPolicy(t testing.TB) (PolicyCases, gpupolicy.Settings, string) {
+	t.Helper()
+	dir, err := Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := LoadPolicy(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings, err := file.Settings.Settings()
+	if err != nil {
+		t.Fatalf("vector settings: %v", err)
+	}
+	return file, settings, dir
 }
 
 func (e Expectation) check() error {
