@@ -302,8 +302,7 @@ class HttpServer:
             if state.slot and self._gate is not None:
                 self._gate.release()
             state.slot = False
-            self._bodies.release(state.reserved)
-            state.reserved = 0
+            self._release_body(state)
             state.busy = False
             if response is not None:
                 duration = asyncio.get_running_loop().time() - started
@@ -352,8 +351,12 @@ class HttpServer:
             self._log.exception("request handler failed", extra={"fields": {"verb": route.label}})
             return text_response(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error; see the extender log")
         finally:
-            self._bodies.release(state.reserved)  # judged: the answer no longer needs the body
-            state.reserved = 0
+            self._release_body(state)  # judged: the answer no longer needs the body
+
+    def _release_body(self, state: _Connection) -> None:
+        """Give the request's body bytes back to the budget (once; later calls do nothing)."""
+        self._bodies.release(state.reserved)
+        state.reserved = 0
 
     async def _receive_body(
         self,
@@ -373,7 +376,7 @@ class HttpServer:
         if declared:
             if not await self._bodies.reserve(declared, limits.queue_timeout):
                 return text_response(HTTPStatus.SERVICE_UNAVAILABLE, _NO_ROOM)
-            state.reserved = declared  # released by the caller once the answer is written
+            state.reserved = declared  # released once the request is judged (or the connection ends)
         if conn.they_are_waiting_for_100_continue:  # curl does this for large bodies
             writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
         return await _read_body(

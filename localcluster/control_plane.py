@@ -69,10 +69,7 @@ class ControlPlane:
 
     def credentials(self, user: str, file_stem: str, groups: tuple[str, ...] = ()) -> Credentials:
         """A new client certificate and kubeconfig for ``user`` in ``groups``."""
-        files = self.ca.issue(self.work_dir, file_stem, user, organizations=groups, client=True)
-        kubeconfig = self.work_dir / f"{file_stem}.kubeconfig"
-        write_kubeconfig(kubeconfig, self.server, self.ca.ca_file, files)
-        return Credentials(user=user, files=files, kubeconfig=kubeconfig)
+        return _credentials(self.work_dir, self.server, self.ca, user=user, stem=file_stem, groups=groups)
 
 
 @contextlib.contextmanager
