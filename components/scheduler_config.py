@@ -11,8 +11,16 @@ from typing import Any, Literal
 
 import yaml
 
-SchedulerMode = Literal["extender", "plugin"]
-SCHEDULER_MODES: tuple[SchedulerMode, ...] = ("extender", "plugin")
+SchedulerMode = Literal["extender", "extender-cached", "plugin"]
+SCHEDULER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached", "plugin")
+EXTENDER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached")
+"""The modes that run the upstream kube-scheduler with our HTTP extender."""
+
+
+def uses_extender(mode: SchedulerMode) -> bool:
+    """Whether ``mode`` runs the extender (nodeCacheCapable false or true)."""
+    return mode in EXTENDER_MODES
+
 
 SCHEDULER_NAME = "custom-scheduler"
 NAMESPACE = "scheduler-lab"
@@ -127,7 +135,7 @@ def render_scheduler_config(config: SchedulerConfig) -> dict[str, Any]:
                     "keyFile": endpoint.key_file,
                 },
                 "httpTimeout": endpoint.http_timeout,
-                "nodeCacheCapable": False,
+                "nodeCacheCapable": config.mode == "extender-cached",
                 "ignorable": False,
             }
         ]

@@ -71,6 +71,20 @@ class ControlPlane:
         """A new client certificate and kubeconfig for ``user`` in ``groups``."""
         return _credentials(self.work_dir, self.server, self.ca, user=user, stem=file_stem, groups=groups)
 
+    def restart_apiserver(self) -> None:
+        """Stop kube-apiserver and start it again on the same port (etcd keeps the state)."""
+        argv = [str(arg) for arg in self.apiserver.popen.args]  # type: ignore[union-attr]
+        self.apiserver.stop()
+        self.processes.forget(self.apiserver)
+        self.apiserver = self.processes.start("kube-apiserver", argv)
+        wait_for(
+            lambda: _api_ready(self),
+            APISERVER_READY_SECONDS,
+            "kube-apiserver /readyz after a restart",
+            interval=0.25,
+            also_check=raise_if_exited(self.apiserver),
+        )
+
 
 @contextlib.contextmanager
 def start_control_plane(bin_dir: Path, work_dir: Path | None = None) -> Iterator[ControlPlane]:

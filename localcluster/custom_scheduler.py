@@ -1,8 +1,9 @@
-"""The custom scheduler on the local control plane, in extender or plugin mode.
+"""The custom scheduler on the local control plane, in each scheduling mode.
 
-Extender mode starts the extender with the same entry point its container runs (mutual
-TLS with certificates made here) and the vanilla kube-scheduler; plugin mode starts the
-gpu-scheduler binary. Both read the KubeSchedulerConfiguration from the renderer the
+The extender modes start the extender with the same entry point its container runs (mutual
+TLS with certificates made here; in ``extender-cached`` also a client certificate allowed
+only to read Nodes) and the vanilla kube-scheduler; plugin mode starts the gpu-scheduler
+binary. Both read the KubeSchedulerConfiguration from the renderer the
 Pulumi program uses; only file paths, the extender URL and the kubeconfig differ.
 """
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import kubernetes.client
 
+from components.node_reader import NODE_READER_ROLE, NODE_READER_RULES
 from components.scheduler_config import (
     NAMESPACE,
     SCHEDULER_NAME,
@@ -20,8 +22,9 @@ from components.scheduler_config import (
     SchedulerConfig,
     SchedulerMode,
     scheduler_config_yaml,
+    uses_extender,
 )
-from localcluster.control_plane import ControlPlane, free_port
+from localcluster.control_plane import ControlPlane, Credentials, free_port, write_kubeconfig
 from localcluster.pki import CertFiles, CertificateAuthority
 from localcluster.probes import LOOPBACK, http_status
 from localcluster.processes import ManagedProcess, ProcessGroup, python_module_argv, raise_if_exited
@@ -30,7 +33,13 @@ from localcluster.workloads import ensure_namespace, restricted_namespace_labels
 
 EXTENDER_READY_SECONDS = 30.0
 SCHEDULER_READY_SECONDS = 60.0
-SCHEDULER_BINARIES: dict[SchedulerMode, str] = {"extender": "kube-scheduler", "plugin": "gpu-scheduler"}
+SCHEDULER_BINARIES: dict[SchedulerMode, str] = {
+    "extender": "kube-scheduler",
+    "extender-cached": "kube-scheduler",
+    "plugin": "gpu-scheduler",
+}
+EXTENDER_USER = "scheduler-extender"
+"""The extender's identity on the local API server (a ServiceAccount in the cluster)."""
 
 
 @dataclass(frozen=True)
@@ -76,9 +85,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def start_extender(
-    processes: ProcessGroup, tls: ExtenderTLS, extra_args: tuple[str, ...] = ()
+    processes: ProcessGroup, tls: ExtenderTLS, extra_args: tuple[str, ...] = (), *, wait_ready: bool = True
 ) -> RunningExtender:
-    """Start ``python -m extender_app`` on loopback and wait until /readyz answers 200."""
+    """Start ``python -m extender_app`` on loopback and (unless told not to) wait until /readyz is 200."""
     port, health_port = free_port(), free_port()
     argv = python_module_argv(
         "extender_app",
@@ -90,14 +99,60 @@ def start_extender(
         f"--health-port={health_port}",
         *extra_args,
     )
-    return _ready(
-        RunningExtender(
-            process=processes.start("extender", argv, cwd=REPO_ROOT),
-            port=port,
-            health_port=health_port,
-            argv=argv,
-        )
+    extender = RunningExtender(
+        process=processes.start("extender", argv, cwd=REPO_ROOT),
+        port=port,
+        health_port=health_port,
+        argv=argv,
     )
+    return _ready(extender) if wait_ready else extender
+
+
+def grant_node_reader(plane: ControlPlane) -> Credentials:
+    """A client certificate for the extender, bound to the node-reader ClusterRole and nothing else."""
+    rbac = kubernetes.client.RbacAuthorizationV1Api(plane.api_client())
+    rbac.create_cluster_role({"metadata": {"name": NODE_READER_ROLE}, "rules": list(NODE_READER_RULES)})
+    rbac.create_cluster_role_binding(
+        {
+            "metadata": {"name": NODE_READER_ROLE},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": NODE_READER_ROLE,
+            },
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": EXTENDER_USER}],
+        }
+    )
+    return plane.credentials(EXTENDER_USER, "extender-node-reader")
+
+
+def node_cache_args(kubeconfig: Path) -> tuple[str, ...]:
+    """The extender flags of ``extender-cached`` mode: watch Nodes through ``kubeconfig``."""
+    return ("--node-cache=watch", f"--kubeconfig={kubeconfig}")
+
+
+def start_extender_for(
+    plane: ControlPlane,
+    mode: SchedulerMode,
+    tls: ExtenderTLS,
+    extra_args: tuple[str, ...] = (),
+    api_server: str = "",
+    *,
+    wait_ready: bool = True,
+) -> RunningExtender:
+    """The extender as ``mode`` runs it (in extender-cached mode with its node-reader identity).
+
+    ``api_server`` replaces the API server URL the extender's node cache dials (tests put a
+    proxy they can cut in between); the default is the control plane's own.
+    """
+    if mode == "extender-cached":
+        reader = grant_node_reader(plane)
+        kubeconfig = reader.kubeconfig
+        if api_server:
+            kubeconfig = kubeconfig.with_suffix(".via-proxy.kubeconfig")
+            write_kubeconfig(kubeconfig, api_server, plane.ca.ca_file, reader.files)
+        extra_args = (*node_cache_args(kubeconfig), *extra_args)
+    return start_extender(plane.processes, tls, extra_args, wait_ready=wait_ready)
 
 
 def restart_extender(processes: ProcessGroup, extender: RunningExtender) -> RunningExtender:
@@ -171,7 +226,7 @@ def start_scheduler(
 ) -> CustomScheduler:
     """Write the configuration and start the scheduler binary; wait until it holds its Lease."""
     config = SchedulerConfig(mode=mode, kubeconfig=str(plane.scheduler.kubeconfig))
-    if mode == "extender":
+    if uses_extender(mode):
         if extender is None or client_tls is None or extender_ca is None:
             raise ValueError("extender mode needs a running extender and the scheduler's client certificate")
         config = replace(
@@ -213,12 +268,12 @@ def start_scheduler(
 def running_custom_scheduler(
     plane: ControlPlane, bin_dir: Path, mode: SchedulerMode
 ) -> Iterator[CustomScheduler]:
-    """Lease RBAC, then (extender mode) TLS + extender, then the scheduler; stopped on exit."""
+    """Lease RBAC, then (extender modes) TLS + extender, then the scheduler; stopped on exit."""
     grant_scheduler_lease(plane)
     extender = tls = None
-    if mode == "extender":
+    if uses_extender(mode):
         tls = extender_tls(plane.work_dir)
-        extender = start_extender(plane.processes, tls)
+        extender = start_extender_for(plane, mode, tls)
     scheduler = start_scheduler(
         plane,
         bin_dir,

@@ -50,8 +50,8 @@ class DemoPod:
 
 
 def sample_pods(mode: SchedulerMode) -> list[DemoPod]:
-    """The demo's pods; the invalid annotation's reason depends on the mode (see README)."""
-    invalid_reason = INVALID_MIN_MEMORY if mode == "plugin" else "code 400"
+    """The demo's pods; in every mode the invalid annotation's Pending reason is the policy's message."""
+    invalid_reason = INVALID_MIN_MEMORY
     pods = [
         DemoPod(PodSpecification(f"min-{gib}gib", min_memory=str(gib * GIB)), expect_bound=True)
         for gib in (8, 16, 40, 80, 100)

@@ -1,4 +1,4 @@
-"""Each e2e test gets its own control plane (about 3 s to start), in each scheduler mode."""
+"""Each e2e test gets its own control plane (about 3 s to start), in each scheduling mode."""
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +18,13 @@ def mode(request: pytest.FixtureRequest) -> SchedulerMode:
 @pytest.fixture
 def cluster(bin_dir: Path, tmp_path: Path, mode: SchedulerMode) -> Iterator[E2ECluster]:
     with e2e_cluster(bin_dir, tmp_path, mode) as started:
+        yield started
+
+
+@pytest.fixture
+def cached_cluster(bin_dir: Path, tmp_path: Path) -> Iterator[E2ECluster]:
+    """For tests about the extender's node cache (extender-cached mode only)."""
+    with e2e_cluster(bin_dir, tmp_path, "extender-cached") as started:
         yield started
 
 

@@ -2,13 +2,16 @@
 
 import contextlib
 import dataclasses
+import http.client
+import json
+import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import kubernetes.client
 
-from components.scheduler_config import SchedulerMode
+from components.scheduler_config import SchedulerMode, uses_extender
 from localcluster.control_plane import ControlPlane, start_control_plane
 from localcluster.custom_scheduler import (
     CustomScheduler,
@@ -16,17 +19,19 @@ from localcluster.custom_scheduler import (
     RunningExtender,
     extender_tls,
     grant_scheduler_lease,
-    start_extender,
+    start_extender_for,
     start_scheduler,
 )
 from localcluster.inventory import InstanceType, load_inventory
 from localcluster.nodes import SimulatedNode, create_nodes
 from localcluster.outcomes import PodOutcome, wait_for_outcomes
 from localcluster.pki import CertFiles
+from localcluster.probes import LOOPBACK
 from localcluster.workloads import (
     WORKLOAD_NAMESPACE,
     PodSpecification,
     ensure_namespace,
+    pod_manifest,
     restricted_namespace_labels,
     submit_pods,
 )
@@ -57,11 +62,25 @@ class E2ECluster:
         create_nodes(self.api, list(nodes))
         self.nodes.update({node.name: node for node in nodes})
 
-    def start(self, verbosity: int = 2) -> CustomScheduler:
-        """Start the extender (extender mode) and the scheduler."""
-        if self.mode == "extender":
-            self.tls = extender_tls(self.plane.work_dir)
-            self.extender = start_extender(self.plane.processes, self.tls)
+    def start(
+        self, verbosity: int = 2, extender_args: tuple[str, ...] = (), extender_api_server: str = ""
+    ) -> CustomScheduler:
+        """Start the extender (extender modes) and the scheduler."""
+        if uses_extender(self.mode):
+            self.start_extender(extender_args, extender_api_server)
+        return self.start_scheduler(verbosity)
+
+    def start_extender(
+        self, extra_args: tuple[str, ...] = (), api_server: str = "", *, wait_ready: bool = True
+    ) -> RunningExtender:
+        """The extender as this mode runs it; ``api_server`` reroutes its node cache (a test proxy)."""
+        self.tls = extender_tls(self.plane.work_dir)
+        self.extender = start_extender_for(
+            self.plane, self.mode, self.tls, extra_args, api_server=api_server, wait_ready=wait_ready
+        )
+        return self.extender
+
+    def start_scheduler(self, verbosity: int = 2) -> CustomScheduler:
         self.scheduler = start_scheduler(
             self.plane,
             self.bin_dir,
@@ -109,6 +128,33 @@ class E2ECluster:
 
     def pod(self, name: str) -> kubernetes.client.V1Pod:
         return kubernetes.client.CoreV1Api(self.api).read_namespaced_pod(name, WORKLOAD_NAMESPACE)
+
+    def cached_filter(self, minimum_mib: int, *node_names: str) -> dict[str, object]:
+        """Ask the running extender-cached extender directly (names only, as the scheduler does).
+
+        Tests use it to see what the extender's node cache holds now, e.g. to wait until it has
+        seen a change before they submit the pod that depends on it.
+        """
+        assert self.mode == "extender-cached"
+        assert self.extender is not None
+        assert self.tls is not None
+        context = ssl.create_default_context(cafile=str(self.tls.ca.ca_file))
+        context.load_cert_chain(str(self.tls.client.cert), str(self.tls.client.key))
+        pod = pod_manifest(PodSpecification("probe", min_memory=str(minimum_mib)))
+        body = json.dumps({"Pod": pod, "Nodes": None, "NodeNames": list(node_names)})
+        connection = http.client.HTTPSConnection(LOOPBACK, self.extender.port, context=context, timeout=5)
+        try:
+            connection.request("POST", "/filter", body, {"Content-Type": "application/json"})
+            response = connection.getresponse()
+            assert response.status == 200, response.read()
+            answer: dict[str, object] = json.loads(response.read())
+            return answer
+        finally:
+            connection.close()
+
+    def extender_passes(self, minimum_mib: int, node_name: str) -> bool:
+        """Whether the extender-cached extender would pass ``node_name`` for that minimum now."""
+        return node_name in (self.cached_filter(minimum_mib, node_name).get("NodeNames") or [])
 
 
 @contextlib.contextmanager

@@ -1,4 +1,4 @@
-"""The real scheduler, in both modes, places GPU pods by the policy."""
+"""The real scheduler, in every mode, places GPU pods by the policy."""
 
 import random
 
@@ -55,22 +55,29 @@ def test_every_bound_pod_has_enough_gpu_memory(cluster: E2ECluster) -> None:
     assert len(bound) >= 30, "the fleet has 54 GPUs; most of the 40 pods must fit"
 
 
-def test_invalid_annotation_stays_pending(cluster: E2ECluster) -> None:
-    """Plugin mode shows the policy's message in the pod's condition. Extender mode can't:
-    kube-scheduler 1.35 drops the body of a non-200 answer, so the condition says "code 400"
-    and the message is in the extender's log."""
+def test_invalid_annotation_stays_pending_with_the_policy_reason(cluster: E2ECluster) -> None:
+    """Every mode shows the policy's message in the pod's condition: the plugin as its status,
+    the extender by answering 200 with every candidate unresolvable and that reason."""
     cluster.add_nodes(SYSTEM, SimulatedNode("h100-1", INVENTORY["p5.48xlarge"], "us-east-1a"))
     cluster.start()
     outcome = cluster.outcome(cluster.submit(PodSpecification("bad", min_memory="16 GiB"))[0])
     assert not outcome.bound
-    assert outcome.reason in ("Unschedulable", "SchedulerError")
-    if cluster.mode == "plugin":
-        assert INVALID_MIN_MEMORY in outcome.message
-    else:
-        assert outcome.reason == "SchedulerError"
-        assert "code 400" in outcome.message
-        assert cluster.extender is not None
-        assert INVALID_MIN_MEMORY in cluster.extender.process.log_path.read_text()
+    assert outcome.reason == "Unschedulable"
+    assert INVALID_MIN_MEMORY in outcome.message
+
+
+def test_the_seeds_400_contract_stays_behind_a_flag(extender_cluster: E2ECluster) -> None:
+    """--pod-error-status=400: kube-scheduler 1.35 drops the body of a non-200 answer, so the
+    condition says "code 400" and the policy's message is only in the extender's log."""
+    cluster = extender_cluster
+    cluster.add_nodes(SYSTEM, SimulatedNode("h100-1", INVENTORY["p5.48xlarge"], "us-east-1a"))
+    cluster.start(extender_args=("--pod-error-status=400",))
+    outcome = cluster.outcome(cluster.submit(PodSpecification("bad", min_memory="16 GiB"))[0])
+    assert not outcome.bound
+    assert outcome.reason == "SchedulerError"
+    assert "code 400" in outcome.message
+    assert cluster.extender is not None
+    assert INVALID_MIN_MEMORY in cluster.extender.process.log_path.read_text()
 
 
 def test_default_scheduler_pods_are_untouched(cluster: E2ECluster) -> None:
@@ -98,8 +105,8 @@ def test_a_pending_pod_binds_when_a_node_is_relabelled(cluster: E2ECluster) -> N
 
 
 def test_a_pod_binds_once_its_annotation_is_corrected(cluster: E2ECluster) -> None:
-    """Plugin mode requeues on the Pod update through its QueueingHint; extender mode retries
-    a SchedulerError with backoff. Neither leaves the corrected pod waiting for the periodic flush."""
+    """Plugin mode requeues on the Pod update through its QueueingHint; the extender modes' refusal
+    names no plugin, so any event requeues the pod. None leaves it waiting for the periodic flush."""
     cluster.add_nodes(SYSTEM, SimulatedNode("h100-1", INVENTORY["p5.48xlarge"], "us-east-1a"))
     cluster.start()
     name = cluster.submit(PodSpecification("typo", min_memory="16 GiB"))[0]

@@ -1,0 +1,16 @@
+"""The extender's read-only access to Nodes in ``extender-cached`` mode, rendered as data.
+
+A pure module (no Pulumi import): the Pulumi program declares this ClusterRole for the
+extender's ServiceAccount, and the local cluster grants the same rules to the extender's
+client certificate, so both prove the same least privilege.
+"""
+
+from typing import Any
+
+NODE_READER_ROLE = "scheduler-extender-node-reader"
+"""ClusterRole (and ClusterRoleBinding) name."""
+
+NODE_READER_RULES: tuple[dict[str, Any], ...] = (
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+)
+"""Exactly what the node cache needs: list, then watch from the list's resourceVersion."""

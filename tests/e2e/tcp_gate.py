@@ -1,0 +1,110 @@
+"""A loopback TCP forwarder a test can shut and reopen: the extender's road to the API server.
+
+Tests put it between the extender's node cache and kube-apiserver to cut that one road (the
+scheduler keeps its own) and see what the cache does: refuse connections (the API server is
+unreachable), drop the open ones (a broken watch), then let them through again.
+"""
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Iterator
+
+from localcluster.probes import LOOPBACK
+
+CHUNK_BYTES = 64 * 1024
+
+
+class TcpGate:
+    """Forwards ``LOOPBACK:port`` to ``LOOPBACK:target_port`` while open; runs in its own thread."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = 0
+        self.accepted = 0
+        """Connections forwarded so far."""
+        self.refused = 0
+        """Connections closed at once because the gate was shut."""
+        self._open = True
+        self._links: set[asyncio.StreamWriter] = set()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="tcp-gate", daemon=True)
+        self._server: asyncio.Server | None = None
+
+    @property
+    def url(self) -> str:
+        return f"https://{LOOPBACK}:{self.port}"
+
+    def start(self) -> None:
+        self._thread.start()
+        self._server = self._call(asyncio.start_server(self._serve, LOOPBACK, 0))
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    def shut(self) -> None:
+        """Refuse new connections (closed as soon as accepted) and cut the open ones."""
+        self._open = False
+        self.drop()
+
+    def reopen(self) -> None:
+        self._open = True
+
+    def drop(self) -> None:
+        """Cut every open connection (both directions); new ones are still let through if open."""
+
+        async def close_all() -> None:
+            for writer in list(self._links):
+                writer.transport.abort()
+
+        self._call(close_all())
+
+    def stop(self) -> None:
+        self.shut()
+        if self._server is not None:
+            self._server.close()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+
+    def _call(self, coroutine):  # type: ignore[no-untyped-def]
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=10)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not self._open:
+            self.refused += 1
+            writer.transport.abort()
+            return
+        try:
+            upstream_reader, upstream_writer = await asyncio.open_connection(LOOPBACK, self.target_port)
+        except OSError:
+            writer.transport.abort()
+            return
+        self.accepted += 1
+        self._links.update((writer, upstream_writer))
+        try:
+            await asyncio.gather(
+                self._pipe(reader, upstream_writer),
+                self._pipe(upstream_reader, writer),
+                return_exceptions=True,
+            )
+        finally:
+            self._links.difference_update((writer, upstream_writer))
+            writer.transport.abort()
+            upstream_writer.transport.abort()
+
+    @staticmethod
+    async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        try:
+            while chunk := await source.read(CHUNK_BYTES):
+                sink.write(chunk)
+                await sink.drain()
+        finally:
+            sink.transport.abort()
+
+
+@contextlib.contextmanager
+def tcp_gate(target_port: int) -> Iterator[TcpGate]:
+    gate = TcpGate(target_port)
+    gate.start()
+    try:
+        yield gate
+    finally:
+        gate.stop()
