@@ -57,8 +57,10 @@ def e2e_settings(plan: Plan, round_index: int) -> list[Setting]:
     settings = [
         Setting("vanilla", None),
         Setting("extender", None),
+        Setting("extender-cached", None),
         Setting("plugin", None),
         Setting("vanilla", raised),
+        Setting("extender-cached", raised),
         Setting("plugin", raised),
         Setting("plugin", raised, grouped=True),
         Setting("plugin", raised, rendered_profile=False),

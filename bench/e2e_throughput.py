@@ -1,4 +1,4 @@
-"""End-to-end scheduling throughput on the local control plane: vanilla, extender and plugin mode.
+"""End-to-end scheduling throughput on the local control plane: vanilla and every scheduling mode.
 
 One control plane (etcd + kube-apiserver) with realistic EKS GPU nodes serves every run.
 Each run creates the GPU pods first, then starts a fresh scheduler, so the measurement
@@ -35,16 +35,18 @@ from localcluster.custom_scheduler import (
     RunningExtender,
     extender_tls,
     grant_scheduler_lease,
-    start_extender,
+    start_extender_for,
 )
 from localcluster.probes import LOOPBACK
 from localcluster.workloads import WORKLOAD_NAMESPACE, ensure_namespace, restricted_namespace_labels
 
-Mode = Literal["vanilla", "extender", "plugin"]
-MODES: tuple[Mode, ...] = ("vanilla", "extender", "plugin")
+Mode = Literal["vanilla", "extender", "extender-cached", "plugin"]
+MODES: tuple[Mode, ...] = ("vanilla", "extender", "extender-cached", "plugin")
+EXTENDER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached")
 BINARIES: dict[Mode, str] = {
     "vanilla": "kube-scheduler",
     "extender": "kube-scheduler",
+    "extender-cached": "kube-scheduler",
     "plugin": "gpu-scheduler",
 }
 RAISED_QPS = 1000
@@ -126,9 +128,9 @@ class ExtenderLink:
 
 def scheduler_document(plane: ControlPlane, setting: Setting, link: ExtenderLink | None) -> dict[str, Any]:
     """The shared renderer's configuration; vanilla = extender mode's document without ``extenders``."""
-    mode: SchedulerMode = "plugin" if setting.mode == "plugin" else "extender"
+    mode: SchedulerMode = "extender" if setting.mode == "vanilla" else setting.mode
     config = SchedulerConfig(mode=mode, kubeconfig=str(plane.scheduler.kubeconfig))
-    if setting.mode == "extender":
+    if setting.mode in EXTENDER_MODES:
         assert link is not None
         config = replace(
             config,
@@ -173,13 +175,15 @@ def run_e2e(
         labels = node_labels(node_objects)
         served = kubernetes.client.CoreV1Api(api).list_node(_preload_content=False).data
         bytes_per_node = len(served) / nodes
-        link = None
-        if any(setting.mode == "extender" for setting in settings_for_round(0)):
-            tls = extender_tls(plane.work_dir / "extender-tls")
-            link = ExtenderLink(extender=start_extender(plane.processes, tls), tls=tls)
+        links: dict[Mode, ExtenderLink] = {}
+        for mode in EXTENDER_MODES:
+            if any(setting.mode == mode for setting in settings_for_round(0)):
+                tls = extender_tls(plane.work_dir / f"{mode}-tls")
+                links[mode] = ExtenderLink(extender=start_extender_for(plane, mode, tls), tls=tls)
         results = []
         for round_index in range(rounds):
             for setting in settings_for_round(round_index):
+                link = links.get(setting.mode)
                 result = _one_run(plane, bin_dir, setting, link, pods, labels, round_index)
                 results.append(result)
                 progress(
@@ -242,7 +246,7 @@ def _one_run(  # noqa: PLR0917 - one private call site
         seconds_start_to_last=times[-1] - started,
         wrong_placements=wrong,
     )
-    if link is not None and setting.mode == "extender":
+    if link is not None:
         _extender_timings(link.extender, log_mark, result)
     kubernetes.client.CoordinationV1Api(api).delete_namespaced_lease(SCHEDULER_NAME, NAMESPACE)
     delete_pods(api)
