@@ -24,6 +24,7 @@ from components.scheduler_config import (
     SchedulerMode,
     config_checksum,
     scheduler_config_yaml,
+    uses_extender,
 )
 from components.stack_config import SchedulerSettings
 
@@ -47,7 +48,7 @@ COORDINATION_GROUP = "coordination.k8s.io"
 def scheduler_command(mode: SchedulerMode) -> tuple[list[str] | None, list[str]]:
     """(command, args): the upstream image needs the binary named; ours has it as entrypoint."""
     config_flag = f"--config={CONFIG_DIR}/{CONFIG_FILE}"
-    if mode == "extender":
+    if uses_extender(mode):
         return ["kube-scheduler", config_flag], []
     return None, [config_flag]
 
@@ -141,9 +142,9 @@ class CustomScheduler(pulumi.ComponentResource):
             )
         ]
         mounts = [k8s.core.v1.VolumeMountArgs(name="config", mount_path=CONFIG_DIR, read_only=True)]
-        if mode == "extender":
+        if uses_extender(mode):
             if client_tls_checksum is None:
-                raise ValueError("extender mode needs the client certificate's checksum")
+                raise ValueError(f"{mode} mode needs the client certificate's checksum")
             annotations[CLIENT_TLS_CHECKSUM_ANNOTATION] = client_tls_checksum
             volumes.append(
                 k8s.core.v1.VolumeArgs(

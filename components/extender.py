@@ -1,10 +1,13 @@
-"""The scheduler extender: Deployment, PodDisruptionBudget, Service, NetworkPolicy.
+"""The scheduler extender: Deployment, PodDisruptionBudget, Service, NetworkPolicy (and RBAC).
 
 Two or more replicas spread over zones and nodes of the system node group, non-root
-(65532), read-only root filesystem, every capability dropped, RuntimeDefault seccomp and no
-Kubernetes API token (the extender gets everything it needs in each request). Only pods
-labelled ``app=custom-scheduler`` in the scheduler namespace may connect, on 8443; the
-extender may connect nowhere.
+(65532), read-only root filesystem, every capability dropped, RuntimeDefault seccomp. Only
+pods labelled ``app=custom-scheduler`` in the scheduler namespace may connect, on 8443.
+
+``extender`` mode: no Kubernetes API token (every request carries the Nodes) and no egress at
+all. ``extender-cached`` mode: the extender watches the Nodes itself (``--node-cache=watch``),
+so its ServiceAccount's token is mounted, a ClusterRole lets it get, list and watch Nodes and
+nothing else, and the NetworkPolicy lets it out on TCP 443 only (see ``api_server_egress``).
 """
 
 import pulumi
@@ -12,8 +15,17 @@ import pulumi_kubernetes as k8s
 
 from components.certificates import SERVER_SECRET
 from components.cluster import NODE_POOL_LABEL, SYSTEM_POOL
+from components.node_reader import NODE_READER_ROLE, NODE_READER_RULES
 from components.pod_security import container_security_context, pod_security_context
-from components.scheduler_config import EXTENDER_PORT, EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
+from components.scheduler_config import (
+    EXTENDER_PORT,
+    EXTENDER_SERVICE,
+    NAMESPACE,
+    SCHEDULER_NAME,
+    SchedulerMode,
+    node_cache_capable,
+    uses_extender,
+)
 from components.stack_config import ExtenderSettings
 
 APP_LABEL = "app"
@@ -29,10 +41,18 @@ PROBE_FAILURE_THRESHOLD = 3
 MIN_AVAILABLE = 1
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 """Set by the API server on every namespace; a namespaceSelector on it names one namespace."""
+NODE_CACHE_WATCH_FLAG = "--node-cache=watch"
+"""extender-cached mode: the extender lists and watches Nodes (in-cluster credentials)."""
+API_SERVER_PORT = 443
+"""The port of the ``kubernetes`` Service on EKS, and of its endpoints (the API server)."""
+RBAC_API_GROUP = "rbac.authorization.k8s.io"
 
 
-def extender_args(settings: ExtenderSettings) -> list[str]:
-    """The extender's command-line flags; unset limits keep the extender's own defaults."""
+def extender_args(settings: ExtenderSettings, mode: SchedulerMode) -> list[str]:
+    """The extender's command-line flags; unset limits keep the extender's own defaults.
+
+    extender-cached adds ``--node-cache=watch``; extender mode leaves the default (``off``).
+    """
     args = [
         f"--tls-cert={TLS_DIR}/tls.crt",
         f"--tls-key={TLS_DIR}/tls.key",
@@ -44,7 +64,33 @@ def extender_args(settings: ExtenderSettings) -> list[str]:
         args.append(f"--max-body-bytes={settings.max_body_bytes}")
     if settings.max_nodes is not None:
         args.append(f"--max-nodes={settings.max_nodes}")
+    if node_cache_capable(mode):
+        args.append(NODE_CACHE_WATCH_FLAG)
     return args
+
+
+def api_server_egress(mode: SchedulerMode) -> list[k8s.networking.v1.NetworkPolicyEgressRuleArgs]:
+    """The extender's egress: none in extender mode; TCP 443 to any address in extender-cached.
+
+    Why not narrower on EKS. The extender dials the ``kubernetes`` Service
+    (KUBERNETES_SERVICE_HOST, a ClusterIP; no DNS needed). No NetworkPolicy peer can name a
+    Service, and this one has no selector: its endpoints are not pods but the API server's
+    EKS-owned cross-account ENIs, whose addresses change when EKS replaces them (upgrades,
+    control-plane scaling) and which Pulumi does not know. The engines also disagree on what
+    they see: the VPC CNI's eBPF agent checks egress at the pod's TC hook before kube-proxy's
+    DNAT, i.e. the ClusterIP (its controller adds ClusterIPs only of Services that front
+    selected pods: aws/aws-network-policy-agent#166, aws/amazon-network-policy-controller-k8s#210),
+    while iptables engines such as Calico's check after DNAT, i.e. an ENI address. An ipBlock
+    would fit one engine and break on the other or at the next ENI change; the port (443 on the
+    Service and on its endpoints) is the one thing the same at both points.
+    """
+    if not node_cache_capable(mode):
+        return []
+    return [
+        k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+            ports=[k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP", port=API_SERVER_PORT)]
+        )
+    ]
 
 
 class Extender(pulumi.ComponentResource):
@@ -57,12 +103,15 @@ class Extender(pulumi.ComponentResource):
         self,
         name: str,
         *,
+        mode: SchedulerMode,
         settings: ExtenderSettings,
         image: pulumi.Input[str],
         provider: k8s.Provider,
         depends_on: list[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        if not uses_extender(mode):
+            raise ValueError(f"{mode} mode runs no extender")
         super().__init__("gpu-scheduler-eks:index:Extender", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on)
         labels = {APP_LABEL: EXTENDER_SERVICE}
@@ -71,9 +120,13 @@ class Extender(pulumi.ComponentResource):
         def metadata() -> k8s.meta.v1.ObjectMetaArgs:
             return k8s.meta.v1.ObjectMetaArgs(name=EXTENDER_SERVICE, namespace=NAMESPACE, labels=labels)
 
+        # The API token only where the extender reads the API itself (extender-cached).
+        token = node_cache_capable(mode)
         account = k8s.core.v1.ServiceAccount(
-            f"{name}-account", metadata=metadata(), automount_service_account_token=False, opts=child
+            f"{name}-account", metadata=metadata(), automount_service_account_token=token, opts=child
         )
+        if token:
+            self._node_reader(name, labels, child)
         resources = settings.resources
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
@@ -85,7 +138,7 @@ class Extender(pulumi.ComponentResource):
                     metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
                     spec=k8s.core.v1.PodSpecArgs(
                         service_account_name=account.metadata.name,
-                        automount_service_account_token=False,
+                        automount_service_account_token=token,
                         enable_service_links=False,
                         security_context=pod_security_context(),
                         node_selector={NODE_POOL_LABEL: SYSTEM_POOL, "kubernetes.io/os": "linux"},
@@ -106,7 +159,7 @@ class Extender(pulumi.ComponentResource):
                             k8s.core.v1.ContainerArgs(
                                 name="extender",
                                 image=image,
-                                args=extender_args(settings),
+                                args=extender_args(settings, mode),
                                 ports=[
                                     k8s.core.v1.ContainerPortArgs(name="https", container_port=EXTENDER_PORT),
                                     k8s.core.v1.ContainerPortArgs(name="health", container_port=HEALTH_PORT),
@@ -178,11 +231,36 @@ class Extender(pulumi.ComponentResource):
                         ports=[k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP", port=EXTENDER_PORT)],
                     )
                 ],
-                egress=[],
+                egress=api_server_egress(mode),
             ),
             opts=child,
         )
         self.register_outputs({"serviceName": self.service.metadata.name})
+
+    def _node_reader(self, name: str, labels: dict[str, str], child: pulumi.ResourceOptions) -> None:
+        """ClusterRole with get, list, watch on core Nodes only, bound to the extender's account."""
+        role = k8s.rbac.v1.ClusterRole(
+            f"{name}-node-reader",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=NODE_READER_ROLE, labels=labels),
+            rules=[
+                k8s.rbac.v1.PolicyRuleArgs(
+                    api_groups=rule["apiGroups"], resources=rule["resources"], verbs=rule["verbs"]
+                )
+                for rule in NODE_READER_RULES
+            ],
+            opts=child,
+        )
+        k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-node-reader",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=NODE_READER_ROLE, labels=labels),
+            role_ref=k8s.rbac.v1.RoleRefArgs(
+                api_group=RBAC_API_GROUP, kind="ClusterRole", name=role.metadata.name
+            ),
+            subjects=[
+                k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=EXTENDER_SERVICE, namespace=NAMESPACE)
+            ],
+            opts=child,
+        )
 
 
 def _probe(path: str) -> k8s.core.v1.ProbeArgs:

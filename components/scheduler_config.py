@@ -13,14 +13,12 @@ import yaml
 
 SchedulerMode = Literal["extender", "extender-cached", "plugin"]
 SCHEDULER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached", "plugin")
+"""``extender``: upstream kube-scheduler calls the extender with every candidate Node in each
+request (the seed's stateless contract). ``extender-cached``: the same, but
+``nodeCacheCapable: true``: requests carry only node names and the extender watches the Nodes
+itself. ``plugin``: the gpu-scheduler build with the GPUScheduler plugin, no extender."""
 EXTENDER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached")
 """The modes that run the upstream kube-scheduler with our HTTP extender."""
-
-
-def uses_extender(mode: SchedulerMode) -> bool:
-    """Whether ``mode`` runs the extender (nodeCacheCapable false or true)."""
-    return mode in EXTENDER_MODES
-
 
 SCHEDULER_NAME = "custom-scheduler"
 NAMESPACE = "scheduler-lab"
@@ -77,6 +75,16 @@ class SchedulerConfig:
             raise ValueError(f"scheduler mode must be one of {', '.join(SCHEDULER_MODES)}, not {self.mode!r}")
 
 
+def uses_extender(mode: SchedulerMode) -> bool:
+    """True for both extender modes: upstream kube-scheduler, the extender and its certificates."""
+    return mode in EXTENDER_MODES
+
+
+def node_cache_capable(mode: SchedulerMode) -> bool:
+    """True only in ``extender-cached``: the extender keeps its own Node cache."""
+    return mode == "extender-cached"
+
+
 def plugin_mode_plugins(weight: int) -> dict[str, Any]:
     """GPUScheduler at preFilter, filter and score, running first at preFilter and filter.
 
@@ -116,7 +124,7 @@ def render_scheduler_config(config: SchedulerConfig) -> dict[str, Any]:
         document["clientConnection"] = {"kubeconfig": config.kubeconfig}
     profile: dict[str, Any] = {"schedulerName": config.scheduler_name}
     document["profiles"] = [profile]
-    if config.mode == "plugin":
+    if not uses_extender(config.mode):
         profile["plugins"] = plugin_mode_plugins(config.plugin_weight)
     else:
         endpoint = config.extender
@@ -135,7 +143,7 @@ def render_scheduler_config(config: SchedulerConfig) -> dict[str, Any]:
                     "keyFile": endpoint.key_file,
                 },
                 "httpTimeout": endpoint.http_timeout,
-                "nodeCacheCapable": config.mode == "extender-cached",
+                "nodeCacheCapable": node_cache_capable(config.mode),
                 "ignorable": False,
             }
         ]

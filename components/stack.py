@@ -17,7 +17,7 @@ from components.device_plugin import DevicePlugin
 from components.extender import Extender
 from components.gpu_node_group import GpuNodeGroup
 from components.network import Network
-from components.scheduler_config import NAMESPACE
+from components.scheduler_config import NAMESPACE, uses_extender
 from components.stack_config import StackConfig
 
 POD_SECURITY_LEVEL = "restricted"
@@ -50,7 +50,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
         opts=pulumi.ResourceOptions(provider=cluster.provider),
     )
 
-    extender_mode = config.scheduler_mode == "extender"
+    extender_mode = uses_extender(config.scheduler_mode)
     extender_image = ContainerImage(
         "extender-image", EXTENDER_IMAGE, config.images, namespace=config.cluster_name, build=extender_mode
     )
@@ -81,6 +81,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
         certificates = Certificates("extender-tls", config.certificates, cluster.provider, namespace)
         Extender(
             "extender",
+            mode=config.scheduler_mode,
             settings=config.extender,
             image=extender_image.image_ref,
             provider=cluster.provider,

@@ -23,7 +23,7 @@ from components.kubernetes_versions import (
     plugin_kubernetes_version,
     release_tag_minor,
 )
-from components.scheduler_config import SCHEDULER_MODES, SchedulerMode
+from components.scheduler_config import SCHEDULER_MODES, SchedulerMode, uses_extender
 from policy import PolicyError, parse_quantity
 
 PROJECT = "gpu-scheduler-eks"
@@ -161,7 +161,7 @@ class SchedulerSettings:
 
     replicas: int = 2
     kube_scheduler_image: str = DEFAULT_KUBE_SCHEDULER_IMAGE
-    """Extender mode only; plugin mode runs the gpu-scheduler image built from plugin/."""
+    """Both extender modes; plugin mode runs the gpu-scheduler image built from plugin/."""
     resources: Resources = SCHEDULER_RESOURCES
 
 
@@ -570,7 +570,7 @@ def _device_plugin(value: _Value) -> DevicePluginSettings:
 def _check_scheduler_version(config: StackConfig, plugin_version: str) -> None:
     """The scheduler's Kubernetes minor must equal the cluster's."""
     cluster = cluster_minor(config.kubernetes_version)
-    if config.scheduler_mode == "extender":
+    if uses_extender(config.scheduler_mode):
         image = config.scheduler.kube_scheduler_image
         tag = image_tag(image)
         if release_tag_minor(tag) != cluster:

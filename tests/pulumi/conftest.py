@@ -7,7 +7,7 @@ import pytest
 from moto import mock_aws
 
 from components.kubernetes_versions import plugin_kubernetes_version
-from components.scheduler_config import SCHEDULER_MODES
+from components.scheduler_config import SCHEDULER_MODES, SchedulerMode, uses_extender
 from components.stack import build_stack
 from components.stack_config import StackConfig, parse_stack_config
 from tests.pulumi.mocks import STACK, StackRun, run_stack
@@ -37,13 +37,30 @@ def extender_run() -> StackRun:
 
 
 @pytest.fixture(scope="module")
+def extender_cached_run() -> StackRun:
+    """extender-cached mode, same groups."""
+    return run_with({"schedulerMode": "extender-cached", "gpuNodeGroups": [MIXED_GROUP, SINGLE_GROUP]})
+
+
+@pytest.fixture(scope="module")
 def plugin_run() -> StackRun:
     """Plugin mode, same groups."""
     return run_with({"schedulerMode": "plugin", "gpuNodeGroups": [MIXED_GROUP, SINGLE_GROUP]})
 
 
+def mode_run(request: pytest.FixtureRequest, mode: SchedulerMode) -> StackRun:
+    """The module-scoped run of ``mode`` (fixture ``extender_run``, ``extender_cached_run``, ...)."""
+    result: StackRun = request.getfixturevalue(f"{mode.replace('-', '_')}_run")
+    return result
+
+
 @pytest.fixture(params=SCHEDULER_MODES)
 def run(request: pytest.FixtureRequest) -> StackRun:
-    """Each mode's run, for properties both modes share."""
-    result: StackRun = request.getfixturevalue(f"{request.param}_run")
-    return result
+    """Each mode's run, for properties every mode shares."""
+    return mode_run(request, request.param)
+
+
+@pytest.fixture(params=[mode for mode in SCHEDULER_MODES if uses_extender(mode)])
+def any_extender_run(request: pytest.FixtureRequest) -> StackRun:
+    """The run of each mode with an extender, for properties both extender modes share."""
+    return mode_run(request, request.param)

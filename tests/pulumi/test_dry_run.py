@@ -1,14 +1,18 @@
 """Every Kubernetes object the program declares, sent to a real kube-apiserver 1.35 with dry run.
 
-The program runs under the mocks (both modes); each object it declared is POSTed with
+The program runs under the mocks (every mode); each object it declared is POSTed with
 ``dryRun=All`` and ``fieldValidation=Strict`` to the local control plane (RBAC, admission,
 PodSecurity). The namespace is created for real first, labelled as the program labels it
 (Pod Security ``restricted``), so a Pod made from each Deployment's template meets the
-enforcing admission check. The nvidia-device-plugin Helm release is not rendered here (its
-chart repository is not reachable), so only our own objects are checked.
+enforcing admission check. extender-cached's node-reader ClusterRole and binding are also
+created for real once, and the API server's own authorizer is asked what they allow. The
+nvidia-device-plugin Helm release is not rendered here (its chart repository is not
+reachable), so only our own objects are checked.
 """
 
+import contextlib
 import copy
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,9 +21,29 @@ import pytest
 from kubernetes.client.rest import ApiException
 from kubernetes.dynamic import DynamicClient
 
-from components.scheduler_config import NAMESPACE, SCHEDULER_MODES
+from components.extender import NODE_READER_ROLE
+from components.scheduler_config import (
+    EXTENDER_SERVICE,
+    NAMESPACE,
+    SCHEDULER_MODES,
+    SchedulerMode,
+    uses_extender,
+)
 from localcluster.control_plane import ControlPlane
+from localcluster.waiting import wait_for
+from tests.pulumi.conftest import mode_run
 from tests.pulumi.mocks import StackRun
+
+TOKEN_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
+"""Where the ServiceAccount admission plugin mounts the API token (in-cluster config reads it)."""
+EXTENDER_USER = f"system:serviceaccount:{NAMESPACE}:{EXTENDER_SERVICE}"
+SERVICE_ACCOUNT_GROUPS = [
+    "system:serviceaccounts",
+    f"system:serviceaccounts:{NAMESPACE}",
+    "system:authenticated",
+]
+RBAC_PROPAGATION_SECONDS = 30
+"""How long the API server's RBAC authorizer may take to see a new binding (its informer)."""
 
 NOT_SENT = ("kubernetes:helm.sh/",)
 """Declared Kubernetes resources that are not plain objects (a Helm release is a chart)."""
@@ -53,10 +77,14 @@ class DryRun:
         self.discovery = DynamicClient(client)
 
     def create(self, body: dict[str, Any], dry_run: bool = True) -> list[str]:
+        return self.admit(body, dry_run)[1]
+
+    def admit(self, body: dict[str, Any], dry_run: bool = True) -> tuple[dict[str, Any], list[str]]:
+        """The object as admitted (after mutating admission) and the warnings."""
         resource = self.discovery.resources.get(api_version=body["apiVersion"], kind=body["kind"])
         namespace = body["metadata"].get("namespace") if resource.namespaced else None
         query = [("fieldValidation", "Strict")] + ([("dryRun", "All")] if dry_run else [])
-        _, _, headers = self.client.call_api(
+        response, _, headers = self.client.call_api(
             resource.path(namespace=namespace),
             "POST",
             query_params=query,
@@ -67,11 +95,31 @@ class DryRun:
             _return_http_data_only=False,
         )
         warnings: list[str] = headers.getlist("Warning")
-        return warnings
+        admitted: dict[str, Any] = json.loads(response.data)
+        return admitted, warnings
 
     def delete(self, body: dict[str, Any]) -> None:
         resource = self.discovery.resources.get(api_version=body["apiVersion"], kind=body["kind"])
         resource.delete(name=body["metadata"]["name"], namespace=body["metadata"].get("namespace"))
+
+    def allowed(self, verb: str, resource: str, namespace: str = "", subresource: str = "") -> bool:
+        """Whether the extender's ServiceAccount may, per the API server's authorizer."""
+        attributes = {"verb": verb, "resource": resource, "namespace": namespace, "subresource": subresource}
+        review = self.discovery.resources.get(
+            api_version="authorization.k8s.io/v1", kind="SubjectAccessReview"
+        )
+        answer = review.create(
+            body={
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SubjectAccessReview",
+                "spec": {
+                    "user": EXTENDER_USER,
+                    "groups": SERVICE_ACCOUNT_GROUPS,
+                    "resourceAttributes": {key: value for key, value in attributes.items() if value},
+                },
+            }
+        )
+        return bool(answer.status.allowed)
 
 
 @pytest.fixture(scope="module")
@@ -101,29 +149,37 @@ def pod_from_template(deployment: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}
 
 
-@pytest.fixture
-def service_accounts(api: DryRun, namespace: dict[str, Any], extender_run: StackRun) -> Iterator[None]:
-    """The program's ServiceAccounts, created for real while a test needs them (a Pod naming a
-    missing ServiceAccount is refused before Pod Security is checked); deleted afterwards, so
-    the dry runs of the objects still create them anew."""
-    accounts = [body for body in declared_objects(extender_run) if body["kind"] == "ServiceAccount"]
-    for body in accounts:
-        api.create(body, dry_run=False)
-    yield
-    for body in accounts:
-        api.delete(body)
+@contextlib.contextmanager
+def existing(api: DryRun, objects: list[dict[str, Any]]) -> Iterator[None]:
+    """``objects`` created for real while the block runs, then deleted (so the dry runs of the
+    declared objects still create them anew)."""
+    created: list[dict[str, Any]] = []
+    try:
+        for body in objects:
+            api.create(body, dry_run=False)
+            created.append(body)
+        yield
+    finally:
+        for body in reversed(created):
+            api.delete(body)
+
+
+def of_kind(run: StackRun, *kinds: str) -> list[dict[str, Any]]:
+    return [body for body in declared_objects(run) if body["kind"] in kinds]
 
 
 @pytest.mark.parametrize("mode", SCHEDULER_MODES)
 def test_every_declared_object_is_accepted_without_warnings(
-    request: pytest.FixtureRequest, api: DryRun, namespace: dict[str, Any], mode: str
+    request: pytest.FixtureRequest, api: DryRun, namespace: dict[str, Any], mode: SchedulerMode
 ) -> None:
-    run: StackRun = request.getfixturevalue(f"{mode}_run")
+    run = mode_run(request, mode)
     objects = [body for body in declared_objects(run) if body["kind"] != "Namespace"]
     kinds = sorted({body["kind"] for body in objects})
     expected = {"ClusterRoleBinding", "ConfigMap", "Deployment", "Role", "RoleBinding", "ServiceAccount"}
-    if mode == "extender":
+    if uses_extender(mode):
         expected |= {"NetworkPolicy", "PodDisruptionBudget", "Secret", "Service"}
+    if mode == "extender-cached":
+        expected |= {"ClusterRole"}
     assert set(kinds) == expected
     for body in objects:
         warnings = api.create(body)
@@ -131,29 +187,79 @@ def test_every_declared_object_is_accepted_without_warnings(
 
 
 @pytest.mark.parametrize("mode", SCHEDULER_MODES)
-@pytest.mark.usefixtures("service_accounts")
 def test_pods_of_every_deployment_meet_restricted_pod_security(
-    request: pytest.FixtureRequest, api: DryRun, namespace: dict[str, Any], mode: str
+    request: pytest.FixtureRequest, api: DryRun, namespace: dict[str, Any], mode: SchedulerMode
 ) -> None:
-    run: StackRun = request.getfixturevalue(f"{mode}_run")
-    deployments = [body for body in declared_objects(run) if body["kind"] == "Deployment"]
-    assert len(deployments) == (2 if mode == "extender" else 1)
-    for deployment in deployments:
-        assert deployment["metadata"]["namespace"] == namespace["metadata"]["name"]
-        assert api.create(pod_from_template(deployment)) == []
+    """A Pod naming a missing ServiceAccount is refused before Pod Security is checked, so the
+    mode's ServiceAccounts exist for real meanwhile. The extender's Pod gets the API token
+    (the admission plugin's projected volume) in extender-cached mode only."""
+    run = mode_run(request, mode)
+    deployments = of_kind(run, "Deployment")
+    assert len(deployments) == (2 if uses_extender(mode) else 1)
+    with existing(api, of_kind(run, "ServiceAccount")):
+        for deployment in deployments:
+            assert deployment["metadata"]["namespace"] == namespace["metadata"]["name"]
+            pod, warnings = api.admit(pod_from_template(deployment))
+            assert warnings == []
+            if deployment["metadata"]["name"] != EXTENDER_SERVICE:
+                continue
+            mounts = [mount["mountPath"] for mount in pod["spec"]["containers"][0]["volumeMounts"]]
+            projected = [volume for volume in pod["spec"]["volumes"] if "projected" in volume]
+            if mode == "extender-cached":
+                assert TOKEN_MOUNT in mounts
+                [token] = projected
+                assert any("serviceAccountToken" in source for source in token["projected"]["sources"])
+            else:
+                assert TOKEN_MOUNT not in mounts
+                assert projected == []
 
 
-@pytest.mark.usefixtures("service_accounts")
 def test_the_namespace_really_enforces_restricted(
     api: DryRun, namespace: dict[str, Any], extender_run: StackRun
 ) -> None:
     """Control: the same Pod with root allowed and privilege escalation on is refused."""
-    deployment = manifest(extender_run.kubernetes_object("Deployment", "scheduler-extender"))
+    deployment = manifest(extender_run.kubernetes_object("Deployment", EXTENDER_SERVICE))
     pod = pod_from_template(deployment)
     pod["spec"]["securityContext"]["runAsNonRoot"] = False
     pod["spec"]["containers"][0]["securityContext"]["allowPrivilegeEscalation"] = True
-    with pytest.raises(ApiException) as refused:
+    with existing(api, of_kind(extender_run, "ServiceAccount")), pytest.raises(ApiException) as refused:
         api.create(pod)
     assert refused.value.status == 403
     assert "violates PodSecurity" in str(refused.value.body)
     assert '"restricted:' in str(refused.value.body)
+
+
+NODE_READS = (("get", "nodes"), ("list", "nodes"), ("watch", "nodes"))
+NOT_GRANTED = (
+    ("update", "nodes", "", ""),
+    ("patch", "nodes", "", ""),
+    ("delete", "nodes", "", ""),
+    ("create", "nodes", "", ""),
+    ("update", "nodes", "", "status"),
+    ("get", "nodes", "", "proxy"),
+    ("list", "pods", "", ""),
+    ("get", "secrets", NAMESPACE, ""),
+    ("list", "configmaps", NAMESPACE, ""),
+    ("create", "pods", NAMESPACE, "binding"),
+    ("list", "leases", NAMESPACE, ""),
+)
+
+
+def test_the_node_reader_grants_reading_nodes_and_nothing_else(
+    api: DryRun, namespace: dict[str, Any], extender_cached_run: StackRun
+) -> None:
+    """extender-cached's ClusterRole and binding, created for real: the API server's own RBAC
+    authorizer lets the extender's ServiceAccount get, list and watch Nodes, nothing more."""
+    assert not any(api.allowed(verb, resource) for verb, resource in NODE_READS), "nothing before the binding"
+    rbac = of_kind(extender_cached_run, "ClusterRole", "ClusterRoleBinding")
+    assert sorted(body["metadata"]["name"] for body in rbac if body["kind"] == "ClusterRole") == [
+        NODE_READER_ROLE
+    ]
+    with existing(api, [body for body in rbac if body["metadata"]["name"] == NODE_READER_ROLE]):
+        wait_for(
+            lambda: all(api.allowed(verb, resource) for verb, resource in NODE_READS),
+            RBAC_PROPAGATION_SECONDS,
+            "the node-reader binding to take effect",
+        )
+        for verb, resource, where, subresource in NOT_GRANTED:
+            assert not api.allowed(verb, resource, where, subresource), f"{verb} {resource}/{subresource}"

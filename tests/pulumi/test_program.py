@@ -1,4 +1,4 @@
-"""The whole Pulumi program under mocks, in both scheduler modes.
+"""The whole Pulumi program under mocks, in every scheduler mode.
 
 Each test reads what the program declared (inputs as the engine received them) and checks
 one property: the resource graph, the cluster and node groups, labels derived from moto's
@@ -36,7 +36,7 @@ from components.custom_scheduler import (
     CONFIG_DIR,
     CONFIG_FILE,
 )
-from components.extender import HEALTH_PORT
+from components.extender import HEALTH_PORT, NODE_CACHE_WATCH_FLAG, NODE_READER_ROLE, extender_args
 from components.scheduler_config import (
     EXTENDER_PORT,
     EXTENDER_SERVICE,
@@ -47,8 +47,15 @@ from components.scheduler_config import (
     config_checksum,
     render_scheduler_config,
     scheduler_config_yaml,
+    uses_extender,
 )
-from components.stack_config import EXTENDER_RESOURCES, PROJECT, CertificateSettings, StackConfigError
+from components.stack_config import (
+    EXTENDER_RESOURCES,
+    PROJECT,
+    CertificateSettings,
+    ExtenderSettings,
+    StackConfigError,
+)
 from extender_app.cli import build_parser, settings_from
 from policy import NODE_MEMORY_LABEL
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, run_with
@@ -81,19 +88,26 @@ def containers(deployment: dict[str, Any]) -> list[dict[str, Any]]:
     return result
 
 
+def pod_template(run: StackRun, name: str) -> dict[str, Any]:
+    template: dict[str, Any] = run.kubernetes_object("Deployment", name)["spec"]["template"]
+    return template
+
+
 # --- the resource graph --------------------------------------------------------------------
 
+WITH_EXTENDER = {
+    "Network": 1,
+    "Cluster": 1,
+    "GpuNodeGroup": 2,
+    "DevicePlugin": 1,
+    "ContainerImage": 2,
+    "Certificates": 1,
+    "Extender": 1,
+    "CustomScheduler": 1,
+}
 EXPECTED_COMPONENTS = {
-    "extender": {
-        "Network": 1,
-        "Cluster": 1,
-        "GpuNodeGroup": 2,
-        "DevicePlugin": 1,
-        "ContainerImage": 2,
-        "Certificates": 1,
-        "Extender": 1,
-        "CustomScheduler": 1,
-    },
+    "extender": WITH_EXTENDER,
+    "extender-cached": WITH_EXTENDER,
     "plugin": {
         "Network": 1,
         "Cluster": 1,
@@ -129,13 +143,21 @@ def test_plugin_mode_has_no_extender_certificates_or_upstream_image(plugin_run: 
     assert not [r for r in plugin_run.resources if r.type.startswith("tls:")]
     assert not plugin_run.of_type("kubernetes:core/v1:Secret")
     assert not plugin_run.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+    assert not plugin_run.of_type("kubernetes:core/v1:Service")
+    assert not plugin_run.of_type("kubernetes:policy/v1:PodDisruptionBudget")
+    assert not plugin_run.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
+    accounts = [r.plain["metadata"]["name"] for r in plugin_run.of_type("kubernetes:core/v1:ServiceAccount")]
+    assert accounts == [SCHEDULER_NAME]
+    assert [d.plain["metadata"]["name"] for d in plugin_run.of_type("kubernetes:apps/v1:Deployment")] == [
+        SCHEDULER_NAME
+    ]
     [image] = plugin_run.of_type("docker-build:index:Image")
     assert image.plain["dockerfile"]["location"] == GPU_SCHEDULER_IMAGE.dockerfile
     assert "registry.k8s.io" not in json.dumps(plugin_run.kubernetes_object("Deployment", SCHEDULER_NAME))
 
 
-def test_extender_mode_builds_only_the_extender_image(extender_run: StackRun) -> None:
-    [image] = extender_run.of_type("docker-build:index:Image")
+def test_extender_modes_build_only_the_extender_image(any_extender_run: StackRun) -> None:
+    [image] = any_extender_run.of_type("docker-build:index:Image")
     assert image.plain["dockerfile"]["location"] == EXTENDER_IMAGE.dockerfile
 
 
@@ -320,7 +342,7 @@ def test_image_settings_reach_the_repositories() -> None:
 
 def test_image_is_built_from_its_sources_and_pushed_with_ecr_credentials(run: StackRun) -> None:
     [image] = run.of_type("docker-build:index:Image")
-    source = EXTENDER_IMAGE if run.outputs["schedulerMode"] == "extender" else GPU_SCHEDULER_IMAGE
+    source = EXTENDER_IMAGE if uses_extender(run.outputs["schedulerMode"]) else GPU_SCHEDULER_IMAGE
     plain = image.plain
     assert plain["push"] is True
     assert plain["buildOnPreview"] is False
@@ -337,7 +359,7 @@ def test_image_is_built_from_its_sources_and_pushed_with_ecr_credentials(run: St
 
 
 def test_deployments_run_the_pushed_digest(run: StackRun) -> None:
-    if run.outputs["schedulerMode"] == "extender":
+    if uses_extender(run.outputs["schedulerMode"]):
         deployment, output = run.kubernetes_object("Deployment", EXTENDER_SERVICE), "extenderImage"
     else:
         deployment, output = run.kubernetes_object("Deployment", SCHEDULER_NAME), "schedulerImage"
@@ -520,14 +542,11 @@ def _assert_restricted(pod_spec: dict[str, Any]) -> None:
         assert "cpu" in container["resources"]["requests"]
 
 
-def test_extender_deployment(extender_run: StackRun) -> None:
-    deployment = extender_run.kubernetes_object("Deployment", EXTENDER_SERVICE)
+def test_extender_deployment(any_extender_run: StackRun) -> None:
+    deployment = any_extender_run.kubernetes_object("Deployment", EXTENDER_SERVICE)
     spec = deployment["spec"]
     pod = spec["template"]["spec"]
     assert spec["replicas"] == 2
-    assert pod["automountServiceAccountToken"] is False
-    account = extender_run.kubernetes_object("ServiceAccount", EXTENDER_SERVICE)
-    assert account["automountServiceAccountToken"] is False
     assert pod["serviceAccountName"] == EXTENDER_SERVICE
     _assert_restricted(pod)
     spread = {c["topologyKey"]: c for c in pod["topologySpreadConstraints"]}
@@ -555,6 +574,55 @@ def test_extender_deployment(extender_run: StackRun) -> None:
         assert container[probe]["timeoutSeconds"] >= 3
 
 
+def test_the_api_token_is_mounted_only_in_extender_cached_mode(any_extender_run: StackRun) -> None:
+    """extender mode gets every Node in the request and has no token; extender-cached reads
+    the API itself, with its ServiceAccount's token."""
+    cached = any_extender_run.outputs["schedulerMode"] == "extender-cached"
+    pod = pod_template(any_extender_run, EXTENDER_SERVICE)["spec"]
+    account = any_extender_run.kubernetes_object("ServiceAccount", EXTENDER_SERVICE)
+    assert pod["automountServiceAccountToken"] is cached
+    assert account["automountServiceAccountToken"] is cached
+
+
+def test_extender_args_per_mode(any_extender_run: StackRun) -> None:
+    mode = any_extender_run.outputs["schedulerMode"]
+    [container] = containers(any_extender_run.kubernetes_object("Deployment", EXTENDER_SERVICE))
+    stateless = extender_args(ExtenderSettings(), "extender")
+    assert NODE_CACHE_WATCH_FLAG == "--node-cache=watch"
+    assert not [arg for arg in stateless if arg.startswith("--node-cache")]
+    if mode == "extender-cached":
+        assert container["args"] == [*stateless, NODE_CACHE_WATCH_FLAG]
+    else:
+        assert container["args"] == stateless
+
+
+def test_node_reader_rbac_exists_only_in_extender_cached_mode(run: StackRun) -> None:
+    roles = [r.plain for r in run.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")]
+    bindings = [
+        r.plain
+        for r in run.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
+        if r.plain["metadata"]["name"] == NODE_READER_ROLE
+    ]
+    if run.outputs["schedulerMode"] != "extender-cached":
+        assert roles == bindings == []
+        return
+    [role] = roles
+    assert role["metadata"]["name"] == NODE_READER_ROLE == "scheduler-extender-node-reader"
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]
+    assert "aggregationRule" not in role
+    [binding] = bindings
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": NODE_READER_ROLE,
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": EXTENDER_SERVICE, "namespace": NAMESPACE}
+    ]
+    pod = pod_template(run, EXTENDER_SERVICE)["spec"]
+    assert pod["serviceAccountName"] == EXTENDER_SERVICE
+
+
 def test_extender_flags_are_ones_its_cli_accepts(extender_run: StackRun) -> None:
     [container] = containers(extender_run.kubernetes_object("Deployment", EXTENDER_SERVICE))
     parsed = build_parser().parse_args(container["args"])
@@ -575,26 +643,29 @@ def test_extender_limits_reach_its_flags() -> None:
     assert deployment["spec"]["replicas"] == 3
 
 
-def test_extender_pdb_service_and_network_policy(extender_run: StackRun) -> None:
-    selector = extender_run.kubernetes_object("Deployment", EXTENDER_SERVICE)["spec"]["selector"]
-    pdb = extender_run.kubernetes_object("PodDisruptionBudget", EXTENDER_SERVICE)["spec"]
+def test_extender_pdb_service_and_network_policy(any_extender_run: StackRun) -> None:
+    run = any_extender_run
+    selector = run.kubernetes_object("Deployment", EXTENDER_SERVICE)["spec"]["selector"]
+    pdb = run.kubernetes_object("PodDisruptionBudget", EXTENDER_SERVICE)["spec"]
     assert pdb == {"minAvailable": 1, "selector": selector}
-    service = extender_run.kubernetes_object("Service", EXTENDER_SERVICE)["spec"]
+    service = run.kubernetes_object("Service", EXTENDER_SERVICE)["spec"]
     assert service["selector"] == selector["matchLabels"]
     assert service["ports"] == [
         {"name": "https", "port": EXTENDER_PORT, "targetPort": "https", "protocol": "TCP"}
     ]
-    policy = extender_run.kubernetes_object("NetworkPolicy", EXTENDER_SERVICE)["spec"]
+    policy = run.kubernetes_object("NetworkPolicy", EXTENDER_SERVICE)["spec"]
     assert policy["podSelector"] == selector
     assert sorted(policy["policyTypes"]) == ["Egress", "Ingress"]
-    assert policy.get("egress", []) == []
+    if run.outputs["schedulerMode"] == "extender-cached":
+        # TCP 443 only (the API server), to any address: no DNS, nothing else.
+        assert policy["egress"] == [{"ports": [{"protocol": "TCP", "port": 443}]}]
+    else:
+        assert policy.get("egress", []) == []
     [rule] = policy["ingress"]
     assert rule["ports"] == [{"protocol": "TCP", "port": EXTENDER_PORT}]
     [peer] = rule["from"]
     assert peer["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}}
-    scheduler_labels = extender_run.kubernetes_object("Deployment", SCHEDULER_NAME)["spec"]["template"][
-        "metadata"
-    ]["labels"]
+    scheduler_labels = pod_template(run, SCHEDULER_NAME)["metadata"]["labels"]
     assert peer["podSelector"]["matchLabels"] == {"app": SCHEDULER_NAME}
     assert peer["podSelector"]["matchLabels"].items() <= scheduler_labels.items()
 
@@ -605,7 +676,9 @@ def test_extender_pdb_service_and_network_policy(extender_run: StackRun) -> None
 def test_scheduler_rbac_binds_the_built_in_roles_and_its_own_lease(run: StackRun) -> None:
     subject = [{"kind": "ServiceAccount", "name": SCHEDULER_NAME, "namespace": NAMESPACE}]
     cluster_bindings = [
-        r.plain for r in run.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
+        r.plain
+        for r in run.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
+        if r.plain["metadata"]["name"] != NODE_READER_ROLE  # the extender's (extender-cached)
     ]
     assert sorted(b["roleRef"]["name"] for b in cluster_bindings) == [
         "system:kube-scheduler",
@@ -640,10 +713,10 @@ def test_scheduler_config_map_holds_the_rendered_configuration(run: StackRun) ->
     assert run.outputs["schedulerConfig"] == expected
     document = yaml.safe_load(expected)
     assert document["profiles"][0]["schedulerName"] == SCHEDULER_NAME
-    if mode == "extender":
+    if uses_extender(mode):
         [extender] = document["extenders"]
         assert (extender["nodeCacheCapable"], extender["ignorable"], extender["httpTimeout"]) == (
-            False,
+            mode == "extender-cached",
             False,
             "2s",
         )
@@ -679,7 +752,7 @@ def test_scheduler_deployment(run: StackRun) -> None:
     mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes[mounts[CONFIG_DIR]]["configMap"]["name"] == f"{SCHEDULER_NAME}-config"
-    if mode == "extender":
+    if uses_extender(mode):
         assert container["command"] == ["kube-scheduler", config_flag]
         assert container["image"] == "registry.k8s.io/kube-scheduler:v1.35.8"
         client = volumes[mounts["/etc/extender-client"]]["secret"]
@@ -711,6 +784,38 @@ def test_a_configuration_change_changes_the_pod_template(
         annotations(again)[CONFIG_CHECKSUM_ANNOTATION]
         == annotations(extender_run)[CONFIG_CHECKSUM_ANNOTATION]
     ), "same configuration, same checksum: no rollout"
+
+
+def test_switching_between_the_extender_modes_rolls_both_deployments(
+    extender_run: StackRun, extender_cached_run: StackRun
+) -> None:
+    """extender <-> extender-cached: the scheduler's configuration checksum changes
+    (nodeCacheCapable), and so does the extender's pod template (flag, token); nothing else
+    of the extender's pod template does."""
+    scheduler, cached_scheduler = (
+        pod_template(r, SCHEDULER_NAME) for r in (extender_run, extender_cached_run)
+    )
+    assert (
+        scheduler["metadata"]["annotations"][CONFIG_CHECKSUM_ANNOTATION]
+        != cached_scheduler["metadata"]["annotations"][CONFIG_CHECKSUM_ANNOTATION]
+    )
+    stateless, cached = (pod_template(r, EXTENDER_SERVICE) for r in (extender_run, extender_cached_run))
+    assert stateless != cached
+    assert (
+        stateless["spec"]["automountServiceAccountToken"],
+        cached["spec"]["automountServiceAccountToken"],
+    ) == (
+        False,
+        True,
+    )
+    assert cached["spec"]["containers"][0]["args"] == [
+        *stateless["spec"]["containers"][0]["args"],
+        NODE_CACHE_WATCH_FLAG,
+    ]
+    for template in (stateless, cached):
+        template["spec"].pop("automountServiceAccountToken")
+        template["spec"]["containers"][0].pop("args")
+    assert stateless == cached, "only the token and the flag differ"
 
 
 def test_new_client_certificates_change_the_pod_template(extender_run: StackRun) -> None:

@@ -1,10 +1,17 @@
-"""The plugin-mode plugins block is shared with the Go test that loads it into kube-scheduler."""
+"""The shared renderer: the plugin block the Go test loads, and the extender stanza per mode."""
 
 from pathlib import Path
 
+import pytest
 import yaml
 
-from components.scheduler_config import SchedulerConfig, render_scheduler_config
+from components.scheduler_config import (
+    SCHEDULER_MODES,
+    SchedulerConfig,
+    node_cache_capable,
+    render_scheduler_config,
+    uses_extender,
+)
 
 SHARED = Path(__file__).resolve().parents[1] / "vectors" / "plugin_mode_plugins.yaml"
 
@@ -12,3 +19,29 @@ SHARED = Path(__file__).resolve().parents[1] / "vectors" / "plugin_mode_plugins.
 def test_rendered_plugins_are_the_ones_the_go_test_loads() -> None:
     document = render_scheduler_config(SchedulerConfig(mode="plugin"))
     assert document["profiles"][0]["plugins"] == yaml.safe_load(SHARED.read_text())
+
+
+def test_three_modes_two_with_an_extender_one_with_a_node_cache() -> None:
+    assert SCHEDULER_MODES == ("extender", "extender-cached", "plugin")
+    assert [uses_extender(mode) for mode in SCHEDULER_MODES] == [True, True, False]
+    assert [node_cache_capable(mode) for mode in SCHEDULER_MODES] == [False, True, False]
+
+
+def test_node_cache_capable_is_true_only_in_extender_cached_mode() -> None:
+    [stateless] = render_scheduler_config(SchedulerConfig(mode="extender"))["extenders"]
+    [cached] = render_scheduler_config(SchedulerConfig(mode="extender-cached"))["extenders"]
+    assert stateless["nodeCacheCapable"] is False
+    assert cached["nodeCacheCapable"] is True
+    assert {**cached, "nodeCacheCapable": False} == stateless, "the rest of the stanza is the same"
+
+
+def test_the_extender_modes_differ_only_in_the_stanza() -> None:
+    stateless = render_scheduler_config(SchedulerConfig(mode="extender"))
+    cached = render_scheduler_config(SchedulerConfig(mode="extender-cached"))
+    assert {**cached, "extenders": None} == {**stateless, "extenders": None}
+    assert "plugins" not in cached["profiles"][0]
+
+
+def test_an_unknown_mode_is_refused_naming_the_modes() -> None:
+    with pytest.raises(ValueError, match=r"one of extender, extender-cached, plugin, not 'cached'"):
+        SchedulerConfig(mode="cached")  # type: ignore[arg-type]

@@ -151,6 +151,22 @@ def test_existing_network() -> None:
     )
 
 
+def test_extender_cached_mode_is_a_valid_mode() -> None:
+    config = stack_config({"schedulerMode": "extender-cached"})
+    assert config.scheduler_mode == "extender-cached"
+
+
+def test_plugin_mode_does_not_check_the_kube_scheduler_image() -> None:
+    """Only the extender modes run the upstream image; plugin mode ignores its tag."""
+    config = stack_config(
+        {
+            "schedulerMode": "plugin",
+            "scheduler": {"kubeSchedulerImage": "registry.k8s.io/kube-scheduler:v1.30.0"},
+        }
+    )
+    assert config.scheduler_mode == "plugin"
+
+
 def test_another_minor_version_with_a_matching_scheduler_image() -> None:
     config = stack_config(
         {
@@ -162,7 +178,16 @@ def test_another_minor_version_with_a_matching_scheduler_image() -> None:
 
 
 BAD_VALUES: list[tuple[dict[str, Any], str, str]] = [
-    ({"schedulerMode": "both"}, "schedulerMode", "must be one of extender, plugin"),
+    (
+        {"schedulerMode": "both"},
+        "schedulerMode",
+        "must be one of extender, extender-cached, plugin, not 'both'",
+    ),
+    (
+        {"schedulerMode": "extender_cached"},
+        "schedulerMode",
+        "must be one of extender, extender-cached, plugin",
+    ),
     ({"schedulerMod": "plugin"}, "schedulerMod", "unknown key"),
     ({"kubernetesVersion": "1.35.2"}, "kubernetesVersion", "must look like 1.35"),
     ({"kubernetesVersion": "v1.35"}, "kubernetesVersion", "must look like 1.35"),
@@ -262,6 +287,11 @@ BAD_VALUES: list[tuple[dict[str, Any], str, str]] = [
         "tag '(none)' must be v1.35.<patch>",
     ),
     ({"kubernetesVersion": "1.34"}, "scheduler.kubeSchedulerImage", "must be v1.34.<patch>"),
+    (
+        {"schedulerMode": "extender-cached", "kubernetesVersion": "1.34"},
+        "scheduler.kubeSchedulerImage",
+        "must be v1.34.<patch>",
+    ),
     (
         {"schedulerMode": "plugin", "kubernetesVersion": "1.34"},
         "kubernetesVersion",
