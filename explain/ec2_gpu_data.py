@@ -117,14 +117,20 @@ def lookup_region(region: str, instance_types: Iterable[str]) -> Ec2GpuData:
 
 def catalogue_gpu_entries() -> list[dict[str, Any]]:
     """Every GPU type of moto's catalogue, GPU fields only, sorted by name."""
-    import boto3  # noqa: PLC0415 - only the refresh and its test read moto's catalogue
+    import boto3  # noqa: PLC0415 - only the refresh reads moto's catalogue
     from moto import mock_aws  # noqa: PLC0415
 
-    entries = []
+    described: list[Mapping[str, Any]] = []
     with mock_aws():
         ec2 = boto3.client("ec2", region_name=TABLE_REGION)
         for page in ec2.get_paginator("describe_instance_types").paginate():
-            entries += [_gpu_fields(entry) for entry in page["InstanceTypes"] if entry.get("GpuInfo")]
+            described += page["InstanceTypes"]
+    return table_entries(described)
+
+
+def table_entries(described: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The table's entries for DescribeInstanceTypes answers: GPU types only, GPU fields only."""
+    entries = [_gpu_fields(entry) for entry in described if entry.get("GpuInfo")]
     return sorted(entries, key=lambda entry: entry["InstanceType"])
 
 
