@@ -354,7 +354,15 @@ def _no_room_changes(explanation: PodExplanation, settings: PolicySettings) -> l
     fitting = [row for row in explanation.nodes if row.fits]
     changes = []
     short = [row for row in fitting if not row.gpu_count_fits]
-    if short:
+    most = max((row.node.gpus_allocatable for row in fitting), default=Decimal(0))
+    if short and most < needed:
+        largest = next(row.node for row in fitting if row.node.gpus_allocatable == most)
+        changes.append(
+            f"no node with enough GPU memory has {_count(needed)} {settings.gpu_resource} at all "
+            f"(the most is {_count(most)} on {largest.name}): ask for at most {_count(most)} per pod, "
+            "or add nodes with more GPUs"
+        )
+    elif short:
         listed = ", ".join(
             f"{row.node.name} ({_count(row.node.gpus_free)} of {_count(row.node.gpus_allocatable)} free)"
             for row in short[:LISTED_NODES]

@@ -166,7 +166,7 @@ def test_a_malformed_request_is_named() -> None:
     assert explanation.changes[0].startswith("fix the pod: ")
 
 
-def test_too_many_gpus_is_no_room_with_the_free_counts() -> None:
+def test_more_gpus_than_any_fitting_node_has_is_no_room_naming_the_most() -> None:
     most = max(node.instance_type.gpu_count for node in DEMO_FLEET)
     explanation = explain(pod_json("wide", "8192", gpus=most + 1))
 
@@ -174,8 +174,27 @@ def test_too_many_gpus_is_no_room_with_the_free_counts() -> None:
     assert explanation.exit_code == EXIT.no_room
     assert explanation.fitting_nodes
     assert not any(row.gpu_count_fits for row in explanation.nodes if row.fits)
-    assert f"too few free GPUs for the pod's {most + 1} nvidia.com/gpu" in explanation.changes[0]
-    assert "p5e-48xlarge-1 (8 of 8 free)" in explanation.changes[0]
+    (change,) = explanation.changes
+    assert change.startswith(
+        f"no node with enough GPU memory has {most + 1} nvidia.com/gpu at all (the most is {most} on "
+    )
+    assert f"ask for at most {most} per pod" in change
+
+
+def test_busy_nodes_are_no_room_with_their_free_counts() -> None:
+    h200 = INVENTORY["p5e.48xlarge"]
+    holders = [
+        pod_json(f"holder-{index}", node="p5e-48xlarge-1", gpus=h200.gpu_count - 1) for index in range(1)
+    ]
+    explanation = explain(pod_json("pair", str(h200.gpu_memory_mib), gpus=2), bound=holders)
+
+    assert explanation.verdict == "no-room"
+    assert explanation.fitting_nodes == ("p5e-48xlarge-1",)
+    (change,) = explanation.changes
+    assert change.startswith(
+        "nodes with enough GPU memory exist but have too few free GPUs for the pod's 2 nvidia.com/gpu"
+    )
+    assert f"p5e-48xlarge-1 (1 of {h200.gpu_count} free)" in change
 
 
 def test_bound_pods_use_up_gpus_but_the_explained_pod_is_not_counted() -> None:
