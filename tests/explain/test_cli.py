@@ -12,6 +12,7 @@ import kubernetes.client
 import pytest
 from moto import mock_aws
 
+import explain.cluster
 from explain.cli import main
 from explain.nodes_report import LABEL_ABOVE_EC2, LABEL_INVALID, LABEL_MISSING, LABEL_NOT_EXPECTED
 from explain.settings import EXIT
@@ -276,3 +277,13 @@ def _exit_code(argv: list[str]) -> int:
         return main(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
+
+
+def test_lists_are_read_page_by_page(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, whole = run_json(cluster, capsys, "nodes")
+    monkeypatch.setattr(explain.cluster, "LIST_PAGE_SIZE", 3)
+    _, paged = run_json(cluster, capsys, "nodes")
+    assert len(whole["nodes"]) > 3
+    assert paged == whole
