@@ -12,8 +12,9 @@ STAMP := $(VENV)/.installed
 BIN := .cache/bin
 MODE ?= extender
 PYTEST_ARGS ?=
+ARGS ?= nodes
 
-.PHONY: help setup lock lint go-check binaries test test-policy test-python demo bench clean
+.PHONY: help setup lock lint go-check binaries test test-policy test-python demo explain bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -60,6 +61,9 @@ test: lint go-check test-policy test-python ## everything CI runs
 
 demo: setup binaries ## start the local control plane, schedule sample pods, print the table (MODE=extender|plugin)
 	$(PY) -m localcluster.demo --mode $(MODE) --bin-dir $(BIN)
+
+explain: setup ## explain a pod or the GPU-memory inventory of your kubeconfig's cluster (ARGS='pod NS/NAME', default nodes)
+	$(PY) -m explain $(ARGS)
 
 bench: setup binaries ## benchmarks; writes bench/RESULTS.md
 	$(PY) -m bench --bin-dir $(BIN)

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import FrameType
 
 from components.scheduler_config import SCHEDULER_MODES, SchedulerMode
+from explain.answers import render_pod_explanation
 from localcluster.control_plane import start_control_plane
 from localcluster.custom_scheduler import running_custom_scheduler
 from localcluster.extender_log import refusals_by_pod
@@ -170,10 +171,14 @@ def run(mode: SchedulerMode, bin_dir: Path, per_type: int) -> int:
             print(f"Submitted {len(pods)} pods; waiting for the scheduler...", flush=True)
             outcomes = wait_for_outcomes(api, WORKLOAD_NAMESPACE, [pod.spec.name for pod in pods])
             refusals = refusals_by_pod(scheduler.extender.process.log_path) if scheduler.extender else {}
+        pending = [pod.spec.name for pod in pods if not outcomes[pod.spec.name].bound]
+        explained = {name: render_pod_explanation(api, WORKLOAD_NAMESPACE, name) for name in pending}
     text, failures = report(pods, outcomes, nodes, refusals)
     print()
     print(text)
     print()
+    for name, answer in explained.items():
+        print(f"$ python -m explain pod {WORKLOAD_NAMESPACE}/{name}\n{answer}\n")
     verdict = "every pod ended as expected" if not failures else f"{failures} pod(s) did not end as expected"
     print(f"{mode} mode: {verdict} ({time.monotonic() - started:.1f}s; all processes stopped).")
     return 0 if not failures else 1

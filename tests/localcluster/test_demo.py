@@ -28,6 +28,8 @@ def test_demo_prints_every_pod_and_exits_zero(bin_dir: Path, mode: str) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     for pod in sample_pods(mode):  # type: ignore[arg-type]
         assert f"\n{pod.spec.name} " in result.stdout
+        if not pod.expect_bound:  # explain's answer follows the table
+            assert f"$ python -m explain pod ml-training/{pod.spec.name}\nPod ml-training/" in result.stdout
     assert f"{mode} mode: every pod ended as expected" in result.stdout
 
 

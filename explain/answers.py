@@ -1,0 +1,54 @@
+"""The two questions asked of a live cluster: read it, judge it, and (for the demo) render."""
+
+import kubernetes.client
+
+from explain.cluster import ClusterReader
+from explain.ec2_gpu_data import Ec2GpuData, load_table, lookup_region
+from explain.node_facts import instance_type_of
+from explain.nodes_report import NodeInventory, inventory
+from explain.pod_report import PodExplanation, explain_pod
+from explain.render import pod_text
+from explain.settings import DEFAULT_SCHEDULER_NAME
+from policy import DEFAULT_SETTINGS, PolicySettings
+
+
+def pod_answer(
+    reader: ClusterReader,
+    namespace: str,
+    name: str,
+    settings: PolicySettings,
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME,
+) -> PodExplanation:
+    """``explain pod``: the pod, then every node and bound pod, judged by the policy."""
+    pod = reader.pod(namespace, name)
+    state = reader.state()
+    return explain_pod(
+        pod,
+        state.nodes,
+        state.assigned_pods,
+        settings=settings,
+        ec2=load_table(),
+        scheduler_name=scheduler_name,
+    )
+
+
+def nodes_answer(reader: ClusterReader, settings: PolicySettings, ec2_region: str | None) -> NodeInventory:
+    """``explain nodes``: every node against EC2's data (the region's, or the shipped table)."""
+    state = reader.state()
+    ec2: Ec2GpuData
+    if ec2_region:
+        types = {instance_type_of(node) for node in state.nodes} - {""}
+        ec2 = lookup_region(ec2_region, types)
+    else:
+        ec2 = load_table()
+    return inventory(state.nodes, state.assigned_pods, settings, ec2)
+
+
+def render_pod_explanation(
+    api: kubernetes.client.ApiClient,
+    namespace: str,
+    name: str,
+    settings: PolicySettings = DEFAULT_SETTINGS,
+) -> str:
+    """``explain pod NAMESPACE/NAME`` as a table, through an existing client (the demo's)."""
+    return pod_text(pod_answer(ClusterReader(api), namespace, name, settings), settings)

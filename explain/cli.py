@@ -1,0 +1,155 @@
+"""`python -m explain`: why a pod goes (or does not go) where it does, and the GPU-memory inventory.
+
+  python -m explain pod NAMESPACE/NAME [-o json]
+  python -m explain nodes [--ec2-region REGION] [-o json]
+
+Reads the cluster through a kubeconfig (--kubeconfig, default $KUBECONFIG, else
+~/.kube/config; --context). Exit codes: 0 the pod is bound or a node fits it / no node
+flagged; 1 no node passes the GPU-memory policy / a node or group flagged; 2 usage,
+kubeconfig, API or EC2 error, pod not found; 3 the pod fails the policy itself (its
+annotation or GPU request); 4 nodes pass the policy but none has enough free GPUs and
+taints the pod tolerates.
+"""
+
+import argparse
+import dataclasses
+import json
+import sys
+import typing
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from explain.answers import nodes_answer, pod_answer
+from explain.cluster import ClusterReader, api_client
+from explain.errors import ExplainError
+from explain.render import nodes_json, nodes_text, pod_json, pod_text
+from explain.settings import DEFAULT_SCHEDULER_NAME, EXIT, REQUEST_TIMEOUT_SECONDS
+from policy import PolicySettings
+
+OUTPUT_FORMATS = ("table", "json")
+POLICY_FLAG_PREFIX = "policy_"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits with the tool's usage code and names the offending argument."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT.error, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _Parser(add_help=False)
+    common.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
+    common.add_argument("--context", help="kubeconfig context (default: its current context)")
+    common.add_argument(
+        "-o", "--output", choices=OUTPUT_FORMATS, default="table", help="table (default) or json"
+    )
+    common.add_argument(
+        "--request-timeout",
+        type=_positive_float,
+        default=REQUEST_TIMEOUT_SECONDS,
+        help=f"seconds one API request may take (default {REQUEST_TIMEOUT_SECONDS:g})",
+    )
+    common.add_argument(
+        "--scheduler-name",
+        default=DEFAULT_SCHEDULER_NAME,
+        help=f"the scheduler the policy runs in (default {DEFAULT_SCHEDULER_NAME})",
+    )
+    _add_policy_flags(common)
+
+    parser = _Parser(
+        prog="python -m explain", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    pod = commands.add_parser("pod", parents=[common], help="explain one pod's placement")
+    pod.add_argument("pod", metavar="NAMESPACE/NAME", type=_pod_reference)
+    nodes = commands.add_parser("nodes", parents=[common], help="the GPU-memory inventory")
+    nodes.add_argument(
+        "--ec2-region",
+        metavar="REGION",
+        help="check labels against EC2 DescribeInstanceTypes in REGION (boto3, your AWS credentials) "
+        "instead of the shipped table",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = policy_settings(args)
+        api = api_client(args.kubeconfig, args.context)
+        try:
+            reader = ClusterReader(api, args.request_timeout)
+            if args.command == "pod":
+                namespace, name = args.pod
+                explanation = pod_answer(reader, namespace, name, settings, args.scheduler_name)
+                document, text, code = (
+                    pod_json(explanation),
+                    pod_text(explanation, settings),
+                    explanation.exit_code,
+                )
+            else:
+                report = nodes_answer(reader, settings, args.ec2_region)
+                document, text, code = nodes_json(report), nodes_text(report), report.exit_code
+        finally:
+            api.close()
+    except ExplainError as error:
+        print(f"explain: {error}", file=sys.stderr)
+        return EXIT.error
+    print(json.dumps(document, indent=2) if args.output == "json" else text)
+    return code
+
+
+def policy_settings(args: argparse.Namespace) -> PolicySettings:
+    """PolicySettings from the policy flags given (each checked alone, so an error names its flag)."""
+    given: dict[str, Any] = {
+        key.removeprefix(POLICY_FLAG_PREFIX): value
+        for key, value in vars(args).items()
+        if key.startswith(POLICY_FLAG_PREFIX) and value is not None
+    }
+    for name, value in given.items():
+        try:
+            PolicySettings(**{name: value})
+        except ValueError as error:
+            raise ExplainError(f"{_flag(name)}: {error}") from error
+    return PolicySettings(**given)
+
+
+def _add_policy_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per PolicySettings field (named as the extender's), so new fields appear here too."""
+    group = parser.add_argument_group("policy settings (as the custom scheduler is configured)")
+    hints = typing.get_type_hints(PolicySettings)
+    for field in dataclasses.fields(PolicySettings):
+        kind = hints[field.name]
+        choices = typing.get_args(kind) if typing.get_origin(kind) is Literal else None
+        group.add_argument(
+            _flag(field.name),
+            dest=POLICY_FLAG_PREFIX + field.name,
+            metavar=field.name.upper(),
+            type=int if kind is int else str,
+            choices=choices,
+            default=None,
+            help=f"default {field.default}",
+        )
+
+
+def _flag(field_name: str) -> str:
+    return "--" + field_name.replace("_", "-")
+
+
+def _pod_reference(value: str) -> tuple[str, str]:
+    namespace, slash, name = value.partition("/")
+    if not slash or not namespace or not name or "/" in name:
+        raise argparse.ArgumentTypeError(f"{value!r} is not NAMESPACE/NAME")
+    return namespace, name
+
+
+def _positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = 0.0
+    if not number > 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive number of seconds")
+    return number

@@ -1,0 +1,114 @@
+"""explain's verdicts against the real scheduler's, in every scheduler mode.
+
+The demo's sample pods (and one that asks for more GPUs than any node has) are judged by
+explain before the scheduler starts; then the scheduler places them. Every pod explain
+said fits is bound, and to a node explain says fits; every other pod stays Pending, for
+the reason explain gave: no node passing the policy (the scheduler's message counts the
+policy's reasons as explain does), the pod's own policy error, or too few free GPUs.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from components.scheduler_config import SchedulerMode
+from explain.answers import pod_answer, render_pod_explanation
+from explain.cluster import ClusterReader
+from explain.pod_report import PodExplanation
+from localcluster.demo import sample_pods
+from localcluster.nodes import fleet
+from localcluster.outcomes import PodOutcome
+from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification
+from policy import (
+    BELOW_MINIMUM,
+    DEFAULT_SETTINGS,
+    INVALID_MIN_MEMORY,
+    INVALID_NODE_LABEL,
+    REQUIRES_GPU_REQUEST,
+)
+from tests.e2e.harness import INVENTORY, E2ECluster, e2e_cluster
+
+POLICY_REASONS = (BELOW_MINIMUM, INVALID_NODE_LABEL, INVALID_MIN_MEMORY, REQUIRES_GPU_REQUEST)
+EXTENDER_REFUSED = "code 400"
+"""kube-scheduler's message when the extender answers an invalid pod with 400 (its body is dropped)."""
+
+
+def explain_all(cluster: E2ECluster, names: list[str]) -> dict[str, PodExplanation]:
+    reader = ClusterReader(cluster.api)
+    return {name: pod_answer(reader, WORKLOAD_NAMESPACE, name, DEFAULT_SETTINGS) for name in names}
+
+
+def reason_counts(message: str) -> dict[str, int]:
+    """'0/7 nodes are available: 1 X, 6 Y.' -> the count of each policy reason in it."""
+    return {
+        reason: int(found.group(1))
+        for reason in POLICY_REASONS
+        if (found := re.search(r"(\d+) " + re.escape(reason), message))
+    }
+
+
+def check_pending(
+    cluster: E2ECluster, name: str, outcome: PodOutcome, before: PodExplanation, after: PodExplanation
+) -> None:
+    assert after.verdict == before.verdict, name
+    if before.verdict == "invalid":
+        if EXTENDER_REFUSED in outcome.message:
+            assert cluster.extender is not None
+            assert after.error in cluster.extender.process.log_path.read_text(), name
+        else:
+            assert after.error in outcome.message, name
+        return
+    counts = reason_counts(outcome.message)
+    explained = {reason: sum(row.reason == reason for row in after.nodes) for reason in POLICY_REASONS}
+    for reason, count in counts.items():
+        # The extender sees only the nodes the default filters passed; the plugin runs first, on all.
+        if cluster.mode == "plugin":
+            assert count == explained[reason], (name, outcome.message)
+        else:
+            assert count <= explained[reason], (name, outcome.message)
+    if before.verdict == "no-fit":
+        assert f"0/{len(after.nodes)} nodes are available" in outcome.message
+        if cluster.mode == "plugin":
+            assert sum(counts.values()) == len(after.nodes), outcome.message
+    else:
+        assert before.verdict == "no-room", name
+        assert "Insufficient nvidia.com/gpu" in outcome.message, outcome.message
+
+
+@pytest.mark.e2e
+def test_explain_agrees_with_the_scheduler(bin_dir: Path, tmp_path: Path, mode: SchedulerMode) -> None:
+    most_gpus = max(kind.gpu_count for kind in INVENTORY.values())
+    specs = [pod.spec for pod in sample_pods(mode)]
+    specs.append(PodSpecification("more-gpus-than-any-node", min_memory="40960", gpus=most_gpus + 1))
+    with e2e_cluster(bin_dir, tmp_path, mode) as cluster:
+        cluster.add_nodes(*fleet(list(INVENTORY.values())))
+        names = cluster.submit(*specs)
+        predicted = explain_all(cluster, names)
+        assert {explanation.verdict for explanation in predicted.values()} == {
+            "fits",
+            "no-fit",
+            "invalid",
+            "no-room",
+        }
+
+        cluster.start()
+        outcomes = cluster.outcomes(names)
+        explained = explain_all(cluster, names)
+
+        for name in names:
+            outcome, before, after = outcomes[name], predicted[name], explained[name]
+            assert outcome.bound == (before.verdict == "fits"), (name, before.verdict, outcome)
+            if outcome.bound:
+                assert after.verdict == "bound"
+                row = next(row for row in after.nodes if row.node.name == outcome.node)
+                assert row.has_room, (name, row)
+                assert outcome.node in before.fitting_nodes
+            else:
+                check_pending(cluster, name, outcome, before, after)
+
+        pending = [name for name in names if not outcomes[name].bound]
+        text = render_pod_explanation(cluster.api, WORKLOAD_NAMESPACE, pending[0])
+        assert f"Pod {WORKLOAD_NAMESPACE}/{pending[0]}" in text
+        assert f"verdict    {explained[pending[0]].verdict}: " in text
+        assert explained[pending[0]].changes[0] in text

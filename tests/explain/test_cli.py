@@ -1,0 +1,289 @@
+"""`python -m explain` against a real kube-apiserver: reports, exit codes, JSON, and errors."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import boto3
+import kubernetes.client
+import pytest
+from moto import mock_aws
+
+import explain.cluster
+from explain.cli import main
+from explain.nodes_report import LABEL_ABOVE_EC2, LABEL_INVALID, LABEL_MISSING, LABEL_NOT_EXPECTED
+from explain.settings import EXIT
+from localcluster.control_plane import free_port, write_kubeconfig
+from localcluster.workloads import WORKLOAD_NAMESPACE
+from policy import INVALID_MIN_MEMORY, NODE_MEMORY_LABEL
+from tests.explain.conftest import MISLABELLED, SPARE, Cluster
+from tests.explain.objects import DEMO_FLEET, pod_json
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+POD_KEYS = {
+    "schemaVersion", "kind", "pod", "annotation", "gpuRequest", "requirement", "error",
+    "verdict", "exitCode", "nodes", "changes", "ec2Source",
+}  # fmt: skip
+POD_STATE_KEYS = {"namespace", "name", "schedulerName", "governed", "phase", "nodeName", "podScheduled"}
+POD_NODE_KEYS = {
+    "name", "fits", "reason", "score", "extenderScore", "nodeGroup", "instanceType", "gpu",
+    "gpuMemoryLabel", "labelMiB", "gpusAllocatable", "gpusAllocated", "gpusFree", "gpuCountFits",
+    "toleratesTaints", "untoleratedTaints",
+}  # fmt: skip
+INVENTORY_KEYS = {
+    "schemaVersion",
+    "kind",
+    "ec2Source",
+    "labelKey",
+    "flagged",
+    "exitCode",
+    "nodes",
+    "nodeGroups",
+}
+INVENTORY_NODE_KEYS = {
+    "name", "nodeGroup", "instanceType", "gpu", "gpuMemoryLabel", "labelMiB", "gpusAllocatable",
+    "gpusAllocated", "gpusFree", "ec2", "check", "problems",
+}  # fmt: skip
+GROUP_KEYS = {
+    "name", "nodes", "instanceTypes", "labels", "gpusAllocatable", "gpusAllocated", "gpusFree",
+    "flaggedNodes", "problems",
+}  # fmt: skip
+"""The JSON schema README "explain" documents: a change here is a change there."""
+
+
+def run(cluster: Cluster, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main([*argv, "--kubeconfig", cluster.kubeconfig])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def run_json(cluster: Cluster, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
+    code, out, err = run(cluster, capsys, *argv, "-o", "json")
+    assert not err
+    document: dict[str, Any] = json.loads(out)
+    assert document["exitCode"] == code
+    return code, document
+
+
+def create_pod(cluster: Cluster, pod: dict[str, Any]) -> str:
+    pod = {key: value for key, value in pod.items() if key != "status"}
+    kubernetes.client.CoreV1Api(cluster.api).create_namespaced_pod(WORKLOAD_NAMESPACE, pod)
+    return f"{WORKLOAD_NAMESPACE}/{pod['metadata']['name']}"
+
+
+def test_nodes_flags_each_mislabelled_node(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    code, document = run_json(cluster, capsys, "nodes")
+
+    assert code == EXIT.no_fit
+    assert set(document) == INVENTORY_KEYS
+    assert document["ec2Source"].startswith("shipped table ec2_gpu_types.json")
+    assert document["labelKey"] == NODE_MEMORY_LABEL
+    problems = {node["name"]: [problem["code"] for problem in node["problems"]] for node in document["nodes"]}
+    assert problems == {
+        **{node.name: [] for node in DEMO_FLEET},
+        "no-label-h100": [LABEL_MISSING],
+        "bad-label-h100": [LABEL_INVALID],
+        "too-high-a10g": [LABEL_ABOVE_EC2],
+        SPARE.name: [],
+    }
+    assert document["flagged"] == len(MISLABELLED) + 1, "the three nodes and their group"
+    for node in document["nodes"]:
+        assert set(node) == INVENTORY_NODE_KEYS
+    for group in document["nodeGroups"]:
+        assert set(group) == GROUP_KEYS
+    mislabelled = next(group for group in document["nodeGroups"] if group["name"] == "mislabelled")
+    assert (mislabelled["nodes"], mislabelled["flaggedNodes"]) == (3, 3)
+
+    code, text, _ = run(cluster, capsys, "nodes")
+    assert code == EXIT.no_fit
+    assert any(line.startswith("NODE GROUP") and "INSTANCE TYPES" in line for line in text.splitlines())
+    assert "node bad-label-h100: missing or invalid administrator GPU-memory label" in text
+
+
+def test_nodes_against_an_ec2_region(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    """With --ec2-region the labels are checked against DescribeInstanceTypes (moto's catalogue here)."""
+    core = kubernetes.client.CoreV1Api(cluster.api)
+    core.patch_node("m5-xlarge-1", {"metadata": {"labels": {NODE_MEMORY_LABEL: "16384"}}})
+    try:
+        with mock_aws():
+            code, document = run_json(cluster, capsys, "nodes", "--ec2-region", "eu-west-1")
+            ec2 = boto3.client("ec2", region_name="eu-west-1")
+            types = {node["instanceType"] for node in document["nodes"]}
+            described = ec2.describe_instance_types(InstanceTypes=sorted(types))["InstanceTypes"]
+    finally:
+        core.patch_node("m5-xlarge-1", {"metadata": {"labels": {NODE_MEMORY_LABEL: None}}})
+
+    assert code == EXIT.no_fit
+    assert (
+        document["ec2Source"]
+        == f"EC2 DescribeInstanceTypes in eu-west-1 ({len(types)} of {len(types)} types found)"
+    )
+    memory = {
+        item["InstanceType"]: min(gpu["MemoryInfo"]["SizeInMiB"] for gpu in item["GpuInfo"]["Gpus"])
+        for item in described
+        if item.get("GpuInfo")
+    }
+    for node in document["nodes"]:
+        assert node["ec2"]["labelMiB"] == memory.get(node["instanceType"]), node["name"]
+    m5 = next(node for node in document["nodes"] if node["name"] == "m5-xlarge-1")
+    assert [problem["code"] for problem in m5["problems"]] == [LABEL_NOT_EXPECTED]
+
+
+def test_each_pod_verdict_has_its_exit_code(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    largest = max(node.instance_type.gpu_memory_mib for node in DEMO_FLEET)
+    cases = {
+        create_pod(cluster, pod_json("explain-no-fit", str(largest + 1))): ("no-fit", EXIT.no_fit),
+        create_pod(cluster, pod_json("explain-invalid", "80GiB")): ("invalid", EXIT.invalid_pod),
+        create_pod(cluster, pod_json("explain-no-room", "8192", gpus=9)): ("no-room", EXIT.no_room),
+        create_pod(cluster, pod_json("explain-fits", "40960")): ("fits", EXIT.fits),
+        create_pod(cluster, pod_json("explain-bound", "8192", node="g4dn-xlarge-1")): ("bound", EXIT.fits),
+    }
+    for reference, (verdict, exit_code) in cases.items():
+        code, document = run_json(cluster, capsys, "pod", reference)
+        assert (document["verdict"], code) == (verdict, exit_code), reference
+        assert set(document) == POD_KEYS
+        assert set(document["pod"]) == POD_STATE_KEYS
+        assert all(set(node) == POD_NODE_KEYS for node in document["nodes"])
+        assert len(document["nodes"]) == len(DEMO_FLEET) + len(MISLABELLED) + 1
+
+    _, document = run_json(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-no-fit")
+    assert document["changes"][0].startswith(
+        f"no node has >= {largest + 1} MiB per GPU; the largest is {largest}"
+    )
+    assert any("no-label-h100" in change and "bad-label-h100" in change for change in document["changes"])
+    _, document = run_json(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-invalid")
+    assert document["error"] == INVALID_MIN_MEMORY
+    assert document["changes"][0].endswith('"81920"')
+    _, document = run_json(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-bound")
+    assert document["pod"]["nodeName"] == "g4dn-xlarge-1"
+
+    code, text, _ = run(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-no-room")
+    assert code == EXIT.no_room
+    assert "verdict    no-room:" in text
+    assert "short (8 free, needs 9)" in text
+
+
+def test_python_dash_m_explain_reads_kubeconfig_from_the_environment(cluster: Cluster) -> None:
+    reference = create_pod(cluster, pod_json("explain-entry", "1048576"))
+    environment = {**os.environ, "KUBECONFIG": cluster.kubeconfig}
+    result = subprocess.run(
+        [sys.executable, "-m", "explain", "pod", reference],
+        cwd=REPO_ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == EXIT.no_fit, result.stderr
+    assert f"Pod {reference}" in result.stdout
+    assert "no instance type in the EC2 data has that much" in result.stdout
+
+
+def test_terminal_pods_do_not_hold_gpus(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    name = create_pod(cluster, pod_json("explain-finished", node=SPARE.name)).split("/")[1]
+
+    def spare() -> dict[str, Any]:
+        _, document = run_json(cluster, capsys, "nodes")
+        node: dict[str, Any] = next(node for node in document["nodes"] if node["name"] == SPARE.name)
+        return node
+
+    assert (spare()["gpusAllocated"], spare()["gpusFree"]) == (1, 0)
+    core = kubernetes.client.CoreV1Api(cluster.api)
+    core.patch_namespaced_pod_status(name, WORKLOAD_NAMESPACE, {"status": {"phase": "Succeeded"}})
+    assert (spare()["gpusAllocated"], spare()["gpusFree"]) == (0, 1)
+
+
+def test_a_missing_pod_is_an_error_naming_it(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/nope")
+    assert (code, out) == (EXIT.error, "")
+    assert err.startswith(f"explain: pod {WORKLOAD_NAMESPACE}/nope: not found (https://127.0.0.1:")
+
+
+def test_a_user_without_rights_gets_the_api_servers_reason(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nobody = cluster.plane.credentials("nobody", "explain-nobody")
+    code = main(["nodes", "--kubeconfig", str(nobody.kubeconfig)])
+    err = capsys.readouterr().err
+    assert code == EXIT.error
+    assert "nodes: 403 Forbidden: " in err
+    assert 'User "nobody" cannot list resource "nodes"' in err
+
+
+def test_an_unreachable_server_is_an_error(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    kubeconfig = tmp_path / "closed.kubeconfig"
+    server = f"https://127.0.0.1:{free_port()}"
+    write_kubeconfig(kubeconfig, server, cluster.plane.ca.ca_file, cluster.plane.admin.files)
+    code = main(["nodes", "--kubeconfig", str(kubeconfig), "--request-timeout", "5"])
+    err = capsys.readouterr().err
+    assert code == EXIT.error
+    assert err.startswith(f"explain: nodes: cannot reach the API server {server}: ")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["pod", "no-slash"], "argument NAMESPACE/NAME: 'no-slash' is not NAMESPACE/NAME"),
+        (["pod", "a/b/c"], "'a/b/c' is not NAMESPACE/NAME"),
+        (["nodes", "-o", "yaml"], "argument -o/--output: invalid choice: 'yaml'"),
+        (["nodes", "--request-timeout", "0"], "argument --request-timeout: '0' is not a positive number"),
+        (
+            ["nodes", "--score-scale-mib", "0"],
+            "explain: --score-scale-mib: policy setting score_scale_mib must be",
+        ),
+        (["nodes", "--score-scale-mib", "x"], "argument --score-scale-mib: invalid int value: 'x'"),
+        (
+            ["nodes", "--node-memory-label", ""],
+            "explain: --node-memory-label: policy setting node_memory_label",
+        ),
+        (
+            ["nodes", "--kubeconfig", "/nonexistent/kubeconfig"],
+            "explain: --kubeconfig /nonexistent/kubeconfig",
+        ),
+        (["explode"], "argument command: invalid choice: 'explode'"),
+    ],
+)
+def test_bad_arguments_exit_2_naming_the_argument(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = _exit_code(argv)
+    err = capsys.readouterr().err
+    assert code == EXIT.error
+    assert message in err
+
+
+def test_an_unknown_context_is_an_error(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["nodes", "--kubeconfig", cluster.kubeconfig, "--context", "elsewhere"])
+    assert code == EXIT.error
+    assert "elsewhere" in capsys.readouterr().err
+
+
+def test_policy_flags_change_the_verdicts(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    reference = create_pod(cluster, pod_json("explain-other-label", "8192"))
+    code, document = run_json(cluster, capsys, "pod", reference, "--node-memory-label", "example.com/vram")
+    assert (code, document["verdict"]) == (EXIT.no_fit, "no-fit")
+    assert document["changes"][0].startswith("no node has a valid example.com/vram label")
+
+
+def _exit_code(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+
+
+def test_lists_are_read_page_by_page(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, whole = run_json(cluster, capsys, "nodes")
+    monkeypatch.setattr(explain.cluster, "LIST_PAGE_SIZE", 3)
+    _, paged = run_json(cluster, capsys, "nodes")
+    assert len(whole["nodes"]) > 3
+    assert paged == whole

@@ -1,0 +1,285 @@
+"""`explain pod` judged in-process: verdicts, per-node rows and what would have to change."""
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from explain.ec2_gpu_data import load_table
+from explain.pod_report import PodExplanation, explain_pod
+from explain.render import pod_json as render_pod_json
+from explain.render import pod_text
+from explain.settings import EXIT
+from policy import (
+    BELOW_MINIMUM,
+    DEFAULT_SETTINGS,
+    INVALID_MIN_MEMORY,
+    INVALID_NODE_LABEL,
+    REQUIRES_GPU_REQUEST,
+    SCORE_SCALE_MIB,
+    PolicySettings,
+)
+from tests.explain.objects import DEMO_FLEET, INVENTORY, fleet_json, gpu_node, pod_json
+
+TABLE = load_table()
+SCHEDULER = "custom-scheduler"
+
+
+def explain(
+    pod: dict[str, Any],
+    nodes: Sequence[dict[str, Any]] | None = None,
+    bound: Sequence[dict[str, Any]] = (),
+    settings: PolicySettings = DEFAULT_SETTINGS,
+) -> PodExplanation:
+    return explain_pod(
+        pod,
+        fleet_json() if nodes is None else nodes,
+        bound,
+        settings=settings,
+        ec2=TABLE,
+        scheduler_name=SCHEDULER,
+    )
+
+
+def labels() -> dict[str, int]:
+    """The demo fleet's labels by node name (0 for the CPU node)."""
+    return {node.name: node.instance_type.gpu_memory_mib for node in DEMO_FLEET}
+
+
+def test_a_minimum_above_every_label_fits_nowhere_and_names_the_largest() -> None:
+    minimum = 200 * 1024
+    explanation = explain(pod_json("big", str(minimum)))
+
+    assert explanation.verdict == "no-fit"
+    assert explanation.exit_code == EXIT.no_fit
+    assert explanation.fitting_nodes == ()
+    largest_node, largest = max(labels().items(), key=lambda item: item[1])
+    instance_type = next(node.instance_type.name for node in DEMO_FLEET if node.name == largest_node)
+    assert explanation.changes[0] == (
+        f"no node has >= {minimum} MiB per GPU; the largest is {largest} MiB on {instance_type} "
+        f"(node {largest_node})"
+    )
+    reasons = {row.node.name: row.reason for row in explanation.nodes}
+    for name, label in labels().items():
+        assert reasons[name] == (BELOW_MINIMUM if label else INVALID_NODE_LABEL)
+    suggested = [gpus for gpus in TABLE.types.values() if gpus.instance_type in explanation.changes[1]]
+    assert suggested, "a type of the EC2 table with enough memory is named"
+    assert all(gpus.label_mib >= minimum for gpus in suggested)
+
+
+def test_a_minimum_no_ec2_type_meets_says_so() -> None:
+    explanation = explain(pod_json("huge", "1048576"))
+    assert explanation.verdict == "no-fit"
+    assert "no instance type in the EC2 data has that much" in explanation.changes[1]
+
+
+def test_nodes_without_a_valid_label_are_named() -> None:
+    nodes = [*fleet_json(), gpu_node("unlabelled-h100", "p5.48xlarge", label=None)]
+    explanation = explain(pod_json("big", str(200 * 1024)), nodes)
+    assert any(
+        "unlabelled-h100" in change and "missing or invalid" in change for change in explanation.changes
+    )
+    assert not any("m5-xlarge-1" in change for change in explanation.changes[2:]), (
+        "a CPU node is not a GPU node"
+    )
+
+
+def test_with_no_valid_label_anywhere_the_label_is_named() -> None:
+    settings = PolicySettings(node_memory_label="example.com/other-label")
+    explanation = explain(pod_json("any", "8192"), settings=settings)
+    assert explanation.verdict == "no-fit"
+    assert {row.reason for row in explanation.nodes} == {INVALID_NODE_LABEL}
+    assert explanation.changes[0].startswith("no node has a valid example.com/other-label label")
+
+
+def test_an_empty_cluster_fits_nothing() -> None:
+    explanation = explain(pod_json("alone", "8192"), nodes=[])
+    assert explanation.verdict == "no-fit"
+    assert explanation.changes == ("the cluster has no nodes",)
+
+
+def test_a_fitting_pod_lists_its_nodes_with_the_plugins_and_the_extenders_scores() -> None:
+    minimum = 40 * 1024
+    explanation = explain(pod_json("fits", str(minimum)))
+
+    assert explanation.verdict == "fits"
+    assert explanation.exit_code == EXIT.fits
+    assert set(explanation.fitting_nodes) == {name for name, label in labels().items() if label >= minimum}
+    for row in explanation.nodes:
+        label = row.node.label_mib or 0
+        assert 0 <= row.score <= 100
+        assert row.extender_score == row.score // 10
+        if label >= SCORE_SCALE_MIB:
+            assert row.score == 100
+        elif label:
+            assert row.score < 100
+    scores = [row.score for row in explanation.nodes if row.has_room]
+    assert scores == sorted(scores, reverse=True), "nodes with room come first, best score first"
+    assert explanation.changes[0].startswith(f"none in the GPU policy: {len(scores)} node(s) fit")
+
+
+def test_a_larger_scale_lowers_every_score() -> None:
+    """Scores come from the policy with the given settings, not a fixed scale."""
+    default = {row.node.name: row.score for row in explain(pod_json("p", "8192")).nodes}
+    doubled = PolicySettings(score_scale_mib=2 * SCORE_SCALE_MIB)
+    wider = {row.node.name: row.score for row in explain(pod_json("p", "8192"), settings=doubled).nodes}
+    assert any(wider[name] < default[name] for name in default)
+    assert all(wider[name] <= default[name] for name in default)
+
+
+@pytest.mark.parametrize(
+    ("annotation", "suggestion"),
+    [("80GiB", "81920"), ("16 Gi", "16384"), ("40G", "38147"), ("1.5", None), ("0", None), ("abc", None)],
+)
+def test_an_invalid_annotation_is_the_pods_fault_and_the_fix_says_how(
+    annotation: str, suggestion: str | None
+) -> None:
+    explanation = explain(pod_json("bad", annotation))
+
+    assert explanation.verdict == "invalid"
+    assert explanation.exit_code == EXIT.invalid_pod
+    assert explanation.error == INVALID_MIN_MEMORY
+    assert all(not row.fits and row.reason == INVALID_MIN_MEMORY for row in explanation.nodes)
+    (change,) = explanation.changes
+    assert change.startswith("set the annotation training.example.com/min-gpu-memory-mib to a whole number")
+    assert repr(annotation) in change
+    if suggestion is None:
+        assert "byte quantity" not in change
+    else:
+        assert change.endswith(f'"{suggestion}"')
+
+
+def test_an_annotation_without_a_gpu_request_asks_for_gpus() -> None:
+    explanation = explain(pod_json("cpu", "8192", gpus=0))
+    assert explanation.verdict == "invalid"
+    assert explanation.error == REQUIRES_GPU_REQUEST
+    assert "request GPUs (nvidia.com/gpu" in explanation.changes[0]
+
+
+def test_a_malformed_request_is_named() -> None:
+    pod = pod_json("broken", "8192")
+    pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "one"
+    explanation = explain(pod)
+    assert explanation.verdict == "invalid"
+    assert explanation.gpu_request is None
+    assert "nvidia.com/gpu" in explanation.error
+    assert explanation.changes[0].startswith("fix the pod: ")
+
+
+def test_more_gpus_than_any_fitting_node_has_is_no_room_naming_the_most() -> None:
+    most = max(node.instance_type.gpu_count for node in DEMO_FLEET)
+    explanation = explain(pod_json("wide", "8192", gpus=most + 1))
+
+    assert explanation.verdict == "no-room"
+    assert explanation.exit_code == EXIT.no_room
+    assert explanation.fitting_nodes
+    assert not any(row.gpu_count_fits for row in explanation.nodes if row.fits)
+    (change,) = explanation.changes
+    assert change.startswith(
+        f"no node with enough GPU memory has {most + 1} nvidia.com/gpu at all (the most is {most} on "
+    )
+    assert f"ask for at most {most} per pod" in change
+
+
+def test_busy_nodes_are_no_room_with_their_free_counts() -> None:
+    h200 = INVENTORY["p5e.48xlarge"]
+    holders = [
+        pod_json(f"holder-{index}", node="p5e-48xlarge-1", gpus=h200.gpu_count - 1) for index in range(1)
+    ]
+    explanation = explain(pod_json("pair", str(h200.gpu_memory_mib), gpus=2), bound=holders)
+
+    assert explanation.verdict == "no-room"
+    assert explanation.fitting_nodes == ("p5e-48xlarge-1",)
+    (change,) = explanation.changes
+    assert change.startswith(
+        "nodes with enough GPU memory exist but have too few free GPUs for the pod's 2 nvidia.com/gpu"
+    )
+    assert f"p5e-48xlarge-1 (1 of {h200.gpu_count} free)" in change
+
+
+def test_bound_pods_use_up_gpus_but_the_explained_pod_is_not_counted() -> None:
+    h100 = "p5-48xlarge-1"
+    gpus = INVENTORY["p5.48xlarge"].gpu_count
+    holders = [pod_json(f"holder-{index}", node=h100) for index in range(gpus)]
+    newcomer = explain(pod_json("newcomer", str(80 * 1024)), bound=holders)
+    row = next(row for row in newcomer.nodes if row.node.name == h100)
+    assert (row.node.gpus_allocated, row.node.gpus_free, row.gpu_count_fits) == (gpus, 0, False)
+    assert row.fits, "the policy still fits; the GPU count is another filter's"
+
+    holder = explain(holders[0], bound=holders)
+    assert holder.verdict == "bound"
+    row = next(row for row in holder.nodes if row.node.name == h100)
+    assert (row.node.gpus_allocated, row.gpu_count_fits) == (gpus - 1, True)
+    assert holder.changes == (f"none: bound to node {h100}",)
+
+
+def test_untolerated_taints_are_no_room_with_the_taint_named() -> None:
+    explanation = explain(pod_json("intolerant", "8192", tolerations=False))
+    assert explanation.verdict == "no-room"
+    gpu_rows = [row for row in explanation.nodes if row.node.label_mib]
+    assert all(not row.tolerated for row in gpu_rows)
+    assert "nvidia.com/gpu=true:NoSchedule" in explanation.changes[0]
+    assert "add tolerations" in explanation.changes[0]
+
+
+def test_a_cpu_pod_fits_the_cpu_node_only_by_taints() -> None:
+    explanation = explain(pod_json("cpu", gpus=0, tolerations=False))
+    assert explanation.verdict == "fits"
+    assert all(row.fits for row in explanation.nodes), "the policy does not restrict a pod without a minimum"
+    assert [row.node.name for row in explanation.nodes if row.has_room] == ["m5-xlarge-1"]
+
+
+def test_a_pod_bound_where_the_policy_now_refuses_says_so() -> None:
+    nodes = [gpu_node("t4", "g4dn.xlarge")]
+    explanation = explain(pod_json("moved", str(40 * 1024), node="t4"), nodes)
+    assert explanation.verdict == "bound"
+    assert explanation.exit_code == EXIT.fits
+    assert explanation.changes[0].startswith(
+        f"bound to node t4, which the policy refuses now ({BELOW_MINIMUM})"
+    )
+
+    gone = explain(pod_json("orphan", "8192", node="deleted-node"), nodes)
+    assert gone.changes == ("none: bound to node deleted-node, which no longer exists",)
+
+
+def test_a_pod_for_another_scheduler_is_flagged() -> None:
+    explanation = explain(pod_json("elsewhere", "8192", scheduler_name="default-scheduler"))
+    assert not explanation.governed
+    assert "'default-scheduler', not 'custom-scheduler'" in explanation.changes[0]
+
+
+def test_the_pods_scheduling_condition_is_reported() -> None:
+    pod = pod_json("waiting", str(200 * 1024))
+    pod["status"]["conditions"] = [
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/7 nodes are available",
+        }
+    ]
+    explanation = explain(pod)
+    assert (explanation.state.scheduled_reason, explanation.state.scheduled_message) == (
+        "Unschedulable",
+        "0/7 nodes are available",
+    )
+    text = pod_text(explanation, DEFAULT_SETTINGS)
+    assert "PodScheduled=False Unschedulable: 0/7 nodes are available" in text
+    assert render_pod_json(explanation)["pod"]["podScheduled"] == {
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": "0/7 nodes are available",
+    }
+
+
+def test_the_table_has_a_row_per_node_and_the_label_column() -> None:
+    explanation = explain(pod_json("big", str(200 * 1024)))
+    text = pod_text(explanation, DEFAULT_SETTINGS)
+    lines = text.splitlines()
+    header = next(index for index, line in enumerate(lines) if line.startswith("NODE "))
+    rows = lines[header + 2 : header + 2 + len(DEMO_FLEET)]
+    assert sorted(row.split()[0] for row in rows) == sorted(node.name for node in DEMO_FLEET)
+    h200 = next(row for row in rows if row.startswith("p5e-48xlarge-1"))
+    assert "8x H200" in h200
+    assert str(INVENTORY["p5e.48xlarge"].gpu_memory_mib) in h200
+    assert "verdict    no-fit: no node passes the GPU-memory policy (exit 1)" in text
