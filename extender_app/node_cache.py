@@ -77,6 +77,8 @@ class NodeCache:
 
     def apply(self, event: WatchEvent, now: float) -> NodeChange | None:
         """Apply one ADDED, MODIFIED, DELETED or BOOKMARK event; the change, if the policy could see one."""
+        if event.type not in (ADDED, MODIFIED, DELETED, BOOKMARK):
+            raise ValueError(f"cannot apply a {event.type} event")
         if event.resource_version:
             self.resource_version = event.resource_version
         self.confirm(now)
@@ -91,8 +93,6 @@ class NodeCache:
                 return None
             del labels[node.name]
             return NodeChange(DELETED, node.name, None, previous)
-        if event.type not in (ADDED, MODIFIED):
-            raise ValueError(f"cannot apply a {event.type} event")
         labels[node.name] = node.label
         if known and previous == node.label:
             return None
