@@ -45,21 +45,13 @@ LIMITS = VerbLimits(max_nodes=10, policy=POLICY, pod_error_status=HTTPStatus.OK)
 def disagreement(case: dict[str, Any]) -> str:
     """Why extender-cached answers this vector otherwise than expected; "" when it agrees."""
     expect = case["expect"]
-    node = case["node"]
-    if isinstance(node, dict) and not isinstance(node.get("metadata"), dict):
-        node = {**node, "metadata": {"name": NAMELESS}}
-    page = orjson.dumps(
-        {"kind": "PartialObjectMetadataList", "metadata": {"resourceVersion": "1"}, "items": [node]}
-    )
     try:
-        listed = page_from_json(page, POLICY.node_memory_label)
+        cache = cache_from(case["node"])
     except NodeDecodeError as error:
         return "" if expect.get("decode_error") == "node" else f"node refused: {error}"
     if expect.get("decode_error") == "node":
         return "a node Go cannot decode was cached"
-    cache = NodeCache(POLICY.node_memory_label)
-    cache.replace(listed.nodes, listed.resource_version, 0.0)
-    name = listed.nodes[0].name
+    (name,) = cache.labels
     body = orjson.dumps({"Pod": case["pod"], "Nodes": None, "NodeNames": [name]})
     verbs = cached_verbs(cache)
     filtered = verbs["/filter"](body, LIMITS)
@@ -70,20 +62,37 @@ def disagreement(case: dict[str, Any]) -> str:
     if filtered.status != HTTPStatus.OK or scored.status != HTTPStatus.OK:
         return f"statuses {filtered.status}/{scored.status}: {filtered.body!r}"
     answer = orjson.loads(filtered.body)
-    score = orjson.loads(scored.body)[0]["Score"]
-    failed = answer["FailedAndUnresolvableNodes"]
-    if answer["FailedNodes"]:
-        return f"resolvable failure {answer['FailedNodes']}"
+    got = (answer["NodeNames"], answer["FailedNodes"], answer["FailedAndUnresolvableNodes"])
+    return compare(expect, name, got, orjson.loads(scored.body)[0]["Score"])
+
+
+def cache_from(node: dict[str, Any]) -> NodeCache:
+    """A cache holding ``node``, through the watch's own decoding (a metadata list page) and swap."""
+    if not isinstance(node.get("metadata"), dict):
+        node = {**node, "metadata": {"name": NAMELESS}}
+    page = orjson.dumps(
+        {"kind": "PartialObjectMetadataList", "metadata": {"resourceVersion": "1"}, "items": [node]}
+    )
+    listed = page_from_json(page, POLICY.node_memory_label)
+    cache = NodeCache(POLICY.node_memory_label)
+    cache.replace(listed.nodes, listed.resource_version, 0.0)
+    return cache
+
+
+def compare(expect: dict[str, Any], name: str, got: tuple[Any, Any, Any], score: int) -> str:
+    """The filter answer (NodeNames, FailedNodes, FailedAndUnresolvableNodes) and score against ``expect``."""
+    passed, failed, unresolvable = got
+    if failed:
+        return f"resolvable failure {failed}"
     if expect.get("decode_error") == "pod":
-        ok = answer["NodeNames"] == [] and name in failed and score == 0
-        return "" if ok else f"a pod Go cannot decode got {answer} / {score}"
+        ok = passed == [] and name in unresolvable and score == 0
+        return "" if ok else f"a pod Go cannot decode got {got} / {score}"
     if expect.get("error"):
-        got = (answer["NodeNames"], failed, score)
         want = ([], {name: expect["error"]}, 0)
-        return "" if got == want else f"got {got}, want {want}"
-    got = (answer["NodeNames"] == [name], failed.get(name, ""), score)
+        return "" if (passed, unresolvable, score) == want else f"got {got} / {score}, want {want}"
+    verdict = (passed == [name], unresolvable.get(name, ""), score)
     want = (expect["fits"], expect["reason"], expect["extender_score"])
-    return "" if got == want else f"got {got}, want {want}"
+    return "" if verdict == want else f"got {verdict}, want {want}"
 
 
 def test_extender_cached_agrees_with_every_shared_vector_that_has_a_node(capsys):

@@ -168,7 +168,7 @@ def test_keys_are_matched_as_go_matches_them():
         b'{"pod": {"metadata": {"name": "p"}}, "NODES": null, "nodenames": ["a"], "x": 1}', 5
     )
     assert (args.pod, list(args.names)) == ({"metadata": {"name": "p"}}, ["a"])
-    long_s = parse_names_args('{"Pod": {}, "NodeNameſ": ["b"]}'.encode(), 5)  # Go folds ſ to s
+    long_s = parse_names_args('{"Pod": {}, "NodeName\u017f": ["b"]}'.encode(), 5)  # Go folds long s to s
     assert list(long_s.names) == ["b"]
 
 

@@ -135,7 +135,7 @@ def test_lists_every_page_then_watches_from_the_lists_resource_version():
         page([("c", "81920")], "10"),
         [node_event(ADDED, "d", "40960", "11"), node_event(MODIFIED, "a", "22888", "12")],
     )
-    cache, sync, metrics, sleeps, logs = run_until_done(api)
+    cache, _sync, metrics, _sleeps, logs = run_until_done(api)
     assert api.calls[:3] == [("list", 2, ""), ("list", 2, "more"), ("watch", "10", 20)]
     assert dict(cache.labels) == {"a": "22888", "b": None, "c": "81920", "d": "40960"}
     assert cache.resource_version == "12"
@@ -173,7 +173,7 @@ def test_410_gone_as_an_error_event_relists_and_swaps_the_whole_map():
         page([("b", "2"), ("c", "5")], "30"),
         [],
     )
-    cache, sync, metrics, sleeps, logs = run_until_done(api)
+    cache, _sync, metrics, sleeps, logs = run_until_done(api)
     assert [call[0] for call in api.calls] == ["list", "watch", "list", "watch", "watch"]
     assert api.calls[3] == ("watch", "30", 20)
     assert dict(cache.labels) == {"b": "2", "c": "5"}  # a is gone: only a relist can tell
@@ -215,7 +215,7 @@ def test_a_broken_watch_relists():
 def test_consecutive_failures_back_off_exponentially_with_jitter_up_to_the_maximum():
     down = NodeApiError("list: cannot reach the API server: ClientConnectorError")
     api = FakeApi(down, down, down, down, down, down, page([("a", "1")], "10"), [])
-    cache, sync, metrics, sleeps, logs = run_until_done(api, rng=lambda: 1.0)
+    cache, _sync, metrics, sleeps, logs = run_until_done(api, rng=lambda: 1.0)
     # the first retry is immediate, then 0.5, 1, 2, 4 (the maximum), 4
     assert sleeps == [0.5, 1.0, 2.0, 4.0, 4.0]
     assert dict(cache.labels) == {"a": "1"}
@@ -254,7 +254,7 @@ def test_a_watch_that_fails_before_any_event_keeps_backing_off():
         page([("a", "1")], "10"),
         [],
     )
-    cache, sync, _, sleeps, _ = run_until_done(api)
+    cache, _sync, _, sleeps, _ = run_until_done(api)
     assert sleeps == [0.5]
     assert cache.synced
 
