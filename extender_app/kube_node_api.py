@@ -15,6 +15,7 @@ from typing import Any
 
 import aiohttp
 import msgspec
+import yaml
 from kubernetes_asyncio import client as kube_client
 from kubernetes_asyncio import config as kube_config
 
@@ -51,7 +52,7 @@ async def connect(kubeconfig: str, label_key: str, request_timeout: float) -> "K
             await kube_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
         else:
             kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    except (kube_config.ConfigException, OSError, ValueError, TypeError, KeyError) as error:
+    except (kube_config.ConfigException, yaml.YAMLError, OSError, ValueError, TypeError, KeyError) as error:
         where = f"kubeconfig {kubeconfig}" if kubeconfig else "in-cluster service account"
         raise NodeApiConfigError(f"cannot load Kubernetes credentials ({where}): {error}") from None
     return KubeNodeApi(kube_client.ApiClient(configuration), label_key, request_timeout)
