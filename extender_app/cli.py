@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from extender_app.json_log import configure_logging
+from extender_app.node_sync import NodeApiConfigError
 from extender_app.service import ExtenderService, install_signal_handlers
 from extender_app.settings import ExtenderSettings
 from extender_app.tls_material import TlsMaterialError
@@ -26,6 +27,8 @@ class _Flag:
     kind: Callable[[str], Any]
     help: str
     policy: bool = False
+    metavar: str = ""
+    """Shown in --help instead of the type's name (e.g. the allowed values)."""
 
     @property
     def option(self) -> str:
@@ -65,6 +68,31 @@ FLAGS = (
     _Flag("linger_timeout", float, "seconds spent discarding an unread body after an early error answer"),
     _Flag("shutdown_timeout", float, "seconds SIGTERM waits for requests in flight"),
     _Flag("tls_reload_interval", float, "seconds between checks of the TLS files for a change"),
+    _Flag(
+        "pod_error_status",
+        int,
+        "answer to a pod the policy cannot judge: 200 = every candidate unresolvable with the policy's"
+        " message (prioritize: score 0), 400 = the message as plain text",
+        metavar="200|400",
+    ),
+    _Flag(
+        "node_cache",
+        str,
+        "off = full Nodes in each request (nodeCacheCapable: false); watch = list and watch Nodes and"
+        " take NodeNames (nodeCacheCapable: true)",
+        metavar="off|watch",
+    ),
+    _Flag("kubeconfig", str, "kubeconfig for --node-cache watch; empty = in-cluster service account"),
+    _Flag(
+        "max_cache_staleness",
+        float,
+        "/readyz is 503 when the node cache was last confirmed in sync longer ago than this (seconds)",
+    ),
+    _Flag("watch_timeout", int, "seconds after which the API server ends a watch (reopened at once)"),
+    _Flag("api_timeout", float, "seconds for a list page, a watch connect, and watch silence past its end"),
+    _Flag("list_page_size", int, "nodes per page when listing"),
+    _Flag("relist_backoff_initial", float, "seconds of the first back-off between failed relists (doubles)"),
+    _Flag("relist_backoff_max", float, "most seconds between failed relists (jittered down to half)"),
     _Flag("min_memory_annotation", str, "pod annotation holding the minimum MiB per GPU", policy=True),
     _Flag("node_memory_label", str, "node label holding the MiB of each GPU", policy=True),
     _Flag("gpu_resource", str, "extended resource that makes a pod a GPU pod", policy=True),
@@ -94,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
             flag.option,
             type=flag.kind,
             default=None,
-            metavar=flag.kind.__name__.upper(),
+            metavar=flag.metavar or flag.kind.__name__.upper(),
             help=f"{flag.help} [env {flag.env}, default {default}]",
         )
     return parser
@@ -133,10 +161,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"extender: {error}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
 
-    async def serve() -> None:
+    async def serve() -> int:
         stop = asyncio.Event()
         install_signal_handlers(stop)
-        await service.run(stop)
+        try:
+            await service.run(stop)
+        except NodeApiConfigError as error:
+            logger.error("cannot start", extra={"fields": {"error": str(error)}})
+            print(f"extender: {error}", file=sys.stderr)
+            return EXIT_CONFIG_ERROR
+        return 0
 
-    asyncio.run(serve())
-    return 0
+    return asyncio.run(serve())

@@ -1,9 +1,13 @@
-"""The two extender verbs, on top of the policy: bytes in, a response and its log fields out."""
+"""The two extender verbs, on top of the policy: bytes in, a response and its log fields out.
 
-from collections.abc import Callable, Mapping
+This module serves ``--node-cache off`` (full Nodes in each request); ``cached_handlers``
+serves ``--node-cache watch`` through the same ``answer``.
+"""
+
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from extender_app.wire import ExtenderArgs, WireError, encode_filter_result, encode_priorities, parse_args
 from policy import PolicyError, PolicySettings, Requirement, extender_score, fits_memory, requirement_from_pod
@@ -15,6 +19,9 @@ class VerbLimits:
 
     max_nodes: int
     policy: PolicySettings
+    pod_error_status: HTTPStatus = HTTPStatus.OK
+    """How a pod the policy cannot judge is answered: 200 = every candidate unresolvable (filter) or
+    scored 0 (prioritize), with the policy's message; 400 = the message as plain text."""
 
 
 @dataclass(frozen=True)
@@ -29,30 +36,107 @@ class VerbResult:
     candidates: int = 0
     passed: int | None = None
     """Nodes that passed the filter (None for prioritize and errors)."""
+    pod_error: str = ""
+    """The policy's message for a pod it cannot judge, when that was answered 200."""
+    unknown: int = 0
+    """Candidates the node cache did not know (--node-cache watch)."""
 
 
+@dataclass(frozen=True)
+class Computed:
+    """A verb's JSON answer and its counts."""
+
+    body: bytes
+    passed: int | None = None
+    unknown: int = 0
+
+
+class CandidateArgs(Protocol):
+    """A parsed request: the pod and the candidates' names."""
+
+    @property
+    def pod(self) -> Mapping[str, Any]: ...
+
+    @property
+    def names(self) -> Sequence[str]: ...
+
+
+Args = TypeVar("Args", bound=CandidateArgs)
 VerbHandler = Callable[[bytes | bytearray, VerbLimits], VerbResult]
-_Compute = Callable[[ExtenderArgs, Requirement, PolicySettings], tuple[bytes, int | None]]
 
 
 def filter_verb(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
     """POST /filter: the candidates whose GPUs have enough memory, and why the others do not."""
-    return _answer(body, limits, _filter)
+    return answer(body, limits, parse_args, _filter, _filter_refusal)
 
 
 def prioritize_verb(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
     """POST /prioritize: a 0..10 score for every candidate, in the order received."""
-    return _answer(body, limits, _prioritize)
+    return answer(body, limits, parse_args, _prioritize, zero_scores)
 
 
 VERBS: Mapping[str, VerbHandler] = {"/filter": filter_verb, "/prioritize": prioritize_verb}
 """Path -> verb; each is served for POST only."""
 
 
-def _filter(args: ExtenderArgs, requirement: Requirement, policy: PolicySettings) -> tuple[bytes, int | None]:
+def answer(
+    body: bytes | bytearray,
+    limits: VerbLimits,
+    parse: Callable[[bytes | bytearray, int], Args],
+    compute: Callable[[Args, Requirement, PolicySettings], Computed],
+    refuse_pod: Callable[[Args, str], Computed],
+) -> VerbResult:
+    """Parse, read the pod's requirement, compute; wire errors and (per the limits) pod errors -> 4xx."""
+    try:
+        args = parse(body, limits.max_nodes)
+    except WireError as error:
+        return VerbResult(error.status, error.reason.encode())
+    pod = _pod_name(args.pod)
+    candidates = len(args.names)
+    try:
+        requirement = requirement_from_pod(args.pod, limits.policy)
+    except PolicyError as error:
+        message = str(error)
+        if limits.pod_error_status != HTTPStatus.OK:
+            return VerbResult(limits.pod_error_status, message.encode(), pod=pod, candidates=candidates)
+        refused = refuse_pod(args, message)
+        return VerbResult(
+            HTTPStatus.OK,
+            refused.body,
+            pod=pod,
+            candidates=candidates,
+            passed=refused.passed,
+            pod_error=message,
+        )
+    try:
+        computed = compute(args, requirement, limits.policy)
+    except PolicyError as error:  # a node the policy cannot read
+        return VerbResult(HTTPStatus.BAD_REQUEST, str(error).encode(), pod=pod, candidates=candidates)
+    except WireError as error:  # a candidate's labels could not be read
+        return VerbResult(error.status, error.reason.encode(), pod=pod, candidates=candidates)
+    return VerbResult(
+        HTTPStatus.OK,
+        computed.body,
+        pod=pod,
+        candidates=candidates,
+        passed=computed.passed,
+        unknown=computed.unknown,
+    )
+
+
+def zero_scores(args: CandidateArgs, _message: str) -> Computed:
+    """Prioritize's answer for a pod the policy cannot judge: every candidate scores 0."""
+    return Computed(encode_priorities([(name, 0) for name in args.names]))
+
+
+def _filter_refusal(args: ExtenderArgs, message: str) -> Computed:
+    return Computed(encode_filter_result(args, (), dict.fromkeys(args.names, message)), passed=0)
+
+
+def _filter(args: ExtenderArgs, requirement: Requirement, policy: PolicySettings) -> Computed:
     if requirement.min_memory_mib == 0:  # fits everywhere: the policy would not read the nodes
         everyone = range(len(args.names))
-        return encode_filter_result(args, everyone, {}), len(everyone)
+        return Computed(encode_filter_result(args, everyone, {}), len(everyone))
     passed: list[int] = []
     failed: dict[str, str] = {}
     for index, name in enumerate(args.names):
@@ -62,37 +146,18 @@ def _filter(args: ExtenderArgs, requirement: Requirement, policy: PolicySettings
             passed.append(index)
         else:
             failed[name] = reason
-    return encode_filter_result(args, passed, failed), len(passed)
+    return Computed(encode_filter_result(args, passed, failed), len(passed))
 
 
-def _prioritize(
-    args: ExtenderArgs, requirement: Requirement, policy: PolicySettings
-) -> tuple[bytes, int | None]:
+def _prioritize(args: ExtenderArgs, requirement: Requirement, policy: PolicySettings) -> Computed:
     if not requirement.has_gpu:  # scores 0 everywhere: the policy would not read the nodes
-        return encode_priorities([(name, 0) for name in args.names]), None
+        return zero_scores(args, "")
     label = policy.node_memory_label
     scores = [
         (name, extender_score(requirement, args.labels_for_policy(index, label), policy))
         for index, name in enumerate(args.names)
     ]
-    return encode_priorities(scores), None
-
-
-def _answer(body: bytes | bytearray, limits: VerbLimits, compute: _Compute) -> VerbResult:
-    try:
-        args = parse_args(body, limits.max_nodes)
-    except WireError as error:
-        return VerbResult(error.status, error.reason.encode())
-    pod = _pod_name(args.pod)
-    candidates = len(args.names)
-    try:
-        requirement = requirement_from_pod(args.pod, limits.policy)
-        encoded, passed = compute(args, requirement, limits.policy)
-    except PolicyError as error:
-        return VerbResult(HTTPStatus.BAD_REQUEST, str(error).encode(), pod=pod, candidates=candidates)
-    except WireError as error:  # a candidate's labels could not be read
-        return VerbResult(error.status, error.reason.encode(), pod=pod, candidates=candidates)
-    return VerbResult(HTTPStatus.OK, encoded, pod=pod, candidates=candidates, passed=passed)
+    return Computed(encode_priorities(scores))
 
 
 def _pod_name(pod: Mapping[str, Any]) -> str:

@@ -9,6 +9,19 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 
 
 @dataclass(frozen=True)
+class NodeCacheMetrics:
+    """The node cache's families (``--node-cache watch`` only)."""
+
+    nodes: Gauge
+    synced: Gauge
+    seconds_since_sync: Gauge
+    relists: Counter
+    watch_restarts: Counter
+    events: Counter
+    unknown_candidates: Counter
+
+
+@dataclass(frozen=True)
 class ExtenderMetrics:
     """The metric families, all in one registry (so tests and /metrics see only ours)."""
 
@@ -22,14 +35,16 @@ class ExtenderMetrics:
     tls_handshake_failures: Counter
     tls_reloads: Counter
     tls_material_stale: Gauge
+    node_cache: NodeCacheMetrics | None = None
+    """Present when the extender runs with ``--node-cache watch``."""
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""
         return generate_latest(self.registry)
 
 
-def create_metrics() -> ExtenderMetrics:
-    """A fresh registry with the gpu_extender_* families."""
+def create_metrics(node_cache: bool = False) -> ExtenderMetrics:
+    """A fresh registry with the gpu_extender_* families (and the node cache's, if asked)."""
     registry = CollectorRegistry(auto_describe=True)
     return ExtenderMetrics(
         registry=registry,
@@ -81,6 +96,45 @@ def create_metrics() -> ExtenderMetrics:
         tls_material_stale=Gauge(
             "gpu_extender_tls_material_stale",
             "1 while the TLS files on disk failed to load and the previous material is served.",
+            registry=registry,
+        ),
+        node_cache=_node_cache_metrics(registry) if node_cache else None,
+    )
+
+
+def _node_cache_metrics(registry: CollectorRegistry) -> NodeCacheMetrics:
+    return NodeCacheMetrics(
+        nodes=Gauge("gpu_extender_node_cache_nodes", "Nodes in the node cache.", registry=registry),
+        synced=Gauge(
+            "gpu_extender_node_cache_synced",
+            "1 once the node cache's first list has completed.",
+            registry=registry,
+        ),
+        seconds_since_sync=Gauge(
+            "gpu_extender_node_cache_seconds_since_sync",
+            "Seconds since the node cache was last confirmed in sync (+Inf before the first list).",
+            registry=registry,
+        ),
+        relists=Counter(
+            "gpu_extender_node_cache_relists",
+            "Lists after the first, by reason (gone: 410 Gone; error: a failed list or a broken watch).",
+            ("reason",),
+            registry=registry,
+        ),
+        watch_restarts=Counter(
+            "gpu_extender_node_cache_watch_restarts",
+            "Watches the API server ended normally and that were reopened from the last resourceVersion.",
+            registry=registry,
+        ),
+        events=Counter(
+            "gpu_extender_node_cache_events",
+            "Watch events applied, by type (ADDED, MODIFIED, DELETED, BOOKMARK).",
+            ("type",),
+            registry=registry,
+        ),
+        unknown_candidates=Counter(
+            "gpu_extender_node_cache_unknown_candidates",
+            "Candidate names the node cache did not know (answered as FailedNodes).",
             registry=registry,
         ),
     )

@@ -1,19 +1,25 @@
 """The running extender: the mutual-TLS verb listener, the health listener, TLS reloads, shutdown."""
 
 import asyncio
+import contextlib
 import logging
+import math
 import signal
 import threading
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from extender_app.cached_handlers import cached_verbs
 from extender_app.handlers import VERBS, VerbHandler, VerbLimits
 from extender_app.http_server import HttpServer, RequestRecord, Response, Route, ServerLimits, text_response
-from extender_app.metrics import ExtenderMetrics, create_metrics
-from extender_app.settings import ExtenderSettings
+from extender_app.metrics import ExtenderMetrics, NodeCacheMetrics, create_metrics
+from extender_app.node_cache import NodeCache
+from extender_app.node_sync import NodeApi, NodeSync, SyncSettings
+from extender_app.settings import NODE_CACHE_WATCH, ExtenderSettings
 from extender_app.tls_material import ReloadingTlsContext, TlsPaths
 
 JSON = "application/json"
@@ -34,13 +40,32 @@ class BoundPorts:
 class ExtenderService:
     """Both listeners and their shared state; ``run`` serves until ``stop`` is set."""
 
-    def __init__(self, settings: ExtenderSettings, logger: logging.Logger) -> None:
-        """Load the TLS files (raises TlsMaterialError when they cannot be served)."""
+    def __init__(
+        self, settings: ExtenderSettings, logger: logging.Logger, node_api: NodeApi | None = None
+    ) -> None:
+        """Load the TLS files (raises TlsMaterialError when they cannot be served).
+
+        With ``--node-cache watch`` the API server is reached through ``node_api`` when given
+        (tests), else through a kubernetes_asyncio client made from the settings in ``run``.
+        """
         self.settings = settings
         self.log = logger
-        self.metrics: ExtenderMetrics = create_metrics()
+        watch = settings.node_cache == NODE_CACHE_WATCH
+        self.metrics: ExtenderMetrics = create_metrics(node_cache=watch)
         self.tls = ReloadingTlsContext(TlsPaths(settings.tls_cert, settings.tls_key, settings.client_ca))
-        self._verb_limits = VerbLimits(max_nodes=settings.max_nodes, policy=settings.policy)
+        self._verb_limits = VerbLimits(
+            max_nodes=settings.max_nodes,
+            policy=settings.policy,
+            pod_error_status=HTTPStatus(settings.pod_error_status),
+        )
+        self.node_cache = NodeCache(settings.policy.node_memory_label) if watch else None
+        """The node cache (``--node-cache watch``), else None."""
+        self._verbs: Mapping[str, VerbHandler] = VERBS
+        if self.node_cache is not None:
+            self._verbs = cached_verbs(self.node_cache, self.metrics.node_cache)
+        self._node_api = node_api
+        self.node_sync: NodeSync | None = None
+        """The list/watch loop, once running."""
         self._serving = False
         self.verb_server: HttpServer | None = None
         """The mutual-TLS listener, once running."""
@@ -48,8 +73,12 @@ class ExtenderService:
     async def run(
         self, stop: asyncio.Event, on_started: Callable[[BoundPorts], None] = lambda _: None
     ) -> None:
-        """Serve until ``stop`` is set, then shut down gracefully."""
+        """Serve until ``stop`` is set, then shut down gracefully.
+
+        Raises NodeApiConfigError (before listening) when the node cache's credentials cannot be loaded.
+        """
         settings = self.settings
+        node_api = await self._start_node_cache()
         verbs = HttpServer(
             self._route_verb,
             self._limits(settings.max_body_bytes, settings.max_connections, settings.body_budget_bytes),
@@ -71,6 +100,10 @@ class ExtenderService:
         port = await verbs.start(settings.bind, settings.port)
         health_port = await health.start(settings.bind, settings.health_port)
         reloads = asyncio.create_task(self._watch_tls(stop))
+        sync_task = None
+        if self.node_sync is not None:
+            sync_task = asyncio.create_task(self.node_sync.run(), name="node-cache")
+            sync_task.add_done_callback(self._node_sync_ended)
         self._serving = True
         ports = BoundPorts(port=port, health_port=health_port)
         self.log.info(
@@ -84,8 +117,47 @@ class ExtenderService:
         self.log.info("shutting down", extra={"fields": {"requests_in_flight": verbs.requests_in_flight}})
         await verbs.shutdown(settings.shutdown_timeout)
         reloads.cancel()
+        if sync_task is not None:
+            sync_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sync_task
+        if node_api is not None:
+            await node_api.close()
         await health.shutdown(1.0)
         self.log.info("stopped")
+
+    async def _start_node_cache(self) -> NodeApi | None:
+        """The node cache's API client and list/watch loop (``--node-cache watch``), not yet running."""
+        cache, metrics = self.node_cache, self.metrics.node_cache
+        if cache is None or metrics is None:
+            return None
+        settings = self.settings
+        api = self._node_api
+        if api is None:
+            from extender_app import kube_node_api  # noqa: PLC0415 - the client library only in watch mode
+
+            api = await kube_node_api.connect(settings.kubeconfig, cache.label_key, settings.api_timeout)
+        self.node_sync = NodeSync(
+            api,
+            cache,
+            SyncSettings(
+                list_page_size=settings.list_page_size,
+                watch_timeout=settings.watch_timeout,
+                relist_backoff_initial=settings.relist_backoff_initial,
+                relist_backoff_max=settings.relist_backoff_max,
+            ),
+            self.log,
+            metrics,
+        )
+        _export_cache_gauges(cache, metrics)
+        return api
+
+    def _node_sync_ended(self, task: "asyncio.Task[None]") -> None:
+        if not task.cancelled() and task.exception() is not None:
+            self.log.error(
+                "node cache loop failed; the cache is no longer updated",
+                exc_info=task.exception(),
+            )
 
     def _limits(
         self, max_body_bytes: int, max_connections: int, max_buffered_body_bytes: int
@@ -105,7 +177,7 @@ class ExtenderService:
         )
 
     def _route_verb(self, method: str, path: str) -> Route:
-        verb = VERBS.get(path)
+        verb = self._verbs.get(path)
         if verb is None:
             return Route("other", answer=text_response(HTTPStatus.NOT_FOUND, f"no such path: {path}"))
         label = path.lstrip("/")
@@ -124,7 +196,15 @@ class ExtenderService:
             # faster at 5,000, and orjson holds the GIL while parsing, so threads would not keep
             # the loop responsive anyway (README, "Serving").
             result = verb(body, limits)
-            fields = {"pod": result.pod, "candidates": result.candidates, "passed": result.passed}
+            fields: dict[str, object] = {
+                "pod": result.pod,
+                "candidates": result.candidates,
+                "passed": result.passed,
+            }
+            if result.pod_error:
+                fields["pod_error"] = result.pod_error
+            if result.unknown:
+                fields["unknown_nodes"] = result.unknown
             if result.status != HTTPStatus.OK:
                 reason = result.body.decode(errors="replace")
                 return Response(
@@ -152,6 +232,9 @@ class ExtenderService:
             "duration_ms": round(record.duration * 1000, 3),
             "client_cn": record.client,
         }
+        for extra in ("pod_error", "unknown_nodes"):
+            if extra in fields:
+                line[extra] = fields[extra]
         if record.status != HTTPStatus.OK:
             line["reason"] = record.response.body.decode(errors="replace").strip()
         if record.failure:
@@ -188,9 +271,32 @@ class ExtenderService:
             )
         if not state.loaded:
             return text_response(HTTPStatus.SERVICE_UNAVAILABLE, "not ready: TLS material not loaded")
+        cache_problem, cache_state = self._node_cache_readiness()
+        if cache_problem:
+            return text_response(HTTPStatus.SERVICE_UNAVAILABLE, f"not ready: {cache_problem}")
         if state.error:
-            return text_response(HTTPStatus.OK, f"ready; serving previous TLS material: {state.error}")
-        return text_response(HTTPStatus.OK, f"ready; TLS material generation {state.generation}")
+            return text_response(
+                HTTPStatus.OK, f"ready; serving previous TLS material: {state.error}{cache_state}"
+            )
+        return text_response(HTTPStatus.OK, f"ready; TLS material generation {state.generation}{cache_state}")
+
+    def _node_cache_readiness(self) -> tuple[str, str]:
+        """(why the node cache makes the extender unready, or ""; a note for the ready answer)."""
+        cache, sync = self.node_cache, self.node_sync
+        if cache is None or sync is None:
+            return "", ""
+        limit = self.settings.max_cache_staleness
+        age = cache.seconds_since_sync(time.monotonic())
+        error = f"; last error: {sync.last_error}" if sync.last_error else ""
+        if age is None:
+            return f"node cache has not completed its first list{error}", ""
+        if age > limit:
+            return (
+                f"node cache last confirmed in sync {age:.1f} s ago "
+                f"(limit {limit:g} s, --max-cache-staleness){error}",
+                "",
+            )
+        return "", f"; node cache: {len(cache)} nodes, in sync {age:.1f} s ago"
 
     async def _watch_tls(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -208,6 +314,16 @@ class ExtenderService:
                     "tls material change not loaded; serving the previous material",
                     extra={"fields": {"error": state.error, "generation": state.generation}},
                 )
+
+
+def _export_cache_gauges(cache: NodeCache, metrics: NodeCacheMetrics) -> None:
+    def since_sync() -> float:
+        age = cache.seconds_since_sync(time.monotonic())
+        return math.inf if age is None else age
+
+    metrics.nodes.set_function(lambda: len(cache))
+    metrics.synced.set_function(lambda: 1 if cache.synced else 0)
+    metrics.seconds_since_sync.set_function(since_sync)
 
 
 def install_signal_handlers(stop: asyncio.Event) -> None:

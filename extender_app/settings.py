@@ -20,6 +20,11 @@ MAX_CLUSTER_NODES = 5_000
 
 MIB = 1024 * 1024
 
+NODE_CACHE_OFF = "off"
+NODE_CACHE_WATCH = "watch"
+NODE_CACHE_MODES = (NODE_CACHE_OFF, NODE_CACHE_WATCH)
+POD_ERROR_STATUSES = (200, 400)
+
 
 @dataclass(frozen=True)
 class ExtenderSettings:
@@ -67,6 +72,31 @@ class ExtenderSettings:
     """Seconds SIGTERM waits for in-flight requests before closing them."""
     tls_reload_interval: float = 5.0
     """Seconds between checks of the TLS files for a change (a Secret update)."""
+    pod_error_status: int = 200
+    """How a pod the policy cannot judge (bad annotation, minimum without a GPU request) is answered:
+    200 = filter passes no candidate and lists each in FailedAndUnresolvableNodes with the policy's
+    message (the pod's condition shows it), prioritize scores every candidate 0; 400 = the message as
+    plain text (the seed's contract; kube-scheduler drops the text)."""
+    node_cache: str = NODE_CACHE_OFF
+    """off: nodeCacheCapable false, full Nodes in every request. watch: nodeCacheCapable true; the
+    extender lists and watches Nodes (metadata only) and requests carry NodeNames."""
+    kubeconfig: str = ""
+    """Kubeconfig file for the node cache; empty = the Pod's in-cluster service account."""
+    max_cache_staleness: float = 30.0
+    """/readyz is 503 until the first list and when the node cache was last confirmed in sync (a list
+    completed, a watch accepted or ended normally, a watch event or bookmark) longer ago than this."""
+    watch_timeout: int = 20
+    """Seconds after which the API server ends each watch; it is reopened at once from the last
+    resourceVersion, which confirms the cache in sync (so it must be below max_cache_staleness)."""
+    api_timeout: float = 10.0
+    """Seconds for one list page (connect to end of body), for connecting a watch, and for silence on a
+    watch beyond watch_timeout (then the connection counts as broken)."""
+    list_page_size: int = 500
+    """Nodes per list page (client-go's default): bounds the memory one page of a relist takes."""
+    relist_backoff_initial: float = 0.5
+    """Seconds before the second retry after consecutive failures (the first is at once); doubles."""
+    relist_backoff_max: float = 30.0
+    """Most seconds between retries; each wait is multiplied by a random factor in [0.5, 1]."""
     policy: PolicySettings = field(default_factory=PolicySettings)
     """Keys and scale of the GPU-memory policy."""
 
@@ -99,6 +129,25 @@ class ExtenderSettings:
         for name in ("tls_cert", "tls_key", "client_ca"):
             if not getattr(self, name):
                 raise ValueError(f"{name} must be a file path")
+        self._check_node_cache()
+
+    def _check_node_cache(self) -> None:
+        if self.node_cache not in NODE_CACHE_MODES:
+            raise ValueError(
+                f"node_cache must be one of {', '.join(NODE_CACHE_MODES)}, not {self.node_cache!r}"
+            )
+        if self.pod_error_status not in POD_ERROR_STATUSES:
+            raise ValueError(f"pod_error_status must be 200 or 400, not {self.pod_error_status}")
+        for name in ("watch_timeout", "list_page_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+        if self.relist_backoff_max < self.relist_backoff_initial:
+            raise ValueError("relist_backoff_max must be at least relist_backoff_initial")
+        if self.node_cache == NODE_CACHE_WATCH and self.watch_timeout >= self.max_cache_staleness:
+            raise ValueError(
+                f"watch_timeout ({self.watch_timeout}) must be less than max_cache_staleness "
+                f"({self.max_cache_staleness}): each watch renewal confirms the node cache in sync"
+            )
 
 
 MAX_PORT = 65535
@@ -112,6 +161,10 @@ _POSITIVE_SECONDS = (
     "idle_timeout",
     "shutdown_timeout",
     "tls_reload_interval",
+    "max_cache_staleness",
+    "api_timeout",
+    "relist_backoff_initial",
+    "relist_backoff_max",
 )
 
 

@@ -16,7 +16,6 @@ slower path that matches keys the way Go does.
 """
 
 import codecs
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -25,6 +24,8 @@ from typing import Any
 import msgspec
 import orjson
 from msgspec import UNSET, Raw, UnsetType
+
+from extender_app.node_metadata import label_decoder
 
 ARGS_POD = "Pod"
 ARGS_NODES = "Nodes"
@@ -111,7 +112,7 @@ class ExtenderArgs:
         if bytes(raw) == _NULL:
             return {"metadata": {"labels": {}}}
         try:
-            view = _labels_decoder(label_key).decode(raw)
+            view = label_decoder(label_key).decode(raw)
         except RecursionError:
             raise WireError(HTTPStatus.BAD_REQUEST, MAX_DEPTH_REASON) from None
         except msgspec.ValidationError as error:
@@ -150,7 +151,7 @@ def parse_args(body: bytes | bytearray, max_nodes: int) -> ExtenderArgs:
 
 
 def _parse_args(body: bytes | bytearray, max_nodes: int) -> ExtenderArgs:
-    _check_utf8(body)
+    check_utf8(body)
     try:
         canonical = _CANONICAL.decode(body)
     except msgspec.DecodeError:  # also ValidationError: another spelling, or a body to refuse
@@ -169,7 +170,7 @@ def _parse_args(body: bytes | bytearray, max_nodes: int) -> ExtenderArgs:
                 if isinstance(value := getattr(node_list, name), Raw)
             )
             items = node_list.items or []
-    pod = _pod(pod_raw)
+    pod = read_pod(pod_raw)
     if not nodes_present:
         raise WireError(
             HTTPStatus.BAD_REQUEST, "Nodes is required (nodeCacheCapable: false sends full nodes)"
@@ -214,7 +215,7 @@ def encode_priorities(scores: Sequence[tuple[str, int]]) -> bytes:
 _ITEMS_FOLDED = go_fold(NODE_LIST_ITEMS)
 
 
-def _check_utf8(body: bytes | bytearray) -> None:
+def check_utf8(body: bytes | bytearray) -> None:
     """Refuse a body that is not UTF-8 (msgspec does not check the parts it skips)."""
     if body.isascii():  # what kube-scheduler sends in practice; checked without a copy
         return
@@ -237,20 +238,13 @@ _AnySpelling = tuple[Raw | None, bool, tuple[tuple[str, Raw], ...], list[Raw]]
 
 def _parse_any_spelling(body: bytes | bytearray) -> _AnySpelling:
     """The slow path: keys matched as Go matches struct fields; every refusal has its reason here."""
-    try:
-        document = _OBJECT.decode(body)
-    except msgspec.ValidationError:
-        raise WireError(HTTPStatus.BAD_REQUEST, "request body must be a JSON object (ExtenderArgs)") from None
-    except msgspec.DecodeError as error:
-        raise WireError(
-            HTTPStatus.BAD_REQUEST, f"request body must be exactly one JSON object: {error}"
-        ) from None
-    fields = _fields(document, (ARGS_POD, ARGS_NODES, ARGS_NODE_NAMES), "ExtenderArgs")
+    document = decode_object(body)
+    fields = go_fields(document, (ARGS_POD, ARGS_NODES, ARGS_NODE_NAMES), "ExtenderArgs")
     names = fields.get(ARGS_NODE_NAMES)
     if names is not None and bytes(names) != _NULL:
         raise WireError(HTTPStatus.BAD_REQUEST, NODE_NAMES_REFUSED)
     pod_raw = fields.get(ARGS_POD)
-    _pod(pod_raw)  # the pod is checked before the nodes, as before
+    read_pod(pod_raw)  # the pod is checked before the nodes, as before
     nodes_raw = fields.get(ARGS_NODES)
     if nodes_raw is None or bytes(nodes_raw) == _NULL:
         return pod_raw, False, (), []
@@ -259,7 +253,7 @@ def _parse_any_spelling(body: bytes | bytearray) -> _AnySpelling:
     except msgspec.ValidationError:
         raise WireError(HTTPStatus.BAD_REQUEST, "Nodes must be an object (a NodeList)") from None
     list_fields = tuple((key, value) for key, value in node_list.items() if go_fold(key) != _ITEMS_FOLDED)
-    items_raw = _fields(node_list, (NODE_LIST_ITEMS,), "Nodes").get(NODE_LIST_ITEMS)
+    items_raw = go_fields(node_list, (NODE_LIST_ITEMS,), "Nodes").get(NODE_LIST_ITEMS)
     if items_raw is None or bytes(items_raw) == _NULL:
         return pod_raw, True, list_fields, []  # Go: absent or null items is an empty list
     try:
@@ -269,7 +263,20 @@ def _parse_any_spelling(body: bytes | bytearray) -> _AnySpelling:
     return pod_raw, True, list_fields, items
 
 
-def _pod(raw: Raw | None) -> Mapping[str, Any]:
+def decode_object(body: bytes | bytearray) -> dict[str, Raw]:
+    """The body as one JSON object of raw values (400 when it is not exactly one object)."""
+    try:
+        document: dict[str, Raw] = _OBJECT.decode(body)
+    except msgspec.ValidationError:
+        raise WireError(HTTPStatus.BAD_REQUEST, "request body must be a JSON object (ExtenderArgs)") from None
+    except msgspec.DecodeError as error:
+        raise WireError(
+            HTTPStatus.BAD_REQUEST, f"request body must be exactly one JSON object: {error}"
+        ) from None
+    return document
+
+
+def read_pod(raw: Raw | None) -> Mapping[str, Any]:
     if raw is None or bytes(raw) == _NULL:
         raise WireError(HTTPStatus.BAD_REQUEST, "Pod is required")
     try:
@@ -281,7 +288,7 @@ def _pod(raw: Raw | None) -> Mapping[str, Any]:
     return pod
 
 
-def _fields(obj: Mapping[str, Raw], names: tuple[str, ...], where: str) -> dict[str, Raw]:
+def go_fields(obj: Mapping[str, Raw], names: tuple[str, ...], where: str) -> dict[str, Raw]:
     """The values of ``names`` in ``obj``, matched as Go matches struct fields."""
     wanted = {go_fold(name): name for name in names}
     found: dict[str, Raw] = {}
@@ -327,13 +334,6 @@ def _candidates(items: Sequence[Raw]) -> tuple[tuple[str, ...], list[Raw]]:
         names.append(name)
         labels.append(metadata.labels if metadata is not None else Raw(_NULL))
     return tuple(names), labels
-
-
-@functools.lru_cache(maxsize=8)
-def _labels_decoder(label_key: str) -> msgspec.json.Decoder[Any]:
-    """Reads one label of a labels object, skipping the others in C."""
-    view = msgspec.defstruct("_LabelView", [("value", str | None, UNSET)], rename={"value": label_key})
-    return msgspec.json.Decoder(view)
 
 
 def _path(error: msgspec.ValidationError) -> str:

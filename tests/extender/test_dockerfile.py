@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from localcluster.control_plane import free_port
 from tests.extender.harness import DEADLINE, LOOPBACK, REPO_ROOT, read_json_line, request, scheduler_context
 
 DOCKERFILE = REPO_ROOT / "extender_app" / "Dockerfile"
@@ -126,3 +127,51 @@ def test_entry_command_runs_from_the_image_layout_without_writing(image_layout, 
         process.stdout.close()
         process.stderr.close()
     assert sorted(str(path) for path in image_layout.rglob("*")) == before  # nothing written
+
+
+def test_watch_mode_imports_its_client_from_the_image_layout(image_layout, pki, tmp_path):
+    """kubernetes_asyncio and every package it needs are in the pinned list: the process starts,
+    tries the (absent) API server, and stays up and unready."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters: [{{name: k, cluster: {{server: 'https://{LOOPBACK}:{free_port()}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": f"{image_layout}:{image_layout / 'site-packages'}",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "EXTENDER_TLS_CERT": str(pki.server_cert),
+        "EXTENDER_TLS_KEY": str(pki.server_key),
+        "EXTENDER_CLIENT_CA": str(pki.client_ca),
+        "EXTENDER_BIND": LOOPBACK,
+        "EXTENDER_PORT": "0",
+        "EXTENDER_HEALTH_PORT": "0",
+        "EXTENDER_NODE_CACHE": "watch",
+        "EXTENDER_KUBECONFIG": str(kubeconfig),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-S", "-m", "extender_app"],
+        cwd=image_layout,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        listening = read_json_line(process.stdout, lambda line: line["msg"] == "listening")
+        failed = read_json_line(
+            process.stdout, lambda line: line["msg"] == "node cache out of step; relisting"
+        )
+        assert "cannot reach the API server" in failed["error"]
+        ready = request(int(listening["health_port"]), None, "/readyz", method="GET")
+        assert ready.status == 503
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(DEADLINE) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(DEADLINE)
+        process.stdout.close()
+        process.stderr.close()

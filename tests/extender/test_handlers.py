@@ -1,8 +1,10 @@
 """The two verbs on top of the policy, on realistic EKS nodes (no sockets here)."""
 
+from dataclasses import replace
 from http import HTTPStatus
 
 import orjson
+import pytest
 
 from extender_app.handlers import VERBS, VerbLimits, filter_verb, prioritize_verb
 from policy import (
@@ -74,16 +76,38 @@ def test_prioritize_gives_zero_to_pods_without_gpus():
     assert [entry["Score"] for entry in answer] == [0, 0, 0, 0]
 
 
-def test_policy_errors_are_400_with_the_policy_message():
-    for pod, message in [
-        (make_pod(min_memory_mib="0"), INVALID_MIN_MEMORY),
-        (make_pod(min_memory_mib=" 100"), INVALID_MIN_MEMORY),
-        (make_pod(min_memory_mib=1024, gpus=0), REQUIRES_GPU_REQUEST),
-    ]:
-        for verb in (filter_verb, prioritize_verb):
-            result = verb(extender_body(pod, make_nodes(2)), LIMITS)
-            assert (result.status, result.body.decode()) == (HTTPStatus.BAD_REQUEST, message)
+INVALID_PODS = [
+    (make_pod(min_memory_mib="0"), INVALID_MIN_MEMORY),
+    (make_pod(min_memory_mib=" 100"), INVALID_MIN_MEMORY),
+    (make_pod(min_memory_mib=1024, gpus=0), REQUIRES_GPU_REQUEST),
+]
+
+
+@pytest.mark.parametrize("status", [HTTPStatus.OK, HTTPStatus.BAD_REQUEST])
+def test_policy_errors_carry_the_policy_message_under_both_pod_error_statuses(status):
+    limits = replace(LIMITS, pod_error_status=status)
+    nodes = make_nodes(2)
+    names = [node["metadata"]["name"] for node in nodes]
+    for pod, message in INVALID_PODS:
+        filtered = filter_verb(extender_body(pod, nodes), limits)
+        scored = prioritize_verb(extender_body(pod, nodes), limits)
+        for result in (filtered, scored):
+            assert result.status == status
             assert result.pod == "training/train-0"
+        if status == HTTPStatus.BAD_REQUEST:  # the seed's contract
+            assert filtered.body.decode() == scored.body.decode() == message
+            continue
+        answer = orjson.loads(filtered.body)
+        assert answer["Nodes"]["items"] == []
+        assert answer["FailedAndUnresolvableNodes"] == dict.fromkeys(names, message)
+        assert (answer["FailedNodes"], answer["NodeNames"], answer["Error"]) == ({}, None, "")
+        assert (filtered.passed, filtered.pod_error) == (0, message)
+        assert orjson.loads(scored.body) == [{"Host": name, "Score": 0} for name in names]
+        assert scored.pod_error == message
+
+
+def test_the_default_answers_an_invalid_pod_with_200():
+    assert LIMITS.pod_error_status == HTTPStatus.OK
 
 
 def test_malformed_node_is_400_naming_the_field():

@@ -89,6 +89,42 @@ def test_the_body_budget_defaults_to_twice_the_body_limit_and_must_hold_one_body
         settings_from(["--max-body-bytes", "1000", "--max-buffered-body-bytes", "999"], {})
 
 
+def test_node_cache_flags_and_their_checks():
+    defaults = settings_from([], {})
+    assert (defaults.node_cache, defaults.kubeconfig, defaults.pod_error_status) == ("off", "", 200)
+    assert (defaults.max_cache_staleness, defaults.watch_timeout) == (30.0, 20)
+    watch = settings_from(
+        [
+            "--node-cache",
+            "watch",
+            "--kubeconfig",
+            "/k",
+            "--max-cache-staleness",
+            "60",
+            "--watch-timeout",
+            "50",
+        ],
+        {"EXTENDER_POD_ERROR_STATUS": "400", "EXTENDER_LIST_PAGE_SIZE": "100"},
+    )
+    assert (watch.node_cache, watch.kubeconfig, watch.pod_error_status) == ("watch", "/k", 400)
+    assert (watch.max_cache_staleness, watch.watch_timeout, watch.list_page_size) == (60.0, 50, 100)
+    for argv, message in [
+        (["--node-cache", "informer"], "node_cache must be one of off, watch, not 'informer'"),
+        (["--pod-error-status", "500"], "pod_error_status must be 200 or 400, not 500"),
+        (["--node-cache", "watch", "--watch-timeout", "30"], r"watch_timeout \(30\) must be less than"),
+        (["--max-cache-staleness", "0"], "max_cache_staleness must be greater than 0"),
+        (["--list-page-size", "0"], "list_page_size must be at least 1"),
+        (
+            ["--relist-backoff-initial", "5", "--relist-backoff-max", "1"],
+            "relist_backoff_max must be at least",
+        ),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            settings_from(argv, {})
+    # a watch timeout above the staleness limit only matters when watching
+    assert settings_from(["--watch-timeout", "30"], {}).watch_timeout == 30
+
+
 def test_client_ca_without_certificate_exits_non_zero_with_a_clear_message(pki):
     pki.client_ca.write_bytes(b"")
     process = start_process(tls_args(pki))

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from extender_app import service as service_module
-from policy import BELOW_MINIMUM, NODE_MEMORY_LABEL
+from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY, NODE_MEMORY_LABEL
 from tests.extender.harness import (
     ThreadedExtender,
     read_response,
@@ -119,9 +119,32 @@ def test_empty_and_duplicate_node_names_are_400(extender):
     assert_plain_error(post(extender, "/filter", extender_body(make_pod(), nodes)), 400, "non-empty string")
 
 
-def test_policy_error_is_400_with_the_policy_message(extender):
-    reply = post(extender, "/filter", extender_body(make_pod(min_memory_mib="abc"), make_nodes(1)))
-    assert_plain_error(reply, 400, "minimum GPU memory must be 1..1048576 MiB")
+def test_policy_error_is_400_with_the_policy_message_when_asked(pki):
+    server = ThreadedExtender(settings_for(pki, pod_error_status=400), pki).start()
+    try:
+        reply = post(server, "/filter", extender_body(make_pod(min_memory_mib="abc"), make_nodes(1)))
+        assert_plain_error(reply, 400, INVALID_MIN_MEMORY)
+        wait_for(lambda: len(server.logs.requests()) == 1, "the request log line")
+        line = server.logs.requests()[0]
+        assert (line["status"], line["reason"]) == (400, INVALID_MIN_MEMORY)
+    finally:
+        server.stop()
+
+
+def test_policy_error_is_200_with_every_candidate_unresolvable_by_default(extender):
+    nodes = make_nodes(3)
+    reply = post(extender, "/filter", extender_body(make_pod(min_memory_mib="abc"), nodes))
+    assert reply.status == 200
+    answer = reply.json()
+    assert list(answer) == FILTER_KEYS
+    assert answer["Nodes"]["items"] == []
+    names = [node["metadata"]["name"] for node in nodes]
+    assert answer["FailedAndUnresolvableNodes"] == dict.fromkeys(names, INVALID_MIN_MEMORY)
+    scores = post(extender, "/prioritize", extender_body(make_pod(min_memory_mib="abc"), nodes)).json()
+    assert scores == [{"Host": name, "Score": 0} for name in names]
+    wait_for(lambda: len(extender.logs.requests()) == 2, "two request log lines")
+    line = extender.logs.requests()[0]
+    assert (line["status"], line["pod_error"], line["passed"]) == (200, INVALID_MIN_MEMORY, 0)
 
 
 def test_too_many_nodes_is_413(small_extender):

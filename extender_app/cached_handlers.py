@@ -1,0 +1,110 @@
+"""The two verbs with ``--node-cache watch``: candidates arrive as names, labels come from the NodeCache.
+
+The policy still decides every verdict and score: it is asked once per distinct label value
+among the candidates (a cluster has a handful), with the node as the policy reads it, and
+each candidate then costs two dictionary look-ups. A pod without a minimum fits every
+candidate without a look at the cache (as in the other mode and in the plugin); a candidate
+the cache does not know fails resolvably (``FailedNodes``, so the scheduler tries again
+later) with ``UNKNOWN_NODE``, and scores 0.
+"""
+
+from collections.abc import Mapping
+
+from extender_app.handlers import (
+    Computed,
+    VerbHandler,
+    VerbLimits,
+    VerbResult,
+    answer,
+    zero_scores,
+)
+from extender_app.metrics import NodeCacheMetrics
+from extender_app.node_cache import NodeCache
+from extender_app.node_metadata import policy_view
+from extender_app.wire import encode_priorities
+from extender_app.wire_names import NamesArgs, encode_names_filter_result, parse_names_args
+from policy import PolicySettings, Requirement, extender_score, fits_memory
+
+UNKNOWN_NODE = "node not yet in the extender's node cache"
+"""FailedNodes reason for a candidate the cache does not hold (yet): resolvable, the scheduler retries."""
+
+
+def cached_verbs(cache: NodeCache, metrics: NodeCacheMetrics | None = None) -> Mapping[str, VerbHandler]:
+    """Path -> verb, both reading ``cache`` (one snapshot of it per request)."""
+
+    def count_unknown(result: VerbResult) -> VerbResult:
+        if metrics is not None and result.unknown:
+            metrics.unknown_candidates.inc(result.unknown)
+        return result
+
+    def filter_names(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
+        """POST /filter with NodeNames."""
+
+        def compute(args: NamesArgs, requirement: Requirement, policy: PolicySettings) -> Computed:
+            return filter_by_labels(args, requirement, policy, cache.labels)
+
+        return count_unknown(answer(body, limits, parse_names_args, compute, _filter_refusal))
+
+    def prioritize_names(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
+        """POST /prioritize with NodeNames."""
+
+        def compute(args: NamesArgs, requirement: Requirement, policy: PolicySettings) -> Computed:
+            return prioritize_by_labels(args, requirement, policy, cache.labels)
+
+        return count_unknown(answer(body, limits, parse_names_args, compute, zero_scores))
+
+    return {"/filter": filter_names, "/prioritize": prioritize_names}
+
+
+def filter_by_labels(
+    args: NamesArgs, requirement: Requirement, policy: PolicySettings, labels: Mapping[str, str | None]
+) -> Computed:
+    """The filter answer for ``args`` against one snapshot of the cache."""
+    names = args.names
+    if requirement.min_memory_mib == 0:  # fits everywhere: the policy would not read the nodes
+        return Computed(encode_names_filter_result(names, {}, {}), len(names))
+    key = policy.node_memory_label
+    verdicts: dict[str | None, tuple[bool, str]] = {}
+    passed: list[str] = []
+    unknown: dict[str, str] = {}
+    failed: dict[str, str] = {}
+    for name in names:
+        if name not in labels:
+            unknown[name] = UNKNOWN_NODE
+            continue
+        label = labels[name]
+        verdict = verdicts.get(label)
+        if verdict is None:
+            verdict = verdicts[label] = fits_memory(requirement, policy_view(key, label), policy)
+        if verdict[0]:
+            passed.append(name)
+        else:
+            failed[name] = verdict[1]
+    return Computed(encode_names_filter_result(passed, unknown, failed), len(passed), len(unknown))
+
+
+def prioritize_by_labels(
+    args: NamesArgs, requirement: Requirement, policy: PolicySettings, labels: Mapping[str, str | None]
+) -> Computed:
+    """The prioritize answer for ``args`` against one snapshot of the cache (unknown nodes score 0)."""
+    if not requirement.has_gpu:  # scores 0 everywhere: the policy would not read the nodes
+        return zero_scores(args, "")
+    key = policy.node_memory_label
+    memo: dict[str | None, int] = {}
+    scores: list[tuple[str, int]] = []
+    unknown = 0
+    for name in args.names:
+        if name not in labels:
+            unknown += 1
+            scores.append((name, 0))
+            continue
+        label = labels[name]
+        score = memo.get(label)
+        if score is None:
+            score = memo[label] = extender_score(requirement, policy_view(key, label), policy)
+        scores.append((name, score))
+    return Computed(encode_priorities(scores), unknown=unknown)
+
+
+def _filter_refusal(args: NamesArgs, message: str) -> Computed:
+    return Computed(encode_names_filter_result([], {}, dict.fromkeys(args.names, message)), passed=0)

@@ -1,0 +1,161 @@
+"""What the node-cache tests need around a real control plane: a least-privilege identity for the
+extender, Nodes to create and change, and a TCP proxy that can make the API server vanish."""
+
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import kubernetes.client
+
+from localcluster.control_plane import ControlPlane, Credentials, free_port, write_kubeconfig
+from localcluster.probes import LOOPBACK
+from policy import NODE_MEMORY_LABEL
+
+NODE_READER_ROLE = "scheduler-extender-node-reader"
+"""The ClusterRole the Deployment binds in extender-cached mode (get, list, watch on nodes)."""
+NODE_READER_USER = "scheduler-extender"
+RBAC_GROUP = "rbac.authorization.k8s.io"
+PROXY_CHUNK_BYTES = 64 * 1024
+
+
+def node_reader(plane: ControlPlane) -> Credentials:
+    """A client certificate for ``scheduler-extender`` with exactly get/list/watch on nodes (idempotent)."""
+    rbac = kubernetes.client.RbacAuthorizationV1Api(plane.api_client())
+    role = {
+        "metadata": {"name": NODE_READER_ROLE},
+        "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}],
+    }
+    binding = {
+        "metadata": {"name": NODE_READER_ROLE},
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": NODE_READER_ROLE},
+        "subjects": [{"apiGroup": RBAC_GROUP, "kind": "User", "name": NODE_READER_USER}],
+    }
+    for create in (
+        lambda: rbac.create_cluster_role(role),
+        lambda: rbac.create_cluster_role_binding(binding),
+    ):
+        try:
+            create()
+        except kubernetes.client.ApiException as error:
+            if error.status != 409:  # already there from an earlier test of the session
+                raise
+    return plane.credentials(NODE_READER_USER, "scheduler-extender")
+
+
+def kubeconfig_via(plane: ControlPlane, credentials: Credentials, port: int, path: Path) -> Path:
+    """``credentials``' kubeconfig, but pointing at ``port`` on loopback (a proxy) instead."""
+    write_kubeconfig(path, f"https://{LOOPBACK}:{port}", plane.ca.ca_file, credentials.files)
+    return path
+
+
+class Nodes:
+    """Nodes a test creates (names get a per-test prefix), all deleted at the end."""
+
+    def __init__(self, plane: ControlPlane, prefix: str) -> None:
+        self.core = kubernetes.client.CoreV1Api(plane.api_client())
+        self.prefix = prefix
+        self.created: set[str] = set()
+
+    def name(self, short: str) -> str:
+        return f"{self.prefix}-{short}"
+
+    def create(self, short: str, label: str | None) -> str:
+        name = self.name(short)
+        labels: dict[str, Any] = {"kubernetes.io/hostname": name}
+        if label is not None:
+            labels[NODE_MEMORY_LABEL] = label
+        self.core.create_node({"metadata": {"name": name, "labels": labels}})
+        self.created.add(name)
+        return name
+
+    def relabel(self, short: str, label: str | None) -> None:
+        """Set the memory label (None removes it)."""
+        self.core.patch_node(self.name(short), {"metadata": {"labels": {NODE_MEMORY_LABEL: label}}})
+
+    def delete(self, short: str) -> None:
+        self.core.delete_node(self.name(short))
+        self.created.discard(self.name(short))
+
+    def delete_all(self) -> None:
+        for name in sorted(self.created):
+            with contextlib.suppress(kubernetes.client.ApiException):
+                self.core.delete_node(name)
+        self.created.clear()
+
+
+class TcpProxy:
+    """Forwards a loopback port to the API server; ``stop`` closes the port and cuts every connection.
+
+    The TLS session runs end to end through it (the API server's certificate names 127.0.0.1).
+    """
+
+    def __init__(self, target: str) -> None:
+        host, port = target.removeprefix("https://").rsplit(":", 1)
+        self.target = (host, int(port))
+        self.port = free_port()
+        self._listener: socket.socket | None = None
+        self._sockets: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self.accepted = 0
+
+    def start(self) -> "TcpProxy":
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((LOOPBACK, self.port))
+        listener.listen(16)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() (close alone leaves it listening)
+            listener.close()
+        with self._lock:
+            sockets, self._sockets = self._sockets, set()
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # closed by stop()
+            try:
+                upstream = socket.create_connection(self.target)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._sockets.update((client, upstream))
+                self.accepted += 1
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(PROXY_CHUNK_BYTES):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                sink.shutdown(socket.SHUT_WR)
+
+
+@contextlib.contextmanager
+def proxy_to(plane: ControlPlane) -> Iterator[TcpProxy]:
+    """A proxy to ``plane``'s API server that is not listening yet; stopped at the end."""
+    proxy = TcpProxy(plane.server)
+    try:
+        yield proxy
+    finally:
+        proxy.stop()

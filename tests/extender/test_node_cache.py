@@ -1,0 +1,76 @@
+"""The node cache core: whole-list swaps, one event at a time, freshness."""
+
+import pytest
+
+from extender_app.node_cache import ListChanges, NodeCache, NodeChange
+from extender_app.node_metadata import ADDED, BOOKMARK, DELETED, MODIFIED, NodeMeta, WatchEvent
+
+KEY = "example.com/gpu-memory-mib"
+
+
+def event(kind, name=None, label=None, resource_version="9"):
+    node = None if name is None else NodeMeta(name, label, resource_version)
+    return WatchEvent(kind, node=node, resource_version=resource_version)
+
+
+def listed(cache, pairs, resource_version="5", now=0.0):
+    return cache.replace([NodeMeta(name, label) for name, label in pairs], resource_version, now)
+
+
+def test_a_new_cache_is_empty_and_not_synced():
+    cache = NodeCache(KEY)
+    assert (len(cache), cache.synced, cache.seconds_since_sync(100.0)) == (0, False, None)
+    cache.confirm(5.0)  # no proof of sync before a list
+    assert cache.seconds_since_sync(100.0) is None
+
+
+def test_a_relist_swaps_in_a_new_map_and_counts_the_changes():
+    cache = NodeCache(KEY)
+    assert listed(cache, [("a", "1"), ("b", "2"), ("c", None)]) == ListChanges(3, 3, 0, 0)
+    before = cache.labels
+    changes = listed(cache, [("a", "1"), ("b", "9"), ("d", "4")], resource_version="8", now=3.0)
+    assert changes == ListChanges(nodes=3, added=1, removed=1, relabelled=1)
+    assert dict(cache.labels) == {"a": "1", "b": "9", "d": "4"}
+    assert dict(before) == {"a": "1", "b": "2", "c": None}  # a request holding the old map saw no change
+    assert cache.labels is not before
+    assert (cache.resource_version, cache.synced, cache.seconds_since_sync(10.0)) == ("8", True, 7.0)
+
+
+def test_events_add_relabel_remove_a_label_and_delete():
+    cache = NodeCache(KEY)
+    listed(cache, [("a", "16384")])
+    assert cache.apply(event(ADDED, "b", "40960", "10"), 1.0) == NodeChange(ADDED, "b", "40960", None)
+    assert cache.apply(event(MODIFIED, "a", "81920", "11"), 2.0) == NodeChange(
+        MODIFIED, "a", "81920", "16384"
+    )
+    assert cache.apply(event(MODIFIED, "a", "81920", "12"), 3.0) is None  # nothing the policy reads
+    assert cache.apply(event(MODIFIED, "b", None, "13"), 4.0) == NodeChange(MODIFIED, "b", None, "40960")
+    assert dict(cache.labels) == {"a": "81920", "b": None}  # a node without the label is still known
+    assert cache.apply(event(DELETED, "a", "81920", "14"), 5.0) == NodeChange(DELETED, "a", None, "81920")
+    assert cache.apply(event(DELETED, "zz", None, "15"), 6.0) is None
+    assert dict(cache.labels) == {"b": None}
+    assert cache.resource_version == "15"
+    assert cache.seconds_since_sync(6.5) == 0.5
+
+
+def test_a_modified_event_for_an_unknown_node_adds_it():
+    cache = NodeCache(KEY)
+    listed(cache, [])
+    assert cache.apply(event(MODIFIED, "n", "1"), 1.0) == NodeChange(ADDED, "n", "1", None)
+
+
+def test_a_bookmark_moves_the_resource_version_and_confirms():
+    cache = NodeCache(KEY)
+    listed(cache, [("a", "1")], now=0.0)
+    assert cache.apply(WatchEvent(BOOKMARK, resource_version="77"), 20.0) is None
+    assert (cache.resource_version, cache.seconds_since_sync(25.0)) == ("77", 5.0)
+    cache.confirm(30.0)
+    assert cache.seconds_since_sync(30.0) == 0.0
+    assert dict(cache.labels) == {"a": "1"}
+
+
+def test_an_error_event_is_not_applied():
+    cache = NodeCache(KEY)
+    listed(cache, [])
+    with pytest.raises(ValueError, match="ERROR"):
+        cache.apply(WatchEvent("ERROR", node=NodeMeta("x", None)), 1.0)

@@ -1,0 +1,260 @@
+"""``--node-cache watch`` against a real kube-apiserver (the session's control plane).
+
+The extender runs with a least-privilege identity (get/list/watch on nodes), follows Nodes
+being added, relabelled, stripped of the label and deleted, answers names-only requests
+over mutual TLS, stays up and unready while the API server cannot be reached, and recovers
+(relist) when a watch breaks. Every wait is a condition polled with a deadline.
+"""
+
+import signal
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+
+from extender_app.cached_handlers import UNKNOWN_NODE
+from policy import BELOW_MINIMUM, INVALID_NODE_LABEL
+from tests.extender.cluster import Nodes, kubeconfig_via, node_reader, proxy_to
+from tests.extender.harness import (
+    LOOPBACK,
+    ThreadedExtender,
+    read_json_line,
+    request,
+    scheduler_context,
+    settings_for,
+    start_process,
+    wait_for,
+)
+from tests.fixtures.eks_nodes import make_pod
+
+pytestmark = pytest.mark.e2e
+OUT_OF_STEP = "node cache out of step; relisting"
+FAST_RETRIES = {"relist_backoff_initial": 0.05, "relist_backoff_max": 0.2, "api_timeout": 2.0}
+
+
+@pytest.fixture
+def nodes(control_plane, request) -> Iterator[Nodes]:
+    created = Nodes(control_plane, request.node.name.replace("_", "-")[:40].strip("-").lower())
+    yield created
+    created.delete_all()
+
+
+@pytest.fixture
+def reader(control_plane):
+    return node_reader(control_plane)
+
+
+def start_watching(pki, kubeconfig, **overrides: Any) -> ThreadedExtender:
+    settings = settings_for(
+        pki, node_cache="watch", kubeconfig=str(kubeconfig), **{**FAST_RETRIES, **overrides}
+    )
+    return ThreadedExtender(settings, pki).start()
+
+
+def readyz(server):
+    reply = request(server.ports.health_port, None, "/readyz", method="GET")
+    return reply.status, reply.body.decode().strip()
+
+
+def metric(server, name, **labels):
+    text = request(server.ports.health_port, None, "/metrics", method="GET").body.decode()
+    wanted = name + (
+        "{" + ",".join(f'{key}="{value}"' for key, value in labels.items()) + "}" if labels else ""
+    )
+    for line in text.splitlines():
+        if line.startswith(wanted + " "):
+            return float(line.split()[1])
+    return 0.0
+
+
+def names_request(server, path, pod, names):
+    body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": names})
+    reply = request(server.ports.port, scheduler_context(server.pki), path, body)
+    assert reply.status == 200, reply.body
+    return reply.json()
+
+
+def verdicts(server, names, minimum=40960):
+    """(passed, FailedNodes, FailedAndUnresolvableNodes) of a names-only /filter over mutual TLS."""
+    answer = names_request(server, "/filter", make_pod(min_memory_mib=minimum), names)
+    assert answer["Nodes"] is None
+    assert answer["Error"] == ""
+    return answer["NodeNames"], answer["FailedNodes"], answer["FailedAndUnresolvableNodes"]
+
+
+def test_the_cache_follows_nodes_and_the_verbs_answer_by_name(control_plane, pki, reader, nodes):
+    big = nodes.create("h100", "81920")
+    small = nodes.create("t4", "16384")
+    server = start_watching(pki, reader.kubeconfig)
+    try:
+        wait_for(lambda: readyz(server)[0] == 200, "the first list")
+        assert "node cache:" in readyz(server)[1]
+        assert verdicts(server, [big, small]) == ([big], {}, {small: BELOW_MINIMUM})
+        scores = names_request(server, "/prioritize", make_pod(min_memory_mib=1), [small, big, "ghost"])
+        assert scores == [
+            {"Host": small, "Score": 2},
+            {"Host": big, "Score": 10},
+            {"Host": "ghost", "Score": 0},
+        ]
+
+        late = nodes.name("l40s")
+        assert verdicts(server, [late]) == ([], {late: UNKNOWN_NODE}, {})  # not created yet: resolvable
+        nodes.create("l40s", "45776")
+        wait_for(lambda: verdicts(server, [late])[0] == [late], "the new node in the cache")
+
+        nodes.relabel("t4", "49152")
+        wait_for(lambda: verdicts(server, [small])[0] == [small], "the relabelled node to fit")
+        nodes.relabel("h100", None)
+        wait_for(lambda: verdicts(server, [big])[2] == {big: INVALID_NODE_LABEL}, "the removed label")
+        nodes.delete("l40s")
+        wait_for(lambda: verdicts(server, [late])[1] == {late: UNKNOWN_NODE}, "the deleted node to be gone")
+
+        assert metric(server, "gpu_extender_node_cache_synced") == 1
+        assert metric(server, "gpu_extender_node_cache_nodes") >= 2
+        assert metric(server, "gpu_extender_node_cache_events_total", type="DELETED") >= 1
+        assert metric(server, "gpu_extender_node_cache_unknown_candidates_total") >= 2
+        assert metric(server, "gpu_extender_node_cache_seconds_since_sync") < 30
+        events = [line for line in server.logs.lines if line["msg"] == "node cache event"]
+        assert {(line["type"], line["node"]) for line in events} >= {("ADDED", late), ("DELETED", late)}
+        assert any(line["msg"] == "node cache listed" for line in server.logs.lines)
+    finally:
+        server.stop()
+
+
+def test_unreachable_api_server_at_start_is_unready_not_fatal_then_recovers(
+    control_plane, pki, reader, nodes, tmp_path
+):
+    name = nodes.create("a100", "40960")
+    with proxy_to(control_plane) as proxy:  # nothing listens on its port yet
+        server = start_watching(pki, kubeconfig_via(control_plane, reader, proxy.port, tmp_path / "kc"))
+        try:
+
+            def failures():
+                return [
+                    line for line in server.logs.lines if line["msg"] == "node cache out of step; relisting"
+                ]
+
+            wait_for(lambda: len(failures()) >= 3, "three failed lists")
+            status, text = readyz(server)
+            assert status == 503
+            assert "node cache has not completed its first list" in text
+            assert "cannot reach the API server" in text
+            assert [line["failures"] for line in failures()[:3]] == [1, 2, 3]
+            assert verdicts(server, [name]) == ([], {name: UNKNOWN_NODE}, {})  # serving, honestly
+            assert metric(server, "gpu_extender_node_cache_synced") == 0
+
+            proxy.start()
+            wait_for(lambda: readyz(server)[0] == 200, "ready once the API server is reachable")
+            assert verdicts(server, [name]) == ([name], {}, {})
+        finally:
+            server.stop()
+
+
+def test_a_cut_connection_is_relisted_and_a_long_outage_turns_readyz_503(
+    control_plane, pki, reader, nodes, tmp_path
+):
+    before = nodes.create("before", "81920")
+    with proxy_to(control_plane) as proxy:
+        proxy.start()
+        kubeconfig = kubeconfig_via(control_plane, reader, proxy.port, tmp_path / "kc")
+        server = start_watching(pki, kubeconfig, watch_timeout=1, max_cache_staleness=3.0, api_timeout=1.0)
+        try:
+            wait_for(lambda: readyz(server)[0] == 200, "the first list")
+            assert verdicts(server, [before])[0] == [before]
+            proxy.stop()  # the watch breaks and nothing answers
+            wait_for(lambda: readyz(server)[0] == 503, "readyz to turn 503 when the cache goes stale")
+            assert "node cache last confirmed in sync" in readyz(server)[1]
+            assert "--max-cache-staleness" in readyz(server)[1]
+            during = nodes.create("during", "81920")  # made while the extender cannot see
+            assert verdicts(server, [during])[1] == {during: UNKNOWN_NODE}
+
+            proxy.start()
+            wait_for(lambda: verdicts(server, [during])[0] == [during], "the relist to bring the new node")
+            wait_for(lambda: readyz(server)[0] == 200, "ready again")
+            assert metric(server, "gpu_extender_node_cache_relists_total", reason="error") >= 1
+        finally:
+            server.stop()
+
+
+def test_a_quiet_healthy_watch_stays_ready_through_watch_renewals(control_plane, pki, reader, tmp_path):
+    with proxy_to(control_plane) as proxy:
+        proxy.start()
+        kubeconfig = kubeconfig_via(control_plane, reader, proxy.port, tmp_path / "kc")
+        server = start_watching(pki, kubeconfig, watch_timeout=1, max_cache_staleness=3.0)
+        try:
+            wait_for(lambda: readyz(server)[0] == 200, "the first list")
+            restarts = lambda: metric(server, "gpu_extender_node_cache_watch_restarts_total")  # noqa: E731
+            wait_for(lambda: restarts() >= 4, "four watches ended by the server and reopened")
+            assert readyz(server)[0] == 200  # 4+ s without a node event, never stale
+            assert metric(server, "gpu_extender_node_cache_relists_total", reason="error") == 0
+            assert metric(server, "gpu_extender_node_cache_relists_total", reason="gone") == 0
+        finally:
+            server.stop()
+
+
+def test_without_rbac_on_nodes_the_extender_stays_unready_and_says_why(control_plane, pki):
+    nobody = control_plane.credentials("no-rights", "no-rights")
+    server = start_watching(pki, nobody.kubeconfig)
+    try:
+        wait_for(lambda: "403" in readyz(server)[1], "the refusal in /readyz")
+        status, text = readyz(server)
+        assert status == 503
+        assert 'cannot list resource \\"nodes\\"' in text or 'cannot list resource "nodes"' in text
+    finally:
+        server.stop()
+
+
+def test_the_process_serves_names_only_requests_in_watch_mode(control_plane, pki, reader, nodes):
+    name = nodes.create("p5", "81920")
+    args = [
+        "--tls-cert",
+        str(pki.server_cert),
+        "--tls-key",
+        str(pki.server_key),
+        "--client-ca",
+        str(pki.client_ca),
+    ]
+    args += ["--bind", LOOPBACK, "--port", "0", "--health-port", "0", "--node-cache", "watch"]
+    process = start_process(args, env={"EXTENDER_KUBECONFIG": str(reader.kubeconfig)})
+    try:
+        listening = read_json_line(process.stdout, lambda line: line["msg"] == "listening")
+        listed = read_json_line(process.stdout, lambda line: line["msg"] == "node cache listed")
+        assert listed["nodes"] >= 1
+        port, health_port = int(listening["port"]), int(listening["health_port"])
+        assert request(health_port, None, "/readyz", method="GET").status == 200
+        body = orjson.dumps({"Pod": make_pod(min_memory_mib=81920), "Nodes": None, "NodeNames": [name, "x"]})
+        reply = request(port, scheduler_context(pki), "/filter", body)
+        assert reply.json() == {
+            "Nodes": None,
+            "NodeNames": [name],
+            "FailedNodes": {"x": UNKNOWN_NODE},
+            "FailedAndUnresolvableNodes": {},
+            "Error": "",
+        }
+        old_shape = orjson.dumps({"Pod": make_pod(), "Nodes": {"items": []}, "NodeNames": None})
+        refused = request(port, scheduler_context(pki), "/filter", old_shape)
+        assert refused.status == 400
+        assert b"nodeCacheCapable: true" in refused.body
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+        process.stdout.close()
+        process.stderr.close()
+
+
+def test_credentials_that_cannot_be_loaded_exit_2(pki, tmp_path):
+    args = [
+        "--tls-cert",
+        str(pki.server_cert),
+        "--tls-key",
+        str(pki.server_key),
+        "--client-ca",
+        str(pki.client_ca),
+    ]
+    missing = tmp_path / "no-such-kubeconfig"
+    process = start_process([*args, "--node-cache", "watch", "--kubeconfig", str(missing), "--port", "0"])
+    assert process.wait(30) == 2
+    assert f"kubeconfig {missing}" in process.stderr.read().decode()
+    process.stdout.close()
+    process.stderr.close()

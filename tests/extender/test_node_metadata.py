@@ -1,0 +1,126 @@
+"""Reading Nodes' metadata from the API server's JSON: list pages, watch events, what is kept."""
+
+import orjson
+import pytest
+
+from extender_app.node_metadata import (
+    BOOKMARK,
+    DELETED,
+    ERROR,
+    MODIFIED,
+    NodeDecodeError,
+    NodeMeta,
+    event_from_json,
+    node_from_json,
+    page_from_json,
+    policy_view,
+)
+from policy import NODE_MEMORY_LABEL, fits_memory, requirement_from_pod
+from tests.fixtures.eks_nodes import base_node, make_pod
+
+KEY = NODE_MEMORY_LABEL
+
+
+def partial(name, labels, resource_version="7"):
+    """A PartialObjectMetadata as the API server serves it for ``as=PartialObjectMetadata``."""
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"name": name, "resourceVersion": resource_version, "labels": labels},
+    }
+
+
+def test_a_realistic_node_keeps_only_its_name_label_and_resource_version():
+    node = base_node()
+    meta = node_from_json(orjson.dumps(node), KEY)
+    assert meta == NodeMeta(
+        node["metadata"]["name"], node["metadata"]["labels"][KEY], node["metadata"]["resourceVersion"]
+    )
+
+
+def test_label_absent_null_and_labels_null():
+    assert node_from_json(orjson.dumps(partial("a", {"other": "x"})), KEY).label is None
+    assert node_from_json(orjson.dumps(partial("b", {KEY: None})), KEY).label == ""  # Go stores ""
+    assert node_from_json(orjson.dumps(partial("c", None)), KEY).label is None
+    assert node_from_json(b'{"metadata": {"name": "d"}}', KEY).label is None
+
+
+def test_label_values_are_interned():
+    first = node_from_json(orjson.dumps(partial("a", {KEY: "2" + "2888"})), KEY)
+    second = node_from_json(orjson.dumps(partial("b", {KEY: "22" + "888"})), KEY)
+    assert first.label is second.label
+
+
+@pytest.mark.parametrize(
+    ("raw", "where"),
+    [
+        (b'{"metadata": {"labels": {}}}', "metadata.name"),
+        (b'{"metadata": {"name": ""}}', "metadata.name"),
+        (b'{"metadata": {"name": "n", "labels": ["x"]}}', "labels"),
+        (b'{"metadata": {"name": "n", "labels": {"' + KEY.encode() + b'": 5}}}', "labels"),
+        (b'{"metadata": 5}', "node"),
+        (b"[]", "node"),
+    ],
+)
+def test_unreadable_objects_are_refused_with_where(raw, where):
+    with pytest.raises(NodeDecodeError, match=where):
+        node_from_json(raw, KEY)
+
+
+def test_a_page_of_a_partial_object_metadata_list():
+    body = orjson.dumps(
+        {
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": {"resourceVersion": "42", "continue": "token"},
+            "items": [partial("a", {KEY: "16384"}), partial("b", {})],
+        }
+    )
+    page = page_from_json(body, KEY)
+    assert page.resource_version == "42"
+    assert page.continue_token == "token"
+    assert [(node.name, node.label) for node in page.nodes] == [("a", "16384"), ("b", None)]
+    last = page_from_json(b'{"metadata": {"resourceVersion": "43"}, "items": null}', KEY)
+    assert (last.nodes, last.resource_version, last.continue_token) == ([], "43", "")
+
+
+def test_watch_events_of_each_type():
+    modified = event_from_json(
+        orjson.dumps({"type": "MODIFIED", "object": partial("a", {KEY: "40960"}, "50")}), KEY
+    )
+    assert (modified.type, modified.node, modified.resource_version) == (
+        MODIFIED,
+        NodeMeta("a", "40960", "50"),
+        "50",
+    )
+    deleted = event_from_json(orjson.dumps({"type": "DELETED", "object": partial("a", {}, "51")}), KEY)
+    assert (deleted.type, deleted.node.name) == (DELETED, "a")
+    bookmark = event_from_json(
+        b'{"type":"BOOKMARK","object":{"kind":"PartialObjectMetadata","metadata":{"resourceVersion":"60"}}}',
+        KEY,
+    )
+    assert (bookmark.type, bookmark.node, bookmark.resource_version) == (BOOKMARK, None, "60")
+    error = event_from_json(
+        b'{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}}', KEY
+    )
+    assert error.type == ERROR
+    assert (error.status.code, error.status.reason, error.status.message) == (410, "Expired", "too old")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b"not json", b'{"type": "RENAMED", "object": {}}', b'{"object": {}}', b'{"type": "ADDED", "object": 3}'],
+)
+def test_unreadable_watch_lines_are_refused(line):
+    with pytest.raises(NodeDecodeError, match="watch event"):
+        event_from_json(line, KEY)
+
+
+def test_the_policy_view_judges_like_the_full_node():
+    requirement = requirement_from_pod(make_pod(min_memory_mib=20000))
+    node = base_node()
+    label = node_from_json(orjson.dumps(node), KEY).label
+    assert fits_memory(requirement, policy_view(KEY, label)) == fits_memory(requirement, node)
+    del node["metadata"]["labels"][KEY]
+    label = node_from_json(orjson.dumps(node), KEY).label
+    assert fits_memory(requirement, policy_view(KEY, label)) == fits_memory(requirement, node)
