@@ -90,7 +90,8 @@ def test_unreachable_api_server_at_start_is_not_ready_and_recovers(
 
 def test_the_cache_resyncs_after_the_api_server_restarts(cached_cluster: E2ECluster) -> None:
     """Labels swapped right after kube-apiserver restarts reach the cache, and the pods placed
-    afterwards go by the new labels only."""
+    afterwards go by the new labels only. kube-scheduler exits when it cannot renew its Lease
+    while the API server is down (renewDeadline 10 s); it is started again, as its Deployment would."""
     cluster = cached_cluster
     first = SimulatedNode("gpu-a", shaped_like("p5.48xlarge", 81920, gpu_count=4), "us-east-1a")
     second = SimulatedNode("gpu-b", shaped_like("p5.48xlarge", 16384, gpu_count=4), "us-east-1b")
@@ -108,6 +109,10 @@ def test_the_cache_resyncs_after_the_api_server_restarts(cached_cluster: E2EClus
         CACHE_DEADLINE,
         "the cache to show the labels written after the restart",
     )
+    assert cluster.scheduler is not None
+    if not cluster.scheduler.process.running():
+        cluster.plane.processes.forget(cluster.scheduler.process)
+        cluster.start_scheduler()
     specs = [PodSpecification(f"after-restart-{index}", min_memory="40960") for index in range(6)]
     outcomes = cluster.outcomes(cluster.submit(*specs))
     placed = [outcome.node for outcome in outcomes.values() if outcome.bound]
@@ -116,8 +121,10 @@ def test_the_cache_resyncs_after_the_api_server_restarts(cached_cluster: E2EClus
 
 
 def test_a_relabel_while_running_is_honoured_by_the_next_pod(cached_cluster: E2ECluster) -> None:
+    """40960 -> 81920 while the scheduler runs: once the cache has it, a new pod asking for 81920
+    lands there (two GPUs, so the pod that was waiting may take one when it is retried)."""
     cluster = cached_cluster
-    node = SimulatedNode("gpu-1", shaped_like("p5.48xlarge", 40960), "us-east-1a")
+    node = SimulatedNode("gpu-1", shaped_like("p5.48xlarge", 40960, gpu_count=2), "us-east-1a")
     cluster.add_nodes(SYSTEM, *fleet([INVENTORY["g4dn.xlarge"]]), node)
     cluster.start()
     before = cluster.outcome(cluster.submit(PodSpecification("needs-80g", min_memory="81920"))[0])
