@@ -1,6 +1,6 @@
 """``make bench``: every benchmark, then bench/RESULTS.md (tables, the exact commands, the machine).
 
-    python -m bench --bin-dir .cache/bin [--quick] [--sections extender,e2e,memory,soak]
+    python -m bench --bin-dir .cache/bin [--quick] [--sections extender,cache,e2e,memory,soak]
 
 ``--quick`` shrinks every section (a smoke run of the harness, minutes not tens of minutes);
 its figures are not the reported ones. Findings written by hand live in bench/FINDINGS.md and
@@ -20,10 +20,11 @@ from bench.e2e_throughput import RAISED_QPS, E2EReport, Setting, run_e2e
 from bench.extender_bench import codec_share, latency_matrix, soak, worst_case_memory
 from bench.loadgen import build_loadgen
 from bench.machine import describe_machine
+from bench.node_cache_bench import node_cache_benchmark
 from bench.report import render_report
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SECTIONS = ("extender", "memory", "soak", "e2e")
+SECTIONS = ("extender", "cache", "memory", "soak", "e2e")
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class Plan:
     latency_rounds: int = 3
     latency_seconds: float = 2.0
     soak_seconds: float = 60.0
+    cache_nodes: int = 5000
+    """Realistic Nodes in the extender-cached node cache (the most kube-scheduler supports)."""
     e2e_nodes: int = 500
     e2e_pods: int = 1000
     e2e_rounds: int = 3
@@ -45,6 +48,7 @@ QUICK = Plan(
     latency_rounds=1,
     latency_seconds=1.0,
     soak_seconds=5.0,
+    cache_nodes=500,
     e2e_nodes=60,
     e2e_pods=60,
     e2e_rounds=1,
@@ -130,6 +134,17 @@ def main(argv: list[str] | None = None) -> int:
             )
             progress("scheduler-side encoding/json against the extender's own time")
             results["codec"] = codec_share(loadgen, work, (230, 500))
+        if "cache" in sections:
+            progress(f"extender-cached: node cache of {plan.cache_nodes} realistic nodes, names-only verbs")
+            results["cache"] = node_cache_benchmark(
+                loadgen,
+                arguments.bin_dir,
+                work / "cache",
+                nodes=plan.cache_nodes,
+                rounds=plan.latency_rounds,
+                seconds=plan.latency_seconds,
+                progress=progress,
+            )
         if "memory" in sections:
             progress("worst-case memory: max-size bodies at max concurrency")
             results["memory"] = worst_case_memory(loadgen, work, nodes=500 if arguments.quick else 5000)

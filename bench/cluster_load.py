@@ -63,7 +63,7 @@ def create_nodes(api: kubernetes.client.ApiClient, nodes: list[dict[str, Any]]) 
         current.spec.taints = node["spec"].get("taints")
         core.replace_node(name, current)
 
-    _parallel(create, nodes)
+    parallel(create, nodes)
 
 
 def node_labels(nodes: list[dict[str, Any]]) -> dict[str, int]:
@@ -88,7 +88,7 @@ def create_pods(api: kubernetes.client.ApiClient, pods: list[GpuPod]) -> None:
             WORKLOAD_NAMESPACE, pod_manifest(PodSpecification(pod.name, min_memory=minimum))
         )
 
-    _parallel(create, pods)
+    parallel(create, pods)
 
 
 def delete_pods(api: kubernetes.client.ApiClient) -> None:
@@ -109,7 +109,7 @@ def placements(api: kubernetes.client.ApiClient) -> dict[str, str]:
     return {pod.metadata.name: pod.spec.node_name for pod in pods if pod.spec.node_name}
 
 
-def _parallel(work: Callable[[T], None], items: Iterable[T]) -> None:
+def parallel(work: Callable[[T], None], items: Iterable[T]) -> None:
     with ThreadPoolExecutor(API_WORKERS) as pool:
         for future in [pool.submit(work, item) for item in items]:
             future.result()

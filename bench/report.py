@@ -7,6 +7,7 @@ from typing import Any
 from bench.e2e_throughput import E2EReport, Setting
 from bench.extender_bench import Cell, MemoryResult, SoakResult
 from bench.machine import Machine
+from bench.node_cache_bench import CacheResult
 from components.stack_config import EXTENDER_RESOURCES
 from policy import parse_quantity
 
@@ -14,6 +15,8 @@ FINDINGS = Path(__file__).with_name("FINDINGS.md")
 MIB = 1024 * 1024
 FILTER_TARGET_MS = 30.0
 PLUGIN_TARGET_RATIO = 0.95
+CACHE_RSS_TARGET_MIB = 64.0
+"""extender-cached: RSS the node cache may add, with 5,000 realistic Nodes, over the idle process."""
 CACHED_TARGET_RATIO = {None: 0.9, "raised": 0.5}
 """extender-cached against vanilla: at kube-scheduler's default client QPS, and with QPS lifted."""
 
@@ -45,6 +48,8 @@ def render_report(
         lines += _latency(results["latency"])
     if "codec" in results:
         lines += _codec(results["codec"])
+    if "cache" in results:
+        lines += _cache(results["cache"])
     if "memory" in results:
         lines += _memory(results["memory"])
     if "soak" in results:
@@ -91,6 +96,23 @@ def _headline(results: dict[str, Any]) -> list[str]:
                         f"| end-to-end {mode} mode, {_qps(qps)}: pods/s (ratio to vanilla {vanilla:.1f}) | "
                         f"{rate:.1f} ({rate / vanilla:.2f}x) | {target} |"
                     )
+    cache: CacheResult | None = results.get("cache")
+    if cache is not None:
+        for names_cell in cache.cells:
+            if names_cell.verb == "filter":
+                server_ms = names_cell.server_ms
+                server_p50 = statistics.median(server_ms) if server_ms else float("nan")
+                rows.append(
+                    f"| extender-cached `/filter`, {names_cell.names} names, concurrency 1: p50 / p99 "
+                    f"client, p50 server | {names_cell.client_ms('p50'):.1f} / "
+                    f"{names_cell.client_ms('p99'):.1f} ms, {server_p50:.1f} ms | as measured |"
+                )
+        rows.append(
+            f"| extender-cached RSS with {cache.nodes} realistic Nodes over the idle process: "
+            f"started with them (over idle watch mode / over the default mode) | "
+            f"+{cache.fresh_mib - cache.idle_watch_mib:.0f} / +{cache.fresh_mib - cache.idle_off_mib:.0f} MiB"
+            f" | <= {CACHE_RSS_TARGET_MIB:.0f} MiB |"
+        )
     memory: MemoryResult | None = results.get("memory")
     if memory is not None:
         rows.append(
@@ -243,6 +265,41 @@ def _e2e(report: E2EReport) -> list[str]:
         )
     for mode in ("extender", "extender-cached"):
         rows += _extender_side(report, mode)
+    return [*rows, ""]
+
+
+def _cache(cache: CacheResult) -> list[str]:
+    rows = [
+        "## extender-cached: the node cache and names-only verbs",
+        "",
+        f"{cache.nodes} realistic EKS GPU Nodes ({cache.bytes_per_node:,.0f} bytes each as the API server"
+        " lists them) created through the API; the extender keeps only each Node's name and memory label"
+        " (metadata-only list and watch). RSS from /proc (VmRSS; peak VmHWM).",
+        "",
+        "| extender | RSS MiB |",
+        "| --- | --- |",
+        f"| default mode (no cache), idle | {cache.idle_off_mib:.1f} |",
+        f"| watch mode, synced on an empty cluster | {cache.idle_watch_mib:.1f} |",
+        f"| same process after {cache.nodes} Nodes arrived by the watch | {cache.filled_mib:.1f} |",
+        f"| watch mode started with {cache.nodes} Nodes present (one paginated list) | "
+        f"{cache.fresh_mib:.1f} (peak {cache.fresh_peak_mib:.1f}) |",
+        "",
+        "Names-only requests (`nodeCacheCapable: true`) at concurrency 1, mutual TLS with keep-alive,"
+        " the Go load generator; the pod asks for 40960 MiB. Medians over the rounds.",
+        "",
+        "| verb | names | request bytes | response bytes | client p50 ms | client p99 ms | server p50 ms |"
+        " requests/s | errors | runs |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for cell in cache.cells:
+        server = f"{statistics.median(cell.server_ms):.2f}" if cell.server_ms else "-"
+        rows.append(
+            f"| {cell.verb} | {cell.names} | {cell.runs[0].request_bytes:,} | "
+            f"{statistics.median(run.response_bytes for run in cell.runs):,.0f} | "
+            f"{cell.client_ms('p50'):.2f} | {cell.client_ms('p99'):.2f} | {server} | "
+            f"{statistics.median(run.throughput for run in cell.runs):.1f} | "
+            f"{sum(run.errors for run in cell.runs)} | {len(cell.runs)} |"
+        )
     return [*rows, ""]
 
 

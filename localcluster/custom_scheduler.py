@@ -10,6 +10,7 @@ Pulumi program uses; only file paths, the extender URL and the kubeconfig differ
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from http import HTTPStatus
 from pathlib import Path
 
 import kubernetes.client
@@ -109,20 +110,23 @@ def start_extender(
 
 
 def grant_node_reader(plane: ControlPlane) -> Credentials:
-    """A client certificate for the extender, bound to the node-reader ClusterRole and nothing else."""
+    """A client certificate for the extender, bound to the node-reader ClusterRole and nothing else.
+
+    Idempotent: the ClusterRole and its binding are created once per control plane.
+    """
     rbac = kubernetes.client.RbacAuthorizationV1Api(plane.api_client())
-    rbac.create_cluster_role({"metadata": {"name": NODE_READER_ROLE}, "rules": list(NODE_READER_RULES)})
-    rbac.create_cluster_role_binding(
-        {
-            "metadata": {"name": NODE_READER_ROLE},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": NODE_READER_ROLE,
-            },
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": EXTENDER_USER}],
-        }
-    )
+    role = {"metadata": {"name": NODE_READER_ROLE}, "rules": list(NODE_READER_RULES)}
+    binding = {
+        "metadata": {"name": NODE_READER_ROLE},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NODE_READER_ROLE},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": EXTENDER_USER}],
+    }
+    for create, body in ((rbac.create_cluster_role, role), (rbac.create_cluster_role_binding, binding)):
+        try:
+            create(body)
+        except kubernetes.client.ApiException as error:
+            if error.status != HTTPStatus.CONFLICT:
+                raise
     return plane.credentials(EXTENDER_USER, "extender-node-reader")
 
 

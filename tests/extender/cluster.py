@@ -11,38 +11,16 @@ from typing import Any
 import kubernetes.client
 
 from localcluster.control_plane import ControlPlane, Credentials, free_port, write_kubeconfig
+from localcluster.custom_scheduler import grant_node_reader
 from localcluster.probes import LOOPBACK
 from policy import NODE_MEMORY_LABEL
 
-NODE_READER_ROLE = "scheduler-extender-node-reader"
-"""The ClusterRole the Deployment binds in extender-cached mode (get, list, watch on nodes)."""
-NODE_READER_USER = "scheduler-extender"
-RBAC_GROUP = "rbac.authorization.k8s.io"
 PROXY_CHUNK_BYTES = 64 * 1024
 
 
 def node_reader(plane: ControlPlane) -> Credentials:
     """A client certificate for ``scheduler-extender`` with exactly get/list/watch on nodes (idempotent)."""
-    rbac = kubernetes.client.RbacAuthorizationV1Api(plane.api_client())
-    role = {
-        "metadata": {"name": NODE_READER_ROLE},
-        "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}],
-    }
-    binding = {
-        "metadata": {"name": NODE_READER_ROLE},
-        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": NODE_READER_ROLE},
-        "subjects": [{"apiGroup": RBAC_GROUP, "kind": "User", "name": NODE_READER_USER}],
-    }
-    for create in (
-        lambda: rbac.create_cluster_role(role),
-        lambda: rbac.create_cluster_role_binding(binding),
-    ):
-        try:
-            create()
-        except kubernetes.client.ApiException as error:
-            if error.status != 409:  # already there from an earlier test of the session
-                raise
-    return plane.credentials(NODE_READER_USER, "scheduler-extender")
+    return grant_node_reader(plane)
 
 
 def kubeconfig_via(plane: ControlPlane, credentials: Credentials, port: int, path: Path) -> Path:
