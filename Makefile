@@ -54,12 +54,13 @@ binaries: ## build etcd, kube-apiserver, kube-scheduler and gpu-scheduler into .
 test-policy: setup ## the policy tests, with 100% branch coverage enforced
 	$(PY) -m pytest tests/policy --cov --cov-report=term $(PYTEST_ARGS)
 
-test-python: setup binaries ## every other pytest suite (extender, Pulumi, end-to-end)
+test-python: setup binaries ## every other pytest suite (extender, Pulumi, end-to-end); prints the extender-cached vector agreement
 	$(PY) -m pytest tests --ignore=tests/policy $(PYTEST_ARGS)
+	@$(PY) -m pytest tests/extender/test_cached_vectors.py -q -s -p no:cacheprovider | grep -E 'agrees on [0-9]+ of [0-9]+'
 
 test: lint go-check test-policy test-python ## everything CI runs
 
-demo: setup binaries ## start the local control plane, schedule sample pods, print the table (MODE=extender|plugin)
+demo: setup binaries ## start the local control plane, schedule sample pods, print the table (MODE=extender|extender-cached|plugin)
 	$(PY) -m localcluster.demo --mode $(MODE) --bin-dir $(BIN)
 
 explain: setup ## explain a pod or the GPU-memory inventory of your kubeconfig's cluster (ARGS='pod NS/NAME', default nodes)
