@@ -67,6 +67,8 @@ class Declared:
     custom: bool
     depends_on: frozenset[tuple[str, str]] = frozenset()
     """(type, name) of every resource it waits for: ``depends_on`` and its inputs' sources."""
+    provider: str = ""
+    """The URN of the provider resource it was registered with ("" for the default provider)."""
 
     @property
     def plain(self) -> dict[str, Any]:
@@ -199,10 +201,13 @@ class RecordingMonitor(MockMonitor):
     def __init__(self, mocks: Mocks) -> None:
         super().__init__(mocks)
         self.dependencies: dict[str, tuple[str, ...]] = {}
+        self.providers: dict[str, str] = {}
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         self.dependencies[response.urn] = tuple(request.dependencies)
+        # A provider reference is "<urn>::<id>"; keep the URN.
+        self.providers[response.urn] = request.provider.rsplit("::", 1)[0] if request.provider else ""
         return response
 
 
@@ -272,5 +277,15 @@ def run_stack(program: Callable[[], Mapping[str, Any]]) -> StackRun:
         dependencies = frozenset(
             _type_and_name(dependency) for dependency in monitor.dependencies.get(urn, ())
         )
-        declared.append(Declared(type_, name, args.inputs, tuple(parents), bool(args.custom), dependencies))
+        declared.append(
+            Declared(
+                type_,
+                name,
+                args.inputs,
+                tuple(parents),
+                bool(args.custom),
+                dependencies,
+                monitor.providers.get(urn, ""),
+            )
+        )
     return StackRun(declared, resolved, frozenset(secret), mocks.calls)
