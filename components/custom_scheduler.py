@@ -149,7 +149,7 @@ class CustomScheduler(pulumi.ComponentResource):
         }
         volumes = [
             k8s.core.v1.VolumeArgs(
-                name="config", config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name=config_map.metadata.name)
+                name="config", config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name=CONFIG_MAP_NAME)
             )
         ]
         mounts = [k8s.core.v1.VolumeMountArgs(name="config", mount_path=CONFIG_DIR, read_only=True)]
@@ -218,7 +218,10 @@ class CustomScheduler(pulumi.ComponentResource):
                     ),
                 ),
             ),
-            opts=child,
+            # After the ConfigMap, but not through one of its outputs: pulumi-kubernetes replaces a
+            # changed ConfigMap (delete first: the name is fixed), and the engine then replaces every
+            # resource whose inputs come from it. The checksum annotation rolls the pods instead.
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[config_map])),
         )
         self.register_outputs({"configChecksum": config_checksum(self.config_yaml)})
 

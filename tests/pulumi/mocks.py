@@ -69,6 +69,8 @@ class Declared:
     """(type, name) of every resource it waits for: ``depends_on`` and its inputs' sources."""
     provider: str = ""
     """The URN of the provider resource it was registered with ("" for the default provider)."""
+    property_dependencies: frozenset[tuple[str, str, str]] = frozenset()
+    """(input property, type, name): the resources each input property's value comes from."""
 
     @property
     def plain(self) -> dict[str, Any]:
@@ -202,12 +204,18 @@ class RecordingMonitor(MockMonitor):
         super().__init__(mocks)
         self.dependencies: dict[str, tuple[str, ...]] = {}
         self.providers: dict[str, str] = {}
+        self.property_dependencies: dict[str, frozenset[tuple[str, str, str]]] = {}
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         self.dependencies[response.urn] = tuple(request.dependencies)
         # A provider reference is "<urn>::<id>"; keep the URN.
         self.providers[response.urn] = request.provider.rsplit("::", 1)[0] if request.provider else ""
+        self.property_dependencies[response.urn] = frozenset(
+            (key, *_type_and_name(urn))
+            for key, dependencies in request.propertyDependencies.items()
+            for urn in dependencies.urns
+        )
         return response
 
 
@@ -286,6 +294,7 @@ def run_stack(program: Callable[[], Mapping[str, Any]]) -> StackRun:
                 bool(args.custom),
                 dependencies,
                 monitor.providers.get(urn, ""),
+                monitor.property_dependencies.get(urn, frozenset()),
             )
         )
     return StackRun(declared, resolved, frozenset(secret), mocks.calls)

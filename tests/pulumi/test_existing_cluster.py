@@ -258,3 +258,27 @@ def test_main_refuses_a_kubeconfig_that_is_not_a_secret(pulumi_config: Any) -> N
     assert message.startswith(f"{PROJECT}:existingCluster.kubeconfig: must be a secret")
     assert "pulumi config set --secret --path existingCluster.kubeconfig" in message
     assert CLIENT_KEY_DATA not in message
+
+
+IMMUTABLE_TYPES = ("kubernetes:core/v1:ConfigMap", "kubernetes:core/v1:Secret")
+"""pulumi-kubernetes replaces these on any data change (delete first: their names are fixed)."""
+
+
+def test_nothing_takes_an_input_from_a_config_map_or_secret(
+    existing_and_eks_runs: tuple[StackRun, StackRun],
+) -> None:
+    """When the engine replaces a resource delete-first, it replaces every resource with an input
+    taken from it; a Deployment fed the ConfigMap's name would be deleted and re-created on
+    each configuration change (found by the real engine) instead of rolling. Names are
+    constants; the order comes from depends_on."""
+    for run in existing_and_eks_runs:
+        immutable = {
+            (r.type, r.name) for r in run.of_type(IMMUTABLE_TYPES[0]) + run.of_type(IMMUTABLE_TYPES[1])
+        }
+        assert immutable
+        for resource in run.resources:
+            fed = {(key, t, n) for key, t, n in resource.property_dependencies if (t, n) in immutable}
+            assert fed == set(), f"{resource.type} {resource.name}: {fed}"
+        scheduler = run.one("kubernetes:apps/v1:Deployment", "custom-scheduler-deployment")
+        assert ("kubernetes:core/v1:ConfigMap", "custom-scheduler-config") in scheduler.depends_on
+        assert any(key == "spec" for key, _, _ in scheduler.property_dependencies), "the control: it has some"

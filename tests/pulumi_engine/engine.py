@@ -119,13 +119,17 @@ def set_config(stack: auto.Stack, key: str, value: str, *, secret: bool = False)
     stack.set_config(f"gpu-scheduler-eks:{key}", auto.ConfigValue(value=value, secret=secret), path=True)
 
 
+UNCHANGED = (auto.OpType.SAME, auto.OpType.READ, auto.OpType.REFRESH)
+"""Steps that change nothing in the cluster (a refresh step only reads the live object)."""
+
+
 def changed_steps(events: list[auto.EngineEvent]) -> dict[tuple[str, str], dict[str, Any]]:
     """(type, name) -> {op, diffs, detailed_diff} of every resource a preview would touch,
     from the engine's step events (what ``pulumi preview --json`` prints as its steps)."""
     steps: dict[tuple[str, str], dict[str, Any]] = {}
     for event in events:
         pre = event.resource_pre_event
-        if pre is None or pre.metadata.op in (auto.OpType.SAME, auto.OpType.READ):
+        if pre is None or pre.metadata.op in UNCHANGED:
             continue
         metadata = pre.metadata
         name = metadata.urn.rsplit("::", 1)[1]
