@@ -113,6 +113,14 @@ class LocalProject:
             ),
         )
 
+    def export(self, engine: Engine, stack_name: str) -> str:
+        """``pulumi stack export``: the state as stored, secrets encrypted (the Automation API's
+        ``export_stack`` adds ``--show-secrets``)."""
+        result = engine.command().run(
+            ["stack", "export", "--stack", stack_name], str(self.work_dir), engine.environment(self.state_dir)
+        )
+        return result.stdout
+
 
 def set_config(stack: auto.Stack, key: str, value: str, *, secret: bool = False) -> None:
     """``pulumi config set --path [--secret] gpu-scheduler-eks:<key> <value>``."""

@@ -93,12 +93,22 @@ def exists(api: DynamicClient, api_version: str, kind: str, namespace: str, name
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> LocalProject:
+    """The local stack's project and backend (nothing else is in it: its files are grepped)."""
     return LocalProject.create(tmp_path_factory.mktemp("pulumi-local"))
 
 
-def state_resources(stack: auto.Stack) -> list[dict[str, Any]]:
-    """The resources in the stack's state (``pulumi stack export``)."""
-    resources: list[dict[str, Any]] = stack.export_stack().deployment.get("resources") or []
+@pytest.fixture(scope="module")
+def bad_project(tmp_path_factory: pytest.TempPathFactory) -> LocalProject:
+    """Another project and backend for the stacks with bad configuration (one of them holds
+    a kubeconfig in plain text, which Pulumi records in the stack file and update history)."""
+    return LocalProject.create(tmp_path_factory.mktemp("pulumi-bad"))
+
+
+def state_resources(engine: Engine, project: LocalProject, stack: auto.Stack) -> list[dict[str, Any]]:
+    """The resources in the stack's state."""
+    resources: list[dict[str, Any]] = (
+        json.loads(project.export(engine, stack.name))["deployment"].get("resources") or []
+    )
     return resources
 
 
@@ -118,7 +128,12 @@ class BadConfig:
 
 BAD_CONFIG = [
     BadConfig("extender-weight", "scheduler.extenderWeight", "0", "must be 1..100, not 0"),
-    BadConfig("eks-key", "gpuTaint", "false", "existingCluster is set, so this stack creates nothing in AWS"),
+    BadConfig(
+        "eks-key",
+        "gpuTaint",
+        "false",
+        "only for a stack that creates its EKS cluster; existingCluster is set",
+    ),
     BadConfig(
         "plain-kubeconfig", "existingCluster.kubeconfig", None, "must be a secret", kubeconfig_secret=False
     ),
@@ -127,9 +142,9 @@ BAD_CONFIG = [
 
 @pytest.mark.parametrize("case", BAD_CONFIG, ids=[case.stack for case in BAD_CONFIG])
 def test_bad_config_fails_naming_the_key_and_creates_nothing(
-    engine: Engine, project: LocalProject, kubeconfig: Kubeconfig, api: DynamicClient, case: BadConfig
+    engine: Engine, bad_project: LocalProject, kubeconfig: Kubeconfig, api: DynamicClient, case: BadConfig
 ) -> None:
-    stack = project.stack(engine, case.stack)
+    stack = bad_project.stack(engine, case.stack)
     set_config(stack, "existingCluster.kubeconfig", kubeconfig.text, secret=case.kubeconfig_secret)
     if case.value is not None:
         set_config(stack, case.key, case.value)
@@ -139,7 +154,7 @@ def test_bad_config_fails_naming_the_key_and_creates_nothing(
         message = str(failed.value)
         assert f"gpu-scheduler-eks:{case.key}: {case.problem}" in message, message
         assert kubeconfig.client_key_pem.splitlines()[1] not in message
-    assert not [r for r in state_resources(stack) if r["type"].startswith("kubernetes:")]
+    assert not [r for r in state_resources(engine, bad_project, stack) if r["type"].startswith("kubernetes:")]
     assert not [ours for ours in OURS if exists(api, *ours)]
 
 
@@ -240,9 +255,9 @@ def _key_lines(pem: str) -> list[str]:
 
 
 def test_the_state_holds_no_private_key_or_kubeconfig_in_plain_text(
-    local_stack: auto.Stack, project: LocalProject, kubeconfig: Kubeconfig, api: DynamicClient
+    engine: Engine, local_stack: auto.Stack, project: LocalProject, kubeconfig: Kubeconfig, api: DynamicClient
 ) -> None:
-    """Every file of the backend (state, history, backups) and ``pulumi stack export``."""
+    """``pulumi stack export`` and every file of the backend (state, history, backups)."""
     tls_keys = [
         base64.b64decode(read(api, "v1", "Secret", NAMESPACE, name).data["tls.key"]).decode()
         for name in (SERVER_SECRET, CLIENT_SECRET)
@@ -253,7 +268,7 @@ def test_the_state_holds_no_private_key_or_kubeconfig_in_plain_text(
         needles += _key_lines(key)
     files = [path for path in project.state_dir.rglob("*") if path.is_file()]
     texts = {str(path): path.read_text(errors="replace") for path in files}
-    texts["pulumi stack export"] = json.dumps(local_stack.export_stack().deployment)
+    texts["pulumi stack export"] = project.export(engine, local_stack.name)
     assert any("BEGIN CERTIFICATE" in text for text in texts.values()), "the grep sees plain PEM"
     exported = texts["pulumi stack export"]
     assert exported.count('"ciphertext"') >= 5, "keys, kubeconfig and Secret data are there, encrypted"
@@ -262,11 +277,13 @@ def test_the_state_holds_no_private_key_or_kubeconfig_in_plain_text(
         assert leaked == [], f"{where}: {leaked}"
 
 
-def test_destroy_leaves_nothing_of_ours(local_stack: auto.Stack, api: DynamicClient) -> None:
+def test_destroy_leaves_nothing_of_ours(
+    engine: Engine, project: LocalProject, local_stack: auto.Stack, api: DynamicClient
+) -> None:
     assert [ours for ours in OURS if exists(api, *ours)] == OURS, "deployed before"
     result = local_stack.destroy()
     assert result.summary.result == "succeeded"
-    assert state_resources(local_stack) == []
+    assert state_resources(engine, project, local_stack) == []
     remaining = [ours for ours in OURS if exists(api, *ours)]
     # This control plane has no namespace controller to finalize the namespace: it stays
     # Terminating, emptied, as the API server leaves it until that controller runs.
