@@ -60,20 +60,21 @@ def _load_engine_env() -> ModuleType:
 
 
 def find_engine() -> Engine:
-    """The built engine; raises EngineMissing naming the first missing part."""
+    """The built engine; raises EngineMissing naming what is missing."""
     engine_env = _load_engine_env()
     root = Path(engine_env.pulumi_command_root())
     cli = root / "bin" / "pulumi"
     if not os.access(cli, os.X_OK):
         raise EngineMissing(f"missing the Pulumi CLI {cli}: {BUILD_HINT}")
     home = Path(engine_env.engine_environment(Path("/nonexistent"))["PULUMI_HOME"])
+    missing = []
     for name, sdk in PROVIDER_SDKS.items():
         version = importlib.metadata.version(sdk)
         plugin = home / "plugins" / f"resource-{name}-v{version}" / f"pulumi-resource-{name}"
         if not os.access(plugin, os.X_OK):
-            raise EngineMissing(
-                f"missing the provider plugin {plugin} (the version {sdk} {version} asks for): {BUILD_HINT}"
-            )
+            missing.append(f"{plugin} (the version {sdk} {version} asks for)")
+    if missing:
+        raise EngineMissing(f"missing the provider plugin {' and '.join(missing)}: {BUILD_HINT}")
     return Engine(root=root, environment=engine_env.engine_environment)
 
 
