@@ -1,7 +1,8 @@
 """The Pulumi program: read the stack configuration once, declare the stack, export its outputs.
 
-``pulumi up`` per environment (``Pulumi.dev.yaml``, ``Pulumi.prod.yaml``, ...); see README,
-"Deploying to EKS with Pulumi", for the keys and what gets created.
+``pulumi up`` per environment (``Pulumi.dev.yaml``, ``Pulumi.prod.yaml`` on EKS,
+``Pulumi.local.yaml`` on an existing cluster, ...); see README, "Deploying to EKS with
+Pulumi", for the keys and what gets created.
 """
 
 import pulumi

@@ -8,6 +8,7 @@ replace a certificate once it is inside that window of its expiry.
 """
 
 import hashlib
+from collections.abc import Mapping
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -54,8 +55,11 @@ class Certificates(pulumi.ComponentResource):
         settings: CertificateSettings,
         provider: k8s.Provider,
         namespace: k8s.core.v1.Namespace,
+        *,
+        object_annotations: Mapping[str, str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """``object_annotations`` go on the Secrets (``kubernetes_await.await_annotations``)."""
         super().__init__("gpu-scheduler-eks:index:Certificates", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
 
@@ -112,7 +116,9 @@ class Certificates(pulumi.ComponentResource):
         ) -> k8s.core.v1.Secret:
             return k8s.core.v1.Secret(
                 f"{name}-{role}-secret",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=secret_name, namespace=NAMESPACE),
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=secret_name, namespace=NAMESPACE, annotations=object_annotations
+                ),
                 type="kubernetes.io/tls",
                 string_data=data,
                 opts=in_namespace,

@@ -10,6 +10,8 @@ kube-scheduler reads its configuration and client certificate only at start, so 
 template carries a checksum of each: a change rolls the pods.
 """
 
+from collections.abc import Mapping
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -20,6 +22,7 @@ from components.scheduler_config import (
     EXTENDER_CLIENT_DIR,
     NAMESPACE,
     SCHEDULER_NAME,
+    ExtenderEndpoint,
     SchedulerConfig,
     SchedulerMode,
     config_checksum,
@@ -69,8 +72,10 @@ class CustomScheduler(pulumi.ComponentResource):
         provider: k8s.Provider,
         depends_on: list[pulumi.Resource],
         client_tls_checksum: pulumi.Input[str] | None = None,
+        object_annotations: Mapping[str, str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """``object_annotations`` go on every object (``kubernetes_await.await_annotations``)."""
         super().__init__("gpu-scheduler-eks:index:CustomScheduler", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on)
         labels = {APP_LABEL: SCHEDULER_NAME}
@@ -78,7 +83,9 @@ class CustomScheduler(pulumi.ComponentResource):
         def metadata(
             object_name: str = SCHEDULER_NAME, namespace: str = NAMESPACE
         ) -> k8s.meta.v1.ObjectMetaArgs:
-            return k8s.meta.v1.ObjectMetaArgs(name=object_name, namespace=namespace, labels=labels)
+            return k8s.meta.v1.ObjectMetaArgs(
+                name=object_name, namespace=namespace, labels=labels, annotations=object_annotations
+            )
 
         account = k8s.core.v1.ServiceAccount(f"{name}-account", metadata=metadata(), opts=child)
         subject = k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=SCHEDULER_NAME, namespace=NAMESPACE)
@@ -86,7 +93,9 @@ class CustomScheduler(pulumi.ComponentResource):
             short = role.removeprefix("system:")
             k8s.rbac.v1.ClusterRoleBinding(
                 f"{name}-{short}",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=f"{SCHEDULER_NAME}-as-{short}", labels=labels),
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=f"{SCHEDULER_NAME}-as-{short}", labels=labels, annotations=object_annotations
+                ),
                 role_ref=k8s.rbac.v1.RoleRefArgs(
                     api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=role
                 ),
@@ -125,7 +134,9 @@ class CustomScheduler(pulumi.ComponentResource):
             opts=child,
         )
 
-        self.config_yaml = scheduler_config_yaml(SchedulerConfig(mode=mode))
+        self.config_yaml = scheduler_config_yaml(
+            SchedulerConfig(mode=mode, extender=ExtenderEndpoint(weight=settings.extender_weight))
+        )
         config_map = k8s.core.v1.ConfigMap(
             f"{name}-config",
             metadata=metadata(CONFIG_MAP_NAME),
@@ -138,7 +149,7 @@ class CustomScheduler(pulumi.ComponentResource):
         }
         volumes = [
             k8s.core.v1.VolumeArgs(
-                name="config", config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name=config_map.metadata.name)
+                name="config", config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name=CONFIG_MAP_NAME)
             )
         ]
         mounts = [k8s.core.v1.VolumeMountArgs(name="config", mount_path=CONFIG_DIR, read_only=True)]
@@ -207,7 +218,10 @@ class CustomScheduler(pulumi.ComponentResource):
                     ),
                 ),
             ),
-            opts=child,
+            # After the ConfigMap, but not through one of its outputs: pulumi-kubernetes replaces a
+            # changed ConfigMap (delete first: the name is fixed), and the engine then replaces every
+            # resource whose inputs come from it. The checksum annotation rolls the pods instead.
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[config_map])),
         )
         self.register_outputs({"configChecksum": config_checksum(self.config_yaml)})
 

@@ -10,6 +10,8 @@ so its ServiceAccount's token is mounted, a ClusterRole lets it get, list and wa
 nothing else, and the NetworkPolicy lets it out on TCP 443 only (see ``api_server_egress``).
 """
 
+from collections.abc import Mapping
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -108,8 +110,10 @@ class Extender(pulumi.ComponentResource):
         image: pulumi.Input[str],
         provider: k8s.Provider,
         depends_on: list[pulumi.Resource],
+        object_annotations: Mapping[str, str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """``object_annotations`` go on every object (``kubernetes_await.await_annotations``)."""
         if not uses_extender(mode):
             raise ValueError(f"{mode} mode runs no extender")
         super().__init__("gpu-scheduler-eks:index:Extender", name, None, opts)
@@ -118,7 +122,9 @@ class Extender(pulumi.ComponentResource):
         selector = k8s.meta.v1.LabelSelectorArgs(match_labels=labels)
 
         def metadata() -> k8s.meta.v1.ObjectMetaArgs:
-            return k8s.meta.v1.ObjectMetaArgs(name=EXTENDER_SERVICE, namespace=NAMESPACE, labels=labels)
+            return k8s.meta.v1.ObjectMetaArgs(
+                name=EXTENDER_SERVICE, namespace=NAMESPACE, labels=labels, annotations=object_annotations
+            )
 
         # The API token only where the extender reads the API itself (extender-cached).
         token = node_cache_capable(mode)
@@ -126,7 +132,7 @@ class Extender(pulumi.ComponentResource):
             f"{name}-account", metadata=metadata(), automount_service_account_token=token, opts=child
         )
         if token:
-            self._node_reader(name, labels, child)
+            self._node_reader(name, labels, object_annotations, child)
         resources = settings.resources
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
@@ -237,11 +243,20 @@ class Extender(pulumi.ComponentResource):
         )
         self.register_outputs({"serviceName": self.service.metadata.name})
 
-    def _node_reader(self, name: str, labels: dict[str, str], child: pulumi.ResourceOptions) -> None:
+    def _node_reader(
+        self,
+        name: str,
+        labels: dict[str, str],
+        object_annotations: Mapping[str, str] | None,
+        child: pulumi.ResourceOptions,
+    ) -> None:
         """ClusterRole with get, list, watch on core Nodes only, bound to the extender's account."""
+        metadata = k8s.meta.v1.ObjectMetaArgs(
+            name=NODE_READER_ROLE, labels=labels, annotations=object_annotations
+        )
         role = k8s.rbac.v1.ClusterRole(
             f"{name}-node-reader",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=NODE_READER_ROLE, labels=labels),
+            metadata=metadata,
             rules=[
                 k8s.rbac.v1.PolicyRuleArgs(
                     api_groups=rule["apiGroups"], resources=rule["resources"], verbs=rule["verbs"]
@@ -252,7 +267,7 @@ class Extender(pulumi.ComponentResource):
         )
         k8s.rbac.v1.ClusterRoleBinding(
             f"{name}-node-reader",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=NODE_READER_ROLE, labels=labels),
+            metadata=metadata,
             role_ref=k8s.rbac.v1.RoleRefArgs(
                 api_group=RBAC_API_GROUP, kind="ClusterRole", name=role.metadata.name
             ),

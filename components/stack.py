@@ -2,8 +2,14 @@
 
 ``__main__.py`` calls ``build_stack`` with the configuration it read and exports the
 result; the tests call it the same way under Pulumi mocks.
+
+The cluster comes first: an EKS cluster with its node groups and ECR images
+(``_eks_target``), or an existing cluster reached through a kubeconfig with the images given
+as references (``_existing_target``). Everything in Kubernetes after that (device plugin,
+namespace, certificates and Secrets, extender, scheduler) is declared by the same code for both.
 """
 
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -14,8 +20,10 @@ from components.cluster import Cluster
 from components.container_image import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, ContainerImage
 from components.custom_scheduler import CustomScheduler
 from components.device_plugin import DevicePlugin
+from components.existing_cluster import ExistingCluster
 from components.extender import Extender
 from components.gpu_node_group import GpuNodeGroup
+from components.kubernetes_await import await_annotations
 from components.network import Network
 from components.scheduler_config import NAMESPACE, uses_extender
 from components.stack_config import StackConfig
@@ -33,23 +41,90 @@ def namespace_labels(kubernetes_version: str) -> dict[str, str]:
     return labels
 
 
+@dataclass(frozen=True)
+class ClusterTarget:
+    """Where the Kubernetes objects go, what they wait for and which images they run."""
+
+    provider: k8s.Provider
+    dependencies: tuple[pulumi.Resource, ...]
+    """What the workloads wait for: the system node group on EKS, nothing on an existing cluster."""
+    extender_image: pulumi.Input[str] | None
+    """Set in the extender modes."""
+    gpu_scheduler_image: pulumi.Input[str] | None
+    """Set in plugin mode."""
+    outputs: dict[str, Any]
+    """The stack outputs that describe the cluster and images."""
+
+
 def build_stack(config: StackConfig) -> dict[str, Any]:
     """Declare every resource of the stack; return the stack outputs by name."""
+    target = _eks_target(config) if config.existing_cluster is None else _existing_target(config)
+    existing = config.existing_cluster
+    object_annotations = await_annotations(existing is not None and existing.skip_await)
+    if config.device_plugin.enabled:
+        DevicePlugin("nvidia-device-plugin", config.device_plugin.chart_version, target.provider)
+    namespace = k8s.core.v1.Namespace(
+        NAMESPACE,
+        metadata=k8s.meta.v1.ObjectMetaArgs(
+            name=NAMESPACE, labels=namespace_labels(config.kubernetes_version), annotations=object_annotations
+        ),
+        opts=pulumi.ResourceOptions(provider=target.provider),
+    )
+    workload_dependencies: list[pulumi.Resource] = [namespace, *target.dependencies]
+
+    outputs: dict[str, Any] = {**target.outputs, "schedulerMode": config.scheduler_mode}
+    scheduler_runs: pulumi.Input[str]
+    scheduler_dependencies = workload_dependencies
+    client_tls_checksum: pulumi.Output[str] | None = None
+    if uses_extender(config.scheduler_mode):
+        assert target.extender_image is not None, "the cluster target supplies the extender image"
+        certificates = Certificates(
+            "extender-tls",
+            config.certificates,
+            target.provider,
+            namespace,
+            object_annotations=object_annotations,
+        )
+        Extender(
+            "extender",
+            mode=config.scheduler_mode,
+            settings=config.extender,
+            image=target.extender_image,
+            provider=target.provider,
+            depends_on=[*workload_dependencies, certificates.server_secret],
+            object_annotations=object_annotations,
+        )
+        scheduler_runs = config.scheduler.kube_scheduler_image
+        scheduler_dependencies = [*workload_dependencies, certificates.client_secret]
+        client_tls_checksum = certificates.client_checksum
+        outputs["extenderImage"] = target.extender_image
+        outputs["caCertPem"] = certificates.ca_cert_pem
+    else:
+        assert target.gpu_scheduler_image is not None, "the cluster target supplies the gpu-scheduler image"
+        scheduler_runs = target.gpu_scheduler_image
+    scheduler = CustomScheduler(
+        "custom-scheduler",
+        mode=config.scheduler_mode,
+        settings=config.scheduler,
+        image=scheduler_runs,
+        provider=target.provider,
+        depends_on=scheduler_dependencies,
+        client_tls_checksum=client_tls_checksum,
+        object_annotations=object_annotations,
+    )
+    outputs["schedulerImage"] = scheduler_runs
+    outputs["schedulerConfig"] = scheduler.config_yaml
+    return outputs
+
+
+def _eks_target(config: StackConfig) -> ClusterTarget:
+    """A new EKS cluster: network, control plane, node groups, ECR repositories, image builds."""
     network = Network("network", config.network)
     cluster = Cluster("cluster", config, network)
     gpu_groups = [
         GpuNodeGroup(f"gpu-{group.name}", group, cluster, config.gpu_taint)
         for group in config.gpu_node_groups
     ]
-    DevicePlugin("nvidia-device-plugin", config.device_plugin.chart_version, cluster.provider)
-    namespace = k8s.core.v1.Namespace(
-        NAMESPACE,
-        metadata=k8s.meta.v1.ObjectMetaArgs(
-            name=NAMESPACE, labels=namespace_labels(config.kubernetes_version)
-        ),
-        opts=pulumi.ResourceOptions(provider=cluster.provider),
-    )
-
     extender_mode = uses_extender(config.scheduler_mode)
     extender_image = ContainerImage(
         "extender-image", EXTENDER_IMAGE, config.images, namespace=config.cluster_name, build=extender_mode
@@ -61,48 +136,32 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
         namespace=config.cluster_name,
         build=not extender_mode,
     )
-    workload_dependencies: list[pulumi.Resource] = [namespace, cluster.system_node_group]
-
-    outputs: dict[str, Any] = {
-        "clusterName": cluster.name,
-        "kubeconfig": cluster.kubeconfig,
-        "schedulerMode": config.scheduler_mode,
-        "gpuMemoryLabels": {
-            group.name: node_group.memory_label
-            for group, node_group in zip(config.gpu_node_groups, gpu_groups, strict=True)
-        },
-        "extenderRepositoryUrl": extender_image.repository.repository_url,
-        "gpuSchedulerRepositoryUrl": scheduler_image.repository.repository_url,
-    }
-    scheduler_runs: pulumi.Input[str]
-    scheduler_dependencies = workload_dependencies
-    client_tls_checksum: pulumi.Output[str] | None = None
-    if extender_mode:
-        certificates = Certificates("extender-tls", config.certificates, cluster.provider, namespace)
-        Extender(
-            "extender",
-            mode=config.scheduler_mode,
-            settings=config.extender,
-            image=extender_image.image_ref,
-            provider=cluster.provider,
-            depends_on=[*workload_dependencies, certificates.server_secret],
-        )
-        scheduler_runs = config.scheduler.kube_scheduler_image
-        scheduler_dependencies = [*workload_dependencies, certificates.client_secret]
-        client_tls_checksum = certificates.client_checksum
-        outputs["extenderImage"] = extender_image.image_ref
-        outputs["caCertPem"] = certificates.ca_cert_pem
-    else:
-        scheduler_runs = scheduler_image.image_ref
-    scheduler = CustomScheduler(
-        "custom-scheduler",
-        mode=config.scheduler_mode,
-        settings=config.scheduler,
-        image=scheduler_runs,
+    return ClusterTarget(
         provider=cluster.provider,
-        depends_on=scheduler_dependencies,
-        client_tls_checksum=client_tls_checksum,
+        dependencies=(cluster.system_node_group,),
+        extender_image=extender_image.image_ref if extender_mode else None,
+        gpu_scheduler_image=None if extender_mode else scheduler_image.image_ref,
+        outputs={
+            "clusterName": cluster.name,
+            "kubeconfig": cluster.kubeconfig,
+            "gpuMemoryLabels": {
+                group.name: node_group.memory_label
+                for group, node_group in zip(config.gpu_node_groups, gpu_groups, strict=True)
+            },
+            "extenderRepositoryUrl": extender_image.repository.repository_url,
+            "gpuSchedulerRepositoryUrl": scheduler_image.repository.repository_url,
+        },
     )
-    outputs["schedulerImage"] = scheduler_runs
-    outputs["schedulerConfig"] = scheduler.config_yaml
-    return outputs
+
+
+def _existing_target(config: StackConfig) -> ClusterTarget:
+    """A cluster made elsewhere: its kubeconfig and the configured image references; no AWS."""
+    assert config.existing_cluster is not None
+    cluster = ExistingCluster("existing-cluster", config.existing_cluster)
+    return ClusterTarget(
+        provider=cluster.provider,
+        dependencies=(),
+        extender_image=config.images.extender,
+        gpu_scheduler_image=config.images.gpu_scheduler,
+        outputs={},
+    )

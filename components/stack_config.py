@@ -1,11 +1,16 @@
 """The stack configuration: one typed, frozen, validated object read once per run.
 
 ``parse_stack_config`` is pure: it takes the values Pulumi hands a program (strings, with
-structured values as JSON text) and either returns a ``StackConfig`` or raises
-``StackConfigError`` whose message starts with the full key, e.g.
+structured values as JSON text) and the keys Pulumi marks secret, and either returns a
+``StackConfig`` or raises ``StackConfigError`` whose message starts with the full key, e.g.
 ``gpu-scheduler-eks:gpuNodeGroups[1].instanceTypes: ...``, so ``pulumi preview`` fails
 before it declares anything. Unknown keys are errors too: a misspelt key would otherwise
 be ignored and its default used silently. ``load_stack_config`` reads Pulumi's config.
+
+Two kinds of stack: on EKS (the default: the stack creates the VPC, cluster, node groups and
+ECR repositories and builds the images) or on an existing cluster (``existingCluster``: a
+kubeconfig, images given as references, nothing created in AWS). The keys that only make
+sense on EKS are refused next to ``existingCluster``, and the other way round.
 """
 
 import ipaddress
@@ -16,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn, TypeVar
 
 import pulumi
+import yaml
 
 from components.kubernetes_versions import (
     cluster_minor,
@@ -23,7 +29,7 @@ from components.kubernetes_versions import (
     plugin_kubernetes_version,
     release_tag_minor,
 )
-from components.scheduler_config import SCHEDULER_MODES, SchedulerMode, uses_extender
+from components.scheduler_config import SCHEDULER_MODES, ExtenderEndpoint, SchedulerMode, uses_extender
 from policy import PolicyError, parse_quantity
 
 PROJECT = "gpu-scheduler-eks"
@@ -48,6 +54,9 @@ MAX_CERT_VALIDITY_HOURS = 10 * 8766
 MAX_KEEP_IMAGES = 1000
 MAX_BODY_BYTES = 2**40
 MAX_NODES = 10**6
+MAX_EXTENDER_WEIGHT = 100
+"""kube-scheduler multiplies the extender's 0-10 priorities by this weight and adds them to the
+plugins' scores (default plugins weigh 1-3); 100 already lets the extender outvote all of them."""
 
 NatGateways = Literal["single", "onePerAz"]
 NAT_GATEWAY_CHOICES: tuple[NatGateways, ...] = ("single", "onePerAz")
@@ -65,7 +74,10 @@ _IMAGE_REFERENCE = re.compile(r"[a-z0-9][a-z0-9._/:-]*[a-z0-9](@sha256:[0-9a-f]{
 
 
 class StackConfigError(ValueError):
-    """A configuration value that the program cannot use; the message names the key."""
+    """A configuration value that the program cannot use; the message names the key.
+
+    It never quotes a secret value (the kubeconfig): only where and what is wrong with it.
+    """
 
 
 @dataclass(frozen=True)
@@ -163,6 +175,8 @@ class SchedulerSettings:
     kube_scheduler_image: str = DEFAULT_KUBE_SCHEDULER_IMAGE
     """Both extender modes; plugin mode runs the gpu-scheduler image built from plugin/."""
     resources: Resources = SCHEDULER_RESOURCES
+    extender_weight: int = ExtenderEndpoint().weight
+    """The extender's weight in the scheduler's configuration (both extender modes)."""
 
 
 @dataclass(frozen=True)
@@ -180,17 +194,35 @@ class CertificateSettings:
 
 @dataclass(frozen=True)
 class ImageSettings:
-    """The ECR repositories."""
+    """The ECR repositories (on EKS), or the images to run (on an existing cluster)."""
 
     keep_images: int = 10
     force_delete: bool = False
+    extender: str | None = None
+    """Reference of a prebuilt extender image (existing cluster only; EKS stacks build it)."""
+    gpu_scheduler: str | None = None
+    """Reference of a prebuilt gpu-scheduler image (existing cluster only)."""
 
 
 @dataclass(frozen=True)
 class DevicePluginSettings:
     """The NVIDIA device plugin Helm release."""
 
+    enabled: bool = True
     chart_version: str = DEFAULT_DEVICE_PLUGIN_CHART_VERSION
+
+
+@dataclass(frozen=True)
+class ExistingCluster:
+    """A cluster made elsewhere: the stack only reaches it through this kubeconfig."""
+
+    kubeconfig: str = field(repr=False)
+    """The kubeconfig's text; configured as a Pulumi secret, handed on only as one."""
+    context: str | None = None
+    """The kubeconfig context to use; None: its current-context."""
+    skip_await: bool = False
+    """Do not wait for rollouts, Service endpoints or deletions (a cluster without nodes or
+    controllers, such as a bare API server); see ``components/kubernetes_await.py``."""
 
 
 @dataclass(frozen=True)
@@ -209,26 +241,50 @@ class StackConfig:
     certificates: CertificateSettings = field(default_factory=CertificateSettings)
     images: ImageSettings = field(default_factory=ImageSettings)
     device_plugin: DevicePluginSettings = field(default_factory=DevicePluginSettings)
+    existing_cluster: ExistingCluster | None = None
+    """None: the stack creates an EKS cluster; else it deploys into this one."""
 
 
 DEFAULT_GPU_NODE_GROUPS = (GpuNodeGroup(name="t4", instance_types=("g4dn.xlarge",)),)
 
 _STRUCTURED_KEYS = frozenset(
     {"network", "systemNodeGroup", "gpuNodeGroups", "scheduler", "extender", "certificates", "images"}
-    | {"devicePlugin"}
+    | {"devicePlugin", "existingCluster"}
 )
 TOP_LEVEL_KEYS = _STRUCTURED_KEYS | {"clusterName", "kubernetesVersion", "gpuTaint", "schedulerMode"}
+EKS_ONLY_KEYS = ("clusterName", "network", "systemNodeGroup", "gpuNodeGroups", "gpuTaint")
+"""Top-level keys that describe what the stack creates in AWS; refused next to existingCluster."""
+ECR_IMAGE_KEYS = ("keepImages", "forceDelete")
+"""``images`` keys for the ECR repositories of an EKS stack."""
+IMAGE_REFERENCE_KEYS = {"extender": "scheduler-extender", "gpuScheduler": "gpu-scheduler"}
+"""``images`` keys naming prebuilt images (existing cluster), and the image each names."""
+KUBECONFIG_SECRET_COMMAND = "pulumi config set --secret --path existingCluster.kubeconfig < kubeconfig.yaml"  # noqa: S105 - a command, not a credential
+"""How to set the kubeconfig as a secret (quoted in errors and the README)."""
 
 
-def parse_stack_config(values: Mapping[str, str], stack: str, plugin_version: str) -> StackConfig:
+def parse_stack_config(
+    values: Mapping[str, str],
+    stack: str,
+    plugin_version: str,
+    secret_keys: frozenset[str] = frozenset(),
+) -> StackConfig:
     """Validate Pulumi's raw values (keys without the project prefix) into a StackConfig.
 
     ``stack`` names the default cluster; ``plugin_version`` is the Kubernetes release the
     gpu-scheduler image is built from (``v1.35.8``), checked against the cluster in plugin mode.
+    ``secret_keys`` are the keys (without prefix) Pulumi holds encrypted; the kubeconfig of
+    ``existingCluster`` must be one of them.
     """
     top = _Fields({key: _top_level(key, raw) for key, raw in values.items()})
     for key in sorted(set(values) - TOP_LEVEL_KEYS):
         top[key].fail(f"unknown key; known keys: {', '.join(sorted(TOP_LEVEL_KEYS))}")
+    if "existingCluster" in top:
+        for key in EKS_ONLY_KEYS:
+            if key in top:
+                top[key].fail(
+                    "only for a stack that creates its EKS cluster; existingCluster is set, so this "
+                    "stack creates nothing in AWS: remove one of the two"
+                )
     default = StackConfig(cluster_name=f"gpu-scheduler-{stack}", gpu_node_groups=DEFAULT_GPU_NODE_GROUPS)
     config = StackConfig(
         cluster_name=top.read("clusterName", default.cluster_name, _cluster_name),
@@ -243,17 +299,32 @@ def parse_stack_config(values: Mapping[str, str], stack: str, plugin_version: st
         certificates=top.read("certificates", default.certificates, _certificates),
         images=top.read("images", default.images, _images),
         device_plugin=top.read("devicePlugin", default.device_plugin, _device_plugin),
+        existing_cluster=top.read(
+            "existingCluster", None, lambda v: _existing_cluster(v, secret="existingCluster" in secret_keys)
+        ),
     )
+    _check_images(config, top.get("images"))
     _check_scheduler_version(config, plugin_version)
     return config
 
 
 def load_stack_config() -> StackConfig:
-    """Read this stack's configuration from Pulumi, once, and validate it."""
+    """Read this stack's configuration from Pulumi, once, and validate it.
+
+    The language host lists the encrypted keys in ``PULUMI_CONFIG_SECRET_KEYS``; a key set
+    with ``pulumi config set --secret --path`` inside an object marks the whole object.
+    """
     prefix = f"{PROJECT}:"
     every = {**pulumi.runtime.config.get_config_env(), **pulumi.runtime.config.CONFIG.get()}
     values = {key.removeprefix(prefix): str(value) for key, value in every.items() if key.startswith(prefix)}
-    return parse_stack_config(values, stack=pulumi.get_stack(), plugin_version=plugin_kubernetes_version())
+    secret = set(pulumi.runtime.config.get_config_secret_keys_env())
+    secret |= {key for key in every if pulumi.runtime.config.is_config_secret(key)}
+    return parse_stack_config(
+        values,
+        stack=pulumi.get_stack(),
+        plugin_version=plugin_kubernetes_version(),
+        secret_keys=frozenset(key.removeprefix(prefix) for key in secret if key.startswith(prefix)),
+    )
 
 
 class _Value:
@@ -490,7 +561,7 @@ def _resources(value: _Value, default: Resources) -> Resources:
 
 
 def _scheduler(value: _Value) -> SchedulerSettings:
-    fields = value.fields({"replicas", "kubeSchedulerImage", "resources"})
+    fields = value.fields({"replicas", "kubeSchedulerImage", "resources", "extenderWeight"})
     default = SchedulerSettings()
     return SchedulerSettings(
         replicas=fields.read("replicas", default.replicas, lambda v: v.integer(1, MAX_SCHEDULER_REPLICAS)),
@@ -502,6 +573,9 @@ def _scheduler(value: _Value) -> SchedulerSettings:
             ),
         ),
         resources=fields.read("resources", default.resources, lambda v: _resources(v, default.resources)),
+        extender_weight=fields.read(
+            "extenderWeight", default.extender_weight, lambda v: v.integer(1, MAX_EXTENDER_WEIGHT)
+        ),
     )
 
 
@@ -548,23 +622,113 @@ def _certificates(value: _Value) -> CertificateSettings:
 
 
 def _images(value: _Value) -> ImageSettings:
-    fields = value.fields({"keepImages", "forceDelete"})
+    fields = value.fields({*ECR_IMAGE_KEYS, *IMAGE_REFERENCE_KEYS})
     default = ImageSettings()
+
+    def reference(key: str) -> str | None:
+        example = f"registry.example.com/{IMAGE_REFERENCE_KEYS[key]}:v1"
+        return fields.read(
+            key, None, lambda v: v.string(_IMAGE_REFERENCE, f"an image reference such as {example}")
+        )
+
     return ImageSettings(
         keep_images=fields.read("keepImages", default.keep_images, lambda v: v.integer(1, MAX_KEEP_IMAGES)),
         force_delete=fields.read("forceDelete", default.force_delete, _Value.boolean),
+        extender=reference("extender"),
+        gpu_scheduler=reference("gpuScheduler"),
     )
 
 
 def _device_plugin(value: _Value) -> DevicePluginSettings:
-    fields = value.fields({"chartVersion"})
+    fields = value.fields({"enabled", "chartVersion"})
+    default = DevicePluginSettings()
     return DevicePluginSettings(
+        enabled=fields.read("enabled", default.enabled, _Value.boolean),
         chart_version=fields.read(
             "chartVersion",
-            DevicePluginSettings().chart_version,
+            default.chart_version,
             lambda v: v.string(_CHART_VERSION, "a chart version such as 0.17.4"),
-        )
+        ),
     )
+
+
+def _existing_cluster(value: _Value, secret: bool) -> ExistingCluster:
+    fields = value.fields({"kubeconfig", "context", "skipAwait"})
+    if "kubeconfig" not in fields:
+        value.fail(f"needs kubeconfig, the cluster's kubeconfig as a secret: {KUBECONFIG_SECRET_COMMAND}")
+    kubeconfig = fields["kubeconfig"]
+    if not secret:
+        kubeconfig.fail(
+            f"must be a secret, or its credentials are stored in plain text: {KUBECONFIG_SECRET_COMMAND}"
+        )
+    context = fields.read("context", None, _Value.string)
+    _check_kubeconfig(kubeconfig, context)
+    assert isinstance(kubeconfig.raw, str)  # checked by _check_kubeconfig
+    return ExistingCluster(
+        kubeconfig=kubeconfig.raw,
+        context=context,
+        skip_await=fields.read("skipAwait", False, _Value.boolean),
+    )
+
+
+def _check_kubeconfig(value: _Value, context: str | None) -> None:
+    """A kubeconfig whose context (given, or its current-context) names a known cluster and
+    user. Errors say where the document is wrong, never what it holds."""
+    if not isinstance(value.raw, str) or not value.raw.strip():
+        value.fail("must be the text of a kubeconfig file")
+    try:
+        document = yaml.safe_load(value.raw)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        value.fail(f"is not YAML{where}; give the text of a kubeconfig file")
+    if not isinstance(document, dict):
+        value.fail("is not a kubeconfig: the document must be a mapping")
+    named: dict[str, dict[str, Any]] = {}
+    for section in ("clusters", "users", "contexts"):
+        entries = document.get(section)
+        if not isinstance(entries, list) or not entries:
+            value.fail(f"is not a kubeconfig: {section} must be a non-empty list")
+        named[section] = {
+            entry["name"]: entry
+            for entry in entries
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str)
+        }
+    chosen = context if context is not None else document.get("current-context")
+    if not chosen:
+        value.fail("has no current-context: set existingCluster.context to one of its contexts")
+    where = "existingCluster.context" if context is not None else "its current-context"
+    if chosen not in named["contexts"]:
+        value.fail(f"has no context {chosen!r} ({where}); it has {', '.join(sorted(named['contexts']))}")
+    entry = named["contexts"][chosen].get("context")
+    if not isinstance(entry, dict):
+        value.fail(f"context {chosen!r} has no cluster and user")
+    for section, key in (("clusters", "cluster"), ("users", "user")):
+        if entry.get(key) not in named[section]:
+            value.fail(f"context {chosen!r} names {key} {entry.get(key)!r}, which is not in its {section}")
+
+
+def _check_images(config: StackConfig, images: _Value | None) -> None:
+    """EKS stacks build the images into their ECR repositories; an existing cluster runs the
+    images it is given, and needs the one its scheduler mode runs."""
+    given = set(images.raw) if images is not None and isinstance(images.raw, dict) else set()
+    if config.existing_cluster is None:
+        for key in sorted(given & set(IMAGE_REFERENCE_KEYS)):
+            _Value(f"images.{key}", None).fail(
+                "only with existingCluster: an EKS stack builds this image and pushes it to its ECR"
+            )
+        return
+    for key in sorted(given & set(ECR_IMAGE_KEYS)):
+        _Value(f"images.{key}", None).fail(
+            "an ECR setting; existingCluster is set, so this stack creates no ECR repository: remove it"
+        )
+    needed = "extender" if uses_extender(config.scheduler_mode) else "gpuScheduler"
+    if needed not in given:
+        _Value(f"images.{needed}", None).fail(
+            f"required with existingCluster in {config.scheduler_mode} mode (this stack builds no image): "
+            f"the {IMAGE_REFERENCE_KEYS[needed]} image to run, e.g. "
+            f"registry.example.com/{IMAGE_REFERENCE_KEYS[needed]}:v1"
+        )
 
 
 def _check_scheduler_version(config: StackConfig, plugin_version: str) -> None:

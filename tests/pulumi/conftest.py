@@ -1,9 +1,11 @@
 """Fixtures: the whole program run once per scheduler mode under the mocks, inside moto."""
 
+import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import pytest
+import yaml
 from moto import mock_aws
 
 from components.kubernetes_versions import plugin_kubernetes_version
@@ -17,17 +19,67 @@ MIXED_GROUP = {"name": "mixed", "instanceTypes": ["g5.xlarge", "g4dn.xlarge"], "
 SINGLE_GROUP = {"name": "l40s", "instanceTypes": ["g6e.xlarge"], "minSize": 1, "desiredSize": 1, "maxSize": 4}
 
 
-def stack_config(values: Mapping[str, object]) -> StackConfig:
-    """Validate ``values`` exactly as Pulumi delivers them: scalars as text, the rest as JSON."""
+def stack_config(values: Mapping[str, object], secret_keys: Iterable[str] = ()) -> StackConfig:
+    """Validate ``values`` exactly as Pulumi delivers them: scalars as text, the rest as JSON;
+    ``secret_keys`` are the keys Pulumi would hold encrypted."""
     raw = {key: value if isinstance(value, str) else json.dumps(value) for key, value in values.items()}
-    return parse_stack_config(raw, stack=STACK, plugin_version=plugin_kubernetes_version())
+    return parse_stack_config(
+        raw, stack=STACK, plugin_version=plugin_kubernetes_version(), secret_keys=frozenset(secret_keys)
+    )
 
 
-def run_with(values: Mapping[str, object]) -> StackRun:
+def run_with(values: Mapping[str, object], secret_keys: Iterable[str] = ()) -> StackRun:
     """Run the program for ``values`` in a fresh moto account."""
-    config = stack_config(values)
+    config = stack_config(values, secret_keys)
     with mock_aws():
         return run_stack(lambda: build_stack(config))
+
+
+CLIENT_KEY_DATA = base64.b64encode(b"-----BEGIN EC PRIVATE KEY-----\nnot-a-real-key\n").decode()
+"""The client key of the test kubeconfig: it must never appear outside a secret or in an error."""
+EXTENDER_REFERENCE = "registry.example.com/platform/scheduler-extender:v1.2.3"
+GPU_SCHEDULER_REFERENCE = "registry.example.com/platform/gpu-scheduler@sha256:" + "c" * 64
+
+
+def kubeconfig_text(context: str = "platform", clusters: int = 1) -> str:
+    """A kubeconfig with inline credentials, as a platform team would hand one out."""
+    names = [f"cluster-{index}" for index in range(clusters)]
+    document = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": name,
+                "cluster": {"server": f"https://{name}.example.com", "certificate-authority-data": "Q0E="},
+            }
+            for name in names
+        ],
+        "users": [
+            {
+                "name": "admin",
+                "user": {"client-certificate-data": "Q0VSVA==", "client-key-data": CLIENT_KEY_DATA},
+            }
+        ],
+        "contexts": [{"name": f"ctx-{name}", "context": {"cluster": name, "user": "admin"}} for name in names]
+        + [{"name": context, "context": {"cluster": names[0], "user": "admin"}}],
+        "current-context": context,
+    }
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+def existing_values(mode: SchedulerMode, **extra: object) -> dict[str, object]:
+    """Stack values for an existing cluster in ``mode``: kubeconfig, both image references."""
+    return {
+        "schedulerMode": mode,
+        "existingCluster": {"kubeconfig": kubeconfig_text()},
+        "images": {"extender": EXTENDER_REFERENCE, "gpuScheduler": GPU_SCHEDULER_REFERENCE},
+        **extra,
+    }
+
+
+def existing_run_with(values: Mapping[str, object]) -> StackRun:
+    """Run the program on an existing cluster, its existingCluster key held as a secret."""
+    return run_with(values, secret_keys={"existingCluster"})
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +100,7 @@ def plugin_run() -> StackRun:
     return run_with({"schedulerMode": "plugin", "gpuNodeGroups": [MIXED_GROUP, SINGLE_GROUP]})
 
 
-def mode_run(request: pytest.FixtureRequest, mode: SchedulerMode) -> StackRun:
+def mode_run(request: pytest.FixtureRequest, mode: str) -> StackRun:
     """The module-scoped run of ``mode`` (fixture ``extender_run``, ``extender_cached_run``, ...)."""
     result: StackRun = request.getfixturevalue(f"{mode.replace('-', '_')}_run")
     return result
@@ -64,3 +116,28 @@ def run(request: pytest.FixtureRequest) -> StackRun:
 def any_extender_run(request: pytest.FixtureRequest) -> StackRun:
     """The run of each mode with an extender, for properties both extender modes share."""
     return mode_run(request, request.param)
+
+
+@pytest.fixture(scope="module")
+def existing_extender_run() -> StackRun:
+    """extender mode on an existing cluster (device plugin on, as on EKS)."""
+    return existing_run_with(existing_values("extender"))
+
+
+@pytest.fixture(scope="module")
+def existing_extender_cached_run() -> StackRun:
+    """extender-cached mode on an existing cluster."""
+    return existing_run_with(existing_values("extender-cached"))
+
+
+@pytest.fixture(scope="module")
+def existing_plugin_run() -> StackRun:
+    """plugin mode on an existing cluster."""
+    return existing_run_with(existing_values("plugin"))
+
+
+@pytest.fixture(params=SCHEDULER_MODES)
+def existing_and_eks_runs(request: pytest.FixtureRequest) -> tuple[StackRun, StackRun]:
+    """(existing-cluster run, EKS run) of each mode."""
+    mode = request.param
+    return mode_run(request, f"existing-{mode}"), mode_run(request, mode)

@@ -67,6 +67,10 @@ class Declared:
     custom: bool
     depends_on: frozenset[tuple[str, str]] = frozenset()
     """(type, name) of every resource it waits for: ``depends_on`` and its inputs' sources."""
+    provider: str = ""
+    """The URN of the provider resource it was registered with ("" for the default provider)."""
+    property_dependencies: frozenset[tuple[str, str, str]] = frozenset()
+    """(input property, type, name): the resources each input property's value comes from."""
 
     @property
     def plain(self) -> dict[str, Any]:
@@ -199,10 +203,19 @@ class RecordingMonitor(MockMonitor):
     def __init__(self, mocks: Mocks) -> None:
         super().__init__(mocks)
         self.dependencies: dict[str, tuple[str, ...]] = {}
+        self.providers: dict[str, str] = {}
+        self.property_dependencies: dict[str, frozenset[tuple[str, str, str]]] = {}
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         self.dependencies[response.urn] = tuple(request.dependencies)
+        # A provider reference is "<urn>::<id>"; keep the URN.
+        self.providers[response.urn] = request.provider.rsplit("::", 1)[0] if request.provider else ""
+        self.property_dependencies[response.urn] = frozenset(
+            (key, *_type_and_name(urn))
+            for key, dependencies in request.propertyDependencies.items()
+            for urn in dependencies.urns
+        )
         return response
 
 
@@ -272,5 +285,16 @@ def run_stack(program: Callable[[], Mapping[str, Any]]) -> StackRun:
         dependencies = frozenset(
             _type_and_name(dependency) for dependency in monitor.dependencies.get(urn, ())
         )
-        declared.append(Declared(type_, name, args.inputs, tuple(parents), bool(args.custom), dependencies))
+        declared.append(
+            Declared(
+                type_,
+                name,
+                args.inputs,
+                tuple(parents),
+                bool(args.custom),
+                dependencies,
+                monitor.providers.get(urn, ""),
+                monitor.property_dependencies.get(urn, frozenset()),
+            )
+        )
     return StackRun(declared, resolved, frozenset(secret), mocks.calls)

@@ -23,14 +23,24 @@ from components.kubernetes_versions import (
 from components.stack_config import (
     DEFAULT_GPU_NODE_GROUPS,
     DEFAULT_KUBERNETES_VERSION,
+    EKS_ONLY_KEYS,
+    MAX_EXTENDER_WEIGHT,
     PROJECT,
+    ExistingCluster,
     ExistingNetwork,
     NewVpc,
     StackConfigError,
     load_stack_config,
     parse_stack_config,
 )
-from tests.pulumi.conftest import stack_config
+from tests.pulumi.conftest import (
+    CLIENT_KEY_DATA,
+    EXTENDER_REFERENCE,
+    GPU_SCHEDULER_REFERENCE,
+    existing_values,
+    kubeconfig_text,
+    stack_config,
+)
 from tests.pulumi.mocks import StackMocks
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -88,13 +98,41 @@ def test_there_are_example_stacks() -> None:
 
 @pytest.mark.parametrize("stack_file", EXAMPLE_STACKS, ids=lambda path: path.name)
 def test_example_stacks_are_valid(stack_file: Path) -> None:
+    """An existing-cluster example can only hold the kubeconfig's place (a secret is encrypted
+    per stack); the test sets it as ``pulumi config set --secret --path`` would."""
+    values = pulumi_values(stack_file)
+    keys = yaml.safe_load(stack_file.read_text())["config"]
+    secret_keys: frozenset[str] = frozenset()
+    if "existingCluster" in values:
+        existing = json.loads(values["existingCluster"])
+        assert "kubeconfig" not in existing, "a kubeconfig never belongs in an example stack file"
+        values["existingCluster"] = json.dumps({**existing, "kubeconfig": kubeconfig_text()})
+        secret_keys = frozenset({"existingCluster"})
     config = parse_stack_config(
-        pulumi_values(stack_file),
+        values,
         stack=stack_file.stem.split(".")[1],
         plugin_version=plugin_kubernetes_version(),
+        secret_keys=secret_keys,
     )
-    assert config.gpu_node_groups
-    assert "aws:region" in yaml.safe_load(stack_file.read_text())["config"]
+    if config.existing_cluster is None:
+        assert config.gpu_node_groups
+        assert "aws:region" in keys
+    else:
+        assert not [key for key in keys if key.startswith("aws:")], "an existing cluster needs no AWS"
+
+
+def test_the_local_example_runs_the_extender_without_device_plugin_or_waits() -> None:
+    """Pulumi.local.yaml is the end-to-end suite's stack: a bare API server (no nodes, no
+    controllers, no internet for the device plugin's chart)."""
+    values = pulumi_values(REPO_ROOT / "Pulumi.local.yaml")
+    existing = json.loads(values["existingCluster"])
+    values["existingCluster"] = json.dumps({**existing, "kubeconfig": kubeconfig_text()})
+    config = parse_stack_config(values, "local", plugin_kubernetes_version(), frozenset({"existingCluster"}))
+    assert config.existing_cluster is not None
+    assert config.existing_cluster.skip_await is True
+    assert config.device_plugin.enabled is False
+    assert config.images.extender is not None
+    assert config.images.gpu_scheduler is not None
 
 
 def test_dev_example_is_small_and_prod_spreads_over_three_zones() -> None:
@@ -108,6 +146,46 @@ def test_dev_example_is_small_and_prod_spreads_over_three_zones() -> None:
     assert (prod.network.availability_zones, prod.network.nat_gateways) == (3, "onePerAz")
     assert [group.capacity_type for group in dev.gpu_node_groups] == ["SPOT"]
     assert any(len(group.instance_types) > 1 for group in prod.gpu_node_groups)
+
+
+def test_an_existing_cluster() -> None:
+    config = stack_config(
+        existing_values(
+            "extender",
+            existingCluster={
+                "kubeconfig": kubeconfig_text(clusters=2),
+                "context": "ctx-cluster-1",
+                "skipAwait": "true",
+            },
+            devicePlugin={"enabled": "false"},
+            scheduler={"extenderWeight": MAX_EXTENDER_WEIGHT},
+        ),
+        secret_keys={"existingCluster"},
+    )
+    assert config.existing_cluster == ExistingCluster(
+        kubeconfig=kubeconfig_text(clusters=2), context="ctx-cluster-1", skip_await=True
+    )
+    assert CLIENT_KEY_DATA not in repr(config), "the kubeconfig stays out of reprs (and so of logs)"
+    assert (config.images.extender, config.images.gpu_scheduler) == (
+        EXTENDER_REFERENCE,
+        GPU_SCHEDULER_REFERENCE,
+    )
+    assert config.device_plugin.enabled is False
+    assert config.scheduler.extender_weight == MAX_EXTENDER_WEIGHT
+    default = stack_config(existing_values("plugin"), secret_keys={"existingCluster"})
+    assert default.existing_cluster is not None
+    assert (default.existing_cluster.context, default.existing_cluster.skip_await) == (None, False)
+    assert default.device_plugin.enabled is True
+    assert default.scheduler.extender_weight == 1
+
+
+def test_an_existing_cluster_needs_only_the_image_of_its_mode() -> None:
+    values = existing_values("plugin")
+    values["images"] = {"gpuScheduler": GPU_SCHEDULER_REFERENCE}
+    assert stack_config(values, secret_keys={"existingCluster"}).images.extender is None
+    values = existing_values("extender-cached")
+    values["images"] = {"extender": EXTENDER_REFERENCE}
+    assert stack_config(values, secret_keys={"existingCluster"}).images.gpu_scheduler is None
 
 
 def test_gpu_groups_are_read_with_their_config_key() -> None:
@@ -319,6 +397,23 @@ BAD_VALUES: list[tuple[dict[str, Any], str, str]] = [
 ]
 
 
+BAD_VALUES += [
+    ({"devicePlugin": {"enabled": "maybe"}}, "devicePlugin.enabled", "must be true or false"),
+    ({"scheduler": {"extenderWeight": 0}}, "scheduler.extenderWeight", "must be 1..100"),
+    ({"scheduler": {"extenderWeight": 101}}, "scheduler.extenderWeight", "must be 1..100"),
+    (
+        {"images": {"extender": EXTENDER_REFERENCE}},
+        "images.extender",
+        "only with existingCluster: an EKS stack builds this image",
+    ),
+    (
+        {"images": {"gpuScheduler": GPU_SCHEDULER_REFERENCE}},
+        "images.gpuScheduler",
+        "only with existingCluster",
+    ),
+]
+
+
 @pytest.mark.parametrize(("values", "key", "problem"), BAD_VALUES, ids=[case[1] for case in BAD_VALUES])
 def test_a_bad_value_fails_with_its_key(values: dict[str, Any], key: str, problem: str) -> None:
     with pytest.raises(StackConfigError) as raised:
@@ -326,6 +421,118 @@ def test_a_bad_value_fails_with_its_key(values: dict[str, Any], key: str, proble
     message = str(raised.value)
     assert message.startswith(f"{PROJECT}:{key}: "), message
     assert problem in message
+
+
+EKS_ONLY_VALUES: dict[str, object] = {
+    "clusterName": "platform",
+    "network": {"natGateways": "single"},
+    "systemNodeGroup": {"minSize": 2},
+    "gpuNodeGroups": [GROUP],
+    "gpuTaint": "false",
+}
+NOT_YAML = "clusters: [\n  client-key-data: " + CLIENT_KEY_DATA
+NO_CONTEXT = kubeconfig_text().replace("current-context: platform", "current-context: ''")
+UNKNOWN_USER = kubeconfig_text().replace("user: admin", "user: nobody")
+BAD_EXISTING_CLUSTER: list[tuple[dict[str, Any], str, str]] = [
+    *(
+        (
+            existing_values("extender", **{key: EKS_ONLY_VALUES[key]}),
+            key,
+            "existingCluster is set, so this stack creates nothing in AWS",
+        )
+        for key in EKS_ONLY_KEYS
+    ),
+    (
+        existing_values("extender", images={"extender": EXTENDER_REFERENCE, "keepImages": 3}),
+        "images.keepImages",
+        "an ECR setting; existingCluster is set",
+    ),
+    (
+        existing_values("extender", images={"extender": EXTENDER_REFERENCE, "forceDelete": True}),
+        "images.forceDelete",
+        "creates no ECR repository",
+    ),
+    (
+        existing_values("extender", images={"gpuScheduler": GPU_SCHEDULER_REFERENCE}),
+        "images.extender",
+        "required with existingCluster in extender mode",
+    ),
+    (
+        existing_values("plugin", images={"extender": EXTENDER_REFERENCE}),
+        "images.gpuScheduler",
+        "required with existingCluster in plugin mode",
+    ),
+    (
+        existing_values("extender", images={"extender": "Registry.Example.com/Extender"}),
+        "images.extender",
+        "an image reference such as registry.example.com/scheduler-extender:v1",
+    ),
+    (existing_values("extender", existingCluster={}), "existingCluster", "needs kubeconfig"),
+    (existing_values("extender", existingCluster="a-kubeconfig"), "existingCluster", "must be an object"),
+    (
+        existing_values("extender", existingCluster={"kubeconfig": kubeconfig_text(), "kubeContext": "x"}),
+        "existingCluster",
+        "unknown key 'kubeContext'",
+    ),
+    (
+        existing_values("extender", existingCluster={"kubeconfig": kubeconfig_text(), "skipAwait": "yes"}),
+        "existingCluster.skipAwait",
+        "must be true or false",
+    ),
+    (
+        existing_values("extender", existingCluster={"kubeconfig": NOT_YAML}),
+        "existingCluster.kubeconfig",
+        "is not YAML (line",
+    ),
+    (
+        existing_values("extender", existingCluster={"kubeconfig": "[]"}),
+        "existingCluster.kubeconfig",
+        "must be a mapping",
+    ),
+    (
+        existing_values("extender", existingCluster={"kubeconfig": "clusters: []\nusers: []\n"}),
+        "existingCluster.kubeconfig",
+        "clusters must be a non-empty list",
+    ),
+    (
+        existing_values("extender", existingCluster={"kubeconfig": kubeconfig_text(), "context": "staging"}),
+        "existingCluster.kubeconfig",
+        "has no context 'staging' (existingCluster.context); it has ctx-cluster-0, platform",
+    ),
+    (
+        existing_values("extender", existingCluster={"kubeconfig": NO_CONTEXT}),
+        "existingCluster.kubeconfig",
+        "has no current-context: set existingCluster.context",
+    ),
+    (
+        existing_values("extender", existingCluster={"kubeconfig": UNKNOWN_USER}),
+        "existingCluster.kubeconfig",
+        "context 'platform' names user 'nobody', which is not in its users",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("values", "key", "problem"), BAD_EXISTING_CLUSTER, ids=[case[1] for case in BAD_EXISTING_CLUSTER]
+)
+def test_a_bad_existing_cluster_value_fails_with_its_key_and_no_secret(
+    values: dict[str, Any], key: str, problem: str
+) -> None:
+    with pytest.raises(StackConfigError) as raised:
+        stack_config(values, secret_keys={"existingCluster"})
+    message = str(raised.value)
+    assert message.startswith(f"{PROJECT}:{key}: "), message
+    assert problem in message
+    assert CLIENT_KEY_DATA not in message
+
+
+def test_a_kubeconfig_outside_a_secret_is_refused() -> None:
+    with pytest.raises(StackConfigError) as raised:
+        stack_config(existing_values("extender"))
+    message = str(raised.value)
+    assert message.startswith(f"{PROJECT}:existingCluster.kubeconfig: must be a secret")
+    assert "pulumi config set --secret --path existingCluster.kubeconfig < kubeconfig.yaml" in message
+    assert CLIENT_KEY_DATA not in message
 
 
 def test_kubernetes_version_helpers() -> None:
@@ -371,4 +578,21 @@ def test_load_stack_config_reads_pulumi_config(pulumi_config: Any) -> None:
 def test_load_stack_config_refuses_a_misspelt_key(pulumi_config: Any) -> None:
     pulumi_config({f"{PROJECT}:gpuTaints": "false"})
     with pytest.raises(StackConfigError, match=rf"^{PROJECT}:gpuTaints: unknown key"):
+        load_stack_config()
+
+
+def test_load_stack_config_reads_secret_keys_as_the_language_host_passes_them(
+    pulumi_config: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pulumi-language-python hands the program PULUMI_CONFIG and PULUMI_CONFIG_SECRET_KEYS."""
+    pulumi_config({})
+    values = {f"{PROJECT}:{key}": json.dumps(value) for key, value in existing_values("plugin").items()}
+    values[f"{PROJECT}:schedulerMode"] = "plugin"
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps(values))
+    monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps([f"{PROJECT}:existingCluster"]))
+    config = load_stack_config()
+    assert config.existing_cluster is not None
+    assert config.existing_cluster.kubeconfig == kubeconfig_text()
+    monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps([]))
+    with pytest.raises(StackConfigError, match=rf"^{PROJECT}:existingCluster\.kubeconfig: must be a secret"):
         load_stack_config()
