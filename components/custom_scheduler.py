@@ -26,6 +26,7 @@ from components.scheduler_config import (
     scheduler_config_yaml,
 )
 from components.stack_config import SchedulerSettings
+from policy import SCORING_STRATEGY, ScoringStrategy
 
 APP_LABEL = "app"
 CONFIG_DIR = "/etc/kubernetes/custom-scheduler"
@@ -68,6 +69,7 @@ class CustomScheduler(pulumi.ComponentResource):
         provider: k8s.Provider,
         depends_on: list[pulumi.Resource],
         client_tls_checksum: pulumi.Input[str] | None = None,
+        scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpu-scheduler-eks:index:CustomScheduler", name, None, opts)
@@ -124,7 +126,9 @@ class CustomScheduler(pulumi.ComponentResource):
             opts=child,
         )
 
-        self.config_yaml = scheduler_config_yaml(SchedulerConfig(mode=mode))
+        self.config_yaml = scheduler_config_yaml(
+            SchedulerConfig(mode=mode, scoring_strategy=scoring_strategy)
+        )
         config_map = k8s.core.v1.ConfigMap(
             f"{name}-config",
             metadata=metadata(CONFIG_MAP_NAME),

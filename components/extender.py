@@ -15,6 +15,7 @@ from components.cluster import NODE_POOL_LABEL, SYSTEM_POOL
 from components.pod_security import container_security_context, pod_security_context
 from components.scheduler_config import EXTENDER_PORT, EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
 from components.stack_config import ExtenderSettings
+from policy import SCORING_STRATEGY, ScoringStrategy
 
 APP_LABEL = "app"
 TLS_DIR = "/etc/extender-tls"
@@ -31,7 +32,9 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 """Set by the API server on every namespace; a namespaceSelector on it names one namespace."""
 
 
-def extender_args(settings: ExtenderSettings) -> list[str]:
+def extender_args(
+    settings: ExtenderSettings, scoring_strategy: ScoringStrategy = SCORING_STRATEGY
+) -> list[str]:
     """The extender's command-line flags; unset limits keep the extender's own defaults."""
     args = [
         f"--tls-cert={TLS_DIR}/tls.crt",
@@ -39,6 +42,7 @@ def extender_args(settings: ExtenderSettings) -> list[str]:
         f"--client-ca={TLS_DIR}/client-ca.crt",
         f"--port={EXTENDER_PORT}",
         f"--health-port={HEALTH_PORT}",
+        f"--scoring-strategy={scoring_strategy}",
     ]
     if settings.max_body_bytes is not None:
         args.append(f"--max-body-bytes={settings.max_body_bytes}")
@@ -61,6 +65,7 @@ class Extender(pulumi.ComponentResource):
         image: pulumi.Input[str],
         provider: k8s.Provider,
         depends_on: list[pulumi.Resource],
+        scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpu-scheduler-eks:index:Extender", name, None, opts)
@@ -106,7 +111,7 @@ class Extender(pulumi.ComponentResource):
                             k8s.core.v1.ContainerArgs(
                                 name="extender",
                                 image=image,
-                                args=extender_args(settings),
+                                args=extender_args(settings, scoring_strategy),
                                 ports=[
                                     k8s.core.v1.ContainerPortArgs(name="https", container_port=EXTENDER_PORT),
                                     k8s.core.v1.ContainerPortArgs(name="health", container_port=HEALTH_PORT),

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 import yaml
 
+from policy import SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
+
 SchedulerMode = Literal["extender", "plugin"]
 SCHEDULER_MODES: tuple[SchedulerMode, ...] = ("extender", "plugin")
 
@@ -63,10 +65,15 @@ class SchedulerConfig:
     leader_election: LeaderElection = field(default_factory=LeaderElection)
     kubeconfig: str = ""
     """Empty in the cluster (in-cluster credentials); a file path for a local run."""
+    scoring_strategy: ScoringStrategy = SCORING_STRATEGY
+    """Plugin mode: GPUScheduler's ``scoringStrategy`` arg (extender mode: the extender's flag)."""
 
     def __post_init__(self) -> None:
         if self.mode not in SCHEDULER_MODES:
             raise ValueError(f"scheduler mode must be one of {', '.join(SCHEDULER_MODES)}, not {self.mode!r}")
+        if self.scoring_strategy not in SCORING_STRATEGIES:
+            choices = ", ".join(SCORING_STRATEGIES)
+            raise ValueError(f"scoring strategy must be one of {choices}, not {self.scoring_strategy!r}")
 
 
 def plugin_mode_plugins(weight: int) -> dict[str, Any]:
@@ -110,6 +117,9 @@ def render_scheduler_config(config: SchedulerConfig) -> dict[str, Any]:
     document["profiles"] = [profile]
     if config.mode == "plugin":
         profile["plugins"] = plugin_mode_plugins(config.plugin_weight)
+        profile["pluginConfig"] = [
+            {"name": PLUGIN_NAME, "args": {"scoringStrategy": config.scoring_strategy}}
+        ]
     else:
         endpoint = config.extender
         # No managedResources / ignoredByScheduler: the extender counts no GPUs, so

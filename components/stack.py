@@ -82,6 +82,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
         Extender(
             "extender",
             settings=config.extender,
+            scoring_strategy=config.scoring_strategy,
             image=extender_image.image_ref,
             provider=cluster.provider,
             depends_on=[*workload_dependencies, certificates.server_secret],
@@ -101,6 +102,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
         provider=cluster.provider,
         depends_on=scheduler_dependencies,
         client_tls_checksum=client_tls_checksum,
+        scoring_strategy=config.scoring_strategy,
     )
     outputs["schedulerImage"] = scheduler_runs
     outputs["schedulerConfig"] = scheduler.config_yaml

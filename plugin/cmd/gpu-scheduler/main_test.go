@@ -46,19 +46,24 @@ profiles:
 
 // renderedPlugins is the shared plugins block, indented for pluginModeProfile.
 func renderedPlugins(t *testing.T) string {
+	return sharedYAML(t, "plugin_mode_plugins.yaml", "    ")
+}
+
+// sharedYAML is a YAML file of tests/vectors without its comments, each line indented.
+func sharedYAML(t *testing.T, name, indent string) string {
 	t.Helper()
 	dir, err := policyvectors.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := os.ReadFile(filepath.Join(dir, "plugin_mode_plugins.yaml"))
+	text, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var lines []string
 	for _, line := range strings.Split(strings.TrimRight(string(text), "\n"), "\n") {
 		if line != "" && !strings.HasPrefix(line, "#") {
-			lines = append(lines, "    "+line)
+			lines = append(lines, indent+line)
 		}
 	}
 	return strings.Join(lines, "\n")
@@ -197,8 +202,9 @@ func hasPlugin(plugins []config.Plugin, name string, weight int32) bool {
 	return false
 }
 
-// TestScoringStrategyArg: the profile's scoringStrategy reaches the plugin the real
-// scheduler builds: with best-fit a 16 GiB pod's GPUScheduler score is highest on the
+// TestScoringStrategyArg: the pluginConfig the renderer writes for best-fit
+// (tests/vectors/plugin_mode_plugin_config.yaml) reaches the plugin the real
+// scheduler builds: a 16 GiB pod's GPUScheduler score is then highest on the
 // smallest GPU that fits, where the default prefers the largest.
 func TestScoringStrategyArg(t *testing.T) {
 	pod := &v1.Pod{
@@ -227,7 +233,7 @@ func TestScoringStrategyArg(t *testing.T) {
 		want  []int64 // GPUScheduler's weighted score on the T4-sized node, then the H200-sized one
 	}{
 		{"", []int64{200, 1000}},
-		{"  pluginConfig:\n  - name: GPUScheduler\n    args:\n      scoringStrategy: best-fit\n", []int64{1000, 390}},
+		{"  pluginConfig:\n" + sharedYAML(t, "plugin_mode_plugin_config.yaml", "  ") + "\n", []int64{1000, 390}},
 	} {
 		sched, err := setupScheduler(t, tt.extra)
 		if err != nil {
