@@ -11,6 +11,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BIN := .cache/bin
 MODE ?= extender
+STRATEGY ?= prefer-larger
 PYTEST_ARGS ?=
 
 .PHONY: help setup lock lint go-check binaries test test-policy test-python demo bench clean
@@ -58,8 +59,8 @@ test-python: setup binaries ## every other pytest suite (extender, Pulumi, end-t
 
 test: lint go-check test-policy test-python ## everything CI runs
 
-demo: setup binaries ## start the local control plane, schedule sample pods, print the table (MODE=extender|plugin)
-	$(PY) -m localcluster.demo --mode $(MODE) --bin-dir $(BIN)
+demo: setup binaries ## start the local control plane, schedule sample pods, print the table (MODE=extender|plugin, STRATEGY=prefer-larger|best-fit)
+	$(PY) -m localcluster.demo --mode $(MODE) --scoring-strategy $(STRATEGY) --bin-dir $(BIN)
 
 bench: setup binaries ## benchmarks; writes bench/RESULTS.md
 	$(PY) -m bench --bin-dir $(BIN)
