@@ -1,7 +1,8 @@
 // Package gpuscheduler is the GPUScheduler plugin for the kube-scheduler framework:
 // it keeps a pod off nodes whose GPU-memory label is below the pod's declared minimum
-// and prefers nodes with more GPU memory. The rules live in package gpupolicy; this
-// package adapts them to the framework's extension points.
+// and scores the others by the configured strategy (larger GPUs first, or the
+// smallest sufficient GPU first). The rules live in package gpupolicy; this package
+// adapts them to the framework's extension points.
 package gpuscheduler
 
 import (
