@@ -11,6 +11,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BIN := .cache/bin
 MODE ?= extender
+STRATEGY ?= prefer-larger
 PYTEST_ARGS ?=
 ARGS ?= nodes
 
@@ -60,8 +61,8 @@ test-python: setup binaries ## every other pytest suite (extender, Pulumi, end-t
 
 test: lint go-check test-policy test-python ## everything CI runs
 
-demo: setup binaries ## start the local control plane, schedule sample pods, print the table (MODE=extender|extender-cached|plugin)
-	$(PY) -m localcluster.demo --mode $(MODE) --bin-dir $(BIN)
+demo: setup binaries ## start the local control plane, schedule sample pods, print the table (MODE=extender|extender-cached|plugin, STRATEGY=prefer-larger|best-fit)
+	$(PY) -m localcluster.demo --mode $(MODE) --scoring-strategy $(STRATEGY) --bin-dir $(BIN)
 
 explain: setup ## explain a pod or the GPU-memory inventory of your kubeconfig's cluster (ARGS='pod NS/NAME', default nodes)
 	$(PY) -m explain $(ARGS)

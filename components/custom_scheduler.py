@@ -30,6 +30,7 @@ from components.scheduler_config import (
     uses_extender,
 )
 from components.stack_config import SchedulerSettings
+from policy import SCORING_STRATEGY, ScoringStrategy
 
 APP_LABEL = "app"
 CONFIG_DIR = "/etc/kubernetes/custom-scheduler"
@@ -73,6 +74,7 @@ class CustomScheduler(pulumi.ComponentResource):
         depends_on: list[pulumi.Resource],
         client_tls_checksum: pulumi.Input[str] | None = None,
         object_annotations: Mapping[str, str] | None = None,
+        scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """``object_annotations`` go on every object (``kubernetes_await.await_annotations``)."""
@@ -135,7 +137,11 @@ class CustomScheduler(pulumi.ComponentResource):
         )
 
         self.config_yaml = scheduler_config_yaml(
-            SchedulerConfig(mode=mode, extender=ExtenderEndpoint(weight=settings.extender_weight))
+            SchedulerConfig(
+                mode=mode,
+                extender=ExtenderEndpoint(weight=settings.extender_weight),
+                scoring_strategy=scoring_strategy,
+            )
         )
         config_map = k8s.core.v1.ConfigMap(
             f"{name}-config",

@@ -29,6 +29,7 @@ from components.scheduler_config import (
     uses_extender,
 )
 from components.stack_config import ExtenderSettings
+from policy import SCORING_STRATEGY, ScoringStrategy
 
 APP_LABEL = "app"
 TLS_DIR = "/etc/extender-tls"
@@ -50,7 +51,9 @@ API_SERVER_PORT = 443
 RBAC_API_GROUP = "rbac.authorization.k8s.io"
 
 
-def extender_args(settings: ExtenderSettings, mode: SchedulerMode) -> list[str]:
+def extender_args(
+    settings: ExtenderSettings, mode: SchedulerMode, scoring_strategy: ScoringStrategy = SCORING_STRATEGY
+) -> list[str]:
     """The extender's command-line flags; unset limits keep the extender's own defaults.
 
     extender-cached adds ``--node-cache=watch``; extender mode leaves the default (``off``).
@@ -61,6 +64,7 @@ def extender_args(settings: ExtenderSettings, mode: SchedulerMode) -> list[str]:
         f"--client-ca={TLS_DIR}/client-ca.crt",
         f"--port={EXTENDER_PORT}",
         f"--health-port={HEALTH_PORT}",
+        f"--scoring-strategy={scoring_strategy}",
     ]
     if settings.max_body_bytes is not None:
         args.append(f"--max-body-bytes={settings.max_body_bytes}")
@@ -111,6 +115,7 @@ class Extender(pulumi.ComponentResource):
         provider: k8s.Provider,
         depends_on: list[pulumi.Resource],
         object_annotations: Mapping[str, str] | None = None,
+        scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """``object_annotations`` go on every object (``kubernetes_await.await_annotations``)."""
@@ -165,7 +170,7 @@ class Extender(pulumi.ComponentResource):
                             k8s.core.v1.ContainerArgs(
                                 name="extender",
                                 image=image,
-                                args=extender_args(settings, mode),
+                                args=extender_args(settings, mode, scoring_strategy),
                                 ports=[
                                     k8s.core.v1.ContainerPortArgs(name="https", container_port=EXTENDER_PORT),
                                     k8s.core.v1.ContainerPortArgs(name="health", container_port=HEALTH_PORT),

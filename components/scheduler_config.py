@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 import yaml
 
+from policy import SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
+
 SchedulerMode = Literal["extender", "extender-cached", "plugin"]
 SCHEDULER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached", "plugin")
 """``extender``: upstream kube-scheduler calls the extender with every candidate Node in each
@@ -69,10 +71,15 @@ class SchedulerConfig:
     leader_election: LeaderElection = field(default_factory=LeaderElection)
     kubeconfig: str = ""
     """Empty in the cluster (in-cluster credentials); a file path for a local run."""
+    scoring_strategy: ScoringStrategy = SCORING_STRATEGY
+    """Plugin mode: GPUScheduler's ``scoringStrategy`` arg (extender mode: the extender's flag)."""
 
     def __post_init__(self) -> None:
         if self.mode not in SCHEDULER_MODES:
             raise ValueError(f"scheduler mode must be one of {', '.join(SCHEDULER_MODES)}, not {self.mode!r}")
+        if self.scoring_strategy not in SCORING_STRATEGIES:
+            choices = ", ".join(SCORING_STRATEGIES)
+            raise ValueError(f"scoring strategy must be one of {choices}, not {self.scoring_strategy!r}")
 
 
 def uses_extender(mode: SchedulerMode) -> bool:
@@ -126,6 +133,9 @@ def render_scheduler_config(config: SchedulerConfig) -> dict[str, Any]:
     document["profiles"] = [profile]
     if not uses_extender(config.mode):
         profile["plugins"] = plugin_mode_plugins(config.plugin_weight)
+        profile["pluginConfig"] = [
+            {"name": PLUGIN_NAME, "args": {"scoringStrategy": config.scoring_strategy}}
+        ]
     else:
         endpoint = config.extender
         # No managedResources / ignoredByScheduler: the extender counts no GPUs, so

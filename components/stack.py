@@ -89,6 +89,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
             "extender",
             mode=config.scheduler_mode,
             settings=config.extender,
+            scoring_strategy=config.scoring_strategy,
             image=target.extender_image,
             provider=target.provider,
             depends_on=[*workload_dependencies, certificates.server_secret],
@@ -111,6 +112,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
         depends_on=scheduler_dependencies,
         client_tls_checksum=client_tls_checksum,
         object_annotations=object_annotations,
+        scoring_strategy=config.scoring_strategy,
     )
     outputs["schedulerImage"] = scheduler_runs
     outputs["schedulerConfig"] = scheduler.config_yaml

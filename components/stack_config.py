@@ -30,7 +30,7 @@ from components.kubernetes_versions import (
     release_tag_minor,
 )
 from components.scheduler_config import SCHEDULER_MODES, ExtenderEndpoint, SchedulerMode, uses_extender
-from policy import PolicyError, parse_quantity
+from policy import SCORING_STRATEGIES, SCORING_STRATEGY, PolicyError, ScoringStrategy, parse_quantity
 
 PROJECT = "gpu-scheduler-eks"
 """The Pulumi project name (Pulumi.yaml) and so the namespace of every key below."""
@@ -235,6 +235,8 @@ class StackConfig:
     network: NewVpc | ExistingNetwork = field(default_factory=NewVpc)
     system_node_group: SystemNodeGroup = field(default_factory=SystemNodeGroup)
     scheduler_mode: SchedulerMode = "extender"
+    scoring_strategy: ScoringStrategy = SCORING_STRATEGY
+    """How GPU pods rank the nodes that fit: the extender's flag or the plugin's arg."""
     gpu_taint: bool = True
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     extender: ExtenderSettings = field(default_factory=ExtenderSettings)
@@ -251,7 +253,13 @@ _STRUCTURED_KEYS = frozenset(
     {"network", "systemNodeGroup", "gpuNodeGroups", "scheduler", "extender", "certificates", "images"}
     | {"devicePlugin", "existingCluster"}
 )
-TOP_LEVEL_KEYS = _STRUCTURED_KEYS | {"clusterName", "kubernetesVersion", "gpuTaint", "schedulerMode"}
+TOP_LEVEL_KEYS = _STRUCTURED_KEYS | {
+    "clusterName",
+    "kubernetesVersion",
+    "gpuTaint",
+    "schedulerMode",
+    "scoringStrategy",
+}
 EKS_ONLY_KEYS = ("clusterName", "network", "systemNodeGroup", "gpuNodeGroups", "gpuTaint")
 """Top-level keys that describe what the stack creates in AWS; refused next to existingCluster."""
 ECR_IMAGE_KEYS = ("keepImages", "forceDelete")
@@ -294,6 +302,9 @@ def parse_stack_config(
         gpu_node_groups=top.read("gpuNodeGroups", default.gpu_node_groups, _gpu_node_groups),
         gpu_taint=top.read("gpuTaint", default.gpu_taint, _Value.boolean),
         scheduler_mode=top.read("schedulerMode", default.scheduler_mode, lambda v: v.choice(SCHEDULER_MODES)),
+        scoring_strategy=top.read(
+            "scoringStrategy", default.scoring_strategy, lambda v: v.choice(SCORING_STRATEGIES)
+        ),
         scheduler=top.read("scheduler", default.scheduler, _scheduler),
         extender=top.read("extender", default.extender, _extender),
         certificates=top.read("certificates", default.certificates, _certificates),

@@ -97,6 +97,7 @@ FLAGS = (
     _Flag("node_memory_label", str, "node label holding the MiB of each GPU", policy=True),
     _Flag("gpu_resource", str, "extended resource that makes a pod a GPU pod", policy=True),
     _Flag("score_scale_mib", int, "label MiB that scores the maximum", policy=True),
+    _Flag("scoring_strategy", str, "prefer-larger or best-fit (smallest sufficient GPU first)", policy=True),
 )
 
 

@@ -31,6 +31,7 @@ from localcluster.probes import LOOPBACK, http_status
 from localcluster.processes import ManagedProcess, ProcessGroup, python_module_argv, raise_if_exited
 from localcluster.waiting import wait_for
 from localcluster.workloads import ensure_namespace, restricted_namespace_labels
+from policy import SCORING_STRATEGY, ScoringStrategy
 
 EXTENDER_READY_SECONDS = 30.0
 SCHEDULER_READY_SECONDS = 60.0
@@ -227,9 +228,12 @@ def start_scheduler(
     config_name: str = "scheduler-config.yaml",
     wait_for_lease: bool = True,
     verbosity: int = 2,
+    scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
 ) -> CustomScheduler:
     """Write the configuration and start the scheduler binary; wait until it holds its Lease."""
-    config = SchedulerConfig(mode=mode, kubeconfig=str(plane.scheduler.kubeconfig))
+    config = SchedulerConfig(
+        mode=mode, kubeconfig=str(plane.scheduler.kubeconfig), scoring_strategy=scoring_strategy
+    )
     if uses_extender(mode):
         if extender is None or client_tls is None or extender_ca is None:
             raise ValueError("extender mode needs a running extender and the scheduler's client certificate")
@@ -270,14 +274,21 @@ def start_scheduler(
 
 @contextlib.contextmanager
 def running_custom_scheduler(
-    plane: ControlPlane, bin_dir: Path, mode: SchedulerMode
+    plane: ControlPlane,
+    bin_dir: Path,
+    mode: SchedulerMode,
+    scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
 ) -> Iterator[CustomScheduler]:
-    """Lease RBAC, then (extender modes) TLS + extender, then the scheduler; stopped on exit."""
+    """Lease RBAC, then (extender modes) TLS + extender, then the scheduler; stopped on exit.
+
+    ``scoring_strategy`` goes to the extender's ``--scoring-strategy`` in the extender modes and
+    to GPUScheduler's ``scoringStrategy`` arg in plugin mode, as on EKS.
+    """
     grant_scheduler_lease(plane)
     extender = tls = None
     if uses_extender(mode):
         tls = extender_tls(plane.work_dir)
-        extender = start_extender_for(plane, mode, tls)
+        extender = start_extender_for(plane, mode, tls, (f"--scoring-strategy={scoring_strategy}",))
     scheduler = start_scheduler(
         plane,
         bin_dir,
@@ -285,6 +296,7 @@ def running_custom_scheduler(
         extender=extender,
         client_tls=tls.client if tls else None,
         extender_ca=tls.ca.ca_file if tls else None,
+        scoring_strategy=scoring_strategy,
     )
     try:
         yield scheduler

@@ -30,7 +30,7 @@ from localcluster.workloads import (
     restricted_namespace_labels,
     submit_pods,
 )
-from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY
+from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY, SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
 
 GIB = 1024
 
@@ -151,7 +151,9 @@ def sigterm_as_exit() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def run(mode: SchedulerMode, bin_dir: Path, per_type: int) -> int:
+def run(
+    mode: SchedulerMode, bin_dir: Path, per_type: int, scoring_strategy: ScoringStrategy = SCORING_STRATEGY
+) -> int:
     started = time.monotonic()
     inventory = load_inventory()
     simulated = fleet(list(inventory.values()), per_type)
@@ -163,10 +165,11 @@ def run(mode: SchedulerMode, bin_dir: Path, per_type: int) -> int:
         create_nodes(api, simulated)
         ensure_namespace(api, WORKLOAD_NAMESPACE, restricted_namespace_labels())
         print(
-            f"Created {len(simulated)} simulated nodes; starting the custom scheduler in {mode} mode...",
+            f"Created {len(simulated)} simulated nodes; starting the custom scheduler in {mode} mode "
+            f"(scoring strategy {scoring_strategy})...",
             flush=True,
         )
-        with running_custom_scheduler(plane, bin_dir, mode) as scheduler:
+        with running_custom_scheduler(plane, bin_dir, mode, scoring_strategy) as scheduler:
             submit_pods(api, [pod.spec for pod in pods])
             print(f"Submitted {len(pods)} pods; waiting for the scheduler...", flush=True)
             outcomes = wait_for_outcomes(api, WORKLOAD_NAMESPACE, [pod.spec.name for pod in pods])
@@ -180,7 +183,8 @@ def run(mode: SchedulerMode, bin_dir: Path, per_type: int) -> int:
     for name, answer in explained.items():
         print(f"$ python -m explain pod {WORKLOAD_NAMESPACE}/{name}\n{answer}\n")
     verdict = "every pod ended as expected" if not failures else f"{failures} pod(s) did not end as expected"
-    print(f"{mode} mode: {verdict} ({time.monotonic() - started:.1f}s; all processes stopped).")
+    elapsed = time.monotonic() - started
+    print(f"{mode} mode: {verdict} ({scoring_strategy}; {elapsed:.1f}s; all processes stopped).")
     return 0 if not failures else 1
 
 
@@ -193,9 +197,15 @@ def main(argv: list[str] | None = None) -> int:
         "--bin-dir", type=Path, default=Path(".cache/bin"), help="where make binaries put them"
     )
     parser.add_argument("--nodes-per-type", type=int, default=1, help="simulated nodes of each instance type")
+    parser.add_argument(
+        "--scoring-strategy",
+        choices=SCORING_STRATEGIES,
+        default=SCORING_STRATEGY,
+        help="how GPU pods rank the nodes that fit (the extender's flag / the plugin's arg)",
+    )
     args = parser.parse_args(argv)
     try:
-        return run(args.mode, args.bin_dir, args.nodes_per_type)
+        return run(args.mode, args.bin_dir, args.nodes_per_type, args.scoring_strategy)
     except KeyboardInterrupt:
         print("interrupted; every process was stopped", file=sys.stderr)
         return 130

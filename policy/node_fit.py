@@ -8,6 +8,7 @@ from policy.integers import parse_go_int64
 from policy.json_fields import map_entry, mapping_field
 from policy.requirement import Requirement
 from policy.settings import (
+    BEST_FIT,
     DEFAULT_SETTINGS,
     MAX_EXTENDER_SCORE,
     MAX_GPU_MEMORY_MIB,
@@ -51,16 +52,25 @@ def fits_memory(
 
 
 def score_100(req: Requirement, node: object, settings: PolicySettings = DEFAULT_SETTINGS) -> int:
-    """0..100: larger-memory GPUs score higher, up to the configured scale.
+    """0..100 by ``settings.scoring_strategy``; 0 for pods without a GPU request and for
+    nodes without a valid label.
 
-    0 for pods without a GPU request and for nodes without a valid label.
+    - ``prefer-larger``: ``min(100, label * 100 // scale)``: larger GPUs score higher, up to
+      the scale (``score_scale_mib``).
+    - ``best-fit``: ``100 * scale // (scale + spare)`` with ``spare = label - minimum`` (the
+      minimum is 0 for a pod that declares none): an exact fit scores 100, a GPU with
+      ``scale`` MiB to spare 50, and more spare less; 0 for a label below the minimum.
     """
     if not req.has_gpu:
         return 0
     memory, reason = _memory_or_reason(node, settings)
     if reason:
         return 0
-    return min(MAX_SCORE, memory * MAX_SCORE // settings.score_scale_mib)
+    scale = settings.score_scale_mib
+    if settings.scoring_strategy == BEST_FIT:
+        spare = memory - req.min_memory_mib
+        return 0 if spare < 0 else MAX_SCORE * scale // (scale + spare)
+    return min(MAX_SCORE, memory * MAX_SCORE // scale)
 
 
 def extender_score(req: Requirement, node: object, settings: PolicySettings = DEFAULT_SETTINGS) -> int:

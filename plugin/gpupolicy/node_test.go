@@ -118,3 +118,69 @@ func TestScoreUsesConfiguredScaleAndLabel(t *testing.T) {
 		t.Fatalf("Score100 = %d, want 50 (20480 of a 40960 scale)", got)
 	}
 }
+
+// demoTypes are the per-GPU labels of the demo's instance types, smallest first.
+var demoTypes = []struct {
+	name  string
+	label int64
+}{{"T4", 16384}, {"A10G", 22888}, {"A100", 40960}, {"L40S", 45776}, {"H100", 81920}, {"H200", 144384}}
+
+// TestBestFitPrefersTheSmallestSufficientGPU: for each minimum of the demo (and none),
+// the smallest type that fits scores the most, and strictly more than every larger
+// type also at the extender's 0..10, and scores fall as the label grows.
+func TestBestFitPrefersTheSmallestSufficientGPU(t *testing.T) {
+	s := DefaultSettings()
+	s.ScoringStrategy = BestFit
+	for _, minimum := range []int64{0, 8192, 16384, 40960, 81920, 102400} {
+		req := Requirement{HasGPU: true, MinMemoryMiB: minimum}
+		first := true
+		var best, previous int64
+		for _, gpu := range demoTypes {
+			memory := NodeMemory{MiB: gpu.label}
+			score := memory.Score100(req, s)
+			if gpu.label < minimum {
+				if score != 0 {
+					t.Errorf("minimum %d: %s does not fit but scores %d", minimum, gpu.name, score)
+				}
+				continue
+			}
+			extender := score / (MaxScore / MaxExtenderScore)
+			switch {
+			case first:
+				best, first = extender, false
+			case score >= previous:
+				t.Errorf("minimum %d: %s scores %d, not less than the smaller GPU's %d", minimum, gpu.name, score, previous)
+			case extender >= best:
+				t.Errorf("minimum %d: %s's extender score %d ties the best fit's %d", minimum, gpu.name, extender, best)
+			}
+			previous = score
+		}
+	}
+}
+
+func TestBestFitScores(t *testing.T) {
+	s := DefaultSettings()
+	s.ScoringStrategy = BestFit
+	tests := []struct {
+		name  string
+		req   Requirement
+		node  *v1.Node
+		score int64
+	}{
+		{"exact fit", Requirement{HasGPU: true, MinMemoryMiB: 40960}, labelledNode("40960"), 100},
+		{"1 MiB spare rounds down", Requirement{HasGPU: true, MinMemoryMiB: 40959}, labelledNode("40960"), 99},
+		{"spare equal to the scale halves", Requirement{HasGPU: true, MinMemoryMiB: 16384}, labelledNode("98304"), 50},
+		{"no minimum: the whole label is spare", Requirement{HasGPU: true}, labelledNode("81920"), 50},
+		{"below the minimum", Requirement{HasGPU: true, MinMemoryMiB: 81920}, labelledNode("16384"), 0},
+		{"bad label", Requirement{HasGPU: true}, labelledNode("80Gi"), 0},
+		{"nil node", Requirement{HasGPU: true}, nil, 0},
+		{"no GPU request", Requirement{}, labelledNode("16384"), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Score100(tt.req, tt.node, s); got != tt.score {
+				t.Errorf("Score100 = %d, want %d", got, tt.score)
+			}
+		})
+	}
+}

@@ -133,7 +133,7 @@ func TestSettingsValidate(t *testing.T) {
 	if err == nil {
 		t.Fatal("empty settings validated")
 	}
-	for _, field := range []string{"minMemoryAnnotation", "nodeMemoryLabel", "gpuResource", "scoreScaleMiB"} {
+	for _, field := range []string{"minMemoryAnnotation", "nodeMemoryLabel", "gpuResource", "scoreScaleMiB", "scoringStrategy"} {
 		if !strings.Contains(err.Error(), field) {
 			t.Errorf("error %q does not name %s", err, field)
 		}
@@ -144,5 +144,15 @@ func TestSettingsValidate(t *testing.T) {
 		if err := s.Validate(); err != nil {
 			t.Errorf("scale %d: %v", scale, err)
 		}
+	}
+	for _, strategy := range []string{PreferLarger, BestFit} {
+		s := DefaultSettings()
+		s.ScoringStrategy = strategy
+		if err := s.Validate(); err != nil {
+			t.Errorf("strategy %q: %v", strategy, err)
+		}
+	}
+	if DefaultSettings().ScoringStrategy != PreferLarger {
+		t.Errorf("the default strategy must stay %s", PreferLarger)
 	}
 }

@@ -34,7 +34,19 @@ const (
 	MaxExtenderScore int64 = 10
 )
 
-// Settings are the keys and the scale the policy reads. The zero value is not
+// Scoring strategies, the values of Settings.ScoringStrategy.
+const (
+	// PreferLarger scores by the label: larger GPUs score higher, linearly up to
+	// Settings.ScoreScaleMiB.
+	PreferLarger = "prefer-larger"
+	// BestFit scores by the memory a pod leaves unused: the smallest sufficient GPU
+	// scores highest, so large GPUs stay free for large pods.
+	BestFit = "best-fit"
+	// ScoringStrategy is the default strategy.
+	ScoringStrategy = PreferLarger
+)
+
+// Settings are the keys, the scale and the scoring strategy the policy reads. The zero value is not
 // valid: start from DefaultSettings, and pass the functions of this package only
 // settings that Validate accepts (ScoreScaleMiB divides).
 type Settings struct {
@@ -44,8 +56,11 @@ type Settings struct {
 	NodeMemoryLabel string
 	// GPUResource is the extended resource that counts as a GPU request.
 	GPUResource v1.ResourceName
-	// ScoreScaleMiB is the label value that scores MaxScore; 1..MaxGPUMemoryMiB.
+	// ScoreScaleMiB is the score's scale, 1..MaxGPUMemoryMiB: under PreferLarger the
+	// label that scores MaxScore, under BestFit the spare MiB per GPU that scores half.
 	ScoreScaleMiB int64
+	// ScoringStrategy is PreferLarger or BestFit.
+	ScoringStrategy string
 }
 
 // DefaultSettings returns the settings with every field at its documented default.
@@ -55,6 +70,7 @@ func DefaultSettings() Settings {
 		NodeMemoryLabel:     NodeMemoryLabel,
 		GPUResource:         GPUResource,
 		ScoreScaleMiB:       ScoreScaleMiB,
+		ScoringStrategy:     ScoringStrategy,
 	}
 }
 
@@ -72,6 +88,11 @@ func (s Settings) Validate() error {
 	}
 	if s.ScoreScaleMiB < 1 || s.ScoreScaleMiB > MaxGPUMemoryMiB {
 		errs = append(errs, fmt.Errorf("scoreScaleMiB must be 1..%d, got %d", MaxGPUMemoryMiB, s.ScoreScaleMiB))
+	}
+	switch s.ScoringStrategy {
+	case PreferLarger, BestFit:
+	default:
+		errs = append(errs, fmt.Errorf("scoringStrategy must be %s or %s, got %q", PreferLarger, BestFit, s.ScoringStrategy))
 	}
 	return errors.Join(errs...)
 }

@@ -14,10 +14,10 @@ import (
 // TestPolicyVectors holds the Go policy to every case of tests/vectors/policy_cases.json,
 // the file the Python policy is tested against too.
 func TestPolicyVectors(t *testing.T) {
-	file, settings, dir := policyvectors.MustLoadPolicy(t)
+	file, dir := policyvectors.MustLoadPolicy(t)
 	agreed := 0
 	for _, c := range file.Cases {
-		if t.Run(c.Name, func(t *testing.T) { checkPolicyCase(t, c, settings) }) {
+		if t.Run(c.Name, func(t *testing.T) { checkPolicyCase(t, c, c.Settings) }) {
 			agreed++
 		}
 	}
@@ -66,6 +66,14 @@ func checkPolicyCase(t *testing.T, c policyvectors.PolicyCase, s gpupolicy.Setti
 	}
 	if got := gpupolicy.ExtenderScore(req, node, s); got != *c.Expect.ExtenderScore {
 		t.Errorf("ExtenderScore = %d, want %d", got, *c.Expect.ExtenderScore)
+	}
+	// The label read once (what the plugin's cache holds) answers the same.
+	memory := gpupolicy.ReadNodeMemory(node, s)
+	if fits, reason := memory.Fits(req); fits != *c.Expect.Fits || reason != *c.Expect.Reason {
+		t.Errorf("ReadNodeMemory(...).Fits = %v, %q; want %v, %q", fits, reason, *c.Expect.Fits, *c.Expect.Reason)
+	}
+	if got := memory.Score100(req, s); got != *c.Expect.Score100 {
+		t.Errorf("ReadNodeMemory(...).Score100 = %d, want %d", got, *c.Expect.Score100)
 	}
 }
 

@@ -21,9 +21,10 @@ import (
 //	    nodeMemoryLabel: training.example.com/gpu-memory-mib
 //	    gpuResource: nvidia.com/gpu
 //	    scoreScaleMiB: 81920
+//	    scoringStrategy: prefer-larger
 //
-// Unknown or repeated fields, empty strings and an out-of-range scale stop the
-// scheduler at start with an error naming the field.
+// Unknown or repeated fields, empty strings, an out-of-range scale and an unknown
+// strategy stop the scheduler at start with an error naming the field.
 type Args struct {
 	// MinMemoryAnnotation is the pod annotation with the minimum per-GPU memory in MiB.
 	MinMemoryAnnotation *string `json:"minMemoryAnnotation,omitempty"`
@@ -31,8 +32,11 @@ type Args struct {
 	NodeMemoryLabel *string `json:"nodeMemoryLabel,omitempty"`
 	// GPUResource is the extended resource that makes a pod a GPU pod.
 	GPUResource *string `json:"gpuResource,omitempty"`
-	// ScoreScaleMiB is the label value that scores 100 (1..1048576).
+	// ScoreScaleMiB is the score's scale (1..1048576): the label that scores 100
+	// under prefer-larger, the spare MiB per GPU that scores 50 under best-fit.
 	ScoreScaleMiB *int64 `json:"scoreScaleMiB,omitempty"`
+	// ScoringStrategy is prefer-larger (the default) or best-fit.
+	ScoringStrategy *string `json:"scoringStrategy,omitempty"`
 }
 
 // settingsFromArgs turns what the framework passes New into validated settings: nil
@@ -93,6 +97,9 @@ func (a Args) apply(s gpupolicy.Settings) gpupolicy.Settings {
 	}
 	if a.ScoreScaleMiB != nil {
 		s.ScoreScaleMiB = *a.ScoreScaleMiB
+	}
+	if a.ScoringStrategy != nil {
+		s.ScoringStrategy = *a.ScoringStrategy
 	}
 	return s
 }

@@ -1,11 +1,13 @@
 // Package gpuscheduler is the GPUScheduler plugin for the kube-scheduler framework:
 // it keeps a pod off nodes whose GPU-memory label is below the pod's declared minimum
-// and prefers nodes with more GPU memory. The rules live in package gpupolicy; this
-// package adapts them to the framework's extension points.
+// and scores the others by the configured strategy (larger GPUs first, or the
+// smallest sufficient GPU first). The rules live in package gpupolicy; this package
+// adapts them to the framework's extension points.
 package gpuscheduler
 
 import (
 	"context"
+	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,6 +30,9 @@ const requirementSignKey = "v1.Pod.GPUSchedulerRequirement()"
 // GPUScheduler filters and scores nodes by their GPU-memory label.
 type GPUScheduler struct {
 	settings gpupolicy.Settings
+	// nodes holds each node's label read once per node update; nil without a
+	// framework handle (then every call reads the label itself).
+	nodes *nodeMemoryCache
 }
 
 var (
@@ -39,15 +44,26 @@ var (
 )
 
 // New builds the plugin from its pluginConfig args (nil for the defaults); see Args.
-func New(ctx context.Context, args runtime.Object, _ fwk.Handle) (fwk.Plugin, error) {
+// With a handle that has an informer factory, it keeps the nodes' labels in a cache
+// fed by the scheduler's Node informer (see nodeMemoryCache).
+func New(ctx context.Context, args runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
 	settings, err := settingsFromArgs(args)
 	if err != nil {
 		return nil, err
 	}
+	pl := &GPUScheduler{settings: settings}
+	if handle != nil && handle.SharedInformerFactory() != nil {
+		pl.nodes = newNodeMemoryCache(settings)
+		informer := handle.SharedInformerFactory().Core().V1().Nodes().Informer()
+		if _, err := informer.AddEventHandler(pl.nodes.handlers()); err != nil {
+			return nil, fmt.Errorf("%s: node label cache: %w", Name, err)
+		}
+	}
 	klog.FromContext(ctx).V(2).Info("GPUScheduler configured",
 		"minMemoryAnnotation", settings.MinMemoryAnnotation, "nodeMemoryLabel", settings.NodeMemoryLabel,
-		"gpuResource", settings.GPUResource, "scoreScaleMiB", settings.ScoreScaleMiB)
-	return &GPUScheduler{settings: settings}, nil
+		"gpuResource", settings.GPUResource, "scoreScaleMiB", settings.ScoreScaleMiB,
+		"scoringStrategy", settings.ScoringStrategy, "nodeLabelCache", pl.nodes != nil)
+	return pl, nil
 }
 
 // Name returns the plugin's name.
@@ -110,7 +126,10 @@ func (pl *GPUScheduler) Filter(_ context.Context, state fwk.CycleState, pod *v1.
 	if s.err != nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, s.err.Error())
 	}
-	if fits, reason := gpupolicy.FitsMemory(s.req, node, pl.settings); !fits {
+	if s.req.MinMemoryMiB == 0 {
+		return nil // fits every node; the label is not read
+	}
+	if fits, reason := pl.nodeMemory(node).Fits(s.req); !fits {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
 	}
 	return nil
@@ -127,7 +146,21 @@ func (pl *GPUScheduler) Score(_ context.Context, state fwk.CycleState, pod *v1.P
 	if s.err != nil {
 		return 0, fwk.AsStatus(s.err)
 	}
-	return gpupolicy.Score100(s.req, node, pl.settings), nil
+	if !s.req.HasGPU {
+		return 0, nil // the label is not read
+	}
+	return pl.nodeMemory(node).Score100(s.req, pl.settings), nil
+}
+
+// nodeMemory is the node's label from the cache when it was read from this very
+// object, else read now (what gpupolicy.FitsMemory and Score100 do on every call).
+func (pl *GPUScheduler) nodeMemory(node *v1.Node) gpupolicy.NodeMemory {
+	if pl.nodes != nil {
+		if memory, ok := pl.nodes.lookup(node); ok {
+			return memory
+		}
+	}
+	return gpupolicy.ReadNodeMemory(node, pl.settings)
 }
 
 // ScoreExtensions returns nil: scores need no normalisation.

@@ -3,6 +3,7 @@ package gpuscheduler
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -270,9 +271,26 @@ func TestArgs(t *testing.T) {
 		{
 			name: "every field",
 			args: &runtime.Unknown{ContentType: runtime.ContentTypeJSON, Raw: []byte(
-				`{"minMemoryAnnotation":"example.org/vram","nodeMemoryLabel":"example.org/gpu-mib","gpuResource":"amd.com/gpu","scoreScaleMiB":196608}`)},
-			want: gpupolicy.Settings{MinMemoryAnnotation: "example.org/vram", NodeMemoryLabel: "example.org/gpu-mib", GPUResource: "amd.com/gpu", ScoreScaleMiB: 196608},
+				`{"minMemoryAnnotation":"example.org/vram","nodeMemoryLabel":"example.org/gpu-mib","gpuResource":"amd.com/gpu","scoreScaleMiB":196608,"scoringStrategy":"best-fit"}`)},
+			want: gpupolicy.Settings{MinMemoryAnnotation: "example.org/vram", NodeMemoryLabel: "example.org/gpu-mib", GPUResource: "amd.com/gpu", ScoreScaleMiB: 196608, ScoringStrategy: gpupolicy.BestFit},
 		},
+		{
+			name: "YAML, the strategy",
+			args: &runtime.Unknown{ContentType: runtime.ContentTypeYAML, Raw: []byte("scoringStrategy: best-fit\n")},
+			want: func() gpupolicy.Settings {
+				s := gpupolicy.DefaultSettings()
+				s.ScoringStrategy = gpupolicy.BestFit
+				return s
+			}(),
+		},
+		{
+			name: "the default strategy named",
+			args: &runtime.Unknown{Raw: []byte(`{"scoringStrategy":"prefer-larger"}`)},
+			want: gpupolicy.DefaultSettings(),
+		},
+		{name: "unknown strategy", args: &runtime.Unknown{Raw: []byte(`{"scoringStrategy":"bestfit"}`)}, wantErr: `scoringStrategy must be prefer-larger or best-fit, got "bestfit"`},
+		{name: "empty strategy", args: &runtime.Unknown{Raw: []byte(`{"scoringStrategy":""}`)}, wantErr: `scoringStrategy must be prefer-larger or best-fit, got ""`},
+		{name: "strategy in the wrong case", args: &runtime.Unknown{Raw: []byte(`{"scoringStrategy":"Best-Fit"}`)}, wantErr: `got "Best-Fit"`},
 		{
 			name: "YAML, one field",
 			args: &runtime.Unknown{ContentType: runtime.ContentTypeYAML, Raw: []byte("scoreScaleMiB: 40960\n")},
@@ -320,6 +338,31 @@ func TestArgsReachTheRules(t *testing.T) {
 	assertStatus(t, "Filter", pl.Filter(context.Background(), nil, pod, nodeInfo(node)), fwk.UnschedulableAndUnresolvable, gpupolicy.ReasonBelowMinimum)
 	if score, _ := pl.Score(context.Background(), nil, pod, nodeInfo(node)); score != 60 {
 		t.Fatalf("Score = %d, want 60 (24576 of a 40960 scale)", score)
+	}
+}
+
+// TestBestFitArgReachesScore: with scoringStrategy best-fit the smallest sufficient
+// GPU scores highest, where the default prefers the largest.
+func TestBestFitArgReachesScore(t *testing.T) {
+	pod := gpuPod("1", "16384")
+	scores := func(pl *GPUScheduler) []int64 {
+		var out []int64
+		for _, memory := range []string{"16384", "22888", "81920", "144384"} {
+			score, status := pl.Score(context.Background(), nil, pod, nodeInfo(gpuNode("n"+memory, memory)))
+			if !status.IsSuccess() {
+				t.Fatalf("Score: %v", status)
+			}
+			out = append(out, score)
+		}
+		return out
+	}
+	bestFit := scores(newPlugin(t, &runtime.Unknown{Raw: []byte(`{"scoringStrategy":"best-fit"}`)}))
+	if want := []int64{100, 92, 55, 39}; !slices.Equal(bestFit, want) {
+		t.Errorf("best-fit scores = %v, want %v", bestFit, want)
+	}
+	preferLarger := scores(newPlugin(t, nil))
+	if want := []int64{20, 27, 100, 100}; !slices.Equal(preferLarger, want) {
+		t.Errorf("prefer-larger scores = %v, want %v", preferLarger, want)
 	}
 }
 

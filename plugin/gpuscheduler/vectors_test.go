@@ -13,24 +13,27 @@ import (
 
 // TestPluginVectors runs the plugin itself (PreFilter, Filter, Score on the
 // scheduler's NodeInfo) over the shared policy vectors: plugin mode must give the
-// answers the extender gives on the same pod and node.
+// answers the extender gives on the same pod and node, whether the plugin reads the
+// node's label on each call or finds it in its node label cache.
 func TestPluginVectors(t *testing.T) {
-	file, settings, dir := policyvectors.MustLoadPolicy(t)
-	pl := &GPUScheduler{settings: settings}
+	file, dir := policyvectors.MustLoadPolicy(t)
 	agreed, run := 0, 0
 	for _, c := range file.Cases {
 		if c.Expect.DecodeError != "" {
 			continue // no pod or node reaches the plugin
 		}
 		run++
-		if t.Run(c.Name, func(t *testing.T) { checkPluginCase(t, pl, c) }) {
+		if t.Run(c.Name, func(t *testing.T) {
+			t.Run("label-read-per-call", func(t *testing.T) { checkPluginCase(t, c, false) })
+			t.Run("label-cached", func(t *testing.T) { checkPluginCase(t, c, true) })
+		}) {
 			agreed++
 		}
 	}
-	t.Logf("plugin vectors: %d of %d decodable cases agreed (%s)", agreed, run, dir)
+	t.Logf("plugin vectors: %d of %d decodable cases agreed, label read per call and cached (%s)", agreed, run, dir)
 }
 
-func checkPluginCase(t *testing.T, pl *GPUScheduler, c policyvectors.PolicyCase) {
+func checkPluginCase(t *testing.T, c policyvectors.PolicyCase, cached bool) {
 	pod, err := c.DecodePod()
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +44,14 @@ func checkPluginCase(t *testing.T, pl *GPUScheduler, c policyvectors.PolicyCase)
 	}
 	if pod == nil {
 		return // the framework never schedules a nil pod; FromPod's answer is checked in gpupolicy
+	}
+	pl := &GPUScheduler{settings: c.Settings}
+	if cached {
+		pl.nodes = newNodeMemoryCache(c.Settings)
+		pl.nodes.handlers().OnAdd(node, true)
+		if _, hit := pl.nodes.lookup(node); node != nil && !hit {
+			t.Fatalf("the node label cache does not hold the node it was given")
+		}
 	}
 	info := framework.NewNodeInfo()
 	if node != nil {

@@ -43,11 +43,27 @@ def test_settings_override_every_key_and_the_scale() -> None:
         ({"score_scale_mib": 2**20 + 1}, "score_scale_mib must be 1..1048576"),
         ({"score_scale_mib": True}, "score_scale_mib must be an integer"),
         ({"score_scale_mib": 81920.0}, "score_scale_mib must be an integer"),
+        (
+            {"scoring_strategy": "bestfit"},
+            "scoring_strategy must be one of prefer-larger, best-fit, not 'bestfit'",
+        ),
+        ({"scoring_strategy": ""}, "scoring_strategy must be one of prefer-larger, best-fit, not ''"),
+        ({"scoring_strategy": None}, "scoring_strategy must be one of prefer-larger, best-fit, not None"),
     ],
 )
 def test_invalid_settings_are_refused(overrides: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         policy.PolicySettings(**overrides)
+
+
+def test_the_default_strategy_is_prefer_larger_and_best_fit_is_chosen_by_name() -> None:
+    assert policy.DEFAULT_SETTINGS.scoring_strategy == policy.PREFER_LARGER == "prefer-larger"
+    assert policy.BEST_FIT == "best-fit"
+    requirement = policy.Requirement(has_gpu=True, min_memory_mib=16384)
+    t4, h200 = node_with({policy.NODE_MEMORY_LABEL: "16384"}), node_with({policy.NODE_MEMORY_LABEL: "144384"})
+    best_fit = policy.PolicySettings(scoring_strategy="best-fit")
+    assert policy.score_100(requirement, t4, best_fit) > policy.score_100(requirement, h200, best_fit)
+    assert policy.score_100(requirement, t4) < policy.score_100(requirement, h200)
 
 
 def test_node_gpu_memory_reads_the_label_or_says_why_not() -> None:

@@ -4,7 +4,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import policy
@@ -42,13 +42,51 @@ def test_score_is_monotonic_in_the_label(low: int, high: int) -> None:
     assert 0 <= low_score <= high_score <= 100
 
 
-@given(label=st.one_of(MEMORY.map(str), ANY_TEXT), has_gpu=st.booleans(), minimum=st.integers(0, 2**21))
-def test_extender_score_is_score_100_over_ten(label: str, has_gpu: bool, minimum: int) -> None:
+SCALE = st.integers(min_value=1, max_value=policy.MAX_GPU_MEMORY_MIB)
+
+
+@given(
+    label=st.one_of(MEMORY.map(str), ANY_TEXT),
+    has_gpu=st.booleans(),
+    minimum=st.integers(0, 2**21),
+    strategy=st.sampled_from(policy.SCORING_STRATEGIES),
+)
+def test_extender_score_is_score_100_over_ten(label: str, has_gpu: bool, minimum: int, strategy: Any) -> None:
+    settings = policy.PolicySettings(scoring_strategy=strategy)
     requirement = policy.Requirement(has_gpu=has_gpu, min_memory_mib=minimum)
     node = labelled_node(label)
-    score = policy.score_100(requirement, node)
-    assert policy.extender_score(requirement, node) == score // 10
-    assert 0 <= policy.extender_score(requirement, node) <= 10
+    score = policy.score_100(requirement, node, settings)
+    assert policy.extender_score(requirement, node, settings) == score // 10
+    assert 0 <= policy.extender_score(requirement, node, settings) <= 10
+
+
+@given(minimum=st.one_of(st.none(), MEMORY), low=MEMORY, high=MEMORY, scale=SCALE)
+def test_best_fit_prefers_the_smaller_sufficient_label(
+    minimum: int | None, low: int, high: int, scale: int
+) -> None:
+    """Among labels that fit, the smaller never scores less; an exact fit scores 100; misfits 0."""
+    low, high = sorted((low, high))
+    settings = policy.PolicySettings(scoring_strategy=policy.BEST_FIT, score_scale_mib=scale)
+    requirement = policy.requirement_from_pod(gpu_pod(minimum))
+    low_score = policy.score_100(requirement, labelled_node(str(low)), settings)
+    high_score = policy.score_100(requirement, labelled_node(str(high)), settings)
+    floor = minimum or 0
+    if low >= floor:
+        assert 100 >= low_score >= high_score >= 0
+    if low < floor:
+        assert low_score == 0
+    if low == floor:
+        assert low_score == 100
+
+
+@given(minimum=MEMORY, spare=SCALE)
+def test_best_fit_spare_equal_to_the_scale_halves_the_score(minimum: int, spare: int) -> None:
+    """Spare = scale scores exactly 50, whatever the label, minimum or scale."""
+    label = minimum + spare
+    assume(label <= policy.MAX_GPU_MEMORY_MIB)
+    settings = policy.PolicySettings(scoring_strategy=policy.BEST_FIT, score_scale_mib=spare)
+    requirement = policy.requirement_from_pod(gpu_pod(minimum))
+    assert policy.score_100(requirement, labelled_node(str(label)), settings) == 50
 
 
 @given(text=ANY_TEXT)

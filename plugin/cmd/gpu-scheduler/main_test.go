@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/kubernetes/pkg/scheduler"
@@ -44,19 +46,24 @@ profiles:
 
 // renderedPlugins is the shared plugins block, indented for pluginModeProfile.
 func renderedPlugins(t *testing.T) string {
+	return sharedYAML(t, "plugin_mode_plugins.yaml", "    ")
+}
+
+// sharedYAML is a YAML file of tests/vectors without its comments, each line indented.
+func sharedYAML(t *testing.T, name, indent string) string {
 	t.Helper()
 	dir, err := policyvectors.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := os.ReadFile(filepath.Join(dir, "plugin_mode_plugins.yaml"))
+	text, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var lines []string
 	for _, line := range strings.Split(strings.TrimRight(string(text), "\n"), "\n") {
 		if line != "" && !strings.HasPrefix(line, "#") {
-			lines = append(lines, "    "+line)
+			lines = append(lines, indent+line)
 		}
 	}
 	return strings.Join(lines, "\n")
@@ -195,6 +202,70 @@ func hasPlugin(plugins []config.Plugin, name string, weight int32) bool {
 	return false
 }
 
+// TestScoringStrategyArg: the pluginConfig the renderer writes for best-fit
+// (tests/vectors/plugin_mode_plugin_config.yaml) reaches the plugin the real
+// scheduler builds: a 16 GiB pod's GPUScheduler score is then highest on the
+// smallest GPU that fits, where the default prefers the largest.
+func TestScoringStrategyArg(t *testing.T) {
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml", UID: "uid-train",
+			Annotations: map[string]string{gpupolicy.MinMemoryAnnotation: "16384"}},
+		Spec: v1.PodSpec{SchedulerName: "custom-scheduler", Containers: []v1.Container{{
+			Name: "train", Image: "busybox:1.37.0",
+			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{gpupolicy.GPUResource: resource.MustParse("1")}},
+		}}},
+	}
+	var nodes []fwk.NodeInfo
+	for _, memory := range []string{"16384", "144384"} {
+		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-" + memory, Labels: map[string]string{
+			"kubernetes.io/hostname": "gpu-" + memory, gpupolicy.NodeMemoryLabel: memory,
+		}}}
+		node.Status.Allocatable = v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("16Gi"),
+			v1.ResourcePods: resource.MustParse("110"), gpupolicy.GPUResource: resource.MustParse("1"),
+		}
+		info := framework.NewNodeInfo()
+		info.SetNode(node)
+		nodes = append(nodes, info)
+	}
+	for _, tt := range []struct {
+		extra string
+		want  []int64 // GPUScheduler's weighted score on the T4-sized node, then the H200-sized one
+	}{
+		{"", []int64{200, 1000}},
+		{"  pluginConfig:\n" + sharedYAML(t, "plugin_mode_plugin_config.yaml", "  ") + "\n", []int64{1000, 390}},
+	} {
+		sched, err := setupScheduler(t, tt.extra)
+		if err != nil {
+			t.Fatalf("Setup: %v", err)
+		}
+		profile := sched.Profiles["custom-scheduler"]
+		ctx := context.Background()
+		state := framework.NewCycleState()
+		if _, status, _ := profile.RunPreFilterPlugins(ctx, state, pod); !status.IsSuccess() {
+			t.Fatalf("PreFilter plugins: %v", status)
+		}
+		if status := profile.RunPreScorePlugins(ctx, state, pod, nodes); !status.IsSuccess() {
+			t.Fatalf("PreScore plugins: %v", status)
+		}
+		scores, status := profile.RunScorePlugins(ctx, state, pod, nodes)
+		if !status.IsSuccess() {
+			t.Fatalf("Score plugins: %v", status)
+		}
+		var got []int64
+		for _, node := range scores {
+			for _, score := range node.Scores {
+				if score.Name == gpuscheduler.Name {
+					got = append(got, score.Score)
+				}
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("args %q: GPUScheduler scores %v, want %v", tt.extra, got, tt.want)
+		}
+	}
+}
+
 // TestBadPluginArgsStopTheScheduler: a typo in the args is a start-up error that
 // names the plugin and the field, not a silently ignored setting.
 func TestBadPluginArgsStopTheScheduler(t *testing.T) {
@@ -205,5 +276,13 @@ func TestBadPluginArgsStopTheScheduler(t *testing.T) {
 `)
 	if err == nil || !strings.Contains(err.Error(), "GPUScheduler args") || !strings.Contains(err.Error(), "scoreScaleMib") {
 		t.Fatalf("Setup error = %v, want one naming GPUScheduler args and the field", err)
+	}
+	_, err = setupScheduler(t, `  pluginConfig:
+  - name: GPUScheduler
+    args:
+      scoringStrategy: smallest
+`)
+	if err == nil || !strings.Contains(err.Error(), "GPUScheduler args") || !strings.Contains(err.Error(), `scoringStrategy must be prefer-larger or best-fit, got "smallest"`) {
+		t.Fatalf("Setup error = %v, want one naming GPUScheduler args and scoringStrategy", err)
 	}
 }

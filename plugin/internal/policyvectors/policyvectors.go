@@ -68,6 +68,7 @@ type SettingsFields struct {
 	NodeMemoryLabel     string `json:"node_memory_label"`
 	GPUResource         string `json:"gpu_resource"`
 	ScoreScaleMiB       int64  `json:"score_scale_mib"`
+	ScoringStrategy     string `json:"scoring_strategy"`
 }
 
 // Settings converts the file's settings into validated policy settings.
@@ -77,17 +78,35 @@ func (f SettingsFields) Settings() (gpupolicy.Settings, error) {
 		NodeMemoryLabel:     f.NodeMemoryLabel,
 		GPUResource:         v1.ResourceName(f.GPUResource),
 		ScoreScaleMiB:       f.ScoreScaleMiB,
+		ScoringStrategy:     f.ScoringStrategy,
 	}
 	return s, s.Validate()
 }
 
+// override returns the file's settings with the fields a case sets replaced (the
+// case's keys are the file's keys; an unknown key is an error).
+func (f SettingsFields) override(raw json.RawMessage) (SettingsFields, error) {
+	if len(raw) == 0 {
+		return f, nil
+	}
+	decoder := json.NewDecoder(bytes.NewReader(raw))
+	decoder.DisallowUnknownFields()
+	err := decoder.Decode(&f)
+	return f, err
+}
+
 // PolicyCase is one pod/node pair and what the policy must say about it.
 type PolicyCase struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Pod         json.RawMessage `json:"pod"`
-	Node        json.RawMessage `json:"node"`
-	Expect      Expectation     `json:"expect"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// SettingsOverride is the case's own settings, overriding some of the file's.
+	SettingsOverride json.RawMessage `json:"settings,omitempty"`
+	Pod              json.RawMessage `json:"pod"`
+	Node             json.RawMessage `json:"node"`
+	Expect           Expectation     `json:"expect"`
+	// Settings are the validated settings of this case (the file's, overridden by
+	// the case's own); LoadPolicy fills them.
+	Settings gpupolicy.Settings `json:"-"`
 }
 
 // Expectation is the policy's expected answer for a case.
@@ -176,13 +195,20 @@ func LoadPolicy(dir string) (PolicyCases, error) {
 		if err := c.Expect.check(); err != nil {
 			return file, fmt.Errorf("%s: case %q: %w", PolicyFile, c.Name, err)
 		}
+		fields, err := file.Settings.override(c.SettingsOverride)
+		if err != nil {
+			return file, fmt.Errorf("%s: case %q: settings: %w", PolicyFile, c.Name, err)
+		}
+		if file.Cases[i].Settings, err = fields.Settings(); err != nil {
+			return file, fmt.Errorf("%s: case %q: settings: %w", PolicyFile, c.Name, err)
+		}
 	}
 	return file, nil
 }
 
-// MustLoadPolicy loads the policy vectors and their settings for a test, failing it
-// on any error; it also returns the directory they came from (Dir).
-func MustLoadPolicy(t testing.TB) (PolicyCases, gpupolicy.Settings, string) {
+// MustLoadPolicy loads the policy vectors (each case with its settings) for a test,
+// failing it on any error; it also returns the directory they came from (Dir).
+func MustLoadPolicy(t testing.TB) (PolicyCases, string) {
 	t.Helper()
 	dir, err := Dir()
 	if err != nil {
@@ -192,11 +218,7 @@ func MustLoadPolicy(t testing.TB) (PolicyCases, gpupolicy.Settings, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	settings, err := file.Settings.Settings()
-	if err != nil {
-		t.Fatalf("vector settings: %v", err)
-	}
-	return file, settings, dir
+	return file, dir
 }
 
 func (e Expectation) check() error {
