@@ -14,9 +14,9 @@ from tests.e2e.harness import E2ECluster
 from tests.e2e.tcp_gate import tcp_gate
 from tests.reliability.burst import PODS, bound, burst_nodes, burst_pods, check_placements, wait_all_bound
 
-DROP_EVERY_SECONDS = 1.0
+DROP_EVERY_SECONDS = 0.25
 """How often the gate cuts the extender's connections to the API server."""
-MIN_DROPS = 2
+MIN_DROPS = 3
 """The burst must have lived through at least this many cuts, or the test proved nothing."""
 
 
