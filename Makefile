@@ -10,13 +10,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BIN := .cache/bin
+PULUMI_ENGINE := .cache/pulumi
 MODE ?= extender
 PYTEST_ARGS ?=
 
-.PHONY: help setup lock lint go-check binaries test test-policy test-python demo bench clean
+.PHONY: help setup lock lint go-check binaries pulumi-engine test test-policy test-python demo bench clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
 setup: $(STAMP) ## create .venv and install the pinned requirements
 
@@ -49,6 +50,9 @@ go-check: setup ## gofmt, go vet, hadolint and go test for the Go modules; print
 
 binaries: ## build etcd, kube-apiserver, kube-scheduler and gpu-scheduler into .cache/bin
 	@plugin/build-binaries.sh $(CURDIR)/$(BIN)
+
+pulumi-engine: ## build the Pulumi CLI and the Kubernetes provider into .cache/pulumi (pulumi-engine/environment.md)
+	@pulumi-engine/build.sh $(CURDIR)/$(PULUMI_ENGINE)
 
 test-policy: setup ## the policy tests, with 100% branch coverage enforced
 	$(PY) -m pytest tests/policy --cov --cov-report=term $(PYTEST_ARGS)
