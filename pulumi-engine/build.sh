@@ -72,14 +72,20 @@ build_kubernetes() {
     -o "$stage/pulumi-resource-kubernetes" ./cmd
   state=$(publish pulumi-resource-kubernetes "$root/providers")
   install_plugin kubernetes "$kubernetes_version" "$root/providers/pulumi-resource-kubernetes"
-  printf '%-9s %4ss  %s\n' "$state" $((SECONDS - start)) \
-    "$(go version -m "$root/providers/pulumi-resource-kubernetes" | grep -o 'version.Version=[^ "]*')"
+  printf '%-9s %4ss  schema version: %s\n' "$state" $((SECONDS - start)) \
+    "$(provider_version "$root/providers/pulumi-resource-kubernetes")"
+}
+
+provider_version() { # binary: the version in the schema the running provider serves
+  "$root/bin/pulumi" package get-schema "$1" | sed -n 's/^  "version": "\(.*\)",$/\1/p'
 }
 
 install_plugin() { # name version binary: into $PULUMI_HOME/plugins unless already there
   local dir="$PULUMI_HOME/plugins/resource-$1-v$2"
+  local log
   cmp -s "$3" "$dir/pulumi-resource-$1" && return
-  "$root/bin/pulumi" plugin install resource "$1" "$2" --file "$3" --reinstall >/dev/null
+  log=$("$root/bin/pulumi" plugin install resource "$1" "$2" --file "$3" --reinstall 2>&1) \
+    || { echo "$log" >&2; return 1; }
 }
 
 echo "Building the Pulumi engine $cli_version and pulumi-resource-kubernetes $kubernetes_version into $root"
