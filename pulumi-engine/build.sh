@@ -18,7 +18,7 @@ root=$(realpath -m "${1:-../.cache/pulumi}")
 stage="$root/.build"
 mkdir -p "$root/bin" "$root/providers" "$root/home" "$stage"
 export CGO_ENABLED=0
-export PULUMI_HOME="$root/home" PULUMI_SKIP_UPDATE_CHECK=true
+export PULUMI_HOME="$root/home" PULUMI_SKIP_UPDATE_CHECK=true PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
 
 cli_version=$(go -C cli list -m -f '{{.Version}}' github.com/pulumi/pulumi/pkg/v3)
 # The provider module is served only as the pseudo-version of the commit tagged v4.25.0;
@@ -55,6 +55,7 @@ build_kubernetes() {
   # Makefile makes with the command's own generate.go (the schema stamped with the
   # version); they are not in the module. So the command is built in a copy of this
   # wrapper module that also holds upstream's command directory and those two files.
+  go -C kubernetes mod download github.com/pulumi/pulumi-kubernetes/provider/v4 # .Dir is empty until then
   src=$(go -C kubernetes list -m -f '{{.Dir}}' github.com/pulumi/pulumi-kubernetes/provider/v4)/cmd/pulumi-resource-kubernetes
   mkdir -p "$work/cmd"
   cp kubernetes/go.mod kubernetes/go.sum "$work/"
@@ -89,7 +90,7 @@ install_plugin() { # name version binary: into $PULUMI_HOME/plugins unless alrea
 }
 
 echo "Building the Pulumi engine $cli_version and pulumi-resource-kubernetes $kubernetes_version into $root"
-echo "(cold on 2 cores: see README 'Building the Pulumi engine'; a rerun takes seconds)"
+echo "(cold on 2 cores: the CLI 15-20 minutes, the provider 20-25; a rerun takes seconds)"
 build_cli
 build_kubernetes
 echo "Installed plugins ($PULUMI_HOME):"
