@@ -17,8 +17,9 @@ score must be the ones the vector expects (the Go plugin's tests assert the same
 - A null pod is refused by the wire before the policy sees it (400 "Pod is required", as in
   ``--node-cache off``; kube-scheduler never sends one) instead of the policy's "missing pod".
 
-The few vectors without a node (null node: "missing node", or no minimum) have no cached counterpart: a name the
-cache does not know is answered as FailedNodes with "node not yet in the extender's node cache".
+The few vectors without a node (null node: "missing node", or no minimum) have no cached
+counterpart: a name the cache does not know is answered as FailedNodes with "node not yet in
+the extender's node cache".
 """
 
 from http import HTTPStatus
