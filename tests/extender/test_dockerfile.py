@@ -89,9 +89,9 @@ def image_layout(tmp_path):
     return app
 
 
-def test_entry_command_runs_from_the_image_layout_without_writing(image_layout, pki):
-    before = sorted(str(path) for path in image_layout.rglob("*"))
-    env = {
+def image_environment(image_layout, pki) -> dict[str, str]:
+    """The container's environment: only the image's packages, loopback ports chosen by the OS."""
+    return {
         "PATH": os.environ.get("PATH", ""),
         "PYTHONPATH": f"{image_layout}:{image_layout / 'site-packages'}",
         "PYTHONDONTWRITEBYTECODE": "1",
@@ -103,6 +103,11 @@ def test_entry_command_runs_from_the_image_layout_without_writing(image_layout, 
         "EXTENDER_PORT": "0",
         "EXTENDER_HEALTH_PORT": "0",
     }
+
+
+def test_entry_command_runs_from_the_image_layout_without_writing(image_layout, pki):
+    before = sorted(str(path) for path in image_layout.rglob("*"))
+    env = image_environment(image_layout, pki)
     # -S: no site-packages of this interpreter, so only what the image ships is importable
     process = subprocess.Popen(
         [sys.executable, "-S", "-m", "extender_app"],
@@ -139,16 +144,7 @@ def test_watch_mode_imports_its_client_from_the_image_layout(image_layout, pki, 
         "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
     )
     env = {
-        "PATH": os.environ.get("PATH", ""),
-        "PYTHONPATH": f"{image_layout}:{image_layout / 'site-packages'}",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONUNBUFFERED": "1",
-        "EXTENDER_TLS_CERT": str(pki.server_cert),
-        "EXTENDER_TLS_KEY": str(pki.server_key),
-        "EXTENDER_CLIENT_CA": str(pki.client_ca),
-        "EXTENDER_BIND": LOOPBACK,
-        "EXTENDER_PORT": "0",
-        "EXTENDER_HEALTH_PORT": "0",
+        **image_environment(image_layout, pki),
         "EXTENDER_NODE_CACHE": "watch",
         "EXTENDER_KUBECONFIG": str(kubeconfig),
     }
