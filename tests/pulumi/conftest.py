@@ -1,5 +1,6 @@
 """Fixtures: the whole program run once per scheduler mode under the mocks, inside moto."""
 
+import asyncio
 import base64
 import json
 from collections.abc import Iterable, Mapping
@@ -17,6 +18,17 @@ from tests.pulumi.mocks import STACK, StackRun, run_stack
 MIXED_GROUP = {"name": "mixed", "instanceTypes": ["g5.xlarge", "g4dn.xlarge"], "capacityType": "spot"}
 """A group whose types have different GPUs: its label must be the smaller memory."""
 SINGLE_GROUP = {"name": "l40s", "instanceTypes": ["g6e.xlarge"], "minSize": 1, "desiredSize": 1, "maxSize": 4}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def main_thread_event_loop() -> None:
+    """Pulumi's SDK (and its mocks) call ``asyncio.get_event_loop()`` in the main thread. Suites that
+    ran before this one in the same process may have used ``asyncio.run``, which leaves the main
+    thread with no current loop (3.11 then refuses to make one), so give it one."""
+    try:
+        asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:
+        asyncio.set_event_loop(asyncio.new_event_loop())
 
 
 def stack_config(values: Mapping[str, object], secret_keys: Iterable[str] = ()) -> StackConfig:
