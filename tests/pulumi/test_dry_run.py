@@ -14,6 +14,7 @@ import contextlib
 import copy
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import kubernetes.client
@@ -29,7 +30,7 @@ from components.scheduler_config import (
     SchedulerMode,
     uses_extender,
 )
-from localcluster.control_plane import ControlPlane
+from localcluster.control_plane import ControlPlane, start_control_plane
 from localcluster.waiting import wait_for
 from tests.pulumi.conftest import mode_run
 from tests.pulumi.mocks import StackRun
@@ -120,6 +121,15 @@ class DryRun:
             }
         )
         return bool(answer.status.allowed)
+
+
+@pytest.fixture(scope="module")
+def control_plane(bin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """A control plane of this module's own: it creates cluster-scoped objects under the names
+    the program ships (the node-reader ClusterRole), which the e2e suites' local extender also
+    creates on the session's control plane."""
+    with start_control_plane(bin_dir, tmp_path_factory.mktemp("dry-run-control-plane")) as plane:
+        yield plane
 
 
 @pytest.fixture(scope="module")
