@@ -3,6 +3,8 @@
     python -m bench.profile_scheduler --bin-dir .cache/bin --mode plugin [--qps 1000] [--seconds 10]
         [--appended-profile]
 
+``--mode extender-cached`` also starts the extender as that mode runs it (node cache, mutual TLS).
+
 Starts a local control plane with the benchmark's realistic nodes and pods (bench/cluster_load.py),
 starts the scheduler, fetches /debug/pprof/profile from its secure port with the admin
 certificate (kube-scheduler serves it by default, behind delegated authorization), and prints
@@ -22,9 +24,9 @@ import yaml
 
 from bench.bind_watch import BindWatch
 from bench.cluster_load import create_nodes, create_pods, gpu_pods, realistic_nodes
-from bench.e2e_throughput import BINARIES, SCHEDULER_VERBOSITY, Setting, scheduler_document
-from localcluster.control_plane import free_port, start_control_plane
-from localcluster.custom_scheduler import grant_scheduler_lease
+from bench.e2e_throughput import BINARIES, SCHEDULER_VERBOSITY, ExtenderLink, Setting, scheduler_document
+from localcluster.control_plane import ControlPlane, free_port, start_control_plane
+from localcluster.custom_scheduler import extender_tls, grant_scheduler_lease, start_extender_for
 from localcluster.probes import LOOPBACK
 from localcluster.workloads import WORKLOAD_NAMESPACE, ensure_namespace, restricted_namespace_labels
 
@@ -34,7 +36,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--bin-dir", type=Path, default=Path(".cache/bin"))
-    parser.add_argument("--mode", choices=("vanilla", "plugin"), default="plugin")
+    parser.add_argument("--mode", choices=("vanilla", "plugin", "extender-cached"), default="plugin")
     parser.add_argument("--qps", type=int, default=1000)
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--pods", type=int, default=1000)
@@ -58,6 +60,7 @@ def main() -> None:
         ensure_namespace(api, WORKLOAD_NAMESPACE, restricted_namespace_labels())
         grant_scheduler_lease(plane)
         create_nodes(api, realistic_nodes(arguments.nodes))
+        link = _extender_link(plane, Path(directory)) if arguments.mode == "extender-cached" else None
         create_pods(api, gpu_pods(arguments.pods, grouped=arguments.grouped))
         setting = Setting(
             arguments.mode,
@@ -66,7 +69,7 @@ def main() -> None:
             rendered_profile=not arguments.appended_profile,
         )
         config = Path(directory) / "config.yaml"
-        config.write_text(yaml.safe_dump(scheduler_document(plane, setting, None), sort_keys=False))
+        config.write_text(yaml.safe_dump(scheduler_document(plane, setting, link), sort_keys=False))
         port = free_port()
         kubeconfig = str(plane.scheduler.kubeconfig)
         watch = BindWatch(api, WORKLOAD_NAMESPACE).start()
@@ -121,6 +124,12 @@ def main() -> None:
         print(top.stdout)
         if arguments.save is not None:
             arguments.save.write_bytes(profile.read_bytes())
+
+
+def _extender_link(plane: ControlPlane, directory: Path) -> ExtenderLink:
+    """The extender as extender-cached mode runs it, and the TLS material to reach it."""
+    tls = extender_tls(directory / "extender-tls")
+    return ExtenderLink(extender=start_extender_for(plane, "extender-cached", tls), tls=tls)
 
 
 if __name__ == "__main__":

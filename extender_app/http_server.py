@@ -425,6 +425,9 @@ class HttpServer:
         pieces = [conn.send(h11.Response(status_code=status, headers=headers, reason=status.phrase)) or b""]
         pieces += conn.send_with_data_passthrough(h11.Data(data=response.body)) or []
         pieces.append(conn.send(h11.EndOfMessage()) or b"")
+        if sum(len(piece) for piece in pieces) <= WRITE_CHUNK_BYTES:
+            # One write for a small answer: one TLS record and one send() instead of one per piece.
+            pieces = [b"".join(pieces)]
         # Handed over in slices with a drain after each: asyncio's TLS transport passes one large
         # write straight into the socket's unbounded buffer, and drain() would then not wait.
         async with asyncio.timeout(self._limits.write_timeout):
