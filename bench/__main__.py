@@ -41,7 +41,7 @@ class Plan:
     """At most what always fits under the policy: pods prefer the largest GPUs, so the ones asking for
     40960 MiB find room only while the others leave enough large GPUs (bench/cluster_load.py);
     1,500 pods on 500 nodes do not (tried: 20 stayed Pending)."""
-    e2e_rounds: int = 3
+    e2e_rounds: int = 5
     extender_rounds: int = 1
     """Rounds that also run extender mode (at both QPS settings): at about 7 pods/s a run takes over
     3 minutes, and its figure varies little (see FINDINGS.md)."""

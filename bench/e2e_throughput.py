@@ -19,6 +19,7 @@ import kubernetes.client
 import orjson
 import yaml
 
+from bench import process_cpu
 from bench.bind_watch import BindWatch
 from bench.cluster_load import create_nodes, create_pods, delete_pods, gpu_pods, node_labels, realistic_nodes
 from components.scheduler_config import (
@@ -95,6 +96,12 @@ class RunResult:
     extender_filter_ms: list[float] = field(default_factory=list)
     extender_prioritize_ms: list[float] = field(default_factory=list)
     extender_candidates: list[int] = field(default_factory=list)
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
+    """CPU used from the scheduler's start to the last bind, by process (bench.process_cpu)."""
+
+    def cpu_ms_per_pod(self, process: str) -> float | None:
+        used = self.cpu_seconds.get(process)
+        return None if used is None else used * 1000 / self.bound
 
     @property
     def pods_per_second(self) -> float:
@@ -211,6 +218,10 @@ def _one_run(  # noqa: PLR0917 - one private call site
     config_path.write_text(yaml.safe_dump(scheduler_document(plane, setting, link), sort_keys=False))
     log_mark = link.extender.process.log_path.stat().st_size if link is not None else 0
     kubeconfig = str(plane.scheduler.kubeconfig)
+    others = {"etcd": plane.etcd.popen.pid, "kube-apiserver": plane.apiserver.popen.pid}
+    if link is not None:
+        others["extender"] = link.extender.process.popen.pid
+    cpu_before = process_cpu.snapshot(others)
     started = time.monotonic()
     process = plane.processes.start(
         f"scheduler-{setting.slug}-{round_index}",
@@ -226,6 +237,8 @@ def _one_run(  # noqa: PLR0917 - one private call site
     )
     try:
         complete = watch.wait_for(pod_count, BIND_TIMEOUT_SECONDS, process.running)
+        cpu_after = process_cpu.snapshot({**others, "scheduler": process.popen.pid})
+        cpu_used = process_cpu.spent(cpu_before, cpu_after)
     finally:
         process.stop()
         plane.processes.forget(process)
@@ -245,6 +258,7 @@ def _one_run(  # noqa: PLR0917 - one private call site
         seconds_first_to_last=times[-1] - times[0],
         seconds_start_to_last=times[-1] - started,
         wrong_placements=wrong,
+        cpu_seconds=cpu_used,
     )
     if link is not None:
         _extender_timings(link.extender, log_mark, result)

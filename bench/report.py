@@ -17,6 +17,8 @@ FILTER_TARGET_MS = 30.0
 PLUGIN_TARGET_RATIO = 0.95
 CACHE_RSS_TARGET_MIB = 64.0
 """extender-cached: RSS the node cache may add, with 5,000 realistic Nodes, over the idle process."""
+CPU_PROCESSES = ("etcd", "kube-apiserver", "scheduler", "extender")
+"""The processes of an end-to-end run whose CPU the e2e section reports."""
 CACHED_TARGET_RATIO = {None: 0.9, "raised": 0.5}
 """extender-cached against vanilla: at kube-scheduler's default client QPS, and with QPS lifted."""
 
@@ -55,7 +57,7 @@ def render_report(
     if "soak" in results:
         lines += _soak(results["soak"])
     if "e2e" in results:
-        lines += _e2e(results["e2e"])
+        lines += _e2e(results["e2e"], machine.cpus)
     if FINDINGS.exists():
         lines += ["", FINDINGS.read_text().rstrip(), ""]
     return "\n".join(lines) + "\n"
@@ -234,7 +236,7 @@ def _soak(soaked: SoakResult) -> list[str]:
     ]
 
 
-def _e2e(report: E2EReport) -> list[str]:
+def _e2e(report: E2EReport, cpus: int) -> list[str]:
     rows = [
         "## End-to-end scheduling throughput (local control plane)",
         "",
@@ -246,26 +248,56 @@ def _e2e(report: E2EReport) -> list[str]:
         "binds seen by a watch. Every setting ran once per round, settings interleaved, each with a fresh",
         "scheduler process; the vanilla configuration is the shared renderer's output without `extenders`.",
         "",
-        "| setting | runs: pods/s | median pods/s | ratio to vanilla (same QPS) | median "
-        "start to last bind s |"
-        " placements below the minimum |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| setting | runs: pods/s | median pods/s | ratio to vanilla (same QPS) | ratio per round |"
+        " median start to last bind s | placements below the minimum |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     grouped = report.by_setting()
     for setting, runs in grouped.items():
+        vanilla_runs = grouped.get(Setting("vanilla", setting.qps), [])
         vanilla = _rate(report, Setting("vanilla", setting.qps))
         rate = statistics.median(run.pods_per_second for run in runs)
         ratio = f"{rate / vanilla:.2f}x" if vanilla else "-"
+        per_round = ", ".join(
+            f"{run.pods_per_second / base.pods_per_second:.2f}"
+            for run, base in zip(runs, vanilla_runs, strict=False)
+            if base.pods_per_second
+        )
         wrong = sum(run.wrong_placements for run in runs)
         wrong_text = "n/a (no policy)" if setting.mode == "vanilla" else str(wrong)
         rows.append(
             f"| {setting.label} | {', '.join(f'{run.pods_per_second:.1f}' for run in runs)} | "
-            f"{rate:.1f} | {ratio} | "
+            f"{rate:.1f} | {ratio} | {per_round or '-'} | "
             f"{statistics.median(run.seconds_start_to_last for run in runs):.1f} | {wrong_text} |"
         )
     for mode in ("extender", "extender-cached"):
         rows += _extender_side(report, mode)
-    return [*rows, ""]
+    return [*rows, "", *_cpu_per_pod(report, cpus), ""]
+
+
+def _cpu_per_pod(report: E2EReport, cpus: int) -> list[str]:
+    """Where each setting's CPU goes, per bound pod: the runs with QPS lifted are CPU-bound."""
+    if not any(run.cpu_seconds for run in report.runs):
+        return []
+    rows = [
+        "CPU per bound pod, by process (user + system from /proc, the scheduler's start to the last",
+        f"bind; median of the runs, ms). With {cpus} CPUs a run cannot go faster than {cpus} x 1000 / total",
+        "pods/s.",
+        "",
+        "| setting | " + " | ".join(CPU_PROCESSES) + " | total | CPU-bound limit pods/s |",
+        "| --- | " + " | ".join("---" for _ in CPU_PROCESSES) + " | --- | --- |",
+    ]
+    for setting, runs in report.by_setting().items():
+        cells = []
+        total = 0.0
+        for process in CPU_PROCESSES:
+            values = [value for run in runs if (value := run.cpu_ms_per_pod(process)) is not None]
+            if values:
+                total += statistics.median(values)
+            cells.append(f"{statistics.median(values):.2f}" if values else "-")
+        limit = f"{cpus * 1000 / total:.0f}" if total else "-"
+        rows.append(f"| {setting.label} | {' | '.join(cells)} | {total:.2f} | {limit} |")
+    return rows
 
 
 def _cache(cache: CacheResult) -> list[str]:
