@@ -8,13 +8,14 @@ same two Secrets from the given PEM, the keys as secrets.
 
 import datetime
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from cryptography import x509
-from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from components.certificates import CLIENT_SECRET, SERVER_SECRET, certificate_checksum
 from components.custom_scheduler import CLIENT_TLS_CHECKSUM_ANNOTATION
@@ -22,10 +23,14 @@ from components.kubernetes_versions import plugin_kubernetes_version
 from components.provided_certificates import DIALED_HOSTS, ProvidedCertificates
 from components.scheduler_config import EXTENDER_SERVICE_HOST, NAMESPACE, SCHEDULER_NAME
 from components.stack_config import PROJECT, StackConfigError, parse_stack_config
+from extender_app.settings import ExtenderSettings
 from localcluster.pki import CertificateAuthority
+from policy import extender_score, requirement_from_pod
+from tests.extender.harness import LOOPBACK, ThreadedExtender
 from tests.pulumi.conftest import existing_values, run_with, stack_config
 from tests.pulumi.mocks import STACK, StackRun, is_secret, reveal
 from tests.pulumi.provided_pki import TeamPki, client_leaf, key_pem, leaf, pem, server_leaf
+from tests.pulumi.test_extender_tls import GPU_NODE, GPU_POD, prioritize, scheduler_context, write_secret
 
 PKI = TeamPki.new()
 """One team PKI for the whole module (certificates are valid for a day)."""
@@ -136,6 +141,39 @@ def _not_a_ca() -> str:
     return pem(PKI.server.cert)
 
 
+def _ca_that_may_not_sign() -> str:
+    """A self-signed CA:TRUE certificate whose key usage leaves out keyCertSign."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "no-signing-ca")])
+    start = _now(-datetime.timedelta(minutes=5))
+    usage = dict.fromkeys(
+        (
+            "content_commitment",
+            "key_encipherment",
+            "data_encipherment",
+            "key_agreement",
+            "key_cert_sign",
+            "crl_sign",
+            "encipher_only",
+            "decipher_only",
+        ),
+        False,
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(start + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(digital_signature=True, **usage), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return pem(cert)
+
+
 def _unsupported_key() -> dict[str, str]:
     key = ec.generate_private_key(ec.SECP256K1())
     pair = leaf(
@@ -166,6 +204,7 @@ BAD_PROVIDED: list[tuple[str, dict[str, str], str, str]] = [
     ("ca-not-pem", {"caCert": "ca.crt"}, "caCert", "is not a PEM certificate"),
     ("ca-corrupt", {"caCert": _corrupt(pem(PKI.ca.pair.cert))}, "caCert", "is not a valid PEM certificate"),
     ("ca-not-a-ca", {"caCert": _not_a_ca()}, "caCert", "is not a CA certificate"),
+    ("ca-may-not-sign", {"caCert": _ca_that_may_not_sign()}, "caCert", "its key usage lacks keyCertSign"),
     ("server-not-pem", {"serverCert": "server.crt"}, "serverCert", "is not a PEM certificate"),
     (
         "server-chain",
@@ -321,6 +360,37 @@ def test_the_provided_server_certificate_chains_and_names_the_service(provided_r
     cert.verify_directly_issued_by(ca)
     names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert EXTENDER_SERVICE_HOST in names.get_values_for_type(x509.DNSName)
+
+
+def test_the_real_extender_serves_the_provided_certificates_to_the_scheduler(
+    tmp_path: Path, provided_run: StackRun
+) -> None:
+    """The checks accept what the two ends accept: the real extender, reading the server Secret,
+    answers a client holding the client Secret that verifies the host kube-scheduler dials."""
+    server = reveal(provided_run.kubernetes_object("Secret", SERVER_SECRET)["stringData"])
+    client = reveal(provided_run.kubernetes_object("Secret", CLIENT_SECRET)["stringData"])
+    mounted = write_secret(tmp_path / "extender-tls", server)
+    settings = ExtenderSettings(
+        tls_cert=str(mounted / "tls.crt"),
+        tls_key=str(mounted / "tls.key"),
+        client_ca=str(mounted / "client-ca.crt"),
+        bind=LOOPBACK,
+        port=0,
+        health_port=0,
+    )
+    extender = ThreadedExtender(settings, pki=None).start()  # type: ignore[arg-type]  # no test PKI here
+    try:
+        context = scheduler_context(write_secret(tmp_path / "extender-client", client))
+        status, body = prioritize(extender.ports.port, context)
+    finally:
+        extender.stop()
+    assert status == 200, body
+    assert json.loads(body) == [
+        {
+            "Host": GPU_NODE["metadata"]["name"],
+            "Score": extender_score(requirement_from_pod(GPU_POD), GPU_NODE),
+        }
+    ]
 
 
 def _key_lines(keys: tuple[str, ...]) -> list[str]:
