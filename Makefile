@@ -59,14 +59,14 @@ pulumi-engine: ## build the Pulumi CLI and the Kubernetes provider into .cache/p
 test-policy: setup ## the policy tests, with 100% branch coverage enforced
 	$(PY) -m pytest tests/policy --cov --cov-report=term $(PYTEST_ARGS)
 
-test-python: setup binaries ## every other pytest suite (extender, Pulumi, end-to-end); prints the extender-cached vector agreement
-	$(PY) -m pytest tests --ignore=tests/policy --ignore=tests/pulumi_engine $(PYTEST_ARGS)
+test-python: setup binaries pulumi-engine ## every other pytest suite (extender, Pulumi, the Pulumi engine, end-to-end); prints the extender-cached vector agreement
+	$(PY) -m pytest tests --ignore=tests/policy $(PYTEST_ARGS)
 	@$(PY) -m pytest tests/extender/test_cached_vectors.py -q -s -p no:cacheprovider | grep -E 'agrees on [0-9]+ of [0-9]+'
 
-test-engine: setup binaries pulumi-engine ## the Pulumi engine suite (not yet in make test: README "Building the Pulumi engine")
+test-engine: setup binaries pulumi-engine ## only the Pulumi engine suite (part of make test; README "The end-to-end suite on the real Pulumi engine")
 	$(PY) -m pytest tests/pulumi_engine $(PYTEST_ARGS)
 
-test: lint go-check test-policy test-python ## everything CI runs
+test: lint go-check pulumi-engine test-policy test-python ## everything CI runs
 
 demo: setup binaries ## start the local control plane, schedule sample pods, print the table (MODE=extender|extender-cached|plugin, STRATEGY=prefer-larger|best-fit)
 	$(PY) -m localcluster.demo --mode $(MODE) --scoring-strategy $(STRATEGY) --bin-dir $(BIN)

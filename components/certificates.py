@@ -1,10 +1,12 @@
 """Mutual TLS between the custom scheduler and the extender: a CA, two leaves, two Secrets.
 
-pulumi-tls creates an ECDSA P-256 CA, a server certificate for the extender's Service
-name and a client certificate (client-auth usage only) for the scheduler. Every private
-key passes through ``pulumi.Output.secret`` explicitly, so it is encrypted in the state and
-masked in output whatever the provider marks. ``early_renewal_hours`` makes ``pulumi up``
-replace a certificate once it is inside that window of its expiry.
+By default pulumi-tls creates an ECDSA P-256 CA, a server certificate for the extender's
+Service name and a client certificate (client-auth usage only) for the scheduler;
+``early_renewal_hours`` makes ``pulumi up`` replace a certificate once it is inside that window
+of its expiry. With ``certificates.provided`` (the team's own PKI, checked when the stack
+configuration is read) there is no pulumi-tls resource: the same Secrets hold the given PEM.
+Either way every private key passes through ``pulumi.Output.secret`` explicitly, so it is
+encrypted in the state and masked in output whatever the provider marks.
 """
 
 import hashlib
@@ -14,6 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 
+from components.provided_certificates import ProvidedCertificates
 from components.scheduler_config import EXTENDER_SERVICE_HOST, NAMESPACE, SCHEDULER_NAME
 from components.stack_config import CertificateSettings
 
@@ -61,6 +64,53 @@ class Certificates(pulumi.ComponentResource):
     ) -> None:
         """``object_annotations`` go on the Secrets (``kubernetes_await.await_annotations``)."""
         super().__init__("gpu-scheduler-eks:index:Certificates", name, None, opts)
+        if settings.provided is None:
+            self._generate(name, settings)
+        else:
+            self._take(settings.provided)
+        self.client_checksum = pulumi.Output.all(self.ca_cert_pem, self.client_cert_pem).apply(
+            lambda pems: certificate_checksum(*pems)
+        )
+
+        in_namespace = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace])
+
+        def tls_secret(
+            role: str, secret_name: str, data: dict[str, pulumi.Output[str]]
+        ) -> k8s.core.v1.Secret:
+            return k8s.core.v1.Secret(
+                f"{name}-{role}-secret",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=secret_name, namespace=NAMESPACE, annotations=object_annotations
+                ),
+                type="kubernetes.io/tls",
+                string_data=data,
+                opts=in_namespace,
+            )
+
+        self.server_secret = tls_secret(
+            "server",
+            SERVER_SECRET,
+            {
+                "tls.crt": self.server_cert_pem,
+                "tls.key": self.server_key_pem,
+                "client-ca.crt": self.ca_cert_pem,
+            },
+        )
+        self.client_secret = tls_secret(
+            "client",
+            CLIENT_SECRET,
+            {"tls.crt": self.client_cert_pem, "tls.key": self.client_key_pem, "ca.crt": self.ca_cert_pem},
+        )
+        self.register_outputs(
+            {
+                "caCertPem": self.ca_cert_pem,
+                "serverCertPem": self.server_cert_pem,
+                "clientCertPem": self.client_cert_pem,
+            }
+        )
+
+    def _generate(self, name: str, settings: CertificateSettings) -> None:
+        """pulumi-tls: a CA, the server and client certificates, each with a new key."""
         child = pulumi.ResourceOptions(parent=self)
 
         ca_key = self._key(f"{name}-ca-key")
@@ -105,46 +155,14 @@ class Certificates(pulumi.ComponentResource):
             "server", SERVER_DNS_NAMES[0], SERVER_USES, list(SERVER_DNS_NAMES)
         )
         self.client_cert_pem, self.client_key_pem = leaf("client", CLIENT_COMMON_NAME, CLIENT_USES, [])
-        self.client_checksum = pulumi.Output.all(self.ca_cert_pem, self.client_cert_pem).apply(
-            lambda pems: certificate_checksum(*pems)
-        )
 
-        in_namespace = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace])
-
-        def tls_secret(
-            role: str, secret_name: str, data: dict[str, pulumi.Output[str]]
-        ) -> k8s.core.v1.Secret:
-            return k8s.core.v1.Secret(
-                f"{name}-{role}-secret",
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=secret_name, namespace=NAMESPACE, annotations=object_annotations
-                ),
-                type="kubernetes.io/tls",
-                string_data=data,
-                opts=in_namespace,
-            )
-
-        self.server_secret = tls_secret(
-            "server",
-            SERVER_SECRET,
-            {
-                "tls.crt": self.server_cert_pem,
-                "tls.key": self.server_key_pem,
-                "client-ca.crt": self.ca_cert_pem,
-            },
-        )
-        self.client_secret = tls_secret(
-            "client",
-            CLIENT_SECRET,
-            {"tls.crt": self.client_cert_pem, "tls.key": self.client_key_pem, "ca.crt": self.ca_cert_pem},
-        )
-        self.register_outputs(
-            {
-                "caCertPem": self.ca_cert_pem,
-                "serverCertPem": self.server_cert_pem,
-                "clientCertPem": self.client_cert_pem,
-            }
-        )
+    def _take(self, provided: ProvidedCertificates) -> None:
+        """The team's own PEM, as configured (checked by the stack configuration)."""
+        self.ca_cert_pem = pulumi.Output.from_input(provided.ca_cert)
+        self.server_cert_pem = pulumi.Output.from_input(provided.server_cert)
+        self.server_key_pem = pulumi.Output.secret(provided.server_key)
+        self.client_cert_pem = pulumi.Output.from_input(provided.client_cert)
+        self.client_key_pem = pulumi.Output.secret(provided.client_key)
 
     def _key(self, resource_name: str) -> pulumi.Output[str]:
         """A new ECDSA P-256 private key, as a Pulumi secret."""

@@ -13,6 +13,7 @@ kubeconfig, images given as references, nothing created in AWS). The keys that o
 sense on EKS are refused next to ``existingCluster``, and the other way round.
 """
 
+import datetime
 import ipaddress
 import json
 import re
@@ -28,6 +29,13 @@ from components.kubernetes_versions import (
     image_tag,
     plugin_kubernetes_version,
     release_tag_minor,
+)
+from components.provided_certificates import (
+    PRIVATE_KEYS,
+    PROVIDED_KEYS,
+    CertificateProblem,
+    ProvidedCertificates,
+    check_provided_certificates,
 )
 from components.scheduler_config import SCHEDULER_MODES, ExtenderEndpoint, SchedulerMode, uses_extender
 from policy import SCORING_STRATEGIES, SCORING_STRATEGY, PolicyError, ScoringStrategy, parse_quantity
@@ -181,7 +189,8 @@ class SchedulerSettings:
 
 @dataclass(frozen=True)
 class CertificateSettings:
-    """The extender's mutual-TLS certificates, renewed by ``pulumi up`` inside the window.
+    """The extender's mutual-TLS certificates: generated (pulumi-tls) and renewed by ``pulumi up``
+    inside the window, or provided.
 
     The CA outlives the leaves, so their routine renewal keeps the CA that both sides trust.
     """
@@ -190,6 +199,9 @@ class CertificateSettings:
     """The server and client certificates."""
     ca_validity_hours: int = 5 * 8766
     early_renewal_hours: int = 720
+    provided: ProvidedCertificates | None = None
+    """The team's own CA, server and client certificates and keys: no pulumi-tls resource at
+    all; renewing them is then the team's (set new values and ``pulumi up``)."""
 
 
 @dataclass(frozen=True)
@@ -268,6 +280,22 @@ IMAGE_REFERENCE_KEYS = {"extender": "scheduler-extender", "gpuScheduler": "gpu-s
 """``images`` keys naming prebuilt images (existing cluster), and the image each names."""
 KUBECONFIG_SECRET_COMMAND = "pulumi config set --secret --path existingCluster.kubeconfig < kubeconfig.yaml"  # noqa: S105 - a command, not a credential
 """How to set the kubeconfig as a secret (quoted in errors and the README)."""
+GENERATED_CERTIFICATE_KEYS = ("validityHours", "caValidityHours", "earlyRenewalHours")
+"""``certificates`` keys for the certificates pulumi-tls generates; refused next to ``provided``."""
+PROVIDED_KEY_FILES = {
+    "caCert": "ca.crt",
+    "serverCert": "server.crt",
+    "serverKey": "server.key",
+    "clientCert": "client.crt",
+    "clientKey": "client.key",
+}
+"""Example file names for each ``certificates.provided`` key (in the commands errors quote)."""
+
+
+def provided_certificate_command(key: str, secret: bool) -> str:
+    """How to set ``certificates.provided.<key>`` from a file."""
+    flags = "--secret --path" if secret else "--path"
+    return f"pulumi config set {flags} certificates.provided.{key} < {PROVIDED_KEY_FILES[key]}"
 
 
 def parse_stack_config(
@@ -275,13 +303,15 @@ def parse_stack_config(
     stack: str,
     plugin_version: str,
     secret_keys: frozenset[str] = frozenset(),
+    now: datetime.datetime | None = None,
 ) -> StackConfig:
     """Validate Pulumi's raw values (keys without the project prefix) into a StackConfig.
 
     ``stack`` names the default cluster; ``plugin_version`` is the Kubernetes release the
     gpu-scheduler image is built from (``v1.35.8``), checked against the cluster in plugin mode.
     ``secret_keys`` are the keys (without prefix) Pulumi holds encrypted; the kubeconfig of
-    ``existingCluster`` must be one of them.
+    ``existingCluster`` must be one of them, and so must ``certificates`` when it holds
+    ``provided`` keys. ``now`` (default: the current time) is when provided certificates must be valid.
     """
     top = _Fields({key: _top_level(key, raw) for key, raw in values.items()})
     for key in sorted(set(values) - TOP_LEVEL_KEYS):
@@ -307,7 +337,13 @@ def parse_stack_config(
         ),
         scheduler=top.read("scheduler", default.scheduler, _scheduler),
         extender=top.read("extender", default.extender, _extender),
-        certificates=top.read("certificates", default.certificates, _certificates),
+        certificates=top.read(
+            "certificates",
+            default.certificates,
+            lambda v: _certificates(
+                v, secret="certificates" in secret_keys, now=now or datetime.datetime.now(datetime.UTC)
+            ),
+        ),
         images=top.read("images", default.images, _images),
         device_plugin=top.read("devicePlugin", default.device_plugin, _device_plugin),
         existing_cluster=top.read(
@@ -605,9 +641,17 @@ def _extender(value: _Value) -> ExtenderSettings:
     )
 
 
-def _certificates(value: _Value) -> CertificateSettings:
-    fields = value.fields({"validityHours", "caValidityHours", "earlyRenewalHours"})
+def _certificates(value: _Value, secret: bool, now: datetime.datetime) -> CertificateSettings:
+    fields = value.fields({*GENERATED_CERTIFICATE_KEYS, "provided"})
     default = CertificateSettings()
+    if "provided" in fields:
+        for key in GENERATED_CERTIFICATE_KEYS:
+            if key in fields:
+                fields[key].fail(
+                    "only for certificates the stack generates; certificates.provided is set, so "
+                    "the stack generates none: remove one of the two"
+                )
+        return CertificateSettings(provided=_provided_certificates(fields["provided"], secret, now))
 
     def hours(v: _Value) -> int:
         return v.integer(MIN_CERT_VALIDITY_HOURS, MAX_CERT_VALIDITY_HOURS)
@@ -630,6 +674,35 @@ def _certificates(value: _Value) -> CertificateSettings:
             f"validityHours ({settings.validity_hours}), so renewing a certificate keeps the CA"
         )
     return settings
+
+
+def _provided_certificates(value: _Value, secret: bool, now: datetime.datetime) -> ProvidedCertificates:
+    """The team's own PEM: private keys only as secrets, every piece checked (provided_certificates)."""
+    fields = value.fields(set(PROVIDED_KEYS))
+    for key in PROVIDED_KEYS:
+        if key not in fields:
+            value.fail(f"needs {key}: {provided_certificate_command(key, key in PRIVATE_KEYS)}")
+    pems = {key: fields[key].string() for key in PROVIDED_KEYS}
+    if not secret:
+        # Pulumi marks the whole ``certificates`` object secret once any key in it is one.
+        key = PRIVATE_KEYS[0]
+        fields[key].fail(
+            "must be a secret, or the private key is stored in plain text: "
+            f"{provided_certificate_command(key, secret=True)} (and the same for "
+            f"{', '.join(other for other in PRIVATE_KEYS if other != key)})"
+        )
+    provided = ProvidedCertificates(
+        ca_cert=pems["caCert"],
+        server_cert=pems["serverCert"],
+        server_key=pems["serverKey"],
+        client_cert=pems["clientCert"],
+        client_key=pems["clientKey"],
+    )
+    try:
+        check_provided_certificates(provided, now)
+    except CertificateProblem as problem:
+        fields[problem.key].fail(problem.problem)
+    return provided
 
 
 def _images(value: _Value) -> ImageSettings:

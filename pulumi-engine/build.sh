@@ -90,7 +90,7 @@ install_plugin() { # name version binary: into $PULUMI_HOME/plugins unless alrea
 }
 
 echo "Building the Pulumi engine $cli_version and pulumi-resource-kubernetes $kubernetes_version into $root"
-echo "(cold on 2 cores: the CLI 15-20 minutes, the provider 20-25; a rerun takes seconds)"
+echo "(cold on 2 cores: 25-45 minutes in all, by load: the CLI 8-17, the provider 17-25; a rerun takes seconds)"
 build_cli
 build_kubernetes
 echo "Installed plugins ($PULUMI_HOME):"

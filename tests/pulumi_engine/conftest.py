@@ -1,5 +1,6 @@
-"""Fixtures: the built engine (missing parts fail the suite), a control plane per module, and a
-kubeconfig with inline credentials for it, as a platform team would hand one out."""
+"""Fixtures: the built engine (missing parts fail the suite), a control plane per module, a
+kubeconfig with inline credentials for it, as a platform team would hand one out, and the
+team's own certificates for the extender (``certificates.provided``)."""
 
 import base64
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ import pytest
 import yaml
 
 from localcluster.control_plane import ControlPlane, start_control_plane
+from tests.pulumi.provided_pki import TeamPki
 from tests.pulumi_engine.engine import Engine, EngineMissing, find_engine
 
 DEPLOYER = "pulumi-deployer"
@@ -76,3 +78,10 @@ def kubeconfig(cluster: ControlPlane) -> Kubeconfig:
         "current-context": "local",
     }
     return Kubeconfig(yaml.safe_dump(document, sort_keys=False), credentials.files.key.read_text())
+
+
+@pytest.fixture(scope="module")
+def team_pki() -> TeamPki:
+    """A CA, the extender's server certificate and the scheduler's client certificate, made here
+    with ``cryptography`` as a team's own PKI would issue them."""
+    return TeamPki.new()

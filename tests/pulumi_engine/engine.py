@@ -25,9 +25,10 @@ from pulumi import automation as auto
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENGINE_DIR = Path(os.environ.get("PULUMI_ENGINE_DIR", REPO_ROOT / "pulumi-engine"))
-PROVIDER_SDKS = {"kubernetes": "pulumi_kubernetes", "tls": "pulumi_tls"}
-"""Provider plugins the existing-cluster program uses, by the Python SDK that asks for them
-(at exactly the SDK's version). No other provider may be needed: that is the point."""
+PROVIDER_SDKS = {"kubernetes": "pulumi_kubernetes"}
+"""Provider plugins the existing-cluster program with provided certificates uses, by the Python
+SDK that asks for them (at exactly the SDK's version). No other provider may be needed: that is
+the point (pulumi-tls makes the certificates only when none are provided)."""
 BUILD_HINT = "build the engine with pulumi-engine/build.sh"
 
 
@@ -126,6 +127,16 @@ class LocalProject:
 def set_config(stack: auto.Stack, key: str, value: str, *, secret: bool = False) -> None:
     """``pulumi config set --path [--secret] gpu-scheduler-eks:<key> <value>``."""
     stack.set_config(f"gpu-scheduler-eks:{key}", auto.ConfigValue(value=value, secret=secret), path=True)
+
+
+PRIVATE_KEY_NAMES = ("serverKey", "clientKey")
+
+
+def set_provided_certificates(stack: auto.Stack, values: dict[str, str], *, keys_secret: bool = True) -> None:
+    """``certificates.provided.*`` as the README sets them: certificates plain, keys ``--secret``."""
+    for name, pem in values.items():
+        secret = keys_secret and name in PRIVATE_KEY_NAMES
+        set_config(stack, f"certificates.provided.{name}", pem, secret=secret)
 
 
 UNCHANGED = (auto.OpType.SAME, auto.OpType.READ, auto.OpType.REFRESH)

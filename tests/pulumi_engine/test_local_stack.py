@@ -1,12 +1,15 @@
 """The real Pulumi engine deploys ``Pulumi.local.yaml`` into the local control plane.
 
 With a file backend and the passphrase secrets provider in a temporary directory, against the
-real kube-apiserver of ``localcluster``: bad configuration fails before anything exists; then,
-in this order, ``up`` creates every object (read back from the API server), a preview right
-after finds nothing to change, a changed scheduler setting previews exactly the ConfigMap and
-the scheduler's rollout and ``up`` applies it, the state holds no private key and no
-kubeconfig in plain text, and ``destroy`` removes every object. The tests after the first
-``up`` share one stack (a stack update takes time); each checks what it relies on.
+real kube-apiserver of ``localcluster``, the extender's certificates provided by the test
+(``certificates.provided``, keys as secrets; no pulumi-tls provider can be built here, see the
+README): bad configuration fails before anything exists; then, in this order, ``up`` creates
+every object (read back from the API server), a preview right after finds nothing to change, a
+changed scheduler setting previews exactly the ConfigMap and the scheduler's rollout and ``up``
+applies it, a renewed client certificate previews exactly its Secret and the scheduler's
+rollout and ``up`` applies it, the state holds no private key and no kubeconfig in plain text,
+and ``destroy`` removes every object. The tests after the first ``up`` share one stack (a stack
+update takes time); each checks what it relies on.
 """
 
 import base64
@@ -23,8 +26,13 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 from pulumi import automation as auto
 
-from components.certificates import CLIENT_SECRET, SERVER_SECRET
-from components.custom_scheduler import CONFIG_CHECKSUM_ANNOTATION, CONFIG_FILE, CONFIG_MAP_NAME
+from components.certificates import CLIENT_SECRET, SERVER_SECRET, certificate_checksum
+from components.custom_scheduler import (
+    CLIENT_TLS_CHECKSUM_ANNOTATION,
+    CONFIG_CHECKSUM_ANNOTATION,
+    CONFIG_FILE,
+    CONFIG_MAP_NAME,
+)
 from components.kubernetes_await import SKIP_AWAIT_ANNOTATION
 from components.scheduler_config import (
     EXTENDER_SERVICE,
@@ -37,14 +45,25 @@ from components.scheduler_config import (
     scheduler_config_yaml,
 )
 from localcluster.control_plane import ControlPlane
+from localcluster.pki import KeyPair
+from tests.pulumi.provided_pki import TeamPki, client_leaf, key_pem, pem
 from tests.pulumi_engine.conftest import Kubeconfig
-from tests.pulumi_engine.engine import REPO_ROOT, Engine, LocalProject, changed_steps, set_config
+from tests.pulumi_engine.engine import (
+    REPO_ROOT,
+    Engine,
+    LocalProject,
+    changed_steps,
+    set_config,
+    set_provided_certificates,
+)
 
 pytestmark = pytest.mark.e2e
 
 LOCAL_STACK = yaml.safe_load((REPO_ROOT / "Pulumi.local.yaml").read_text())["config"]
 IMAGES = LOCAL_STACK["gpu-scheduler-eks:images"]
 NEW_WEIGHT = 5
+RENEWED_SECRET_OPS = ["delete-replaced", "replace", "create-replacement"]
+"""pulumi-kubernetes replaces a Secret whose data changed, deleting it first (its name is fixed)."""
 OURS = [
     ("v1", "Namespace", "", NAMESPACE),
     ("v1", "Secret", NAMESPACE, SERVER_SECRET),
@@ -124,6 +143,8 @@ class BadConfig:
     value: str | None
     problem: str
     kubeconfig_secret: bool = True
+    keys_secret: bool = True
+    """Whether the provided certificates' private keys are set with ``--secret``."""
 
 
 BAD_CONFIG = [
@@ -137,23 +158,46 @@ BAD_CONFIG = [
     BadConfig(
         "plain-kubeconfig", "existingCluster.kubeconfig", None, "must be a secret", kubeconfig_secret=False
     ),
+    BadConfig(
+        "plain-certificate-keys",
+        "certificates.provided.serverKey",
+        None,
+        "must be a secret",
+        keys_secret=False,
+    ),
+    BadConfig(
+        "client-certificate-for-server",
+        "certificates.provided.serverCert",
+        "<the client certificate>",
+        "lacks the serverAuth extended key usage",
+    ),
 ]
 
 
 @pytest.mark.parametrize("case", BAD_CONFIG, ids=[case.stack for case in BAD_CONFIG])
 def test_bad_config_fails_naming_the_key_and_creates_nothing(
-    engine: Engine, bad_project: LocalProject, kubeconfig: Kubeconfig, api: DynamicClient, case: BadConfig
+    engine: Engine,
+    bad_project: LocalProject,
+    kubeconfig: Kubeconfig,
+    api: DynamicClient,
+    case: BadConfig,
+    *,
+    team_pki: TeamPki,
 ) -> None:
     stack = bad_project.stack(engine, case.stack)
     set_config(stack, "existingCluster.kubeconfig", kubeconfig.text, secret=case.kubeconfig_secret)
-    if case.value is not None:
+    set_provided_certificates(stack, team_pki.values(), keys_secret=case.keys_secret)
+    if case.value == "<the client certificate>":
+        set_config(stack, case.key, pem(team_pki.client.cert))
+    elif case.value is not None:
         set_config(stack, case.key, case.value)
     for operation in (stack.preview, stack.up):
         with pytest.raises(auto.CommandError) as failed:
             operation()
         message = str(failed.value)
         assert f"gpu-scheduler-eks:{case.key}: {case.problem}" in message, message
-        assert kubeconfig.client_key_pem.splitlines()[1] not in message
+        for secret in (kubeconfig.client_key_pem, *team_pki.private_keys()):
+            assert secret.splitlines()[1] not in message
     assert not [r for r in state_resources(engine, bad_project, stack) if r["type"].startswith("kubernetes:")]
     assert not [ours for ours in OURS if exists(api, *ours)]
 
@@ -162,9 +206,12 @@ def test_bad_config_fails_naming_the_key_and_creates_nothing(
 
 
 @pytest.fixture(scope="module")
-def local_stack(engine: Engine, project: LocalProject, kubeconfig: Kubeconfig) -> auto.Stack:
+def local_stack(
+    engine: Engine, project: LocalProject, kubeconfig: Kubeconfig, team_pki: TeamPki
+) -> auto.Stack:
     stack = project.stack(engine, "local")
     set_config(stack, "existingCluster.kubeconfig", kubeconfig.text, secret=True)
+    set_provided_certificates(stack, team_pki.values())
     return stack
 
 
@@ -186,14 +233,26 @@ def test_up_creates_every_object_on_the_api_server(deployed: auto.UpResult, api:
     assert "kubeconfig" not in deployed.outputs
 
 
-def test_the_certificates_pulumi_tls_made_chain_to_the_ca(
-    deployed: auto.UpResult, api: DynamicClient
+def test_the_secrets_hold_the_provided_certificates_and_they_chain_to_the_ca(
+    deployed: auto.UpResult, api: DynamicClient, team_pki: TeamPki
 ) -> None:
     server = read(api, "v1", "Secret", NAMESPACE, SERVER_SECRET).data
     client = read(api, "v1", "Secret", NAMESPACE, CLIENT_SECRET).data
 
     def decoded(data: Any, key: str) -> bytes:
         return base64.b64decode(data[key])
+
+    given = team_pki.values()
+    assert {key: base64.b64decode(value).decode() for key, value in server.to_dict().items()} == {
+        "tls.crt": given["serverCert"],
+        "tls.key": given["serverKey"],
+        "client-ca.crt": given["caCert"],
+    }
+    assert {key: base64.b64decode(value).decode() for key, value in client.to_dict().items()} == {
+        "tls.crt": given["clientCert"],
+        "tls.key": given["clientKey"],
+        "ca.crt": given["caCert"],
+    }
 
     ca = x509.load_pem_x509_certificate(decoded(server, "client-ca.crt"))
     assert decoded(client, "ca.crt") == decoded(server, "client-ca.crt")
@@ -249,22 +308,78 @@ def test_up_applies_the_new_weight(local_stack: auto.Stack, api: DynamicClient) 
     local_stack.preview(expect_no_changes=True)
 
 
+@pytest.fixture(scope="module")
+def renewed_client(team_pki: TeamPki) -> KeyPair:
+    """The scheduler's next client certificate and key, from the same CA (a routine renewal)."""
+    return client_leaf(team_pki.ca)
+
+
+def test_a_renewed_client_certificate_previews_its_secret_and_the_scheduler_rollout_only(
+    local_stack: auto.Stack, deployed: auto.UpResult, renewed_client: KeyPair
+) -> None:
+    set_config(local_stack, "certificates.provided.clientCert", pem(renewed_client.cert))
+    set_config(local_stack, "certificates.provided.clientKey", key_pem(renewed_client.key), secret=True)
+    events: list[auto.EngineEvent] = []
+    local_stack.preview(on_event=events.append, diff=True)
+    steps = changed_steps(events)
+    assert set(steps) == {
+        ("kubernetes:core/v1:Secret", "extender-tls-client-secret"),
+        ("kubernetes:apps/v1:Deployment", "custom-scheduler-deployment"),
+    }, steps
+    rollout = steps[("kubernetes:apps/v1:Deployment", "custom-scheduler-deployment")]
+    assert rollout["ops"] == ["update"], rollout
+    changed = {path.replace('["', ".").replace('"]', "") for path in rollout["detailed_diff"]}
+    assert changed == {f"spec.template.metadata.annotations.{CLIENT_TLS_CHECKSUM_ANNOTATION}"}, rollout
+    secret = steps[("kubernetes:core/v1:Secret", "extender-tls-client-secret")]
+    assert secret["ops"] == RENEWED_SECRET_OPS, secret
+    changed = {path.replace('["', ".").replace('"]', "") for path in secret["detailed_diff"]}
+    assert changed == {"data.tls.crt", "data.tls.key"}, secret
+
+
+def test_up_applies_the_renewed_client_certificate(
+    local_stack: auto.Stack, api: DynamicClient, team_pki: TeamPki, renewed_client: KeyPair
+) -> None:
+    assert local_stack.get_config(
+        "gpu-scheduler-eks:certificates.provided.clientCert", path=True
+    ).value == pem(renewed_client.cert), "set by the test before"
+    result = local_stack.up()
+    assert result.summary.result == "succeeded"
+    client = read(api, "v1", "Secret", NAMESPACE, CLIENT_SECRET).data
+    assert base64.b64decode(client["tls.crt"]).decode() == pem(renewed_client.cert)
+    assert base64.b64decode(client["tls.key"]).decode() == key_pem(renewed_client.key)
+    template = read(api, "apps/v1", "Deployment", NAMESPACE, SCHEDULER_NAME).spec.template
+    assert template.metadata.annotations[CLIENT_TLS_CHECKSUM_ANNOTATION] == certificate_checksum(
+        pem(team_pki.ca.pair.cert), pem(renewed_client.cert)
+    )
+    local_stack.preview(expect_no_changes=True)
+
+
 def _key_lines(pem: str) -> list[str]:
     """The base64 lines of a PEM key: any one of them in the state would leak the key."""
     return [line for line in pem.splitlines() if line and not line.startswith("-----")]
 
 
 def test_the_state_holds_no_private_key_or_kubeconfig_in_plain_text(
-    engine: Engine, local_stack: auto.Stack, project: LocalProject, kubeconfig: Kubeconfig, api: DynamicClient
+    engine: Engine,
+    local_stack: auto.Stack,
+    project: LocalProject,
+    kubeconfig: Kubeconfig,
+    api: DynamicClient,
+    *,
+    team_pki: TeamPki,
+    renewed_client: KeyPair,
 ) -> None:
-    """``pulumi stack export`` and every file of the backend (state, history, backups)."""
+    """``pulumi stack export`` and every file of the backend (state, history, backups), which
+    also keeps the client key the renewal replaced."""
     tls_keys = [
         base64.b64decode(read(api, "v1", "Secret", NAMESPACE, name).data["tls.key"]).decode()
         for name in (SERVER_SECRET, CLIENT_SECRET)
     ]
+    server_key, first_client_key = team_pki.private_keys()
+    assert tls_keys == [server_key, key_pem(renewed_client.key)], "the keys we supplied are deployed"
     client_key_data = yaml.safe_load(kubeconfig.text)["users"][0]["user"]["client-key-data"]
     needles = ["PRIVATE KEY-----", client_key_data, *_key_lines(kubeconfig.client_key_pem)]
-    for key in tls_keys:
+    for key in (*tls_keys, first_client_key):
         needles += _key_lines(key)
     files = [path for path in project.state_dir.rglob("*") if path.is_file()]
     texts = {str(path): path.read_text(errors="replace") for path in files}
