@@ -19,7 +19,7 @@ import asyncio
 import base64
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,20 @@ def reveal(value: Any) -> Any:
     if isinstance(value, list):
         return [reveal(item) for item in value]
     return value
+
+
+def strings_outside_secrets(value: Any) -> Iterator[str]:
+    """Every string in ``value`` that is not inside a secret (what would show in plain text)."""
+    if is_secret(value):
+        return
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from strings_outside_secrets(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings_outside_secrets(item)
+    elif isinstance(value, str):
+        yield value
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from tests.pulumi.conftest import (
     kubeconfig_text,
     run_with,
 )
-from tests.pulumi.mocks import StackRun, is_secret, reveal, run_stack
+from tests.pulumi.mocks import StackRun, is_secret, reveal, run_stack, strings_outside_secrets
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 AWS_TYPE_PREFIXES = ("aws:", "eks:", "awsx:", "docker-build:", "pulumi:providers:aws")
@@ -143,23 +143,10 @@ def test_outputs_describe_no_eks_cluster(existing_and_eks_runs: tuple[StackRun, 
 
 def test_nothing_outside_a_secret_holds_the_kubeconfig_or_a_key(existing_extender_run: StackRun) -> None:
     for resource in existing_extender_run.resources:
-        for text in _strings_outside_secrets(resource.inputs):
+        for text in strings_outside_secrets(resource.inputs):
             assert CLIENT_KEY_DATA not in text, f"{resource.type} {resource.name}"
             assert "PRIVATE KEY-----" not in text, f"{resource.type} {resource.name}"
     assert not {"kubeconfig"} & set(existing_extender_run.outputs)
-
-
-def _strings_outside_secrets(value: Any) -> Iterator[str]:
-    if is_secret(value):
-        return
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _strings_outside_secrets(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings_outside_secrets(item)
-    elif isinstance(value, str):
-        yield value
 
 
 def test_the_device_plugin_can_be_switched_off() -> None:

@@ -59,7 +59,7 @@ from components.stack_config import (
 from extender_app.cli import build_parser, settings_from
 from policy import NODE_MEMORY_LABEL
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, run_with
-from tests.pulumi.mocks import REGION, StackRun, is_secret, reveal, run_stack
+from tests.pulumi.mocks import REGION, StackRun, is_secret, reveal, run_stack, strings_outside_secrets
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COMPONENT = "gpu-scheduler-eks:index:"
@@ -443,26 +443,13 @@ def test_certificate_settings_reach_every_certificate() -> None:
     assert (ca["validityPeriodHours"], ca["earlyRenewalHours"]) == (9000, 100)
 
 
-def _strings_outside_secrets(value: Any) -> Iterator[str]:
-    if is_secret(value):
-        return
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _strings_outside_secrets(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings_outside_secrets(item)
-    elif isinstance(value, str):
-        yield value
-
-
 def test_private_keys_and_registry_password_only_ever_travel_as_secrets(extender_run: StackRun) -> None:
     """No resource input anywhere holds a key or the registry password outside a secret."""
     key_names = {r.name for r in extender_run.of_type("tls:index/privateKey:PrivateKey")}
     _, password = moto_registry_credentials()
     seen_inside_secrets = 0
     for resource in extender_run.resources:
-        for text in _strings_outside_secrets(resource.inputs):
+        for text in strings_outside_secrets(resource.inputs):
             assert "PRIVATE KEY-----" not in text, f"{resource.type} {resource.name} has a plain key"
             assert password not in text, f"{resource.type} {resource.name} has a plain registry password"
         seen_inside_secrets += json.dumps(resource.plain).count("BEGIN EC PRIVATE KEY")

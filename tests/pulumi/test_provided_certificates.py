@@ -28,7 +28,7 @@ from localcluster.pki import CertificateAuthority
 from policy import extender_score, requirement_from_pod
 from tests.extender.harness import LOOPBACK, ThreadedExtender
 from tests.pulumi.conftest import existing_values, run_with, stack_config
-from tests.pulumi.mocks import STACK, StackRun, is_secret, reveal
+from tests.pulumi.mocks import STACK, StackRun, is_secret, reveal, strings_outside_secrets
 from tests.pulumi.provided_pki import TeamPki, client_leaf, key_pem, leaf, pem, server_leaf
 from tests.pulumi.test_extender_tls import GPU_NODE, GPU_POD, prioritize, scheduler_context, write_secret
 
@@ -338,7 +338,7 @@ def test_the_provided_keys_are_secrets_in_every_input(provided_run: StackRun) ->
         assert is_secret(string_data) or is_secret(string_data["tls.key"]), name
     keys = PKI.private_keys()
     for resource in provided_run.resources:
-        plain_texts = _strings_outside_secrets(resource.inputs)
+        plain_texts = list(strings_outside_secrets(resource.inputs))
         assert not [text for text in plain_texts if any(line in text for line in _key_lines(keys))], (
             resource.name
         )
@@ -395,13 +395,3 @@ def test_the_real_extender_serves_the_provided_certificates_to_the_scheduler(
 
 def _key_lines(keys: tuple[str, ...]) -> list[str]:
     return [line for key in keys for line in key.splitlines() if line and not line.startswith("-----")]
-
-
-def _strings_outside_secrets(value: Any) -> list[str]:
-    if is_secret(value):
-        return []
-    if isinstance(value, dict):
-        return [text for item in value.values() for text in _strings_outside_secrets(item)]
-    if isinstance(value, list):
-        return [text for item in value for text in _strings_outside_secrets(item)]
-    return [value] if isinstance(value, str) else []
