@@ -84,10 +84,9 @@ def test_client_certificate_is_the_scheduler_and_authenticates_only(client_files
     assert extended_usages(client) == {ExtendedKeyUsageOID.CLIENT_AUTH}
 
 
-@pytest.fixture
-def extender(tmp_path: Path, server_files: dict[str, str]) -> Iterator[ThreadedExtender]:
+def start_extender_on_secret(directory: Path, server_files: dict[str, str]) -> ThreadedExtender:
     """The real extender on loopback, reading the server Secret's files as the Deployment mounts them."""
-    mounted = write_secret(tmp_path / "extender-tls", server_files)
+    mounted = write_secret(directory, server_files)
     settings = ExtenderSettings(
         tls_cert=str(mounted / "tls.crt"),
         tls_key=str(mounted / "tls.key"),
@@ -96,7 +95,12 @@ def extender(tmp_path: Path, server_files: dict[str, str]) -> Iterator[ThreadedE
         port=0,
         health_port=0,
     )
-    server = ThreadedExtender(settings, pki=None).start()  # type: ignore[arg-type]  # no test PKI here
+    return ThreadedExtender(settings, pki=None).start()  # type: ignore[arg-type]  # no test PKI here
+
+
+@pytest.fixture
+def extender(tmp_path: Path, server_files: dict[str, str]) -> Iterator[ThreadedExtender]:
+    server = start_extender_on_secret(tmp_path / "extender-tls", server_files)
     yield server
     server.stop()
 

@@ -23,14 +23,19 @@ from components.kubernetes_versions import plugin_kubernetes_version
 from components.provided_certificates import DIALED_HOSTS, ProvidedCertificates
 from components.scheduler_config import EXTENDER_SERVICE_HOST, NAMESPACE, SCHEDULER_NAME
 from components.stack_config import PROJECT, StackConfigError, parse_stack_config
-from extender_app.settings import ExtenderSettings
 from localcluster.pki import CertificateAuthority
 from policy import extender_score, requirement_from_pod
-from tests.extender.harness import LOOPBACK, ThreadedExtender
 from tests.pulumi.conftest import existing_values, run_with, stack_config
 from tests.pulumi.mocks import STACK, StackRun, is_secret, reveal, strings_outside_secrets
 from tests.pulumi.provided_pki import TeamPki, client_leaf, key_pem, leaf, pem, server_leaf
-from tests.pulumi.test_extender_tls import GPU_NODE, GPU_POD, prioritize, scheduler_context, write_secret
+from tests.pulumi.test_extender_tls import (
+    GPU_NODE,
+    GPU_POD,
+    prioritize,
+    scheduler_context,
+    start_extender_on_secret,
+    write_secret,
+)
 
 PKI = TeamPki.new()
 """One team PKI for the whole module (certificates are valid for a day)."""
@@ -369,16 +374,7 @@ def test_the_real_extender_serves_the_provided_certificates_to_the_scheduler(
     answers a client holding the client Secret that verifies the host kube-scheduler dials."""
     server = reveal(provided_run.kubernetes_object("Secret", SERVER_SECRET)["stringData"])
     client = reveal(provided_run.kubernetes_object("Secret", CLIENT_SECRET)["stringData"])
-    mounted = write_secret(tmp_path / "extender-tls", server)
-    settings = ExtenderSettings(
-        tls_cert=str(mounted / "tls.crt"),
-        tls_key=str(mounted / "tls.key"),
-        client_ca=str(mounted / "client-ca.crt"),
-        bind=LOOPBACK,
-        port=0,
-        health_port=0,
-    )
-    extender = ThreadedExtender(settings, pki=None).start()  # type: ignore[arg-type]  # no test PKI here
+    extender = start_extender_on_secret(tmp_path / "extender-tls", server)
     try:
         context = scheduler_context(write_secret(tmp_path / "extender-client", client))
         status, body = prioritize(extender.ports.port, context)
