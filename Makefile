@@ -68,7 +68,7 @@ test-engine: setup binaries pulumi-engine ## only the Pulumi engine suite (part 
 
 test: lint go-check pulumi-engine test-policy test-python ## everything CI runs
 
-demo: setup binaries ## start the local control plane, schedule sample pods, print the table (MODE=extender|extender-cached|plugin, STRATEGY=prefer-larger|best-fit)
+demo: setup binaries pulumi-engine ## deploy the stack with pulumi up onto a local control plane, run what it created, schedule sample pods, print the table (MODE=extender|extender-cached|plugin, STRATEGY=prefer-larger|best-fit)
 	$(PY) -m localcluster.demo --mode $(MODE) --scoring-strategy $(STRATEGY) --bin-dir $(BIN)
 
 explain: setup ## explain a pod or the GPU-memory inventory of your kubeconfig's cluster (ARGS='pod NS/NAME', default nodes)

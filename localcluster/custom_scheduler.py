@@ -8,7 +8,7 @@ Pulumi program uses; only file paths, the extender URL and the kubeconfig differ
 """
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from http import HTTPStatus
 from pathlib import Path
@@ -91,8 +91,7 @@ def start_extender(
 ) -> RunningExtender:
     """Start ``python -m extender_app`` on loopback and (unless told not to) wait until /readyz is 200."""
     port, health_port = free_port(), free_port()
-    argv = python_module_argv(
-        "extender_app",
+    args = (
         f"--tls-cert={tls.server.cert}",
         f"--tls-key={tls.server.key}",
         f"--client-ca={tls.ca.ca_file}",
@@ -101,6 +100,14 @@ def start_extender(
         f"--health-port={health_port}",
         *extra_args,
     )
+    return launch_extender(processes, args, port, health_port, wait_ready=wait_ready)
+
+
+def launch_extender(
+    processes: ProcessGroup, args: Sequence[str], port: int, health_port: int, *, wait_ready: bool = True
+) -> RunningExtender:
+    """``python -m extender_app`` with exactly ``args`` (which set ``port`` and ``health_port``)."""
+    argv = python_module_argv("extender_app", *args)
     extender = RunningExtender(
         process=processes.start("extender", argv, cwd=REPO_ROOT),
         port=port,
@@ -248,18 +255,42 @@ def start_scheduler(
         )
     config_path = plane.work_dir / config_name
     config_path.write_text(scheduler_config_yaml(config))
-    kubeconfig = str(plane.scheduler.kubeconfig)
+    args = [
+        f"--config={config_path}",
+        *scheduler_process_flags(plane.scheduler.kubeconfig),
+        f"--v={verbosity}",
+    ]
+    return launch_scheduler(
+        plane, bin_dir, mode, args, config_path, extender=extender, wait_for_lease=wait_for_lease
+    )
+
+
+def scheduler_process_flags(kubeconfig: Path) -> tuple[str, ...]:
+    """What a local scheduler process needs besides its configuration: loopback and a free secure
+    port (many processes share this host), and ``kubeconfig`` for the delegated authentication and
+    authorization of that port (a pod would use its service account)."""
+    return (
+        f"--bind-address={LOOPBACK}",
+        f"--secure-port={free_port()}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+    )
+
+
+def launch_scheduler(
+    plane: ControlPlane,
+    bin_dir: Path,
+    mode: SchedulerMode,
+    args: Sequence[str],
+    config_path: Path,
+    *,
+    extender: RunningExtender | None = None,
+    wait_for_lease: bool = True,
+) -> CustomScheduler:
+    """Start the mode's scheduler binary with ``args`` (whose ``--config`` is ``config_path``);
+    wait until it holds its Lease."""
     process = plane.processes.start(
-        SCHEDULER_BINARIES[mode],
-        [
-            str(bin_dir / SCHEDULER_BINARIES[mode]),
-            f"--config={config_path}",
-            f"--bind-address={LOOPBACK}",
-            f"--secure-port={free_port()}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            f"--v={verbosity}",
-        ],
+        SCHEDULER_BINARIES[mode], [str(bin_dir / SCHEDULER_BINARIES[mode]), *args]
     )
     if wait_for_lease:
         wait_for(

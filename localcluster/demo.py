@@ -1,8 +1,15 @@
-"""`make demo`: the whole system on a local control plane, and a table of where each pod went.
+"""`make demo`: the stack deployed with `pulumi up` onto a local control plane, run, and a table
+of where each pod went.
 
-Starts etcd and kube-apiserver, creates one simulated node of each instance type in
-the inventory, starts the custom scheduler (extender or plugin mode), submits sample
-pods, waits for each outcome and prints it. Exits 0 when every pod ended as expected.
+Starts etcd and kube-apiserver, creates one simulated node of each instance type in the
+inventory, deploys ``Pulumi.local.yaml`` with the real Pulumi engine (the mode and scoring
+strategy as stack configuration, the extender's certificates made here and provided to the
+stack), checks that a preview right after changes nothing, then runs the custom scheduler (and
+the extender) as local processes from what the stack created: the TLS Secrets, the
+KubeSchedulerConfiguration ConfigMap and the Deployments' command lines, read back from the API
+server (``localcluster.deployed_scheduler`` lists what it changes to run outside a cluster).
+Submits sample pods, waits for each outcome and prints it. Exits 0 when every pod ended as
+expected.
 """
 
 import argparse
@@ -15,14 +22,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from pulumi import automation as auto
+
 from components.scheduler_config import SCHEDULER_MODES, SchedulerMode
 from explain.answers import render_pod_explanation
 from localcluster.control_plane import start_control_plane
-from localcluster.custom_scheduler import running_custom_scheduler
+from localcluster.deployed_scheduler import describe, running_deployed_scheduler
 from localcluster.extender_log import refusals_by_pod
 from localcluster.inventory import InstanceType, load_inventory
 from localcluster.nodes import create_nodes, fleet
 from localcluster.outcomes import PodOutcome, wait_for_outcomes
+from localcluster.pulumi_stack import (
+    LOCAL_STACK,
+    LOCAL_STACK_FILE,
+    EngineMissing,
+    LocalDeployment,
+    deploy_local_stack,
+    resources_summary,
+)
+from localcluster.team_pki import TeamPki
 from localcluster.workloads import (
     WORKLOAD_NAMESPACE,
     PodSpecification,
@@ -151,6 +169,17 @@ def sigterm_as_exit() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def indented(text: str, prefix: str = "  ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
+def print_deployment(deployment: LocalDeployment) -> None:
+    """The closing lines of ``pulumi up`` and of the preview after it."""
+    print(indented(resources_summary(deployment.up.stdout)))
+    print("$ pulumi preview --expect-no-changes")
+    print(indented(resources_summary(deployment.preview.stdout)), flush=True)
+
+
 def run(
     mode: SchedulerMode, bin_dir: Path, per_type: int, scoring_strategy: ScoringStrategy = SCORING_STRATEGY
 ) -> int:
@@ -159,17 +188,24 @@ def run(
     simulated = fleet(list(inventory.values()), per_type)
     nodes = {node.name: node.instance_type for node in simulated}
     pods = sample_pods(mode)
+    settings = {"schedulerMode": mode, "scoringStrategy": scoring_strategy}
     print(f"Starting etcd and kube-apiserver (binaries from {bin_dir})...", flush=True)
     with sigterm_as_exit(), start_control_plane(bin_dir) as plane:
         api = plane.api_client()
         create_nodes(api, simulated)
         ensure_namespace(api, WORKLOAD_NAMESPACE, restricted_namespace_labels())
+        stack_dir = plane.work_dir / "pulumi"
         print(
-            f"Created {len(simulated)} simulated nodes; starting the custom scheduler in {mode} mode "
-            f"(scoring strategy {scoring_strategy})...",
+            f"Created {len(simulated)} simulated nodes.\n$ pulumi up --yes --stack {LOCAL_STACK}   "
+            f"({LOCAL_STACK_FILE} + {', '.join(f'{key}={value}' for key, value in settings.items())}, "
+            f"existingCluster.kubeconfig and certificates.provided made here; file backend in {stack_dir})",
             flush=True,
         )
-        with running_custom_scheduler(plane, bin_dir, mode, scoring_strategy) as scheduler:
+        print_deployment(deploy_local_stack(plane, stack_dir, TeamPki.new().values(), settings))
+        print(f"Starting the custom scheduler in {mode} mode from what the stack created...", flush=True)
+        with running_deployed_scheduler(plane, bin_dir, mode, plane.work_dir / "deployed") as deployed:
+            print(describe(deployed), flush=True)
+            scheduler = deployed.scheduler
             submit_pods(api, [pod.spec for pod in pods])
             print(f"Submitted {len(pods)} pods; waiting for the scheduler...", flush=True)
             outcomes = wait_for_outcomes(api, WORKLOAD_NAMESPACE, [pod.spec.name for pod in pods])
@@ -206,6 +242,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return run(args.mode, args.bin_dir, args.nodes_per_type, args.scoring_strategy)
+    except EngineMissing as missing:
+        print(f"the Pulumi engine is not built: {missing}", file=sys.stderr)
+        return 1
+    except auto.CommandError as failed:
+        print(f"pulumi failed; every process was stopped:\n{failed}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted; every process was stopped", file=sys.stderr)
         return 130

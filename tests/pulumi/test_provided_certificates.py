@@ -24,10 +24,10 @@ from components.provided_certificates import DIALED_HOSTS, ProvidedCertificates
 from components.scheduler_config import EXTENDER_SERVICE_HOST, NAMESPACE, SCHEDULER_NAME
 from components.stack_config import PROJECT, StackConfigError, parse_stack_config
 from localcluster.pki import CertificateAuthority
+from localcluster.team_pki import TeamPki, client_leaf, key_pem, leaf, pem, server_leaf
 from policy import extender_score, requirement_from_pod
 from tests.pulumi.conftest import existing_values, run_with, stack_config
 from tests.pulumi.mocks import STACK, StackRun, is_secret, reveal, strings_outside_secrets
-from tests.pulumi.provided_pki import TeamPki, client_leaf, key_pem, leaf, pem, server_leaf
 from tests.pulumi.test_extender_tls import (
     GPU_NODE,
     GPU_POD,

@@ -1,34 +1,16 @@
 """Fixtures: the built engine (missing parts fail the suite), a control plane per module, a
 kubeconfig with inline credentials for it, as a platform team would hand one out, and the
-team's own certificates for the extender (``certificates.provided``)."""
+team's own certificates for the extender (``certificates.provided``); all from
+``localcluster``, which ``make demo`` deploys with too."""
 
-import base64
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
 
 from localcluster.control_plane import ControlPlane, start_control_plane
-from tests.pulumi.provided_pki import TeamPki
-from tests.pulumi_engine.engine import Engine, EngineMissing, find_engine
-
-DEPLOYER = "pulumi-deployer"
-DEPLOYER_GROUPS = ("system:masters",)
-"""The identity ``pulumi up`` uses: it creates ClusterRoles and binds built-in ones, which takes
-the rights it grants (RBAC escalation check), so cluster-admin as a platform team's CI has."""
-
-
-@dataclass(frozen=True)
-class Kubeconfig:
-    """A kubeconfig's text and the client key it embeds (which must never reach the state)."""
-
-    text: str = ""
-    client_key_pem: str = ""
-
-    def __repr__(self) -> str:
-        return "Kubeconfig(...)"
+from localcluster.pulumi_stack import Engine, EngineMissing, Kubeconfig, deployer_kubeconfig, find_engine
+from localcluster.team_pki import TeamPki
 
 
 @pytest.fixture(scope="module")
@@ -51,33 +33,7 @@ def cluster(bin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 @pytest.fixture(scope="module")
 def kubeconfig(cluster: ControlPlane) -> Kubeconfig:
     """Credentials for a new client certificate, every file inlined as ``*-data``."""
-    credentials = cluster.credentials(DEPLOYER, "pulumi-deployer", groups=DEPLOYER_GROUPS)
-
-    def data(path: Path) -> str:
-        return base64.b64encode(path.read_bytes()).decode()
-
-    document = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": "local",
-                "cluster": {"server": cluster.server, "certificate-authority-data": data(cluster.ca.ca_file)},
-            }
-        ],
-        "users": [
-            {
-                "name": DEPLOYER,
-                "user": {
-                    "client-certificate-data": data(credentials.files.cert),
-                    "client-key-data": data(credentials.files.key),
-                },
-            }
-        ],
-        "contexts": [{"name": "local", "context": {"cluster": "local", "user": DEPLOYER}}],
-        "current-context": "local",
-    }
-    return Kubeconfig(yaml.safe_dump(document, sort_keys=False), credentials.files.key.read_text())
+    return deployer_kubeconfig(cluster)
 
 
 @pytest.fixture(scope="module")

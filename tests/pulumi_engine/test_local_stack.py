@@ -46,21 +46,24 @@ from components.scheduler_config import (
 )
 from localcluster.control_plane import ControlPlane
 from localcluster.pki import KeyPair
-from tests.pulumi.provided_pki import TeamPki, client_leaf, key_pem, pem
-from tests.pulumi_engine.conftest import Kubeconfig
-from tests.pulumi_engine.engine import (
+from localcluster.pulumi_stack import (
+    LOCAL_STACK,
+    LOCAL_STACK_FILE,
     REPO_ROOT,
     Engine,
+    Kubeconfig,
     LocalProject,
-    changed_steps,
+    configure_local_stack,
     set_config,
     set_provided_certificates,
 )
+from localcluster.team_pki import TeamPki, client_leaf, key_pem, pem
+from tests.pulumi_engine.steps import changed_steps
 
 pytestmark = pytest.mark.e2e
 
-LOCAL_STACK = yaml.safe_load((REPO_ROOT / "Pulumi.local.yaml").read_text())["config"]
-IMAGES = LOCAL_STACK["gpu-scheduler-eks:images"]
+LOCAL_SETTINGS = yaml.safe_load((REPO_ROOT / LOCAL_STACK_FILE).read_text())["config"]
+IMAGES = LOCAL_SETTINGS["gpu-scheduler-eks:images"]
 NEW_WEIGHT = 5
 RENEWED_SECRET_OPS = ["delete-replaced", "replace", "create-replacement"]
 """pulumi-kubernetes replaces a Secret whose data changed, deleting it first (its name is fixed)."""
@@ -209,9 +212,8 @@ def test_bad_config_fails_naming_the_key_and_creates_nothing(
 def local_stack(
     engine: Engine, project: LocalProject, kubeconfig: Kubeconfig, team_pki: TeamPki
 ) -> auto.Stack:
-    stack = project.stack(engine, "local")
-    set_config(stack, "existingCluster.kubeconfig", kubeconfig.text, secret=True)
-    set_provided_certificates(stack, team_pki.values())
+    stack = project.stack(engine, LOCAL_STACK)
+    configure_local_stack(stack, kubeconfig, team_pki.values())
     return stack
 
 

@@ -2,8 +2,10 @@
 
 ``TeamPki.new()`` is a CA with a server certificate for the Service host kube-scheduler dials
 and a client certificate for the scheduler, as a team's cert-manager or CA would issue them;
-``values()`` gives them as the ``certificates.provided`` keys. ``leaf`` makes the variants
-(another CA, no usage, other names, other validity) the checks must refuse.
+``values()`` gives them as the ``certificates.provided`` keys. ``make demo`` and the engine
+suite deploy them with ``pulumi up`` (no pulumi-tls provider can be built here); ``leaf``
+also makes the variants (another CA, no usage, other names, other validity) the checks of
+``tests/pulumi`` must refuse.
 """
 
 import datetime
