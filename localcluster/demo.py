@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from pulumi import automation as auto
-
 from components.scheduler_config import SCHEDULER_MODES, SchedulerMode
 from explain.answers import render_pod_explanation
 from localcluster.control_plane import start_control_plane
@@ -35,10 +33,11 @@ from localcluster.outcomes import PodOutcome, wait_for_outcomes
 from localcluster.pulumi_stack import (
     LOCAL_STACK,
     LOCAL_STACK_FILE,
+    DeployFailed,
+    DeploySummary,
     EngineMissing,
-    LocalDeployment,
-    deploy_local_stack,
-    resources_summary,
+    deploy_in_fresh_process,
+    deployer_kubeconfig,
 )
 from localcluster.team_pki import TeamPki
 from localcluster.workloads import (
@@ -173,11 +172,11 @@ def indented(text: str, prefix: str = "  ") -> str:
     return "\n".join(prefix + line for line in text.splitlines())
 
 
-def print_deployment(deployment: LocalDeployment) -> None:
+def print_deployment(deployment: DeploySummary) -> None:
     """The closing lines of ``pulumi up`` and of the preview after it."""
-    print(indented(resources_summary(deployment.up.stdout)))
+    print(indented(deployment.up))
     print("$ pulumi preview --expect-no-changes")
-    print(indented(resources_summary(deployment.preview.stdout)), flush=True)
+    print(indented(deployment.preview), flush=True)
 
 
 def run(
@@ -201,10 +200,11 @@ def run(
             f"existingCluster.kubeconfig and certificates.provided made here; file backend in {stack_dir})",
             flush=True,
         )
-        print_deployment(deploy_local_stack(plane, stack_dir, TeamPki.new().values(), settings))
+        kubeconfig, certificates = deployer_kubeconfig(plane), TeamPki.new().values()
+        print_deployment(deploy_in_fresh_process(stack_dir, kubeconfig, certificates, settings))
         print(f"Starting the custom scheduler in {mode} mode from what the stack created...", flush=True)
         with running_deployed_scheduler(plane, bin_dir, mode, plane.work_dir / "deployed") as deployed:
-            print(describe(deployed), flush=True)
+            print(describe(deployed, plane.work_dir), flush=True)
             scheduler = deployed.scheduler
             submit_pods(api, [pod.spec for pod in pods])
             print(f"Submitted {len(pods)} pods; waiting for the scheduler...", flush=True)
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     except EngineMissing as missing:
         print(f"the Pulumi engine is not built: {missing}", file=sys.stderr)
         return 1
-    except auto.CommandError as failed:
+    except DeployFailed as failed:
         print(f"pulumi failed; every process was stopped:\n{failed}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -313,11 +313,12 @@ def running_deployed_scheduler(
             extender.process.stop()
 
 
-def describe(run: DeployedRun) -> str:
-    """What was read back and what was changed, for the demo's output."""
+def describe(run: DeployedRun, base: Path) -> str:
+    """What was read back and what was changed, for the demo's output (local paths shown
+    relative to ``base``)."""
     lines = ["Read back from the API server (files written as a kubelet mounts them):"]
     for container in run.containers:
         lines.append(f"  Deployment {NAMESPACE}/{container.deployment}: {', '.join(container.sources)}")
-    lines.append("Changed to run outside the cluster (everything else as deployed):")
-    lines += [f"  {rewrite}" for rewrite in run.rewrites]
+    lines.append(f"Changed to run outside the cluster, everything else as deployed (paths under {base}):")
+    lines += [f"  {rewrite}".replace(f"{base}/", "") for rewrite in run.rewrites]
     return "\n".join(lines)

@@ -12,8 +12,10 @@ engine suite (``tests/pulumi_engine``).
 """
 
 import base64
+import concurrent.futures
 import importlib.metadata
 import importlib.util
+import multiprocessing
 import os
 import runpy
 import shutil
@@ -21,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import yaml
 from pulumi import automation as auto
@@ -238,18 +241,63 @@ class LocalDeployment:
 
 
 def deploy_local_stack(
-    plane: ControlPlane, base_dir: Path, certificates: Mapping[str, str], settings: Mapping[str, str]
+    base_dir: Path, kubeconfig: Kubeconfig, certificates: Mapping[str, str], settings: Mapping[str, str]
 ) -> LocalDeployment:
-    """``pulumi up`` of the local stack onto ``plane`` with ``settings`` on top of
-    ``Pulumi.local.yaml``, then a preview that must find nothing to change (it raises
+    """``pulumi up`` of the local stack into the cluster of ``kubeconfig`` with ``settings`` on top
+    of ``Pulumi.local.yaml``, then a preview that must find nothing to change (it raises
     ``auto.CommandError`` otherwise). State and project live under ``base_dir``."""
     engine = find_engine()
     project = LocalProject.create(base_dir)
     stack = project.stack(engine, LOCAL_STACK)
-    configure_local_stack(stack, deployer_kubeconfig(plane), certificates, settings)
+    configure_local_stack(stack, kubeconfig, certificates, settings)
     up = stack.up()
     preview = stack.preview(expect_no_changes=True)
     return LocalDeployment(project, stack, up, preview)
+
+
+class DeployFailed(RuntimeError):
+    """``pulumi up`` or the preview after it failed; the message holds the CLI's output."""
+
+
+@dataclass(frozen=True)
+class DeploySummary:
+    """What a deployment in another process hands back."""
+
+    up: str
+    """The closing lines of ``pulumi up`` (``resources_summary``)."""
+    preview: str
+    """The closing lines of the preview after it."""
+    outputs: dict[str, Any]
+    """The stack outputs that are not secrets, by name."""
+
+
+def _deploy_and_summarise(
+    base_dir: Path, kubeconfig: Kubeconfig, certificates: dict[str, str], settings: dict[str, str]
+) -> DeploySummary:
+    try:
+        deployment = deploy_local_stack(base_dir, kubeconfig, certificates, settings)
+    except auto.CommandError as failed:
+        raise DeployFailed(str(failed)) from None
+    outputs = {name: output.value for name, output in deployment.up.outputs.items() if not output.secret}
+    return DeploySummary(
+        resources_summary(deployment.up.stdout), resources_summary(deployment.preview.stdout), outputs
+    )
+
+
+def deploy_in_fresh_process(
+    base_dir: Path, kubeconfig: Kubeconfig, certificates: Mapping[str, str], settings: Mapping[str, str]
+) -> DeploySummary:
+    """``deploy_local_stack`` in a fresh interpreter (multiprocessing's spawn), for callers that
+    start child processes afterwards. The Automation API runs gRPC servers and channels in the
+    calling process, and gRPC's fork handlers can then abort a child forked to run a pre-exec
+    hook (``localcluster.processes`` sets a parent-death signal there) before it reaches exec:
+    seen as an extender exiting on SIGABRT with ``epoll_wait error: Bad file descriptor``.
+    A process that never ran gRPC forks safely. Raises ``DeployFailed`` or ``EngineMissing``."""
+    find_engine()  # a missing engine is named here, before another interpreter starts
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        job = pool.submit(_deploy_and_summarise, base_dir, kubeconfig, dict(certificates), dict(settings))
+        return job.result()
 
 
 def resources_summary(output: str) -> str:

@@ -2,7 +2,7 @@
 extender's and the scheduler's TLS material are, byte for byte, the ConfigMap and the Secrets
 read from the API server, apart from the documented rewrites, and the run reports every rewrite.
 
-Each test deploys with the demo's own functions (``deploy_local_stack`` and
+Each test deploys with the demo's own functions (``deploy_in_fresh_process`` and
 ``running_deployed_scheduler``), then reads the objects back with its own client and compares
 them with the files the running processes were started on (their command lines).
 """
@@ -34,7 +34,7 @@ from components.scheduler_config import (
 from localcluster.control_plane import start_control_plane
 from localcluster.deployed_scheduler import ABSENT, DeployedRun, running_deployed_scheduler
 from localcluster.probes import LOOPBACK
-from localcluster.pulumi_stack import deploy_local_stack
+from localcluster.pulumi_stack import deploy_in_fresh_process, deployer_kubeconfig
 from localcluster.team_pki import TeamPki
 
 pytestmark = pytest.mark.e2e
@@ -100,11 +100,12 @@ def deployed(
     base = tmp_path_factory.mktemp(f"demo-{mode}")
     with start_control_plane(bin_dir, base / "plane") as plane:
         settings = {"schedulerMode": mode, "scoringStrategy": STRATEGY}
-        deployment = deploy_local_stack(plane, base / "pulumi", TeamPki.new().values(), settings)
+        kubeconfig = deployer_kubeconfig(plane)
+        deployment = deploy_in_fresh_process(base / "pulumi", kubeconfig, TeamPki.new().values(), settings)
         api = plane.api_client()
         core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
         config_map = core.read_namespaced_config_map(CONFIG_MAP_NAME, NAMESPACE).data[CONFIG_FILE]
-        assert config_map == deployment.up.outputs["schedulerConfig"].value, "what the program declared"
+        assert config_map == deployment.outputs["schedulerConfig"], "what the program declared"
         secrets, extender_args = {}, []
         if uses_extender(mode):
             for name in (SERVER_SECRET, CLIENT_SECRET):
