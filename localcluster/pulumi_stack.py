@@ -7,8 +7,8 @@ downloads). ``PULUMI_ENGINE_DIR`` points at another ``pulumi-engine`` directory.
 
 The program runs as the Automation API's inline program (``__main__.py`` through ``runpy``):
 the CLI then talks to the language runtime the Python SDK serves in this process, so no
-``pulumi-language-python`` binary is needed. ``make demo`` deploys with it, and so does the
-engine suite (``tests/pulumi_engine``).
+``pulumi-language-python`` binary is needed. ``make demo`` deploys with it (in a fresh
+interpreter: ``deploy_in_fresh_process``), and so does the engine suite (``tests/pulumi_engine``).
 """
 
 import base64
