@@ -27,6 +27,7 @@ from components.scheduler_config import (
     SchedulerMode,
     config_checksum,
     scheduler_config_yaml,
+    scheduler_mode_flags,
     uses_extender,
 )
 from components.stack_config import SchedulerSettings
@@ -51,10 +52,10 @@ COORDINATION_GROUP = "coordination.k8s.io"
 
 def scheduler_command(mode: SchedulerMode) -> tuple[list[str] | None, list[str]]:
     """(command, args): the upstream image needs the binary named; ours has it as entrypoint."""
-    config_flag = f"--config={CONFIG_DIR}/{CONFIG_FILE}"
+    flags = [f"--config={CONFIG_DIR}/{CONFIG_FILE}", *scheduler_mode_flags(mode)]
     if uses_extender(mode):
-        return ["kube-scheduler", config_flag], []
-    return None, [config_flag]
+        return ["kube-scheduler", *flags], []
+    return None, flags
 
 
 class CustomScheduler(pulumi.ComponentResource):

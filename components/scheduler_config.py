@@ -92,6 +92,23 @@ def node_cache_capable(mode: SchedulerMode) -> bool:
     return mode == "extender-cached"
 
 
+UNSCHEDULABLE_RETRY = "30s"
+"""extender-cached: kube-scheduler's ``--pod-max-in-unschedulable-pods-duration`` (default 5m).
+
+A pod the extender refused waits for a cluster event to be retried. When a Node is relabelled,
+kube-scheduler's informer can see it and retry the pod before the extender's own watch has
+delivered the new label; the retry is refused on the old label and, with no further event, the
+pod would wait the default 5 minutes. This bounds that wait (about one flush period, 30 s, more).
+The flag is deprecated upstream but present in 1.35."""
+
+
+def scheduler_mode_flags(mode: SchedulerMode) -> tuple[str, ...]:
+    """Command-line flags the mode's scheduler needs besides ``--config`` (same in-cluster and local)."""
+    if node_cache_capable(mode):
+        return (f"--pod-max-in-unschedulable-pods-duration={UNSCHEDULABLE_RETRY}",)
+    return ()
+
+
 def plugin_mode_plugins(weight: int) -> dict[str, Any]:
     """GPUScheduler at preFilter, filter and score, running first at preFilter and filter.
 

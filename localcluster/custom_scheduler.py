@@ -23,6 +23,7 @@ from components.scheduler_config import (
     SchedulerConfig,
     SchedulerMode,
     scheduler_config_yaml,
+    scheduler_mode_flags,
     uses_extender,
 )
 from localcluster.control_plane import ControlPlane, Credentials, free_port, write_kubeconfig
@@ -257,6 +258,7 @@ def start_scheduler(
     config_path.write_text(scheduler_config_yaml(config))
     args = [
         f"--config={config_path}",
+        *scheduler_mode_flags(mode),
         *scheduler_process_flags(plane.scheduler.kubeconfig),
         f"--v={verbosity}",
     ]
