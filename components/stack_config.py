@@ -316,13 +316,12 @@ def parse_stack_config(
     top = _Fields({key: _top_level(key, raw) for key, raw in values.items()})
     for key in sorted(set(values) - TOP_LEVEL_KEYS):
         top[key].fail(f"unknown key; known keys: {', '.join(sorted(TOP_LEVEL_KEYS))}")
-    if "existingCluster" in top:
-        for key in EKS_ONLY_KEYS:
-            if key in top:
-                top[key].fail(
-                    "only for a stack that creates its EKS cluster; existingCluster is set, so this "
-                    "stack creates nothing in AWS: remove one of the two"
-                )
+    top.refuse_beside(
+        "existingCluster",
+        EKS_ONLY_KEYS,
+        "only for a stack that creates its EKS cluster; existingCluster is set, so this "
+        "stack creates nothing in AWS",
+    )
     default = StackConfig(cluster_name=f"gpu-scheduler-{stack}", gpu_node_groups=DEFAULT_GPU_NODE_GROUPS)
     config = StackConfig(
         cluster_name=top.read("clusterName", default.cluster_name, _cluster_name),
@@ -454,6 +453,14 @@ class _Fields(dict[str, _Value]):
     def read(self, key: str, default: _T, parse: Callable[[_Value], _T]) -> _T:
         """``parse`` the field if it is set, else the default."""
         return parse(self[key]) if key in self else default
+
+    def refuse_beside(self, present: str, keys: Iterable[str], why: str) -> None:
+        """Fail on the first of ``keys`` that is set when ``present`` is: they exclude each other."""
+        if present not in self:
+            return
+        for key in keys:
+            if key in self:
+                self[key].fail(f"{why}: remove one of the two")
 
 
 def _top_level(key: str, raw: str) -> _Value:
@@ -644,13 +651,13 @@ def _extender(value: _Value) -> ExtenderSettings:
 def _certificates(value: _Value, secret: bool, now: datetime.datetime) -> CertificateSettings:
     fields = value.fields({*GENERATED_CERTIFICATE_KEYS, "provided"})
     default = CertificateSettings()
+    fields.refuse_beside(
+        "provided",
+        GENERATED_CERTIFICATE_KEYS,
+        "only for certificates the stack generates; certificates.provided is set, so "
+        "the stack generates none",
+    )
     if "provided" in fields:
-        for key in GENERATED_CERTIFICATE_KEYS:
-            if key in fields:
-                fields[key].fail(
-                    "only for certificates the stack generates; certificates.provided is set, so "
-                    "the stack generates none: remove one of the two"
-                )
         return CertificateSettings(provided=_provided_certificates(fields["provided"], secret, now))
 
     def hours(v: _Value) -> int:
