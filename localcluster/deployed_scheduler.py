@@ -151,11 +151,17 @@ def read_deployed_container(
     )
 
 
+def service_account_user(account: str) -> str:
+    """The user name the API server gives ServiceAccount ``account`` of NAMESPACE."""
+    return f"system:serviceaccount:{NAMESPACE}:{account}"
+
+
 def service_account_credentials(plane: ControlPlane, account: str) -> Credentials:
     """A client certificate in the user name and groups of ServiceAccount ``account`` of NAMESPACE:
     RBAC bindings to that ServiceAccount apply to it."""
-    user = f"system:serviceaccount:{NAMESPACE}:{account}"
-    return plane.credentials(user, f"{account}-service-account", groups=SERVICE_ACCOUNT_GROUPS)
+    return plane.credentials(
+        service_account_user(account), f"{account}-service-account", groups=SERVICE_ACCOUNT_GROUPS
+    )
 
 
 def _mounted_paths(node: Any, container: DeployedContainer, where: str, rewrites: list[Rewrite]) -> Any:

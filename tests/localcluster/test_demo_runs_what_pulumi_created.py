@@ -32,7 +32,12 @@ from components.scheduler_config import (
     uses_extender,
 )
 from localcluster.control_plane import start_control_plane
-from localcluster.deployed_scheduler import ABSENT, DeployedRun, running_deployed_scheduler
+from localcluster.deployed_scheduler import (
+    ABSENT,
+    DeployedRun,
+    running_deployed_scheduler,
+    service_account_user,
+)
 from localcluster.probes import LOOPBACK
 from localcluster.pulumi_stack import deploy_in_fresh_process, deployer_kubeconfig
 from localcluster.team_pki import TeamPki
@@ -211,12 +216,12 @@ def test_both_processes_act_as_the_service_accounts_the_stack_created(deployed: 
     process = scheduler_flags(deployed)
     assert process.keys() >= SCHEDULER_FLAGS
     for kubeconfig in (config["clientConnection"]["kubeconfig"], process["--authentication-kubeconfig"]):
-        assert kubeconfig_user(Path(kubeconfig)) == f"system:serviceaccount:{NAMESPACE}:{SCHEDULER_NAME}"
+        assert kubeconfig_user(Path(kubeconfig)) == service_account_user(SCHEDULER_NAME)
     extender = deployed.run.scheduler.extender
     if deployed.mode == "extender-cached":
         assert extender is not None
         kubeconfig = flags(extender.argv)["--kubeconfig"]
-        assert kubeconfig_user(Path(kubeconfig)) == f"system:serviceaccount:{NAMESPACE}:{EXTENDER_SERVICE}"
+        assert kubeconfig_user(Path(kubeconfig)) == service_account_user(EXTENDER_SERVICE)
     elif deployed.mode == "extender":
         assert extender is not None
         assert "--kubeconfig" not in flags(extender.argv), "extender mode reads no API"

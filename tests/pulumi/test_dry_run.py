@@ -31,18 +31,15 @@ from components.scheduler_config import (
     uses_extender,
 )
 from localcluster.control_plane import ControlPlane, start_control_plane
+from localcluster.deployed_scheduler import SERVICE_ACCOUNT_GROUPS, service_account_user
 from localcluster.waiting import wait_for
 from tests.pulumi.conftest import mode_run
 from tests.pulumi.mocks import StackRun
 
 TOKEN_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 """Where the ServiceAccount admission plugin mounts the API token (in-cluster config reads it)."""
-EXTENDER_USER = f"system:serviceaccount:{NAMESPACE}:{EXTENDER_SERVICE}"
-SERVICE_ACCOUNT_GROUPS = [
-    "system:serviceaccounts",
-    f"system:serviceaccounts:{NAMESPACE}",
-    "system:authenticated",
-]
+EXTENDER_USER = service_account_user(EXTENDER_SERVICE)
+EXTENDER_GROUPS = [*SERVICE_ACCOUNT_GROUPS, "system:authenticated"]
 RBAC_PROPAGATION_SECONDS = 30
 """How long the API server's RBAC authorizer may take to see a new binding (its informer)."""
 
@@ -115,7 +112,7 @@ class DryRun:
                 "kind": "SubjectAccessReview",
                 "spec": {
                     "user": EXTENDER_USER,
-                    "groups": SERVICE_ACCOUNT_GROUPS,
+                    "groups": EXTENDER_GROUPS,
                     "resourceAttributes": {key: value for key, value in attributes.items() if value},
                 },
             }
