@@ -9,6 +9,7 @@ mappings that Kubernetes' JSON decodes to.
 
 from policy.errors import PolicyError
 from policy.integers import parse_go_int64
+from policy.node_affinity import memory_affinity_patch, memory_expression
 from policy.node_fit import (
     BELOW_MINIMUM,
     INVALID_NODE_LABEL,
@@ -67,6 +68,8 @@ __all__ = [
     "ScoringStrategy",
     "extender_score",
     "fits_memory",
+    "memory_affinity_patch",
+    "memory_expression",
     "node_gpu_memory_mib",
     "parse_go_int64",
     "parse_quantity",

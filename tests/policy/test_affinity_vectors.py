@@ -1,0 +1,74 @@
+"""The shared node-affinity vectors: every case must hold for the Python policy exactly as written."""
+
+import copy
+from typing import Any
+
+import jsonpatch
+import pytest
+
+import policy
+from policy.node_affinity import REQUIRED_TERMS_FIELD, memory_expression
+from tests.vectors import case_settings, load_cases
+
+FILE = "affinity_cases.json"
+CASES = load_cases(FILE)
+
+
+def test_vector_file_covers_each_outcome() -> None:
+    names = [case["name"] for case in CASES]
+    assert len(names) == len(set(names)), "case names must be unique"
+    outcomes = {next(iter(case["expect"])) for case in CASES}
+    assert outcomes == {"patch", "error", "decode_error"}
+    assert policy.PolicySettings(**case_settings(FILE, {})) == policy.DEFAULT_SETTINGS
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case["name"])
+def test_affinity_case(case: dict[str, Any]) -> None:
+    settings = policy.PolicySettings(**case_settings(FILE, case))
+    pod = case["pod"]
+    before = copy.deepcopy(pod)
+    expect = case["expect"]
+    if "patch" not in expect:
+        with pytest.raises(policy.PolicyError) as raised:
+            policy.memory_affinity_patch(pod, settings)
+        if "error" in expect:
+            assert str(raised.value) == expect["error"]
+        return
+
+    patch = policy.memory_affinity_patch(pod, settings)
+    assert patch == expect["patch"]
+    assert pod == before, "the pod given is not modified"
+
+    patched = jsonpatch.apply_patch(pod, patch)
+    assert policy.memory_affinity_patch(patched, settings) == [], "a second call (reinvocation) adds nothing"
+    assert patched["spec"].get("nodeSelector") == pod["spec"].get("nodeSelector")
+    node_affinity = (patched["spec"].get("affinity") or {}).get("nodeAffinity") or {}
+    before_affinity = (pod["spec"].get("affinity") or {}).get("nodeAffinity") or {}
+    assert node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") == before_affinity.get(
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    )
+    requirement = policy.requirement_from_pod(pod, settings)
+    if requirement.min_memory_mib and patch:
+        expression = memory_expression(requirement.min_memory_mib, settings)
+        for term in node_affinity[REQUIRED_TERMS_FIELD]["nodeSelectorTerms"]:
+            selects_something = term.get("matchExpressions") or term.get("matchFields")
+            assert (expression in term.get("matchExpressions", [])) == bool(selects_something)
+
+
+@pytest.mark.parametrize("minimum", [1, 2, 16384, 22888, 40960, 1048576])
+def test_gt_minimum_minus_one_selects_exactly_the_labels_that_fit(minimum: int) -> None:
+    expression = memory_expression(minimum)
+    assert expression["key"] == policy.NODE_MEMORY_LABEL
+    assert expression["operator"] == "Gt"
+    (bound,) = expression["values"]
+    requirement = policy.Requirement(has_gpu=True, min_memory_mib=minimum)
+    # Valid labels only: one above the maximum is selected by Gt but refused by the policy as invalid.
+    labels = {1, minimum - 1, minimum, minimum + 1, policy.MAX_GPU_MEMORY_MIB}
+    for label in sorted(label for label in labels if 1 <= label <= policy.MAX_GPU_MEMORY_MIB):
+        selected = label > int(bound)  # the scheduler's Gt: the label, parsed as an integer, is greater
+        assert (
+            selected
+            == policy.fits_memory(
+                requirement, {"metadata": {"labels": {policy.NODE_MEMORY_LABEL: str(label)}}}
+            )[0]
+        )
