@@ -1,0 +1,93 @@
+"""Pod admission: the policy's node-affinity rule as an ``admission.k8s.io/v1`` AdmissionReview answer.
+
+kube-apiserver POSTs an AdmissionReview for each pod CREATE the webhook configuration
+sends; the answer carries the request's ``uid`` and, when the pod declares a minimum,
+the JSON Patch that writes it into the pod's required node affinity (so autoscalers
+launch a node type whose label is large enough). A pod whose annotation the policy
+refuses is denied with the policy's own message, or admitted with a warning when the
+operator chose ``warn``. What is not a pod CREATE is admitted unchanged: a webhook must
+never block what it was not written for. A body that is not an AdmissionReview is a
+``WireError`` (400), as the extender's verbs answer.
+"""
+
+import base64
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any, Literal
+
+import orjson
+
+from extender_app.wire import WireError, check_utf8
+from policy import DEFAULT_SETTINGS, PolicyError, PolicySettings, memory_affinity_patch
+
+ADMISSION_API_VERSION = "admission.k8s.io/v1"
+ADMISSION_REVIEW = "AdmissionReview"
+POD_KIND = {"group": "", "version": "v1", "kind": "Pod"}
+
+InvalidAnnotation = Literal["deny", "warn"]
+INVALID_ANNOTATION_ACTIONS: tuple[InvalidAnnotation, ...] = ("deny", "warn")
+INVALID_ANNOTATION: InvalidAnnotation = "deny"
+"""Default: deny, so `kubectl apply` shows the policy's message instead of a pod that waits forever."""
+
+DENIED_STATUS = HTTPStatus.UNPROCESSABLE_ENTITY
+"""The status code a denial carries (Kubernetes' own for an invalid field value)."""
+
+
+@dataclass(frozen=True)
+class AdmissionSettings:
+    """What the webhook does with a pod the policy refuses, and the policy's keys."""
+
+    invalid_annotation: InvalidAnnotation = INVALID_ANNOTATION
+    policy: PolicySettings = field(default_factory=lambda: DEFAULT_SETTINGS)
+
+    def __post_init__(self) -> None:
+        if self.invalid_annotation not in INVALID_ANNOTATION_ACTIONS:
+            raise ValueError(
+                f"invalid_annotation must be one of {', '.join(INVALID_ANNOTATION_ACTIONS)}, "
+                f"not {self.invalid_annotation!r}"
+            )
+
+
+def review(body: bytes | bytearray, settings: AdmissionSettings) -> bytes:
+    """The AdmissionReview answering ``body``, encoded; WireError (400) for a malformed review."""
+    request = _request(body)
+    answer: dict[str, Any] = {"uid": request["uid"], "allowed": True}
+    if request.get("kind") == POD_KIND and request.get("operation") == "CREATE":
+        answer.update(_pod_answer(request.get("object"), settings))
+    return orjson.dumps({"apiVersion": ADMISSION_API_VERSION, "kind": ADMISSION_REVIEW, "response": answer})
+
+
+def _pod_answer(pod: object, settings: AdmissionSettings) -> dict[str, Any]:
+    try:
+        patch = memory_affinity_patch(pod, settings.policy)
+    except PolicyError as error:
+        message = f"{settings.policy.min_memory_annotation}: {error}"
+        if settings.invalid_annotation == "warn":
+            return {"warnings": [message]}
+        return {"allowed": False, "status": {"code": int(DENIED_STATUS), "message": message}}
+    if not patch:
+        return {}
+    return {"patchType": "JSONPatch", "patch": base64.b64encode(orjson.dumps(patch)).decode("ascii")}
+
+
+def _request(body: bytes | bytearray) -> dict[str, Any]:
+    check_utf8(body)
+    try:
+        document = orjson.loads(bytes(body))
+    except orjson.JSONDecodeError as error:
+        raise WireError(
+            HTTPStatus.BAD_REQUEST, f"request body must be exactly one JSON object: {error}"
+        ) from None
+    if not isinstance(document, dict):
+        raise WireError(HTTPStatus.BAD_REQUEST, "request body must be a JSON object (AdmissionReview)")
+    if document.get("apiVersion") != ADMISSION_API_VERSION or document.get("kind") != ADMISSION_REVIEW:
+        raise WireError(
+            HTTPStatus.BAD_REQUEST, f"request body must be an {ADMISSION_API_VERSION} {ADMISSION_REVIEW}"
+        )
+    request = document.get("request")
+    if not isinstance(request, dict):
+        raise WireError(HTTPStatus.BAD_REQUEST, "AdmissionReview.request must be an object")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise WireError(HTTPStatus.BAD_REQUEST, "AdmissionReview.request.uid must be a non-empty string")
+    return request

@@ -1,0 +1,167 @@
+"""The webhook's AdmissionReview answers: the affinity patch, denials and warnings, malformed reviews."""
+
+import base64
+import copy
+from http import HTTPStatus
+from typing import Any
+
+import jsonpatch
+import orjson
+import pytest
+
+import policy
+from extender_app.admission import AdmissionSettings, review
+from extender_app.wire import WireError
+
+UID = "705ab4f5-6393-11e8-b7cc-42010a800002"
+
+
+def pod(annotation: str | None = "40960", gpus: str | None = "1") -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "main", "image": "busybox:1.37.0"}
+    if gpus is not None:
+        container["resources"] = {"requests": {"nvidia.com/gpu": gpus}}
+    annotations = {} if annotation is None else {policy.MIN_MEMORY_ANNOTATION: annotation}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "train", "namespace": "ml", "annotations": annotations},
+        "spec": {"containers": [container]},
+    }
+
+
+def admission_review(obj: object, operation: str = "CREATE", kind: str = "Pod") -> bytes:
+    request = {
+        "uid": UID,
+        "kind": {"group": "", "version": "v1", "kind": kind},
+        "resource": {"group": "", "version": "v1", "resource": kind.lower() + "s"},
+        "operation": operation,
+        "namespace": "ml",
+        "object": obj,
+    }
+    return orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+
+
+def answer(body: bytes, settings: AdmissionSettings | None = None) -> dict[str, Any]:
+    document = orjson.loads(review(body, settings or AdmissionSettings()))
+    assert document["apiVersion"] == "admission.k8s.io/v1"
+    assert document["kind"] == "AdmissionReview"
+    response: dict[str, Any] = document["response"]
+    assert response["uid"] == UID
+    return response
+
+
+def test_an_annotated_gpu_pod_gets_the_memory_affinity() -> None:
+    original = pod()
+    response = answer(admission_review(original))
+    assert response["allowed"] is True
+    assert response["patchType"] == "JSONPatch"
+    patched = jsonpatch.apply_patch(original, orjson.loads(base64.b64decode(response["patch"])))
+    terms = patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms["nodeSelectorTerms"] == [
+        {"matchExpressions": [{"key": policy.NODE_MEMORY_LABEL, "operator": "Gt", "values": ["40959"]}]}
+    ]
+    again = answer(admission_review(patched))
+    assert again == {"uid": UID, "allowed": True}, "reinvocation changes nothing"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        admission_review(pod(annotation=None)),
+        admission_review(pod(annotation=None, gpus=None)),
+        admission_review(pod(), operation="UPDATE"),
+        admission_review({"kind": "ConfigMap"}, kind="ConfigMap"),
+    ],
+    ids=["no-annotation", "cpu-pod", "update", "not-a-pod"],
+)
+def test_what_needs_no_change_is_admitted_unchanged(body: bytes) -> None:
+    assert answer(body) == {"uid": UID, "allowed": True}
+
+
+@pytest.mark.parametrize(
+    ("annotation", "gpus", "message"),
+    [
+        ("40Gi", "1", policy.INVALID_MIN_MEMORY),
+        ("0", "1", policy.INVALID_MIN_MEMORY),
+        ("40960", None, policy.REQUIRES_GPU_REQUEST),
+        ("40960", "0", policy.REQUIRES_GPU_REQUEST),
+    ],
+)
+def test_a_pod_the_policy_refuses_is_denied_with_its_message_or_warned(
+    annotation: str, gpus: str | None, message: str
+) -> None:
+    body = admission_review(pod(annotation, gpus))
+    denied = answer(body)
+    assert denied["allowed"] is False
+    assert denied["status"] == {
+        "code": HTTPStatus.UNPROCESSABLE_ENTITY,
+        "message": f"{policy.MIN_MEMORY_ANNOTATION}: {message}",
+    }
+    assert "patch" not in denied
+
+    warned = answer(body, AdmissionSettings(invalid_annotation="warn"))
+    assert warned == {"uid": UID, "allowed": True, "warnings": [f"{policy.MIN_MEMORY_ANNOTATION}: {message}"]}
+
+
+def test_keys_come_from_the_policy_settings() -> None:
+    settings = AdmissionSettings(policy=policy.PolicySettings(node_memory_label="example.org/vram-mib"))
+    response = answer(admission_review(pod()), settings)
+    (operation,) = orjson.loads(base64.b64decode(response["patch"]))
+    selector = operation["value"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert selector["nodeSelectorTerms"][0]["matchExpressions"][0]["key"] == "example.org/vram-mib"
+
+
+def _review_with(**changes: object) -> bytes:
+    document = orjson.loads(admission_review(pod()))
+    document.update(changes)
+    return orjson.dumps(document)
+
+
+def _request_with(**changes: object) -> bytes:
+    document = orjson.loads(admission_review(pod()))
+    request = copy.deepcopy(document["request"])
+    request.update(changes)
+    document["request"] = request
+    return orjson.dumps(document)
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"", "exactly one JSON object"),
+        (b"{", "exactly one JSON object"),
+        (admission_review(pod()) + b"{}", "exactly one JSON object"),
+        (b"\xff\xfe", "not UTF-8"),
+        (b"[]", "must be a JSON object (AdmissionReview)"),
+        (
+            _review_with(apiVersion="admission.k8s.io/v1beta1"),
+            "must be an admission.k8s.io/v1 AdmissionReview",
+        ),
+        (_review_with(kind="Pod"), "must be an admission.k8s.io/v1 AdmissionReview"),
+        (_review_with(request=None), "AdmissionReview.request must be an object"),
+        (_request_with(uid=""), "request.uid must be a non-empty string"),
+        (_request_with(uid=7), "request.uid must be a non-empty string"),
+    ],
+    ids=[
+        "empty",
+        "truncated",
+        "trailing",
+        "not-utf8",
+        "array",
+        "v1beta1",
+        "wrong-kind",
+        "no-request",
+        "empty-uid",
+        "uid-number",
+    ],
+)
+def test_a_malformed_review_is_a_400_with_its_reason(body: bytes, reason: str) -> None:
+    with pytest.raises(WireError) as raised:
+        review(body, AdmissionSettings())
+    assert raised.value.status == HTTPStatus.BAD_REQUEST
+    assert reason in raised.value.reason
+
+
+def test_an_unknown_invalid_annotation_action_is_refused() -> None:
+    with pytest.raises(ValueError, match="invalid_annotation must be one of deny, warn"):
+        AdmissionSettings(invalid_annotation="ignore")  # type: ignore[arg-type]
