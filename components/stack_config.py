@@ -72,7 +72,9 @@ CapacityType = Literal["ON_DEMAND", "SPOT"]
 CAPACITY_TYPES: dict[str, CapacityType] = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
 """Config spelling -> the EKS API's."""
 
-_CLUSTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+_CLUSTER_NAME = re.compile(r"(?=.{1,100}$)[a-z0-9]+(?:[_-][a-z0-9]+)*")
+"""EKS allows 1-100 letters, digits, '-' and '_'; the name is also the ECR repositories'
+namespace, and ECR takes only lowercase alphanumeric runs joined by single separators."""
 _GROUP_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?")
 _INSTANCE_TYPE = re.compile(r"[a-z][a-z0-9-]*\.[a-z0-9-]+")
 _VPC_ID = re.compile(r"vpc-[0-9a-f]{8,17}")
@@ -323,6 +325,9 @@ def parse_stack_config(
         "stack creates nothing in AWS",
     )
     default = StackConfig(cluster_name=f"gpu-scheduler-{stack}", gpu_node_groups=DEFAULT_GPU_NODE_GROUPS)
+    if "clusterName" not in top and "existingCluster" not in top:
+        # The default follows the stack name, which Pulumi allows in uppercase: check it like a set one.
+        _cluster_name(_Value("clusterName", default.cluster_name))
     config = StackConfig(
         cluster_name=top.read("clusterName", default.cluster_name, _cluster_name),
         kubernetes_version=top.read("kubernetesVersion", default.kubernetes_version, _kubernetes_version),
@@ -473,7 +478,11 @@ def _top_level(key: str, raw: str) -> _Value:
 
 
 def _cluster_name(value: _Value) -> str:
-    return value.string(_CLUSTER_NAME, "1-100 letters, digits, '-' or '_', starting alphanumeric")
+    return value.string(
+        _CLUSTER_NAME,
+        "1-100 lowercase letters, digits, and single '-' or '_' between them (it is also the ECR"
+        " repositories' namespace, which refuses uppercase and leading, trailing or doubled separators)",
+    )
 
 
 def _kubernetes_version(value: _Value) -> str:

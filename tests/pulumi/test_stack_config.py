@@ -270,6 +270,12 @@ BAD_VALUES: list[tuple[dict[str, Any], str, str]] = [
     ({"kubernetesVersion": "1.35.2"}, "kubernetesVersion", "must look like 1.35"),
     ({"kubernetesVersion": "v1.35"}, "kubernetesVersion", "must look like 1.35"),
     ({"clusterName": "-leading-dash"}, "clusterName", "is not valid"),
+    # The cluster name is also the ECR repositories' namespace, which ECR refuses in uppercase,
+    # with a trailing separator or with two separators in a row (CreateRepository would fail mid-up).
+    ({"clusterName": "GPU-Lab"}, "clusterName", "lowercase"),
+    ({"clusterName": "gpu-lab-"}, "clusterName", "is not valid"),
+    ({"clusterName": "gpu_lab_"}, "clusterName", "is not valid"),
+    ({"clusterName": "gpu--lab"}, "clusterName", "is not valid"),
     ({"gpuTaint": "yes"}, "gpuTaint", "must be true or false"),
     ({"gpuNodeGroups": []}, "gpuNodeGroups", "at least one GPU node group"),
     ({"gpuNodeGroups": "g5.xlarge"}, "gpuNodeGroups", "must be a list"),
@@ -596,3 +602,12 @@ def test_load_stack_config_reads_secret_keys_as_the_language_host_passes_them(
     monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps([]))
     with pytest.raises(StackConfigError, match=rf"^{PROJECT}:existingCluster\.kubeconfig: must be a secret"):
         load_stack_config()
+
+
+def test_a_default_cluster_name_from_an_uppercase_stack_name_is_refused_before_ecr_would() -> None:
+    with pytest.raises(StackConfigError) as raised:
+        parse_stack_config({}, stack="Dev", plugin_version=plugin_kubernetes_version())
+    assert str(raised.value).startswith(f"{PROJECT}:clusterName: 'gpu-scheduler-Dev' is not valid: ")
+    assert parse_stack_config({}, stack="dev", plugin_version=plugin_kubernetes_version()).cluster_name == (
+        "gpu-scheduler-dev"
+    )
