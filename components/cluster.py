@@ -28,6 +28,8 @@ NODE_POLICIES = (
 )
 """What a managed node needs: join the cluster, run the VPC CNI, pull from ECR."""
 MAX_UNAVAILABLE_NODES = 1
+AUTOSCALED_FIELDS = ["scalingConfig.desiredSize"]
+"""Node-group fields an autoscaler (or an operator) changes: ``pulumi up`` must not undo them."""
 """Nodes replaced at a time during a node group update."""
 
 
@@ -47,6 +49,7 @@ class Cluster(pulumi.ComponentResource):
         super().__init__("gpu-scheduler-eks:index:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.name = config.cluster_name
+        self.kubernetes_version = config.kubernetes_version
         self.subnet_ids = network.private_subnet_ids
 
         eks_cluster = eks.Cluster(
@@ -105,6 +108,7 @@ class Cluster(pulumi.ComponentResource):
             node_role_arn=role.arn,
             subnet_ids=network.private_subnet_ids,
             ami_type=SYSTEM_AMI_TYPE,
+            version=config.kubernetes_version,
             capacity_type="ON_DEMAND",
             instance_types=list(group.instance_types),
             disk_size=group.disk_size_gib,
@@ -115,7 +119,9 @@ class Cluster(pulumi.ComponentResource):
             ),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=MAX_UNAVAILABLE_NODES),
             labels={NODE_POOL_LABEL: SYSTEM_POOL},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=self.node_group_dependencies),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=self.node_group_dependencies, ignore_changes=AUTOSCALED_FIELDS
+            ),
         )
         # pulumi-eks adds the CoreDNS add-on only with a default node group or Fargate (it would
         # wait for nodes that do not exist yet); manage it here, once the system nodes exist.

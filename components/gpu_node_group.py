@@ -6,7 +6,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from components.cluster import NODE_POOL_LABEL, Cluster
+from components.cluster import AUTOSCALED_FIELDS, NODE_POOL_LABEL, Cluster
 from components.gpu_memory import Gpu, InstanceGpus, group_gpu_memory_mib, require_architecture
 from components.stack_config import GpuNodeGroup as GpuNodeGroupSettings
 from policy import GPU_RESOURCE, NODE_MEMORY_LABEL
@@ -82,6 +82,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
             node_role_arn=cluster.node_role_arn,
             subnet_ids=cluster.subnet_ids,
             ami_type=GPU_AMI_TYPE,
+            version=cluster.kubernetes_version,
             capacity_type=settings.capacity_type,
             instance_types=list(settings.instance_types),
             disk_size=settings.disk_size_gib,
@@ -97,7 +98,9 @@ class GpuNodeGroup(pulumi.ComponentResource):
                 NODE_POOL_LABEL: f"gpu-{settings.name}",
             },
             taints=taints,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=cluster.node_group_dependencies),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=cluster.node_group_dependencies, ignore_changes=AUTOSCALED_FIELDS
+            ),
         )
         self.register_outputs(
             {"memoryLabel": self.memory_label, "nodeGroupName": self.node_group.node_group_name}

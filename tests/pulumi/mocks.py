@@ -85,6 +85,8 @@ class Declared:
     """The URN of the provider resource it was registered with ("" for the default provider)."""
     property_dependencies: frozenset[tuple[str, str, str]] = frozenset()
     """(input property, type, name): the resources each input property's value comes from."""
+    ignore_changes: tuple[str, ...] = ()
+    """The ``ignore_changes`` option, as the engine receives it (camelCase property paths)."""
 
     @property
     def plain(self) -> dict[str, Any]:
@@ -219,6 +221,7 @@ class RecordingMonitor(MockMonitor):
         self.dependencies: dict[str, tuple[str, ...]] = {}
         self.providers: dict[str, str] = {}
         self.property_dependencies: dict[str, frozenset[tuple[str, str, str]]] = {}
+        self.ignore_changes: dict[str, tuple[str, ...]] = {}
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
@@ -230,6 +233,7 @@ class RecordingMonitor(MockMonitor):
             for key, dependencies in request.propertyDependencies.items()
             for urn in dependencies.urns
         )
+        self.ignore_changes[response.urn] = tuple(request.ignoreChanges)
         return response
 
 
@@ -309,6 +313,7 @@ def run_stack(program: Callable[[], Mapping[str, Any]]) -> StackRun:
                 dependencies,
                 monitor.providers.get(urn, ""),
                 monitor.property_dependencies.get(urn, frozenset()),
+                monitor.ignore_changes.get(urn, ()),
             )
         )
     return StackRun(declared, resolved, frozenset(secret), mocks.calls)

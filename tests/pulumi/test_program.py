@@ -897,3 +897,26 @@ def test_reveal_and_is_secret_agree_with_the_mocks_marker() -> None:
     assert is_secret(wrapped)
     assert reveal({"x": wrapped}) == {"x": {"a": [1]}}
     assert not is_secret({"value": 1})
+
+
+def test_node_groups_follow_the_cluster_version_and_leave_the_desired_size_to_autoscalers(
+    run: StackRun,
+) -> None:
+    """Without ``version`` a group keeps its first AMI release when kubernetesVersion moves on, and
+    without ignoring ``desiredSize`` every ``pulumi up`` would undo what an autoscaler scaled."""
+    cluster = run.one("eks:index:Cluster").plain
+    groups = run.of_type("aws:eks/nodeGroup:NodeGroup")
+    assert len(groups) >= 2
+    for group in groups:
+        assert group.plain["version"] == cluster["version"], group.name
+        assert "scalingConfig.desiredSize" in group.ignore_changes, group.name
+
+
+def test_node_groups_follow_another_kubernetes_version() -> None:
+    run = run_with(
+        {
+            "kubernetesVersion": "1.34",
+            "scheduler": {"kubeSchedulerImage": "registry.k8s.io/kube-scheduler:v1.34.3"},
+        }
+    )
+    assert {group.plain["version"] for group in run.of_type("aws:eks/nodeGroup:NodeGroup")} == {"1.34"}
