@@ -8,16 +8,19 @@ the cluster when a managed node group uses it (no aws-auth ConfigMap to manage).
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
+from components.gpu_memory import InstanceGpus, require_architecture
 from components.network import Network
-from components.stack_config import StackConfig
+from components.stack_config import PROJECT, StackConfig
 
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
+SYSTEM_AMI_ARCHITECTURE = "x86_64"
 NODE_POOL_LABEL = "training.example.com/node-pool"
 """Node label naming the node group's role; the extender and scheduler select ``system``."""
 SYSTEM_POOL = "system"
@@ -110,7 +113,7 @@ class Cluster(pulumi.ComponentResource):
             ami_type=SYSTEM_AMI_TYPE,
             version=config.kubernetes_version,
             capacity_type="ON_DEMAND",
-            instance_types=list(group.instance_types),
+            instance_types=self._checked_system_types(group.instance_types),
             disk_size=group.disk_size_gib,
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=group.scaling.min_size,
@@ -136,3 +139,21 @@ class Cluster(pulumi.ComponentResource):
         self.register_outputs(
             {"clusterName": self.name, "kubeconfig": self.kubeconfig, "nodeRoleArn": self.node_role_arn}
         )
+
+    def _checked_system_types(self, instance_types: Sequence[str]) -> pulumi.Output[list[str]]:
+        """The system group's types, once EC2 says each runs the AMI's architecture."""
+        lookups = [
+            aws.ec2.get_instance_type_output(instance_type=name, opts=pulumi.InvokeOutputOptions(parent=self))
+            for name in instance_types
+        ]
+
+        def checked(results: list[Any]) -> list[str]:
+            described = [
+                InstanceGpus(name, (), tuple(result.supported_architectures or ()))
+                for name, result in zip(instance_types, results, strict=True)
+            ]
+            where = f"{PROJECT}:systemNodeGroup.instanceTypes (the system node group)"
+            require_architecture(where, described, SYSTEM_AMI_ARCHITECTURE)
+            return list(instance_types)
+
+        return pulumi.Output.all(*lookups).apply(checked)

@@ -55,6 +55,7 @@ from components.stack_config import (
     CertificateSettings,
     ExtenderSettings,
     StackConfigError,
+    SystemNodeGroup,
 )
 from extender_app.cli import build_parser, settings_from
 from policy import NODE_MEMORY_LABEL
@@ -253,7 +254,9 @@ def test_gpu_node_group_label_comes_from_ec2(run: StackRun, group: dict[str, Any
     assert declared["instanceTypes"] == group["instanceTypes"]
     assert run.outputs["gpuMemoryLabels"][group["name"]] == str(expected)
     assert all(
-        call.args["instanceType"] in {t for g in (MIXED_GROUP, SINGLE_GROUP) for t in g["instanceTypes"]}
+        call.args["instanceType"]
+        in {t for g in (MIXED_GROUP, SINGLE_GROUP) for t in g["instanceTypes"]}
+        | set(SystemNodeGroup().instance_types)
         for call in run.calls
         if call.token.endswith("getInstanceType")
     )
@@ -920,3 +923,11 @@ def test_node_groups_follow_another_kubernetes_version() -> None:
         }
     )
     assert {group.plain["version"] for group in run.of_type("aws:eks/nodeGroup:NodeGroup")} == {"1.34"}
+
+
+def test_a_system_type_the_ami_cannot_run_fails_naming_the_key() -> None:
+    """The system group's AMI is x86_64: an arm64 type would fail only when EKS creates the group."""
+    with pytest.raises(
+        ValueError, match=rf"{PROJECT}:systemNodeGroup\.instanceTypes .*m6g\.large supports arm64, not x86_64"
+    ):
+        run_with({"systemNodeGroup": {"instanceTypes": ["m6i.large", "m6g.large"]}})
