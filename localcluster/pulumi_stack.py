@@ -12,13 +12,14 @@ interpreter: ``deploy_in_fresh_process``), and so does the engine suite (``tests
 """
 
 import base64
-import concurrent.futures
 import importlib.metadata
 import importlib.util
-import multiprocessing
 import os
+import pickle
 import runpy
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -271,7 +272,7 @@ class DeploySummary:
     """The stack outputs that are not secrets, by name."""
 
 
-def _deploy_and_summarise(
+def deploy_and_summarise(
     base_dir: Path, kubeconfig: Kubeconfig, certificates: dict[str, str], settings: dict[str, str]
 ) -> DeploySummary:
     try:
@@ -287,17 +288,31 @@ def _deploy_and_summarise(
 def deploy_in_fresh_process(
     base_dir: Path, kubeconfig: Kubeconfig, certificates: Mapping[str, str], settings: Mapping[str, str]
 ) -> DeploySummary:
-    """``deploy_local_stack`` in a fresh interpreter (multiprocessing's spawn), for callers that
-    start child processes afterwards. The Automation API runs gRPC servers and channels in the
-    calling process, and gRPC's fork handlers can then abort a child forked to run a pre-exec
-    hook (``localcluster.processes`` sets a parent-death signal there) before it reaches exec:
+    """``deploy_local_stack`` in a fresh interpreter (``python -m localcluster.deploy_process``),
+    for callers that start child processes afterwards. The Automation API runs gRPC servers and
+    channels in the calling process, and gRPC's fork handlers can then abort a child forked to
+    run a pre-exec hook (``localcluster.processes`` sets a parent-death signal there) before it
+    reaches exec:
     seen as an extender exiting on SIGABRT with ``epoll_wait error: Bad file descriptor``.
-    A process that never ran gRPC forks safely. Raises ``DeployFailed`` or ``EngineMissing``."""
+    A process that never ran gRPC forks safely. A plain child, not multiprocessing: its spawn
+    context leaves a resource-tracker process behind that outlives an interrupted demo by a few
+    milliseconds. An interrupt kills the child. Raises ``DeployFailed`` or ``EngineMissing``."""
     find_engine()  # a missing engine is named here, before another interpreter starts
-    context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-        job = pool.submit(_deploy_and_summarise, base_dir, kubeconfig, dict(certificates), dict(settings))
-        return job.result()
+    request = pickle.dumps((base_dir, kubeconfig, dict(certificates), dict(settings)))
+    completed = subprocess.run(
+        [sys.executable, "-m", "localcluster.deploy_process"],
+        input=request,
+        stdout=subprocess.PIPE,
+        cwd=REPO_ROOT,
+        check=False,
+    )
+    if completed.returncode != 0 or not completed.stdout:
+        raise DeployFailed(f"the deployment process exited with status {completed.returncode}")
+    kind, value = pickle.loads(completed.stdout)  # noqa: S301 - written by our own child
+    if kind == "error":
+        raise value
+    summary: DeploySummary = value
+    return summary
 
 
 def resources_summary(output: str) -> str:
