@@ -1,8 +1,8 @@
 """The EKS cluster: control plane (pulumi-eks), the node IAM role, the system node group.
 
 No Fargate and no default node group: every node comes from an EKS managed node group
-declared here as a plain ``aws.eks.NodeGroup`` (see README, "Why aws.eks.NodeGroup"). The
-cluster uses the ``API`` authentication mode, so EKS itself grants the node role access to
+declared here as a plain ``aws.eks.NodeGroup`` (why: docs/deploy-eks.md#what-pulumi-up-creates).
+The cluster uses the ``API`` authentication mode, so EKS itself grants the node role access to
 the cluster when a managed node group uses it (no aws-auth ConfigMap to manage).
 """
 

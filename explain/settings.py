@@ -43,7 +43,7 @@ SCHEMA_VERSION = 1
 
 @dataclass(frozen=True)
 class ExitCodes:
-    """Exit codes; README "explain" documents them for scripts."""
+    """Exit codes; docs/explain.md#flags-exit-codes-json documents them for scripts."""
 
     fits: int = 0
     """explain pod: the pod is bound, or a node passes the policy and has free GPUs and

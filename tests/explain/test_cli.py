@@ -52,7 +52,7 @@ GROUP_KEYS = {
     "name", "nodes", "instanceTypes", "labels", "gpusAllocatable", "gpusAllocated", "gpusFree",
     "flaggedNodes", "problems",
 }  # fmt: skip
-"""The JSON schema README "explain" documents: a change here is a change there."""
+"""The JSON schema docs/explain.md#flags-exit-codes-json documents: a change here is a change there."""
 
 
 def run(cluster: Cluster, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -1,4 +1,4 @@
-"""Measurements behind the extender's defaults (README, "The extender"); not part of the test run.
+"""Measurements behind the extender's defaults (docs/serving.md); not part of the test run.
 
     python -m tests.extender.measure_extender latency [--nodes 500]
     python -m tests.extender.measure_extender memory [--concurrent 2] [--body-mib 128] [--nodes 5000]

@@ -1,4 +1,4 @@
-"""Measurements of ``--node-cache watch`` (README, "The node cache"); not part of the test run.
+"""Measurements of ``--node-cache watch`` (docs/node-cache.md); not part of the test run.
 
     python -m tests.extender.measure_node_cache [--nodes 5000] [--rounds 30] [--bin-dir .cache/bin]
 
