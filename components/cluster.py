@@ -15,8 +15,8 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
-from components.gpu_memory import InstanceGpus, require_architecture
 from components.network import Network
+from components.render.gpu_memory import InstanceGpus, require_architecture
 from components.stack_config import PROJECT, StackConfig
 
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"

@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 from components.certificates import CLIENT_SECRET
 from components.cluster import NODE_POOL_LABEL, SYSTEM_POOL
 from components.pod_security import container_security_context, pod_security_context
-from components.scheduler_config import (
+from components.render.scheduler_config import (
     EXTENDER_CLIENT_DIR,
     NAMESPACE,
     SCHEDULER_NAME,

@@ -17,9 +17,9 @@ import pulumi_kubernetes as k8s
 
 from components.certificates import SERVER_SECRET
 from components.cluster import NODE_POOL_LABEL, SYSTEM_POOL
-from components.node_reader import NODE_READER_ROLE, NODE_READER_RULES
 from components.pod_security import container_security_context, pod_security_context
-from components.scheduler_config import (
+from components.render.node_reader import NODE_READER_ROLE, NODE_READER_RULES
+from components.render.scheduler_config import (
     EXTENDER_PORT,
     EXTENDER_SERVICE,
     NAMESPACE,

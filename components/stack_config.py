@@ -37,7 +37,7 @@ from components.provided_certificates import (
     ProvidedCertificates,
     check_provided_certificates,
 )
-from components.scheduler_config import SCHEDULER_MODES, ExtenderEndpoint, SchedulerMode, uses_extender
+from components.render.scheduler_config import SCHEDULER_MODES, ExtenderEndpoint, SchedulerMode, uses_extender
 from policy import SCORING_STRATEGIES, SCORING_STRATEGY, PolicyError, ScoringStrategy, parse_quantity
 
 PROJECT = "gpu-scheduler-eks"

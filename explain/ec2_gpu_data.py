@@ -1,7 +1,7 @@
 """EC2's GPU data per instance type, and the memory label each type should carry.
 
 The label a node should carry is derived from EC2 ``DescribeInstanceTypes`` GpuInfo by the
-Pulumi program's own rule (``components/gpu_memory.py``). Two sources:
+Pulumi program's own rule (``components/render/gpu_memory.py``). Two sources:
 
 - the shipped table ``ec2_gpu_types.json``: every GPU type of moto's EC2 instance-type
   catalogue (a snapshot of the real DescribeInstanceTypes data), GPU fields only, written
@@ -19,7 +19,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from components.gpu_memory import GpuMemoryError, group_gpu_memory_mib, instance_gpus_from_ec2
+from components.render.gpu_memory import GpuMemoryError, group_gpu_memory_mib, instance_gpus_from_ec2
 from explain.errors import ExplainError
 from explain.settings import EC2_FILTER_CHUNK
 

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from components.scheduler_config import SCHEDULER_NAME
+from components.render.scheduler_config import SCHEDULER_NAME
 
 GPU_PRODUCT_LABELS = ("nvidia.com/gpu.product",)
 """Node labels that name the GPU model (NVIDIA GPU Feature Discovery), read in this order."""

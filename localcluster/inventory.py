@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.gpu_memory import group_gpu_memory_mib, instance_gpus_from_ec2
+from components.render.gpu_memory import group_gpu_memory_mib, instance_gpus_from_ec2
 
 INVENTORY_FILE = Path(__file__).with_name("inventory.json")
 SOURCE_REGION = "us-east-1"

@@ -21,7 +21,7 @@ from kubernetes import client
 
 from components.certificates import CLIENT_SECRET, SERVER_SECRET
 from components.custom_scheduler import CONFIG_FILE, CONFIG_MAP_NAME
-from components.scheduler_config import (
+from components.render.scheduler_config import (
     EXTENDER_MODES,
     EXTENDER_SERVICE,
     EXTENDER_SERVICE_HOST,

@@ -2,7 +2,7 @@
 
 import json
 
-from components.gpu_memory import group_gpu_memory_mib, instance_gpus_from_ec2
+from components.render.gpu_memory import group_gpu_memory_mib, instance_gpus_from_ec2
 from localcluster.inventory import INVENTORY_FILE, catalogue_entries, load_inventory
 
 

@@ -34,7 +34,7 @@ from components.custom_scheduler import (
     CONFIG_MAP_NAME,
 )
 from components.kubernetes_await import SKIP_AWAIT_ANNOTATION
-from components.scheduler_config import (
+from components.render.scheduler_config import (
     EXTENDER_SERVICE,
     EXTENDER_SERVICE_HOST,
     NAMESPACE,
