@@ -158,7 +158,7 @@ def tls_socket(port: int, context: ssl.SSLContext) -> ssl.SSLSocket:
 
 def read_response(sock: socket.socket) -> tuple[int, bytes]:
     """Read one HTTP response from a raw socket: (status, body)."""
-    response = http.client.HTTPResponse(sock)  # type: ignore[arg-type]
+    response = http.client.HTTPResponse(sock)
     response.begin()
     return response.status, response.read()
 
