@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from bench.extender_server import rss_mib
-from tests.extender.harness import read_json_line, request, scheduler_context, start_process
+from tests.extender.harness import read_json_line, request, scheduler_context, start_process, tls_args
 from tests.extender.pki import Pki, make_pki
 from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod
 
@@ -35,17 +35,7 @@ class Server:
     """``python -m extender_app`` on ephemeral loopback ports; its request log lines are kept."""
 
     def __init__(self, pki: Pki, extra: list[str]) -> None:
-        args = ["--tls-cert", str(pki.server_cert), "--tls-key", str(pki.server_key)]
-        args += [
-            "--client-ca",
-            str(pki.client_ca),
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--health-port",
-            "0",
-        ]
+        args = [*tls_args(pki), "--port", "0", "--health-port", "0"]
         self.process: subprocess.Popen[bytes] = start_process([*args, *extra])
         line = read_json_line(self.process.stdout, lambda entry: entry["msg"] == "listening")
         self.port, self.health_port = int(str(line["port"])), int(str(line["health_port"]))
