@@ -66,7 +66,7 @@ test-python: setup binaries pulumi-engine ## every other pytest suite (extender,
 	$(PY) -m pytest tests/pulumi_engine $(PYTEST_ARGS)
 	@$(PY) -m pytest tests/extender/test_cached_vectors.py -q -s -p no:cacheprovider | grep -E 'agrees on [0-9]+ of [0-9]+'
 
-test-engine: setup binaries pulumi-engine ## only the Pulumi engine suite (part of make test; README "The end-to-end suite on the real Pulumi engine")
+test-engine: setup binaries pulumi-engine ## only the Pulumi engine suite (part of make test; docs/testing.md#the-end-to-end-suite-on-the-real-pulumi-engine)
 	$(PY) -m pytest tests/pulumi_engine $(PYTEST_ARGS)
 
 test: lint go-check pulumi-engine test-policy test-python ## everything CI runs

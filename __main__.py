@@ -1,8 +1,8 @@
 """The Pulumi program: read the stack configuration once, declare the stack, export its outputs.
 
 ``pulumi up`` per environment (``Pulumi.dev.yaml``, ``Pulumi.prod.yaml`` on EKS,
-``Pulumi.local.yaml`` on an existing cluster, ...); see README, "Deploying to EKS with
-Pulumi", for the keys and what gets created.
+``Pulumi.local.yaml`` on an existing cluster, ...); see docs/configuration.md for
+the keys and docs/deploy-eks.md for what gets created.
 """
 
 import pulumi

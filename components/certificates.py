@@ -17,7 +17,7 @@ import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 
 from components.provided_certificates import ProvidedCertificates
-from components.scheduler_config import EXTENDER_SERVICE_HOST, NAMESPACE, SCHEDULER_NAME
+from components.render.scheduler_config import EXTENDER_SERVICE_HOST, NAMESPACE, SCHEDULER_NAME
 from components.stack_config import CertificateSettings
 
 SERVER_SECRET = "extender-server-tls"  # noqa: S105 - the name of a Secret, not a credential

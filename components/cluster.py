@@ -1,8 +1,8 @@
 """The EKS cluster: control plane (pulumi-eks), the node IAM role, the system node group.
 
 No Fargate and no default node group: every node comes from an EKS managed node group
-declared here as a plain ``aws.eks.NodeGroup`` (see README, "Why aws.eks.NodeGroup"). The
-cluster uses the ``API`` authentication mode, so EKS itself grants the node role access to
+declared here as a plain ``aws.eks.NodeGroup`` (why: docs/deploy-eks.md#what-pulumi-up-creates).
+The cluster uses the ``API`` authentication mode, so EKS itself grants the node role access to
 the cluster when a managed node group uses it (no aws-auth ConfigMap to manage).
 """
 
@@ -15,8 +15,8 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
-from components.gpu_memory import InstanceGpus, require_architecture
 from components.network import Network
+from components.render.gpu_memory import InstanceGpus, require_architecture
 from components.stack_config import PROJECT, StackConfig
 
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"

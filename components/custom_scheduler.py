@@ -16,9 +16,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.certificates import CLIENT_SECRET
-from components.cluster import NODE_POOL_LABEL, SYSTEM_POOL
 from components.pod_security import container_security_context, pod_security_context
-from components.scheduler_config import (
+from components.render.scheduler_config import (
     EXTENDER_CLIENT_DIR,
     NAMESPACE,
     SCHEDULER_NAME,
@@ -31,9 +30,17 @@ from components.scheduler_config import (
     uses_extender,
 )
 from components.stack_config import SchedulerSettings
+from components.workload_parts import (
+    APP_LABEL,
+    container_resources,
+    http_probe,
+    object_metadata,
+    role_ref,
+    spread,
+    system_pool_selector,
+)
 from policy import SCORING_STRATEGY, ScoringStrategy
 
-APP_LABEL = "app"
 CONFIG_DIR = "/etc/kubernetes/custom-scheduler"
 CONFIG_FILE = "config.yaml"
 CONFIG_MAP_NAME = f"{SCHEDULER_NAME}-config"
@@ -42,8 +49,6 @@ CLIENT_TLS_CHECKSUM_ANNOTATION = "checksum/extender-client-tls"
 SECURE_PORT = 10259
 """kube-scheduler's HTTPS port; /livez and /readyz are served there without authentication."""
 CLIENT_TLS_FILE_MODE = 0o440
-PROBE_PERIOD_SECONDS = 10
-PROBE_FAILURE_THRESHOLD = 3
 LIVENESS_INITIAL_DELAY_SECONDS = 15
 CLUSTER_ROLES = ("system:kube-scheduler", "system:volume-scheduler")
 AUTHENTICATION_READER_ROLE = "extension-apiserver-authentication-reader"
@@ -80,43 +85,63 @@ class CustomScheduler(pulumi.ComponentResource):
     ) -> None:
         """``object_annotations`` go on every object (``kubernetes_await.await_annotations``)."""
         super().__init__("gpu-scheduler-eks:index:CustomScheduler", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on)
-        labels = {APP_LABEL: SCHEDULER_NAME}
-
-        def metadata(
-            object_name: str = SCHEDULER_NAME, namespace: str = NAMESPACE
-        ) -> k8s.meta.v1.ObjectMetaArgs:
-            return k8s.meta.v1.ObjectMetaArgs(
-                name=object_name, namespace=namespace, labels=labels, annotations=object_annotations
+        self._name = name
+        self._child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on)
+        self._labels = {APP_LABEL: SCHEDULER_NAME}
+        self._annotations = object_annotations
+        account = k8s.core.v1.ServiceAccount(f"{name}-account", metadata=self._metadata(), opts=self._child)
+        self._rbac()
+        self.config_yaml = scheduler_config_yaml(
+            SchedulerConfig(
+                mode=mode,
+                extender=ExtenderEndpoint(weight=settings.extender_weight),
+                scoring_strategy=scoring_strategy,
             )
+        )
+        config_map = k8s.core.v1.ConfigMap(
+            f"{name}-config",
+            metadata=self._metadata(CONFIG_MAP_NAME),
+            data={CONFIG_FILE: self.config_yaml},
+            opts=self._child,
+        )
+        self.deployment = self._deployment(
+            mode=mode,
+            settings=settings,
+            image=image,
+            account=account,
+            config_map=config_map,
+            client_tls_checksum=client_tls_checksum,
+        )
+        self.register_outputs({"configChecksum": config_checksum(self.config_yaml)})
 
-        account = k8s.core.v1.ServiceAccount(f"{name}-account", metadata=metadata(), opts=child)
+    def _metadata(
+        self, object_name: str = SCHEDULER_NAME, namespace: str | None = NAMESPACE
+    ) -> k8s.meta.v1.ObjectMetaArgs:
+        return object_metadata(object_name, self._labels, self._annotations, namespace)
+
+    def _rbac(self) -> None:
+        """The built-in scheduler roles, delegated authentication, and our own Lease."""
+        name, child = self._name, self._child
         subject = k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=SCHEDULER_NAME, namespace=NAMESPACE)
         for role in CLUSTER_ROLES:
             short = role.removeprefix("system:")
             k8s.rbac.v1.ClusterRoleBinding(
                 f"{name}-{short}",
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=f"{SCHEDULER_NAME}-as-{short}", labels=labels, annotations=object_annotations
-                ),
-                role_ref=k8s.rbac.v1.RoleRefArgs(
-                    api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=role
-                ),
+                metadata=self._metadata(f"{SCHEDULER_NAME}-as-{short}", namespace=None),
+                role_ref=role_ref("ClusterRole", role),
                 subjects=[subject],
                 opts=child,
             )
         k8s.rbac.v1.RoleBinding(
             f"{name}-authentication-reader",
-            metadata=metadata(f"{SCHEDULER_NAME}-{AUTHENTICATION_READER_ROLE}", "kube-system"),
-            role_ref=k8s.rbac.v1.RoleRefArgs(
-                api_group="rbac.authorization.k8s.io", kind="Role", name=AUTHENTICATION_READER_ROLE
-            ),
+            metadata=self._metadata(f"{SCHEDULER_NAME}-{AUTHENTICATION_READER_ROLE}", "kube-system"),
+            role_ref=role_ref("Role", AUTHENTICATION_READER_ROLE),
             subjects=[subject],
             opts=child,
         )
         lease_role = k8s.rbac.v1.Role(
             f"{name}-leader-election",
-            metadata=metadata(f"{SCHEDULER_NAME}-leader-election"),
+            metadata=self._metadata(f"{SCHEDULER_NAME}-leader-election"),
             rules=[
                 k8s.rbac.v1.PolicyRuleArgs(
                     api_groups=[COORDINATION_GROUP],
@@ -129,28 +154,18 @@ class CustomScheduler(pulumi.ComponentResource):
         )
         k8s.rbac.v1.RoleBinding(
             f"{name}-leader-election",
-            metadata=metadata(f"{SCHEDULER_NAME}-leader-election"),
-            role_ref=k8s.rbac.v1.RoleRefArgs(
-                api_group="rbac.authorization.k8s.io", kind="Role", name=lease_role.metadata.name
-            ),
+            metadata=self._metadata(f"{SCHEDULER_NAME}-leader-election"),
+            role_ref=role_ref("Role", lease_role.metadata.name),
             subjects=[subject],
             opts=child,
         )
 
-        self.config_yaml = scheduler_config_yaml(
-            SchedulerConfig(
-                mode=mode,
-                extender=ExtenderEndpoint(weight=settings.extender_weight),
-                scoring_strategy=scoring_strategy,
-            )
-        )
-        config_map = k8s.core.v1.ConfigMap(
-            f"{name}-config",
-            metadata=metadata(CONFIG_MAP_NAME),
-            data={CONFIG_FILE: self.config_yaml},
-            opts=child,
-        )
-
+    def _mounted_files(
+        self, mode: SchedulerMode, client_tls_checksum: pulumi.Input[str] | None
+    ) -> tuple[dict[str, pulumi.Input[str]], list[k8s.core.v1.VolumeArgs], list[k8s.core.v1.VolumeMountArgs]]:
+        """The pod template's checksum annotations, volumes and mounts: the configuration and, in
+        the extender modes, the client certificate. kube-scheduler reads both only at start, so a
+        change of either checksum rolls the pods."""
         annotations: dict[str, pulumi.Input[str]] = {
             CONFIG_CHECKSUM_ANNOTATION: config_checksum(self.config_yaml)
         }
@@ -177,32 +192,39 @@ class CustomScheduler(pulumi.ComponentResource):
                     name="extender-client", mount_path=EXTENDER_CLIENT_DIR, read_only=True
                 )
             )
+        return annotations, volumes, mounts
 
+    def _deployment(
+        self,
+        *,
+        mode: SchedulerMode,
+        settings: SchedulerSettings,
+        image: pulumi.Input[str],
+        account: k8s.core.v1.ServiceAccount,
+        config_map: k8s.core.v1.ConfigMap,
+        client_tls_checksum: pulumi.Input[str] | None,
+    ) -> k8s.apps.v1.Deployment:
+        """The scheduler's pods: the mode's command line and the files it reads."""
+        annotations, volumes, mounts = self._mounted_files(mode, client_tls_checksum)
         command, args = scheduler_command(mode)
-        resources = settings.resources
-        self.deployment = k8s.apps.v1.Deployment(
-            f"{name}-deployment",
-            metadata=metadata(),
+        selector = k8s.meta.v1.LabelSelectorArgs(match_labels=self._labels)
+        return k8s.apps.v1.Deployment(
+            f"{self._name}-deployment",
+            metadata=self._metadata(),
             spec=k8s.apps.v1.DeploymentSpecArgs(
                 replicas=settings.replicas,
-                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
+                selector=selector,
                 template=k8s.core.v1.PodTemplateSpecArgs(
-                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels, annotations=annotations),
+                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=self._labels, annotations=annotations),
                     spec=k8s.core.v1.PodSpecArgs(
                         service_account_name=account.metadata.name,
                         enable_service_links=False,
                         security_context=pod_security_context(),
-                        node_selector={NODE_POOL_LABEL: SYSTEM_POOL, "kubernetes.io/os": "linux"},
+                        node_selector=system_pool_selector(),
                         # Replicas on different nodes where possible: a standby survives a node loss.
-                        topology_spread_constraints=[
-                            k8s.core.v1.TopologySpreadConstraintArgs(
-                                max_skew=1,
-                                topology_key="kubernetes.io/hostname",
-                                when_unsatisfiable="ScheduleAnyway",
-                                label_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
-                                match_label_keys=["pod-template-hash"],
-                            )
-                        ],
+                        topology_spread_constraints=spread(
+                            selector, [("kubernetes.io/hostname", "ScheduleAnyway")]
+                        ),
                         containers=[
                             k8s.core.v1.ContainerArgs(
                                 name=SCHEDULER_NAME,
@@ -212,11 +234,16 @@ class CustomScheduler(pulumi.ComponentResource):
                                 ports=[
                                     k8s.core.v1.ContainerPortArgs(name="https", container_port=SECURE_PORT)
                                 ],
-                                liveness_probe=_probe("/livez", LIVENESS_INITIAL_DELAY_SECONDS),
-                                readiness_probe=_probe("/readyz", 0),
-                                resources=k8s.core.v1.ResourceRequirementsArgs(
-                                    requests=resources.requests, limits=resources.limits
+                                liveness_probe=http_probe(
+                                    "/livez",
+                                    SECURE_PORT,
+                                    "HTTPS",
+                                    initial_delay_seconds=LIVENESS_INITIAL_DELAY_SECONDS,
                                 ),
+                                readiness_probe=http_probe(
+                                    "/readyz", SECURE_PORT, "HTTPS", initial_delay_seconds=0
+                                ),
+                                resources=container_resources(settings.resources),
                                 security_context=container_security_context(),
                                 volume_mounts=mounts,
                             )
@@ -228,15 +255,5 @@ class CustomScheduler(pulumi.ComponentResource):
             # After the ConfigMap, but not through one of its outputs: pulumi-kubernetes replaces a
             # changed ConfigMap (delete first: the name is fixed), and the engine then replaces every
             # resource whose inputs come from it. The checksum annotation rolls the pods instead.
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[config_map])),
+            opts=pulumi.ResourceOptions.merge(self._child, pulumi.ResourceOptions(depends_on=[config_map])),
         )
-        self.register_outputs({"configChecksum": config_checksum(self.config_yaml)})
-
-
-def _probe(path: str, initial_delay_seconds: int) -> k8s.core.v1.ProbeArgs:
-    return k8s.core.v1.ProbeArgs(
-        http_get=k8s.core.v1.HTTPGetActionArgs(path=path, port=SECURE_PORT, scheme="HTTPS"),
-        initial_delay_seconds=initial_delay_seconds,
-        period_seconds=PROBE_PERIOD_SECONDS,
-        failure_threshold=PROBE_FAILURE_THRESHOLD,
-    )

@@ -16,10 +16,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.certificates import SERVER_SECRET
-from components.cluster import NODE_POOL_LABEL, SYSTEM_POOL
-from components.node_reader import NODE_READER_ROLE, NODE_READER_RULES
 from components.pod_security import container_security_context, pod_security_context
-from components.scheduler_config import (
+from components.render.node_reader import NODE_READER_ROLE, NODE_READER_RULES
+from components.render.scheduler_config import (
     EXTENDER_PORT,
     EXTENDER_SERVICE,
     NAMESPACE,
@@ -29,18 +28,24 @@ from components.scheduler_config import (
     uses_extender,
 )
 from components.stack_config import ExtenderSettings
+from components.workload_parts import (
+    APP_LABEL,
+    container_resources,
+    http_probe,
+    object_metadata,
+    role_ref,
+    spread,
+    system_pool_selector,
+)
 from policy import SCORING_STRATEGY, ScoringStrategy
 
-APP_LABEL = "app"
 TLS_DIR = "/etc/extender-tls"
 """Where the server certificate, key and client CA are mounted (the extender's defaults)."""
 TLS_FILE_MODE = 0o440
 HEALTH_PORT = 8080
 """Plain-HTTP port for /healthz and /readyz (kubelet probes; no TLS, no client certificate)."""
-PROBE_PERIOD_SECONDS = 10
 PROBE_TIMEOUT_SECONDS = 3
 """The health port waits while a 5,000-node request is parsed (up to 1.5 s measured)."""
-PROBE_FAILURE_THRESHOLD = 3
 MIN_AVAILABLE = 1
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 """Set by the API server on every namespace; a namespaceSelector on it names one namespace."""
@@ -48,7 +53,6 @@ NODE_CACHE_WATCH_FLAG = "--node-cache=watch"
 """extender-cached mode: the extender lists and watches Nodes (in-cluster credentials)."""
 API_SERVER_PORT = 443
 """The port of the ``kubernetes`` Service on EKS, and of its endpoints (the API server)."""
-RBAC_API_GROUP = "rbac.authorization.k8s.io"
 
 
 def extender_args(
@@ -127,9 +131,7 @@ class Extender(pulumi.ComponentResource):
         selector = k8s.meta.v1.LabelSelectorArgs(match_labels=labels)
 
         def metadata() -> k8s.meta.v1.ObjectMetaArgs:
-            return k8s.meta.v1.ObjectMetaArgs(
-                name=EXTENDER_SERVICE, namespace=NAMESPACE, labels=labels, annotations=object_annotations
-            )
+            return object_metadata(EXTENDER_SERVICE, labels, object_annotations)
 
         # The API token only where the extender reads the API itself (extender-cached).
         token = node_cache_capable(mode)
@@ -138,7 +140,6 @@ class Extender(pulumi.ComponentResource):
         )
         if token:
             self._node_reader(name, labels, object_annotations, child)
-        resources = settings.resources
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata=metadata(),
@@ -152,20 +153,14 @@ class Extender(pulumi.ComponentResource):
                         automount_service_account_token=token,
                         enable_service_links=False,
                         security_context=pod_security_context(),
-                        node_selector={NODE_POOL_LABEL: SYSTEM_POOL, "kubernetes.io/os": "linux"},
-                        topology_spread_constraints=[
-                            k8s.core.v1.TopologySpreadConstraintArgs(
-                                max_skew=1,
-                                topology_key=topology_key,
-                                when_unsatisfiable=when,
-                                label_selector=selector,
-                                match_label_keys=["pod-template-hash"],
-                            )
-                            for topology_key, when in (
+                        node_selector=system_pool_selector(),
+                        topology_spread_constraints=spread(
+                            selector,
+                            [
                                 ("topology.kubernetes.io/zone", "ScheduleAnyway"),
                                 ("kubernetes.io/hostname", "DoNotSchedule"),
-                            )
-                        ],
+                            ],
+                        ),
                         containers=[
                             k8s.core.v1.ContainerArgs(
                                 name="extender",
@@ -175,11 +170,13 @@ class Extender(pulumi.ComponentResource):
                                     k8s.core.v1.ContainerPortArgs(name="https", container_port=EXTENDER_PORT),
                                     k8s.core.v1.ContainerPortArgs(name="health", container_port=HEALTH_PORT),
                                 ],
-                                readiness_probe=_probe("/readyz"),
-                                liveness_probe=_probe("/healthz"),
-                                resources=k8s.core.v1.ResourceRequirementsArgs(
-                                    requests=resources.requests, limits=resources.limits
+                                readiness_probe=http_probe(
+                                    "/readyz", "health", "HTTP", timeout_seconds=PROBE_TIMEOUT_SECONDS
                                 ),
+                                liveness_probe=http_probe(
+                                    "/healthz", "health", "HTTP", timeout_seconds=PROBE_TIMEOUT_SECONDS
+                                ),
+                                resources=container_resources(settings.resources),
                                 security_context=container_security_context(),
                                 volume_mounts=[
                                     k8s.core.v1.VolumeMountArgs(
@@ -256,9 +253,7 @@ class Extender(pulumi.ComponentResource):
         child: pulumi.ResourceOptions,
     ) -> None:
         """ClusterRole with get, list, watch on core Nodes only, bound to the extender's account."""
-        metadata = k8s.meta.v1.ObjectMetaArgs(
-            name=NODE_READER_ROLE, labels=labels, annotations=object_annotations
-        )
+        metadata = object_metadata(NODE_READER_ROLE, labels, object_annotations, namespace=None)
         role = k8s.rbac.v1.ClusterRole(
             f"{name}-node-reader",
             metadata=metadata,
@@ -273,20 +268,9 @@ class Extender(pulumi.ComponentResource):
         k8s.rbac.v1.ClusterRoleBinding(
             f"{name}-node-reader",
             metadata=metadata,
-            role_ref=k8s.rbac.v1.RoleRefArgs(
-                api_group=RBAC_API_GROUP, kind="ClusterRole", name=role.metadata.name
-            ),
+            role_ref=role_ref("ClusterRole", role.metadata.name),
             subjects=[
                 k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=EXTENDER_SERVICE, namespace=NAMESPACE)
             ],
             opts=child,
         )
-
-
-def _probe(path: str) -> k8s.core.v1.ProbeArgs:
-    return k8s.core.v1.ProbeArgs(
-        http_get=k8s.core.v1.HTTPGetActionArgs(path=path, port="health", scheme="HTTP"),
-        period_seconds=PROBE_PERIOD_SECONDS,
-        timeout_seconds=PROBE_TIMEOUT_SECONDS,
-        failure_threshold=PROBE_FAILURE_THRESHOLD,
-    )

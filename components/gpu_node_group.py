@@ -7,7 +7,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.cluster import AUTOSCALED_FIELDS, NODE_POOL_LABEL, Cluster
-from components.gpu_memory import Gpu, InstanceGpus, group_gpu_memory_mib, require_architecture
+from components.render.gpu_memory import Gpu, InstanceGpus, group_gpu_memory_mib, require_architecture
 from components.stack_config import GpuNodeGroup as GpuNodeGroupSettings
 from policy import GPU_RESOURCE, NODE_MEMORY_LABEL
 

@@ -25,7 +25,7 @@ from components.extender import Extender
 from components.gpu_node_group import GpuNodeGroup
 from components.kubernetes_await import await_annotations
 from components.network import Network
-from components.scheduler_config import NAMESPACE, uses_extender
+from components.render.scheduler_config import NAMESPACE, uses_extender
 from components.stack_config import StackConfig
 
 POD_SECURITY_LEVEL = "restricted"

@@ -37,7 +37,7 @@ from components.provided_certificates import (
     ProvidedCertificates,
     check_provided_certificates,
 )
-from components.scheduler_config import SCHEDULER_MODES, ExtenderEndpoint, SchedulerMode, uses_extender
+from components.render.scheduler_config import SCHEDULER_MODES, ExtenderEndpoint, SchedulerMode, uses_extender
 from policy import SCORING_STRATEGIES, SCORING_STRATEGY, PolicyError, ScoringStrategy, parse_quantity
 
 PROJECT = "gpu-scheduler-eks"
@@ -159,8 +159,8 @@ class Resources:
 
 
 EXTENDER_RESOURCES = Resources(cpu_request="100m", memory_request="256Mi", memory_limit="768Mi")
-"""From the extender's measured worst case (README, "Memory: the figure behind the Deployment's
-limit"): 550 MiB peak with every work slot answering and the body budget full (4 concurrent
+"""From the extender's measured worst case (docs/serving.md#memory-the-figure-behind-the-deployments-limit):
+550 MiB peak with every work slot answering and the body budget full (4 concurrent
 128 MiB requests), plus 40% for the limit; the request covers the default-settings worst case."""
 
 SCHEDULER_RESOURCES = Resources(cpu_request="100m", memory_request="256Mi", memory_limit="1Gi")
@@ -281,7 +281,7 @@ ECR_IMAGE_KEYS = ("keepImages", "forceDelete")
 IMAGE_REFERENCE_KEYS = {"extender": "scheduler-extender", "gpuScheduler": "gpu-scheduler"}
 """``images`` keys naming prebuilt images (existing cluster), and the image each names."""
 KUBECONFIG_SECRET_COMMAND = "pulumi config set --secret --path existingCluster.kubeconfig < kubeconfig.yaml"  # noqa: S105 - a command, not a credential
-"""How to set the kubeconfig as a secret (quoted in errors and the README)."""
+"""How to set the kubeconfig as a secret (quoted in errors and docs/configuration.md)."""
 GENERATED_CERTIFICATE_KEYS = ("validityHours", "caValidityHours", "earlyRenewalHours")
 """``certificates`` keys for the certificates pulumi-tls generates; refused next to ``provided``."""
 PROVIDED_KEY_FILES = {

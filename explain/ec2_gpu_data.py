@@ -1,31 +1,25 @@
 """EC2's GPU data per instance type, and the memory label each type should carry.
 
 The label a node should carry is derived from EC2 ``DescribeInstanceTypes`` GpuInfo by the
-Pulumi program's own rule (``components/gpu_memory.py``). Two sources:
+Pulumi program's own rule (``components/render/gpu_memory.py``). Two sources:
 
-- the shipped table ``ec2_gpu_types.json``: every GPU type of moto's EC2 instance-type
-  catalogue (a snapshot of the real DescribeInstanceTypes data), GPU fields only, written
-  by ``python -m explain.ec2_gpu_data --refresh``; a test checks it still equals the
-  catalogue. A type missing from it is a type without GPUs or one newer than the snapshot;
+- the shipped table: the GPU types of the project's one EC2 snapshot
+  (``components/render/ec2_instance_types.json``, every GPU type of moto's EC2 instance-type
+  catalogue, refreshed by ``python -m components.render.ec2_catalogue --refresh``). A type
+  missing from it is a type without GPUs or one newer than the snapshot;
 - ``--ec2-region REGION``: DescribeInstanceTypes through boto3 (your AWS credentials) for
   exactly the types the cluster's nodes name.
 """
 
-import argparse
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib import metadata
-from pathlib import Path
 from typing import Any
 
-from components.gpu_memory import GpuMemoryError, group_gpu_memory_mib, instance_gpus_from_ec2
+from components.render.ec2_catalogue import SNAPSHOT_FILE, Snapshot, load_snapshot
+from components.render.gpu_memory import GpuMemoryError, group_gpu_memory_mib, instance_gpus_from_ec2
 from explain.errors import ExplainError
 from explain.settings import EC2_FILTER_CHUNK
 
-TABLE_FILE = Path(__file__).with_name("ec2_gpu_types.json")
-TABLE_REGION = "us-east-1"
-"""moto's catalogue region the table is read from (GPU data do not vary by region)."""
 NO_GPU = "EC2 lists no GPU for this type"
 
 
@@ -83,11 +77,13 @@ def type_gpus_from_ec2(entry: Mapping[str, Any]) -> TypeGpus:
     return TypeGpus(described.instance_type, count, name, label)
 
 
-def load_table(path: Path = TABLE_FILE) -> Ec2GpuData:
-    """The shipped table."""
-    document = json.loads(path.read_text())
-    types = {entry["InstanceType"]: type_gpus_from_ec2(entry) for entry in document["instanceTypes"]}
-    source = f"shipped table {path.name} ({document['source']}; {len(types)} GPU types)"
+def load_table(snapshot: Snapshot | None = None) -> Ec2GpuData:
+    """The shipped table: the GPU types of the EC2 snapshot."""
+    snapshot = snapshot or load_snapshot()
+    types = {
+        entry["InstanceType"]: type_gpus_from_ec2(entry) for entry in snapshot.entries if entry.get("GpuInfo")
+    }
+    source = f"shipped table {SNAPSHOT_FILE.name} ({snapshot.source}; {len(types)} GPU types)"
     return Ec2GpuData(source=source, types=types, complete=False)
 
 
@@ -113,56 +109,3 @@ def lookup_region(region: str, instance_types: Iterable[str]) -> Ec2GpuData:
         raise ExplainError(f"--ec2-region {region}: DescribeInstanceTypes failed: {error}") from error
     source = f"EC2 DescribeInstanceTypes in {region} ({len(types)} of {len(wanted)} types found)"
     return Ec2GpuData(source=source, types=types, complete=True)
-
-
-def catalogue_gpu_entries() -> list[dict[str, Any]]:
-    """Every GPU type of moto's catalogue, GPU fields only, sorted by name."""
-    import boto3  # noqa: PLC0415 - only the refresh reads moto's catalogue
-    from moto import mock_aws  # noqa: PLC0415
-
-    described: list[Mapping[str, Any]] = []
-    with mock_aws():
-        ec2 = boto3.client("ec2", region_name=TABLE_REGION)
-        for page in ec2.get_paginator("describe_instance_types").paginate():
-            described += page["InstanceTypes"]
-    return table_entries(described)
-
-
-def table_entries(described: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The table's entries for DescribeInstanceTypes answers: GPU types only, GPU fields only."""
-    entries = [_gpu_fields(entry) for entry in described if entry.get("GpuInfo")]
-    return sorted(entries, key=lambda entry: entry["InstanceType"])
-
-
-def _gpu_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
-    gpus = [
-        {
-            "Name": gpu.get("Name"),
-            "Manufacturer": gpu.get("Manufacturer"),
-            "Count": gpu.get("Count"),
-            "MemoryInfo": {"SizeInMiB": (gpu.get("MemoryInfo") or {}).get("SizeInMiB")},
-        }
-        for gpu in entry["GpuInfo"].get("Gpus") or ()
-    ]
-    return {"InstanceType": entry["InstanceType"], "GpuInfo": {"Gpus": gpus}}
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--refresh", action="store_true", help=f"rewrite {TABLE_FILE.name} from moto")
-    args = parser.parse_args()
-    if args.refresh:
-        document = {
-            "source": f"moto {metadata.version('moto')} EC2 instance-type catalogue, {TABLE_REGION}",
-            "refresh": "python -m explain.ec2_gpu_data --refresh",
-            "instanceTypes": catalogue_gpu_entries(),
-        }
-        TABLE_FILE.write_text(json.dumps(document, indent=1) + "\n")
-    for gpus in load_table().types.values():
-        print(f"{gpus.instance_type:20} {gpus.description:14} {gpus.label_mib or gpus.no_label_reason}")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,4 @@
-"""The two reports as a table for people and as JSON for scripts (schema in README "explain")."""
+"""The two reports as a table for people and as JSON for scripts (schema: docs/explain.md)."""
 
 from collections.abc import Sequence
 from decimal import Decimal

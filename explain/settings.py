@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from components.scheduler_config import SCHEDULER_NAME
+from components.render.scheduler_config import SCHEDULER_NAME
 
 GPU_PRODUCT_LABELS = ("nvidia.com/gpu.product",)
 """Node labels that name the GPU model (NVIDIA GPU Feature Discovery), read in this order."""
@@ -43,7 +43,7 @@ SCHEMA_VERSION = 1
 
 @dataclass(frozen=True)
 class ExitCodes:
-    """Exit codes; README "explain" documents them for scripts."""
+    """Exit codes; docs/explain.md#flags-exit-codes-json documents them for scripts."""
 
     fits: int = 0
     """explain pod: the pod is bound, or a node passes the policy and has free GPUs and

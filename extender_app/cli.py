@@ -21,7 +21,7 @@ EXIT_CONFIG_ERROR = 2
 
 
 @dataclass(frozen=True)
-class _Flag:
+class Flag:
     name: str
     """Field of ExtenderSettings (or of PolicySettings, for policy flags)."""
     kind: Callable[[str], Any]
@@ -40,65 +40,94 @@ class _Flag:
 
 
 FLAGS = (
-    _Flag("tls_cert", str, "PEM server certificate chain; re-read when it changes"),
-    _Flag("tls_key", str, "PEM private key of the server certificate"),
-    _Flag("client_ca", str, "PEM CA bundle for client certificates (at least one certificate)"),
-    _Flag("bind", str, "address both listeners bind to"),
-    _Flag("port", int, "mutual-TLS port for POST /filter and /prioritize"),
-    _Flag("health_port", int, "plain-HTTP port for /healthz, /readyz, /metrics"),
-    _Flag("max_body_bytes", int, "largest request body in bytes (larger -> 413, refused while reading)"),
-    _Flag("max_nodes", int, "most candidate nodes per request (more -> 413)"),
-    _Flag("max_concurrent_requests", int, "requests judged and answered at once; others wait"),
-    _Flag(
+    Flag("tls_cert", str, "PEM server certificate chain; re-read when it changes"),
+    Flag("tls_key", str, "PEM private key of the server certificate"),
+    Flag("client_ca", str, "PEM CA bundle for client certificates; no certificate in it = exit 2"),
+    Flag("bind", str, "address both listeners bind to"),
+    Flag("port", int, "mutual-TLS port for POST /filter and /prioritize"),
+    Flag("health_port", int, "plain-HTTP port for /healthz, /readyz, /metrics"),
+    Flag("max_body_bytes", int, "largest request body in bytes (larger -> 413, refused while reading)"),
+    Flag("max_nodes", int, "most candidate nodes per request (more -> 413)"),
+    Flag("max_concurrent_requests", int, "requests judged and answered at once; others wait"),
+    Flag(
         "max_buffered_body_bytes",
         int,
         "request-body bytes held at once across connections; 0 means twice --max-body-bytes",
     ),
-    _Flag("queue_timeout", float, "seconds a request waits for a slot or for body room before 503"),
-    _Flag("max_connections", int, "open client connections; more are closed at once"),
-    _Flag("max_header_bytes", int, "largest request line plus headers in bytes (larger -> 431)"),
-    _Flag(
+    Flag("queue_timeout", float, "seconds a request waits for a slot or for body room before 503"),
+    Flag("max_connections", int, "open client connections; more are closed at once"),
+    Flag("max_header_bytes", int, "largest request line plus headers in bytes (larger -> 431)"),
+    Flag(
         "header_timeout",
         float,
         "seconds from a request's first byte (or accept, incl. TLS) to its last header",
     ),
-    _Flag("read_timeout", float, "seconds from a request's first byte (or accept) to the end of its body"),
-    _Flag("write_timeout", float, "seconds to write one response"),
-    _Flag("idle_timeout", float, "seconds a keep-alive connection may wait for its next request"),
-    _Flag("linger_timeout", float, "seconds spent discarding an unread body after an early error answer"),
-    _Flag("shutdown_timeout", float, "seconds SIGTERM waits for requests in flight"),
-    _Flag("tls_reload_interval", float, "seconds between checks of the TLS files for a change"),
-    _Flag(
+    Flag(
+        "read_timeout",
+        float,
+        "seconds from a request's first byte (or accept) to the end of its body; then 408",
+    ),
+    Flag("write_timeout", float, "seconds to write one response"),
+    Flag("idle_timeout", float, "seconds a keep-alive connection may wait for its next request"),
+    Flag(
+        "linger_timeout",
+        float,
+        "seconds spent discarding an unread body after an early 4xx, so the client reads the answer",
+    ),
+    Flag("shutdown_timeout", float, "seconds SIGTERM waits for requests in flight"),
+    Flag("tls_reload_interval", float, "seconds between checks of the TLS files for a change"),
+    Flag(
         "pod_error_status",
         int,
         "answer to a pod the policy cannot judge: 200 = every candidate unresolvable with the policy's"
-        " message (prioritize: score 0), 400 = the message as plain text",
+        " message (prioritize: score 0), 400 = the message as plain text (the seed's contract)",
         metavar="200|400",
     ),
-    _Flag(
+    Flag(
         "node_cache",
         str,
         "off = full Nodes in each request (nodeCacheCapable: false); watch = list and watch Nodes and"
         " take NodeNames (nodeCacheCapable: true)",
         metavar="off|watch",
     ),
-    _Flag("kubeconfig", str, "kubeconfig for --node-cache watch; empty = in-cluster service account"),
-    _Flag(
+    Flag("kubeconfig", str, "kubeconfig for --node-cache watch; empty = in-cluster service account"),
+    Flag(
         "max_cache_staleness",
         float,
-        "/readyz is 503 when the node cache was last confirmed in sync longer ago than this (seconds)",
+        "/readyz is 503 when the node cache was last confirmed in sync longer ago than this (seconds),"
+        " and until the first list",
     ),
-    _Flag("watch_timeout", int, "seconds after which the API server ends a watch (reopened at once)"),
-    _Flag("api_timeout", float, "seconds for a list page, a watch connect, and watch silence past its end"),
-    _Flag("list_page_size", int, "nodes per page when listing"),
-    _Flag("relist_backoff_initial", float, "seconds of the first back-off between failed relists (doubles)"),
-    _Flag("relist_backoff_max", float, "most seconds between failed relists (jittered down to half)"),
-    _Flag("min_memory_annotation", str, "pod annotation holding the minimum MiB per GPU", policy=True),
-    _Flag("node_memory_label", str, "node label holding the MiB of each GPU", policy=True),
-    _Flag("gpu_resource", str, "extended resource that makes a pod a GPU pod", policy=True),
-    _Flag("score_scale_mib", int, "label MiB that scores the maximum", policy=True),
-    _Flag("scoring_strategy", str, "prefer-larger or best-fit (smallest sufficient GPU first)", policy=True),
+    Flag(
+        "watch_timeout",
+        int,
+        "seconds after which the API server ends a watch (reopened at once from the last"
+        " resourceVersion); must be below --max-cache-staleness",
+    ),
+    Flag("api_timeout", float, "seconds for a list page, a watch connect, and watch silence past its end"),
+    Flag("list_page_size", int, "nodes per page when listing (client-go's default)"),
+    Flag(
+        "relist_backoff_initial",
+        float,
+        "seconds before the second of consecutive retries (the first is immediate); doubles",
+    ),
+    Flag(
+        "relist_backoff_max",
+        float,
+        "most seconds between retries; every wait is jittered down to between half and all of it",
+    ),
+    Flag("min_memory_annotation", str, "pod annotation holding the minimum MiB per GPU", policy=True),
+    Flag("node_memory_label", str, "node label holding the MiB of each GPU", policy=True),
+    Flag("gpu_resource", str, "extended resource that makes a pod a GPU pod", policy=True),
+    Flag(
+        "score_scale_mib", int, "label MiB that scores 100 (best-fit: spare MiB that scores 50)", policy=True
+    ),
+    Flag("scoring_strategy", str, "prefer-larger or best-fit (smallest sufficient GPU first)", policy=True),
 )
+
+
+def flag_default(flag: Flag) -> object:
+    """The value a flag has when neither it nor its environment variable is given."""
+    return getattr(PolicySettings() if flag.policy else ExtenderSettings(), flag.name)
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -116,9 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="GPU-memory scheduler extender: POST /filter and /prioritize over mutual TLS.",
         epilog="Every flag may also be set by the environment variable shown; a flag wins over the variable.",
     )
-    settings, policy = ExtenderSettings(), PolicySettings()
     for flag in FLAGS:
-        default = getattr(policy if flag.policy else settings, flag.name)
+        default = flag_default(flag)
         parser.add_argument(
             flag.option,
             type=flag.kind,

@@ -1,12 +1,12 @@
 """A small HTTP/1.1 server: asyncio sockets, optional TLS per connection, h11 for the protocol.
 
-h11 parses and frames HTTP; this module adds what a server facing a hostile network
-needs and what no maintained Python server offers together (see the README): a header
-deadline from a request's first byte, a deadline for the whole request, a write
-deadline, an idle timeout, a body cap enforced while reading (also for chunked bodies),
-a bound on the body bytes held at once, a bound on concurrent work, TLS with a context
-chosen per connection (so rotated certificates apply without a restart) and a graceful
-shutdown.
+h11 parses and frames HTTP; this module adds what a server facing a hostile network needs and
+what no maintained Python server offers together
+(docs/serving.md#serving-why-our-own-loop-over-h11): a header deadline from a request's first
+byte, a deadline for the whole request, a write deadline, an idle timeout, a body cap enforced
+while reading (also for chunked bodies), a bound on the body bytes held at once, a bound on
+concurrent work, TLS with a context chosen per connection (so rotated certificates apply
+without a restart) and a graceful shutdown.
 """
 
 import asyncio
@@ -101,10 +101,54 @@ class RequestRecord:
 class _Connection:
     busy: bool = False
     """A request's head has arrived and its response is not yet written."""
-    slot: bool = False
-    """The request holds one of the concurrent-work slots."""
-    reserved: int = 0
-    """Bytes of the body budget the request holds."""
+
+
+class _RequestHold:
+    """The shared resources one request holds: body bytes from the budget and a work slot.
+
+    Every resource a request takes is taken here and given back here: ``with`` the hold around
+    the request returns whatever is still held when the request ends, however it ends.
+    """
+
+    def __init__(self, bodies: BodyBudget, gate: asyncio.Semaphore | None, queue_timeout: float) -> None:
+        self._bodies = bodies
+        self._gate = gate
+        self._queue_timeout = queue_timeout
+        self._body_bytes = 0
+        self._slot = False
+
+    def __enter__(self) -> "_RequestHold":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release_body()
+        if self._slot and self._gate is not None:
+            self._gate.release()
+        self._slot = False
+
+    async def reserve_body(self, size: int) -> bool:
+        """Reserve ``size`` more body bytes, waiting up to the queue timeout; False if no room came."""
+        if not await self._bodies.reserve(size, self._queue_timeout):
+            return False
+        self._body_bytes += size
+        return True
+
+    def release_body(self) -> None:
+        """Give the body bytes back (once the request is judged; later calls do nothing)."""
+        self._bodies.release(self._body_bytes)
+        self._body_bytes = 0
+
+    async def take_slot(self) -> bool:
+        """One of the concurrent-work slots, waiting up to the queue timeout; False if none came."""
+        if self._gate is None:
+            return True
+        try:
+            async with asyncio.timeout(self._queue_timeout):
+                await self._gate.acquire()
+        except TimeoutError:
+            return False
+        self._slot = True
+        return True
 
 
 class _ClientGone(Exception):
@@ -287,11 +331,12 @@ class HttpServer:
         response: Response | None = None
         failure = ""
         try:
-            response = await self._response(
-                conn, reader, writer, state=state, request=event, route=route, request_start=request_start
-            )
-            body_read = conn.their_state is h11.DONE
-            await self._send(conn, writer, response, close=self._stopping or not body_read)
+            with _RequestHold(self._bodies, self._gate, limits.queue_timeout) as hold:
+                response = await self._response(
+                    conn, reader, writer, hold=hold, request=event, route=route, request_start=request_start
+                )
+                body_read = conn.their_state is h11.DONE
+                await self._send(conn, writer, response, close=self._stopping or not body_read)
         except TimeoutError:
             failure = "response not written within the write timeout"
             raise
@@ -299,10 +344,6 @@ class HttpServer:
             failure = "client went away"
             raise
         finally:
-            if state.slot and self._gate is not None:
-                self._gate.release()
-            state.slot = False
-            self._release_body(state)
             state.busy = False
             if response is not None:
                 duration = asyncio.get_running_loop().time() - started
@@ -320,43 +361,32 @@ class HttpServer:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         *,
-        state: _Connection,
+        hold: _RequestHold,
         request: h11.Request,
         route: Route,
         request_start: float,
     ) -> Response:
-        """The answer to ``request``; ``state`` records the work slot and body bytes it took.
+        """The answer to ``request``; ``hold`` takes the body bytes and the work slot it needs.
 
         The body is read first, into bytes reserved from the body budget, and only then does
         the request wait for a work slot: a client that sends its body slowly holds no slot.
         """
         if route.answer is not None or route.handle is None:
             return route.answer or text_response(HTTPStatus.NOT_FOUND, "not found")
-        limits = self._limits
         body = await self._receive_body(
-            conn, reader, writer, state=state, request=request, request_start=request_start
+            conn, reader, writer, hold=hold, request=request, request_start=request_start
         )
         if isinstance(body, Response):
             return body
-        if route.gated and self._gate is not None:
-            try:
-                async with asyncio.timeout(limits.queue_timeout):
-                    await self._gate.acquire()
-            except TimeoutError:
-                return text_response(HTTPStatus.SERVICE_UNAVAILABLE, _BUSY)
-            state.slot = True  # released by the caller once the answer is written
+        if route.gated and not await hold.take_slot():  # held until the answer is written
+            return text_response(HTTPStatus.SERVICE_UNAVAILABLE, _BUSY)
         try:
             return await route.handle(body)
         except Exception:
             self._log.exception("request handler failed", extra={"fields": {"verb": route.label}})
             return text_response(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error; see the extender log")
         finally:
-            self._release_body(state)  # judged: the answer no longer needs the body
-
-    def _release_body(self, state: _Connection) -> None:
-        """Give the request's body bytes back to the budget (once; later calls do nothing)."""
-        self._bodies.release(state.reserved)
-        state.reserved = 0
+            hold.release_body()  # judged: the answer no longer needs the body
 
     async def _receive_body(
         self,
@@ -364,7 +394,7 @@ class HttpServer:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         *,
-        state: _Connection,
+        hold: _RequestHold,
         request: h11.Request,
         request_start: float,
     ) -> bytearray | Response:
@@ -373,10 +403,8 @@ class HttpServer:
         declared = _content_length(request)
         if declared is not None and declared > limits.max_body_bytes:
             return _too_large(declared, limits.max_body_bytes)
-        if declared:
-            if not await self._bodies.reserve(declared, limits.queue_timeout):
-                return text_response(HTTPStatus.SERVICE_UNAVAILABLE, _NO_ROOM)
-            state.reserved = declared  # released once the request is judged (or the connection ends)
+        if declared and not await hold.reserve_body(declared):
+            return text_response(HTTPStatus.SERVICE_UNAVAILABLE, _NO_ROOM)
         if conn.they_are_waiting_for_100_continue:  # curl does this for large bodies
             writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
         return await _read_body(
@@ -385,20 +413,8 @@ class HttpServer:
             request_start + limits.read_timeout,
             limits.max_body_bytes,
             declared=declared,
-            reserve_chunk=self._reserve_chunk(state),
+            reserve_chunk=hold.reserve_body,
         )
-
-    def _reserve_chunk(self, state: _Connection) -> Callable[[int], Awaitable[bool]]:
-        """Reserves the bytes of each chunk of a body without Content-Length."""
-        queue_timeout = self._limits.queue_timeout
-
-        async def reserve(size: int) -> bool:
-            if not await self._bodies.reserve(size, queue_timeout):
-                return False
-            state.reserved += size
-            return True
-
-        return reserve
 
     async def _refuse(
         self, conn: h11.Connection, writer: asyncio.StreamWriter, response: Response, client: str

@@ -194,7 +194,7 @@ class ExtenderService:
         async def handle(body: bytearray) -> Response:
             # Inline on the event loop: measured as fast as a thread pool at 500 nodes and much
             # faster at 5,000, and orjson holds the GIL while parsing, so threads would not keep
-            # the loop responsive anyway (README, "Serving").
+            # the loop responsive anyway (docs/serving.md#serving-why-our-own-loop-over-h11).
             result = verb(body, limits)
             fields: dict[str, object] = {
                 "pod": result.pod,

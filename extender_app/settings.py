@@ -13,7 +13,8 @@ TLS_DIR = "/etc/extender-tls"
 
 BYTES_PER_REALISTIC_NODE = 20_523
 """Compact JSON size of tests/fixtures/eks_gpu_node.json (g5.2xlarge, GFD/NFD labels, 20 images,
-managedFields, which kube-scheduler's node informer keeps). Measured; see the README sizing."""
+managedFields, which kube-scheduler's node informer keeps). Measured:
+docs/serving.md#sizing-the-limits."""
 
 MAX_CLUSTER_NODES = 5_000
 """The largest cluster kube-scheduler supports; a candidate list can never be longer."""

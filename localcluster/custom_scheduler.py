@@ -15,8 +15,8 @@ from pathlib import Path
 
 import kubernetes.client
 
-from components.node_reader import NODE_READER_ROLE, NODE_READER_RULES
-from components.scheduler_config import (
+from components.render.node_reader import NODE_READER_ROLE, NODE_READER_RULES
+from components.render.scheduler_config import (
     NAMESPACE,
     SCHEDULER_NAME,
     ExtenderEndpoint,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from components.scheduler_config import SCHEDULER_MODES, SchedulerMode
+from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode
 from explain.answers import render_pod_explanation
 from localcluster.control_plane import start_control_plane
 from localcluster.deployed_scheduler import describe, running_deployed_scheduler

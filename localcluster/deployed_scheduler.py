@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 import kubernetes.client
 import yaml
 
-from components.scheduler_config import (
+from components.render.scheduler_config import (
     EXTENDER_SERVICE,
     NAMESPACE,
     SCHEDULER_NAME,

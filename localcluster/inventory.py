@@ -1,23 +1,16 @@
 """The simulated fleet's instance types, as EC2 DescribeInstanceTypes describes them.
 
-``inventory.json`` holds the fields we use of each type (vCPUs, memory, GPUs,
-architectures), copied from moto's EC2 instance-type catalogue (a snapshot of the real
-DescribeInstanceTypes data) by ``python -m localcluster.inventory --refresh``; a test
-checks the file still equals that catalogue. GPU memory labels are derived from it by
-the same function the Pulumi program uses.
+Read from the project's one EC2 snapshot (``components/render/ec2_instance_types.json``,
+refreshed by ``python -m components.render.ec2_catalogue --refresh``). GPU memory labels are
+derived from it by the same function the Pulumi program uses.
 """
 
-import argparse
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from components.gpu_memory import group_gpu_memory_mib, instance_gpus_from_ec2
-
-INVENTORY_FILE = Path(__file__).with_name("inventory.json")
-SOURCE_REGION = "us-east-1"
+from components.render.ec2_catalogue import Snapshot, load_snapshot
+from components.render.gpu_memory import group_gpu_memory_mib, instance_gpus_from_ec2
 
 DEMO_INSTANCE_TYPES = (
     "m5.xlarge",  # the CPU-only system node
@@ -28,7 +21,6 @@ DEMO_INSTANCE_TYPES = (
     "p5.48xlarge",  # NVIDIA H100
     "p5e.48xlarge",  # NVIDIA H200
 )
-_FIELDS = ("InstanceType", "VCpuInfo", "MemoryInfo", "GpuInfo", "ProcessorInfo")
 
 
 @dataclass(frozen=True)
@@ -48,10 +40,12 @@ class InstanceType:
         return self.gpu_count > 0
 
 
-def load_inventory(path: Path = INVENTORY_FILE) -> dict[str, InstanceType]:
-    """Instance types by name, in file order."""
-    document = json.loads(path.read_text())
-    return {entry["InstanceType"]: instance_type_from_ec2(entry) for entry in document["instanceTypes"]}
+def load_inventory(
+    instance_types: tuple[str, ...] = DEMO_INSTANCE_TYPES, snapshot: Snapshot | None = None
+) -> dict[str, InstanceType]:
+    """The given types by name, in that order, from the EC2 snapshot."""
+    entries = (snapshot or load_snapshot()).by_name()
+    return {name: instance_type_from_ec2(entries[name]) for name in instance_types}
 
 
 def instance_type_from_ec2(entry: Mapping[str, Any]) -> InstanceType:
@@ -66,36 +60,3 @@ def instance_type_from_ec2(entry: Mapping[str, Any]) -> InstanceType:
         gpu_name=", ".join(gpu.name for gpu in gpus.gpus),
         gpu_memory_mib=group_gpu_memory_mib(name, [gpus]) if gpus.gpus else 0,
     )
-
-
-def catalogue_entries(instance_types: tuple[str, ...] = DEMO_INSTANCE_TYPES) -> list[dict[str, Any]]:
-    """The inventory's fields of each type, read from moto's EC2 catalogue through boto3."""
-    import boto3  # noqa: PLC0415 - only the refresh and its test need AWS libraries
-    from moto import mock_aws  # noqa: PLC0415
-
-    with mock_aws():
-        ec2 = boto3.client("ec2", region_name=SOURCE_REGION)
-        described = ec2.describe_instance_types(InstanceTypes=list(instance_types))["InstanceTypes"]
-    by_name = {entry["InstanceType"]: entry for entry in described}
-    return [{key: by_name[name][key] for key in _FIELDS if key in by_name[name]} for name in instance_types]
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--refresh", action="store_true", help=f"rewrite {INVENTORY_FILE.name} from moto")
-    args = parser.parse_args()
-    if args.refresh:
-        document = {
-            "source": f"EC2 DescribeInstanceTypes ({SOURCE_REGION}), from moto's instance-type catalogue",
-            "refresh": "python -m localcluster.inventory --refresh",
-            "instanceTypes": catalogue_entries(),
-        }
-        INVENTORY_FILE.write_text(json.dumps(document, indent=2) + "\n")
-    for instance_type in load_inventory().values():
-        print(instance_type)
-
-
-if __name__ == "__main__":
-    main()

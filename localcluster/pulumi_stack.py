@@ -155,7 +155,7 @@ def set_config(stack: auto.Stack, key: str, value: str, *, secret: bool = False)
 
 
 def provided_certificates_config(values: Mapping[str, str], *, keys_secret: bool = True) -> auto.ConfigMap:
-    """``certificates.provided.*`` as the README sets them: certificates plain, keys ``--secret``."""
+    """``certificates.provided.*`` as docs/certificates.md sets: certificates plain, keys ``--secret``."""
     return {
         config_key(f"certificates.provided.{name}"): auto.ConfigValue(
             value=pem, secret=keys_secret and name in PRIVATE_KEY_NAMES

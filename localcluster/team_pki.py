@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from components.scheduler_config import EXTENDER_SERVICE_HOST, SCHEDULER_NAME
+from components.render.scheduler_config import EXTENDER_SERVICE_HOST, SCHEDULER_NAME
 from localcluster.pki import CertificateAuthority, KeyPair, private_key_pem
 
 VALIDITY = datetime.timedelta(days=1)

@@ -6,7 +6,7 @@ from typing import Any
 import kubernetes.client
 from kubernetes.client.rest import ApiException
 
-from components.scheduler_config import SCHEDULER_NAME
+from components.render.scheduler_config import SCHEDULER_NAME
 from localcluster.nodes import GPU_RESOURCE, GPU_TAINT
 from policy import MIN_MEMORY_ANNOTATION
 

@@ -22,7 +22,7 @@ import (
 
 // benchNodeCount is how many distinct nodes the benchmarks cycle through: the
 // candidate count of a ~3,100-node cluster at the scheduler's default
-// percentageOfNodesToScore (README, "Sizing the limits"), so the nodes' label maps
+// percentageOfNodesToScore (docs/serving.md#sizing-the-limits), so the nodes' label maps
 // are not all hot in the CPU cache.
 const benchNodeCount = 780
 

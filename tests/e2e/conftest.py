@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from components.scheduler_config import SCHEDULER_MODES, SchedulerMode
+from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode
 from tests.e2e.harness import E2ECluster, e2e_cluster
 
 

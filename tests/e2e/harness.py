@@ -11,7 +11,7 @@ from pathlib import Path
 
 import kubernetes.client
 
-from components.scheduler_config import SchedulerMode, uses_extender
+from components.render.scheduler_config import SchedulerMode, uses_extender
 from localcluster.control_plane import ControlPlane, start_control_plane
 from localcluster.custom_scheduler import (
     CustomScheduler,

@@ -7,7 +7,7 @@ from pathlib import Path
 import kubernetes.client
 import pytest
 
-from components.scheduler_config import SCHEDULER_MODES, SchedulerMode
+from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode
 from localcluster.control_plane import ControlPlane, start_control_plane
 from localcluster.nodes import SimulatedNode, create_nodes
 from localcluster.workloads import WORKLOAD_NAMESPACE, ensure_namespace, restricted_namespace_labels

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from components.scheduler_config import SchedulerMode
+from components.render.scheduler_config import SchedulerMode
 from explain.answers import pod_answer, render_pod_explanation
 from explain.cluster import ClusterReader
 from explain.pod_report import PodExplanation

@@ -52,7 +52,7 @@ GROUP_KEYS = {
     "name", "nodes", "instanceTypes", "labels", "gpusAllocatable", "gpusAllocated", "gpusFree",
     "flaggedNodes", "problems",
 }  # fmt: skip
-"""The JSON schema README "explain" documents: a change here is a change there."""
+"""The JSON schema docs/explain.md#flags-exit-codes-json documents: a change here is a change there."""
 
 
 def run(cluster: Cluster, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -80,7 +80,7 @@ def test_nodes_flags_each_mislabelled_node(cluster: Cluster, capsys: pytest.Capt
 
     assert code == EXIT.no_fit
     assert set(document) == INVENTORY_KEYS
-    assert document["ec2Source"].startswith("shipped table ec2_gpu_types.json")
+    assert document["ec2Source"].startswith("shipped table ec2_instance_types.json")
     assert document["labelKey"] == NODE_MEMORY_LABEL
     problems = {node["name"]: [problem["code"] for problem in node["problems"]] for node in document["nodes"]}
     assert problems == {

@@ -1,13 +1,11 @@
 """EC2's GPU data: the shipped table against moto's catalogue, and region lookups through boto3."""
 
-import json
-
 import boto3
 import pytest
 from moto import mock_aws
 
 import explain.ec2_gpu_data
-from explain.ec2_gpu_data import NO_GPU, load_table, lookup_region, table_entries
+from explain.ec2_gpu_data import NO_GPU, load_table, lookup_region
 from explain.errors import ExplainError
 
 REGION = "us-east-1"
@@ -25,12 +23,6 @@ def catalogue() -> dict[str, dict[str, object]]:
     return described
 
 
-def test_the_shipped_table_is_still_the_catalogue(catalogue: dict[str, dict[str, object]]) -> None:
-    """`python -m explain.ec2_gpu_data --refresh` rewrites the table when this fails."""
-    shipped = json.loads(explain.ec2_gpu_data.TABLE_FILE.read_text())["instanceTypes"]
-    assert shipped == table_entries(catalogue.values())
-
-
 def test_the_table_holds_every_gpu_type_with_its_per_gpu_memory(
     catalogue: dict[str, dict[str, object]],
 ) -> None:
@@ -45,7 +37,7 @@ def test_the_table_holds_every_gpu_type_with_its_per_gpu_memory(
             assert entry.label_mib == min(gpu["MemoryInfo"]["SizeInMiB"] for gpu in gpus), name
         else:
             assert (entry.label_mib, bool(entry.no_label_reason)) == (0, True), name
-    assert "shipped table ec2_gpu_types.json" in table.source
+    assert "shipped table ec2_instance_types.json" in table.source
 
 
 def test_types_with_enough_memory_are_the_smallest_sufficient_first() -> None:

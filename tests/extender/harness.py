@@ -2,6 +2,7 @@
 and talking to it over real TLS sockets on loopback."""
 
 import asyncio
+import contextlib
 import http.client
 import logging
 import os
@@ -11,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -158,7 +159,7 @@ def tls_socket(port: int, context: ssl.SSLContext) -> ssl.SSLSocket:
 
 def read_response(sock: socket.socket) -> tuple[int, bytes]:
     """Read one HTTP response from a raw socket: (status, body)."""
-    response = http.client.HTTPResponse(sock)  # type: ignore[arg-type]
+    response = http.client.HTTPResponse(sock)
     response.begin()
     return response.status, response.read()
 
@@ -194,6 +195,34 @@ def start_process(args: list[str], env: Mapping[str, str] | None = None) -> subp
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
+
+
+def tls_args(pki: Pki) -> list[str]:
+    """The extender's TLS flags for ``pki``, listening on loopback."""
+    return [
+        "--tls-cert",
+        str(pki.server_cert),
+        "--tls-key",
+        str(pki.server_key),
+        "--client-ca",
+        str(pki.client_ca),
+        "--bind",
+        LOOPBACK,
+    ]
+
+
+@contextlib.contextmanager
+def reaped(process: subprocess.Popen[bytes]) -> Iterator[subprocess.Popen[bytes]]:
+    """``process`` for the block; then killed if it still runs, waited for, and its pipes closed."""
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(DEADLINE)
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def read_json_line(stream: object, predicate: Callable[[dict[str, object]], bool]) -> dict[str, object]:

@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 
 from localcluster.control_plane import free_port
-from tests.extender.harness import DEADLINE, LOOPBACK, REPO_ROOT, read_json_line, request, scheduler_context
+from tests.extender.harness import (
+    DEADLINE,
+    LOOPBACK,
+    REPO_ROOT,
+    read_json_line,
+    reaped,
+    request,
+    scheduler_context,
+)
 
 DOCKERFILE = REPO_ROOT / "extender_app" / "Dockerfile"
 IGNORE_FILE = REPO_ROOT / "extender_app" / "Dockerfile.dockerignore"
@@ -105,18 +113,22 @@ def image_environment(image_layout, pki) -> dict[str, str]:
     }
 
 
-def test_entry_command_runs_from_the_image_layout_without_writing(image_layout, pki):
-    before = sorted(str(path) for path in image_layout.rglob("*"))
-    env = image_environment(image_layout, pki)
-    # -S: no site-packages of this interpreter, so only what the image ships is importable
-    process = subprocess.Popen(
+def start_from_image(image_layout: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """The image's entry command run from its layout; -S: no site-packages of this interpreter, so
+    only what the image ships is importable."""
+    return subprocess.Popen(
         [sys.executable, "-S", "-m", "extender_app"],
         cwd=image_layout,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    try:
+
+
+def test_entry_command_runs_from_the_image_layout_without_writing(image_layout, pki):
+    before = sorted(str(path) for path in image_layout.rglob("*"))
+    env = image_environment(image_layout, pki)
+    with reaped(start_from_image(image_layout, env)) as process:
         listening = read_json_line(process.stdout, lambda line: line["msg"] == "listening")
         assert request(int(listening["health_port"]), None, "/readyz", method="GET").status == 200
         reply = request(
@@ -125,12 +137,6 @@ def test_entry_command_runs_from_the_image_layout_without_writing(image_layout, 
         assert (reply.status, reply.body) == (200, b"[]")
         process.send_signal(signal.SIGTERM)
         assert process.wait(DEADLINE) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(DEADLINE)
-        process.stdout.close()
-        process.stderr.close()
     assert sorted(str(path) for path in image_layout.rglob("*")) == before  # nothing written
 
 
@@ -148,14 +154,7 @@ def test_watch_mode_imports_its_client_from_the_image_layout(image_layout, pki, 
         "EXTENDER_NODE_CACHE": "watch",
         "EXTENDER_KUBECONFIG": str(kubeconfig),
     }
-    process = subprocess.Popen(
-        [sys.executable, "-S", "-m", "extender_app"],
-        cwd=image_layout,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
+    with reaped(start_from_image(image_layout, env)) as process:
         listening = read_json_line(process.stdout, lambda line: line["msg"] == "listening")
         failed = read_json_line(
             process.stdout, lambda line: line["msg"] == "node cache out of step; relisting"
@@ -165,9 +164,3 @@ def test_watch_mode_imports_its_client_from_the_image_layout(image_layout, pki, 
         assert ready.status == 503
         process.send_signal(signal.SIGTERM)
         assert process.wait(DEADLINE) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(DEADLINE)
-        process.stdout.close()
-        process.stderr.close()

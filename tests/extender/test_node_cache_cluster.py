@@ -17,13 +17,15 @@ from extender_app.cached_handlers import UNKNOWN_NODE
 from policy import BELOW_MINIMUM, INVALID_NODE_LABEL
 from tests.extender.cluster import Nodes, kubeconfig_via, node_reader, proxy_to
 from tests.extender.harness import (
-    LOOPBACK,
+    DEADLINE,
     ThreadedExtender,
     read_json_line,
+    reaped,
     request,
     scheduler_context,
     settings_for,
     start_process,
+    tls_args,
     wait_for,
 )
 from tests.fixtures.eks_nodes import make_pod
@@ -207,17 +209,9 @@ def test_without_rbac_on_nodes_the_extender_stays_unready_and_says_why(control_p
 
 def test_the_process_serves_names_only_requests_in_watch_mode(control_plane, pki, reader, nodes):
     name = nodes.create("p5", "81920")
-    args = [
-        "--tls-cert",
-        str(pki.server_cert),
-        "--tls-key",
-        str(pki.server_key),
-        "--client-ca",
-        str(pki.client_ca),
-    ]
-    args += ["--bind", LOOPBACK, "--port", "0", "--health-port", "0", "--node-cache", "watch"]
-    process = start_process(args, env={"EXTENDER_KUBECONFIG": str(reader.kubeconfig)})
-    try:
+    args = [*tls_args(pki), "--port", "0", "--health-port", "0", "--node-cache", "watch"]
+    env = {"EXTENDER_KUBECONFIG": str(reader.kubeconfig)}
+    with reaped(start_process(args, env=env)) as process:
         listening = read_json_line(process.stdout, lambda line: line["msg"] == "listening")
         listed = read_json_line(process.stdout, lambda line: line["msg"] == "node cache listed")
         assert listed["nodes"] >= 1
@@ -236,25 +230,14 @@ def test_the_process_serves_names_only_requests_in_watch_mode(control_plane, pki
         refused = request(port, scheduler_context(pki), "/filter", old_shape)
         assert refused.status == 400
         assert b"nodeCacheCapable: true" in refused.body
-    finally:
         process.send_signal(signal.SIGTERM)
-        assert process.wait(30) == 0
-        process.stdout.close()
-        process.stderr.close()
+        assert process.wait(DEADLINE) == 0
 
 
 def test_credentials_that_cannot_be_loaded_exit_2(pki, tmp_path):
-    args = [
-        "--tls-cert",
-        str(pki.server_cert),
-        "--tls-key",
-        str(pki.server_key),
-        "--client-ca",
-        str(pki.client_ca),
-    ]
     missing = tmp_path / "no-such-kubeconfig"
-    process = start_process([*args, "--node-cache", "watch", "--kubeconfig", str(missing), "--port", "0"])
-    assert process.wait(30) == 2
-    assert f"kubeconfig {missing}" in process.stderr.read().decode()
-    process.stdout.close()
-    process.stderr.close()
+    args = [*tls_args(pki), "--node-cache", "watch", "--kubeconfig", str(missing), "--port", "0"]
+    with reaped(start_process(args)) as process:
+        assert process.wait(DEADLINE) == 2
+        assert process.stderr is not None
+        assert f"kubeconfig {missing}" in process.stderr.read().decode()

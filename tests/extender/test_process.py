@@ -11,31 +11,19 @@ from extender_app.cli import FLAGS, settings_from
 from extender_app.settings import ExtenderSettings
 from tests.extender.harness import (
     DEADLINE,
-    LOOPBACK,
     REPO_ROOT,
     read_json_line,
     read_response,
+    reaped,
     refusal,
     request,
     scheduler_context,
     start_process,
+    tls_args,
     tls_socket,
     wait_for,
 )
 from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod
-
-
-def tls_args(pki):
-    return [
-        "--tls-cert",
-        str(pki.server_cert),
-        "--tls-key",
-        str(pki.server_key),
-        "--client-ca",
-        str(pki.client_ca),
-        "--bind",
-        LOOPBACK,
-    ]
 
 
 def metric(health_port, name):
@@ -141,11 +129,12 @@ def test_invalid_setting_exits_non_zero(pki):
 
 
 def test_sigterm_finishes_the_request_in_flight_then_exits_zero(pki):
-    process = start_process(
-        tls_args(pki),
-        env={"EXTENDER_PORT": "0", "EXTENDER_HEALTH_PORT": "0", "EXTENDER_SHUTDOWN_TIMEOUT": "20"},
-    )
-    try:
+    with reaped(
+        start_process(
+            tls_args(pki),
+            env={"EXTENDER_PORT": "0", "EXTENDER_HEALTH_PORT": "0", "EXTENDER_SHUTDOWN_TIMEOUT": "20"},
+        )
+    ) as process:
         listening = read_json_line(process.stdout, lambda line: line["msg"] == "listening")
         port, health_port = int(listening["port"]), int(listening["health_port"])
         nodes = make_nodes(20)
@@ -175,17 +164,12 @@ def test_sigterm_finishes_the_request_in_flight_then_exits_zero(pki):
         messages = [line["msg"] for line in lines]
         assert "request" in messages
         assert messages[-1] == "stopped"
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(DEADLINE)
-        process.stdout.close()
-        process.stderr.close()
 
 
 def test_sigterm_when_idle_exits_promptly_and_closes_keep_alive_connections(pki):
-    process = start_process(tls_args(pki), env={"EXTENDER_PORT": "0", "EXTENDER_HEALTH_PORT": "0"})
-    try:
+    with reaped(
+        start_process(tls_args(pki), env={"EXTENDER_PORT": "0", "EXTENDER_HEALTH_PORT": "0"})
+    ) as process:
         listening = read_json_line(process.stdout, lambda line: line["msg"] == "listening")
         port = int(listening["port"])
         body = extender_body(make_pod(), make_nodes(1))
@@ -196,9 +180,3 @@ def test_sigterm_when_idle_exits_promptly_and_closes_keep_alive_connections(pki)
             assert read_response(idle)[0] == 200
             process.send_signal(signal.SIGTERM)
             assert process.wait(DEADLINE) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(DEADLINE)
-        process.stdout.close()
-        process.stderr.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from components.scheduler_config import SCHEDULER_MODES
+from components.render.scheduler_config import SCHEDULER_MODES
 from localcluster.demo import sample_pods
 from localcluster.waiting import wait_for
 

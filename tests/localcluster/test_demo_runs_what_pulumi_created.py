@@ -21,7 +21,7 @@ from kubernetes import client
 
 from components.certificates import CLIENT_SECRET, SERVER_SECRET
 from components.custom_scheduler import CONFIG_FILE, CONFIG_MAP_NAME
-from components.scheduler_config import (
+from components.render.scheduler_config import (
     EXTENDER_MODES,
     EXTENDER_SERVICE,
     EXTENDER_SERVICE_HOST,
@@ -54,7 +54,7 @@ CONFIG_REWRITES = {
     "config.yaml.extenders[0].tlsConfig.certFile",
     "config.yaml.extenders[0].tlsConfig.keyFile",
 }
-"""Every value of the KubeSchedulerConfiguration the demo may change (README), in extender modes;
+"""Every value of the KubeSchedulerConfiguration the demo may change (docs/demo.md), in extender modes;
 in plugin mode only the kubeconfig."""
 EXTENDER_REWRITES = {"--tls-cert", "--tls-key", "--client-ca", "--bind", "--port", "--health-port"}
 """The extender flags the demo may change; extender-cached adds ``--kubeconfig``."""

@@ -1,21 +1,17 @@
-"""The inventory file is EC2's data (through moto), not numbers typed by hand."""
+"""The simulated fleet's types come from the EC2 snapshot, labelled by the program's own rule."""
 
-import json
-
-from components.gpu_memory import group_gpu_memory_mib, instance_gpus_from_ec2
-from localcluster.inventory import INVENTORY_FILE, catalogue_entries, load_inventory
-
-
-def test_inventory_file_equals_the_ec2_catalogue() -> None:
-    on_disk = json.loads(INVENTORY_FILE.read_text())["instanceTypes"]
-    assert on_disk == catalogue_entries(), "run: python -m localcluster.inventory --refresh"
+from components.render.ec2_catalogue import catalogue
+from components.render.gpu_memory import group_gpu_memory_mib, instance_gpus_from_ec2
+from localcluster.inventory import DEMO_INSTANCE_TYPES, load_inventory
 
 
 def test_each_gpu_type_is_labelled_with_its_per_gpu_memory() -> None:
-    entries = {entry["InstanceType"]: entry for entry in catalogue_entries()}
+    entries = {entry["InstanceType"]: entry for entry in catalogue()}
     inventory = load_inventory()
-    assert set(inventory) == set(entries)
+    assert tuple(inventory) == DEMO_INSTANCE_TYPES
     for name, instance_type in inventory.items():
+        assert instance_type.vcpus == entries[name]["VCpuInfo"]["DefaultVCpus"]
+        assert instance_type.memory_mib == entries[name]["MemoryInfo"]["SizeInMiB"]
         gpus = entries[name].get("GpuInfo")
         if gpus is None:
             assert not instance_type.has_gpu

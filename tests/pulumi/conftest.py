@@ -10,7 +10,7 @@ import yaml
 from moto import mock_aws
 
 from components.kubernetes_versions import plugin_kubernetes_version
-from components.scheduler_config import SCHEDULER_MODES, SchedulerMode, uses_extender
+from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode, uses_extender
 from components.stack import build_stack
 from components.stack_config import StackConfig, parse_stack_config
 from tests.pulumi.mocks import STACK, StackRun, run_stack

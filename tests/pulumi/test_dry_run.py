@@ -23,7 +23,7 @@ from kubernetes.client.rest import ApiException
 from kubernetes.dynamic import DynamicClient
 
 from components.extender import NODE_READER_ROLE
-from components.scheduler_config import (
+from components.render.scheduler_config import (
     EXTENDER_SERVICE,
     NAMESPACE,
     SCHEDULER_MODES,

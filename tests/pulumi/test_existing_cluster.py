@@ -24,7 +24,7 @@ from components.kubernetes_await import (
     DELETION_PROPAGATION_ANNOTATION,
     SKIP_AWAIT_ANNOTATION,
 )
-from components.scheduler_config import EXTENDER_SERVICE, SCHEDULER_NAME, uses_extender
+from components.render.scheduler_config import EXTENDER_SERVICE, SCHEDULER_NAME, uses_extender
 from components.stack_config import PROJECT, StackConfigError
 from tests.pulumi.conftest import (
     CLIENT_KEY_DATA,

@@ -10,7 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from components.gpu_memory import (
+from components.render.gpu_memory import (
     Gpu,
     GpuMemoryError,
     InstanceGpus,

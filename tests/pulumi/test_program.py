@@ -37,7 +37,7 @@ from components.custom_scheduler import (
     CONFIG_FILE,
 )
 from components.extender import HEALTH_PORT, NODE_CACHE_WATCH_FLAG, NODE_READER_ROLE, extender_args
-from components.scheduler_config import (
+from components.render.scheduler_config import (
     EXTENDER_PORT,
     EXTENDER_SERVICE,
     EXTENDER_SERVICE_HOST,

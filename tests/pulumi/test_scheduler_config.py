@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.scheduler_config import (
+from components.render.scheduler_config import (
     SCHEDULER_MODES,
     SchedulerConfig,
     node_cache_capable,

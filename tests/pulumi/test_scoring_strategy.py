@@ -8,7 +8,7 @@ import yaml
 
 from components.custom_scheduler import CONFIG_CHECKSUM_ANNOTATION, CONFIG_FILE
 from components.extender import extender_args
-from components.scheduler_config import (
+from components.render.scheduler_config import (
     EXTENDER_SERVICE,
     SCHEDULER_NAME,
     SchedulerConfig,

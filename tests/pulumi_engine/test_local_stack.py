@@ -2,8 +2,8 @@
 
 With a file backend and the passphrase secrets provider in a temporary directory, against the
 real kube-apiserver of ``localcluster``, the extender's certificates provided by the test
-(``certificates.provided``, keys as secrets; no pulumi-tls provider can be built here, see the
-README): bad configuration fails before anything exists; then, in this order, ``up`` creates
+(``certificates.provided``, keys as secrets; no pulumi-tls provider can be built here, see
+docs/pulumi-engine.md): bad configuration fails before anything exists; then, in this order, ``up`` creates
 every object (read back from the API server), a preview right after finds nothing to change, a
 changed scheduler setting previews exactly the ConfigMap and the scheduler's rollout and ``up``
 applies it, a renewed client certificate previews exactly its Secret and the scheduler's
@@ -34,7 +34,7 @@ from components.custom_scheduler import (
     CONFIG_MAP_NAME,
 )
 from components.kubernetes_await import SKIP_AWAIT_ANNOTATION
-from components.scheduler_config import (
+from components.render.scheduler_config import (
     EXTENDER_SERVICE,
     EXTENDER_SERVICE_HOST,
     NAMESPACE,

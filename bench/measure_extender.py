@@ -1,9 +1,9 @@
-"""Measurements behind the extender's defaults (README, "The extender"); not part of the test run.
+"""Measurements behind the extender's defaults (docs/serving.md); not part of the test run.
 
-    python -m tests.extender.measure_extender latency [--nodes 500]
-    python -m tests.extender.measure_extender memory [--concurrent 2] [--body-mib 128] [--nodes 5000]
+    python -m bench.measure_extender latency [--nodes 500]
+    python -m bench.measure_extender memory [--concurrent 2] [--body-mib 128] [--nodes 5000]
         [--rounds 1]
-    python -m tests.extender.measure_extender probes [--nodes 5000]
+    python -m bench.measure_extender probes [--nodes 5000]
 
 Both start the real ``python -m extender_app`` with a throw-away PKI on loopback and talk to
 it over mutual TLS. ``latency`` sends sequential filter and prioritize requests and reports
@@ -14,15 +14,18 @@ reads the server's peak RSS (VmHWM). ``probes`` polls /healthz while a large fil
 
 import argparse
 import statistics
+import subprocess
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 
-from tests.extender.harness import read_json_line, request, scheduler_context, start_process
-from tests.extender.pki import make_pki
+from bench.extender_server import rss_mib
+from tests.extender.harness import read_json_line, request, scheduler_context, start_process, tls_args
+from tests.extender.pki import Pki, make_pki
 from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod
 
 MIB = 2**20
@@ -31,43 +34,31 @@ MIB = 2**20
 class Server:
     """``python -m extender_app`` on ephemeral loopback ports; its request log lines are kept."""
 
-    def __init__(self, pki, extra):
-        args = ["--tls-cert", str(pki.server_cert), "--tls-key", str(pki.server_key)]
-        args += [
-            "--client-ca",
-            str(pki.client_ca),
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--health-port",
-            "0",
-        ]
-        self.process = start_process([*args, *extra])
+    def __init__(self, pki: Pki, extra: list[str]) -> None:
+        args = [*tls_args(pki), "--port", "0", "--health-port", "0"]
+        self.process: subprocess.Popen[bytes] = start_process([*args, *extra])
         line = read_json_line(self.process.stdout, lambda entry: entry["msg"] == "listening")
-        self.port, self.health_port = int(line["port"]), int(line["health_port"])
-        self.requests = []
+        self.port, self.health_port = int(str(line["port"])), int(str(line["health_port"]))
+        self.requests: list[dict[str, Any]] = []
         threading.Thread(target=self._drain, daemon=True).start()
 
-    def _drain(self):
+    def _drain(self) -> None:
+        assert self.process.stdout is not None
         for line in self.process.stdout:
             entry = orjson.loads(line)
             if entry["msg"] == "request":
                 self.requests.append(entry)
 
-    def stop(self):
+    def stop(self) -> None:
         self.process.terminate()
         self.process.wait(30)
 
 
-def peak_rss_mib(pid):
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmHWM")
+def peak_rss_mib(pid: int) -> float:
+    return rss_mib(pid)[1]
 
 
-def padded_body(nodes, target_bytes):
+def padded_body(nodes: int, target_bytes: int) -> bytes:
     """A body of ``nodes`` realistic nodes, each padded with image entries until the body nears the target."""
     items = make_nodes(nodes)
     pod = make_pod()  # no minimum: every node passes, so the answer is as large as the request
@@ -80,7 +71,7 @@ def padded_body(nodes, target_bytes):
     return extender_body(pod, items)
 
 
-def latency(arguments):
+def latency(arguments: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as directory:
         pki = make_pki(Path(directory))
         server = Server(pki, [])
@@ -89,7 +80,7 @@ def latency(arguments):
             nodes = make_nodes(arguments.nodes)
             body = extender_body(make_pod(min_memory_mib=40960), nodes)
             for verb in ("filter", "prioritize"):
-                timings = []
+                timings: list[float] = []
                 for _ in range(arguments.rounds):
                     started = time.perf_counter()
                     reply = request(server.port, context, f"/{verb}", body)
@@ -107,7 +98,7 @@ def latency(arguments):
             server.stop()
 
 
-def probes(arguments):
+def probes(arguments: argparse.Namespace) -> None:
     """How long /healthz takes to answer while a large request is being judged."""
     with tempfile.TemporaryDirectory() as directory:
         pki = make_pki(Path(directory))
@@ -116,7 +107,7 @@ def probes(arguments):
             body = extender_body(make_pod(min_memory_mib=40960), make_nodes(arguments.nodes))
             done = threading.Event()
 
-            def big():
+            def big() -> None:
                 assert request(server.port, scheduler_context(pki), "/filter", body).status == 200
                 done.set()
 
@@ -138,7 +129,7 @@ def probes(arguments):
             server.stop()
 
 
-def memory(arguments):
+def memory(arguments: argparse.Namespace) -> None:
     limit = arguments.body_mib * MIB
     with tempfile.TemporaryDirectory() as directory:
         pki = make_pki(Path(directory))
@@ -157,9 +148,9 @@ def memory(arguments):
             body = padded_body(arguments.nodes, limit - 4096)
             idle = peak_rss_mib(server.process.pid)
             context = scheduler_context(pki)
-            results = []
+            results: list[tuple[int, int, float]] = []
 
-            def send():
+            def send() -> None:
                 started = time.perf_counter()
                 reply = request(server.port, context, "/filter", body)
                 results.append((reply.status, len(reply.body), time.perf_counter() - started))
@@ -183,7 +174,7 @@ def memory(arguments):
             server.stop()
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -1,6 +1,6 @@
-"""Measurements of ``--node-cache watch`` (README, "The node cache"); not part of the test run.
+"""Measurements of ``--node-cache watch`` (docs/node-cache.md); not part of the test run.
 
-    python -m tests.extender.measure_node_cache [--nodes 5000] [--rounds 30] [--bin-dir .cache/bin]
+    python -m bench.measure_node_cache [--nodes 5000] [--rounds 30] [--bin-dir .cache/bin]
 
 Starts a local control plane (etcd + kube-apiserver), the real ``python -m extender_app
 --node-cache watch`` with a node-reader identity, and reports:
@@ -23,22 +23,16 @@ from pathlib import Path
 import kubernetes.client
 import orjson
 
+from bench.extender_server import rss_mib
+from bench.measure_extender import Server
 from localcluster.control_plane import start_control_plane
 from tests.extender.cluster import node_reader
 from tests.extender.harness import request, scheduler_context, wait_for
-from tests.extender.measure_extender import Server
-from tests.extender.pki import make_pki
+from tests.extender.pki import Pki, make_pki
 from tests.fixtures.eks_nodes import make_nodes, make_pod
 
 CREATE_THREADS = 8
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "managedFields")
-
-
-def rss_mib(pid: int, field: str = "VmRSS") -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no {field}")
 
 
 def metric(server: Server, name: str) -> float:
@@ -59,7 +53,7 @@ def create_nodes(api: kubernetes.client.ApiClient, count: int) -> None:
         list(pool.map(core.create_node, nodes))  # nodes accept their status on create
 
 
-def timed(server: Server, pki, verb: str, names: list[str], rounds: int) -> tuple[float, float]:
+def timed(server: Server, pki: Pki, verb: str, names: list[str], rounds: int) -> tuple[float, float]:
     body = orjson.dumps({"Pod": make_pod(min_memory_mib=40960), "Nodes": None, "NodeNames": names})
     context = scheduler_context(pki)
     before = len(server.requests)
@@ -87,7 +81,7 @@ def main() -> None:
         (work / "pki").mkdir()
         pki = make_pki(work / "pki")
         off = Server(pki, [])
-        off_idle = rss_mib(off.process.pid)
+        off_idle = rss_mib(off.process.pid)[0]
         off.stop()
         with start_control_plane(arguments.bin_dir, work / "plane") as plane:
             reader = node_reader(plane)
@@ -95,7 +89,7 @@ def main() -> None:
             server = Server(pki, watch)
             try:
                 wait_for(lambda: metric(server, "gpu_extender_node_cache_synced") == 1, "the first list")
-                empty = rss_mib(server.process.pid)
+                empty = rss_mib(server.process.pid)[0]
                 started = time.perf_counter()
                 create_nodes(plane.api_client(), arguments.nodes)
                 created = time.perf_counter() - started
@@ -104,7 +98,7 @@ def main() -> None:
                     "every node in the cache",
                     deadline=120,
                 )
-                filled, filled_peak = rss_mib(server.process.pid), rss_mib(server.process.pid, "VmHWM")
+                filled, filled_peak = rss_mib(server.process.pid)
                 print(f"off mode, idle: RSS {off_idle:.1f} MiB")
                 print(f"watch mode, cache empty (synced, 0 nodes): RSS {empty:.1f} MiB")
                 print(
@@ -122,7 +116,7 @@ def main() -> None:
                             f"/{verb} with {count} names: server median {served:.2f} ms, "
                             f"client median {client:.1f} ms over {arguments.rounds} requests"
                         )
-                after = rss_mib(server.process.pid)
+                after = rss_mib(server.process.pid)[0]
                 print(f"watch mode after the requests: RSS {after:.1f} MiB")
             finally:
                 server.stop()
@@ -132,7 +126,7 @@ def main() -> None:
                     lambda: metric(fresh, "gpu_extender_node_cache_nodes") == arguments.nodes,
                     "the first list",
                 )
-                rss, peak = rss_mib(fresh.process.pid), rss_mib(fresh.process.pid, "VmHWM")
+                rss, peak = rss_mib(fresh.process.pid)
                 print(
                     f"watch mode, started with {arguments.nodes} nodes present (one paginated list): "
                     f"RSS {rss:.1f} MiB, peak {peak:.1f} MiB"
