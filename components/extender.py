@@ -16,9 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.certificates import SERVER_SECRET
-from components.cluster import NODE_POOL_LABEL, SYSTEM_POOL
 from components.node_reader import NODE_READER_ROLE, NODE_READER_RULES
-from components.pod_security import container_security_context, pod_security_context
 from components.scheduler_config import (
     EXTENDER_PORT,
     EXTENDER_SERVICE,
@@ -29,19 +27,17 @@ from components.scheduler_config import (
     uses_extender,
 )
 from components.stack_config import ExtenderSettings
+from components.tls_server_workload import (
+    HEALTH_PORT,
+    disruption_budget,
+    https_service,
+    tls_server_deployment,
+)
 from policy import SCORING_STRATEGY, ScoringStrategy
 
 APP_LABEL = "app"
 TLS_DIR = "/etc/extender-tls"
 """Where the server certificate, key and client CA are mounted (the extender's defaults)."""
-TLS_FILE_MODE = 0o440
-HEALTH_PORT = 8080
-"""Plain-HTTP port for /healthz and /readyz (kubelet probes; no TLS, no client certificate)."""
-PROBE_PERIOD_SECONDS = 10
-PROBE_TIMEOUT_SECONDS = 3
-"""The health port waits while a 5,000-node request is parsed (up to 1.5 s measured)."""
-PROBE_FAILURE_THRESHOLD = 3
-MIN_AVAILABLE = 1
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 """Set by the API server on every namespace; a namespaceSelector on it names one namespace."""
 NODE_CACHE_WATCH_FLAG = "--node-cache=watch"
@@ -138,88 +134,25 @@ class Extender(pulumi.ComponentResource):
         )
         if token:
             self._node_reader(name, labels, object_annotations, child)
-        resources = settings.resources
-        self.deployment = k8s.apps.v1.Deployment(
+        self.deployment = tls_server_deployment(
             f"{name}-deployment",
             metadata=metadata(),
-            spec=k8s.apps.v1.DeploymentSpecArgs(
-                replicas=settings.replicas,
-                selector=selector,
-                template=k8s.core.v1.PodTemplateSpecArgs(
-                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
-                    spec=k8s.core.v1.PodSpecArgs(
-                        service_account_name=account.metadata.name,
-                        automount_service_account_token=token,
-                        enable_service_links=False,
-                        security_context=pod_security_context(),
-                        node_selector={NODE_POOL_LABEL: SYSTEM_POOL, "kubernetes.io/os": "linux"},
-                        topology_spread_constraints=[
-                            k8s.core.v1.TopologySpreadConstraintArgs(
-                                max_skew=1,
-                                topology_key=topology_key,
-                                when_unsatisfiable=when,
-                                label_selector=selector,
-                                match_label_keys=["pod-template-hash"],
-                            )
-                            for topology_key, when in (
-                                ("topology.kubernetes.io/zone", "ScheduleAnyway"),
-                                ("kubernetes.io/hostname", "DoNotSchedule"),
-                            )
-                        ],
-                        containers=[
-                            k8s.core.v1.ContainerArgs(
-                                name="extender",
-                                image=image,
-                                args=extender_args(settings, mode, scoring_strategy),
-                                ports=[
-                                    k8s.core.v1.ContainerPortArgs(name="https", container_port=EXTENDER_PORT),
-                                    k8s.core.v1.ContainerPortArgs(name="health", container_port=HEALTH_PORT),
-                                ],
-                                readiness_probe=_probe("/readyz"),
-                                liveness_probe=_probe("/healthz"),
-                                resources=k8s.core.v1.ResourceRequirementsArgs(
-                                    requests=resources.requests, limits=resources.limits
-                                ),
-                                security_context=container_security_context(),
-                                volume_mounts=[
-                                    k8s.core.v1.VolumeMountArgs(
-                                        name="tls", mount_path=TLS_DIR, read_only=True
-                                    )
-                                ],
-                            )
-                        ],
-                        volumes=[
-                            k8s.core.v1.VolumeArgs(
-                                name="tls",
-                                secret=k8s.core.v1.SecretVolumeSourceArgs(
-                                    secret_name=SERVER_SECRET, default_mode=TLS_FILE_MODE
-                                ),
-                            )
-                        ],
-                    ),
-                ),
-            ),
+            labels=labels,
+            container="extender",
+            image=image,
+            args=extender_args(settings, mode, scoring_strategy),
+            port=EXTENDER_PORT,
+            replicas=settings.replicas,
+            resources=settings.resources,
+            service_account=account.metadata.name,
+            automount_token=token,
+            tls_secret=SERVER_SECRET,
+            tls_dir=TLS_DIR,
             opts=child,
         )
-        k8s.policy.v1.PodDisruptionBudget(
-            f"{name}-pdb",
-            metadata=metadata(),
-            spec=k8s.policy.v1.PodDisruptionBudgetSpecArgs(min_available=MIN_AVAILABLE, selector=selector),
-            opts=child,
-        )
-        self.service = k8s.core.v1.Service(
-            f"{name}-service",
-            metadata=metadata(),
-            spec=k8s.core.v1.ServiceSpecArgs(
-                type="ClusterIP",
-                selector=labels,
-                ports=[
-                    k8s.core.v1.ServicePortArgs(
-                        name="https", port=EXTENDER_PORT, target_port="https", protocol="TCP"
-                    )
-                ],
-            ),
-            opts=child,
+        disruption_budget(f"{name}-pdb", metadata=metadata(), labels=labels, opts=child)
+        self.service = https_service(
+            f"{name}-service", metadata=metadata(), labels=labels, port=EXTENDER_PORT, opts=child
         )
         k8s.networking.v1.NetworkPolicy(
             f"{name}-network-policy",
@@ -281,12 +214,3 @@ class Extender(pulumi.ComponentResource):
             ],
             opts=child,
         )
-
-
-def _probe(path: str) -> k8s.core.v1.ProbeArgs:
-    return k8s.core.v1.ProbeArgs(
-        http_get=k8s.core.v1.HTTPGetActionArgs(path=path, port="health", scheme="HTTP"),
-        period_seconds=PROBE_PERIOD_SECONDS,
-        timeout_seconds=PROBE_TIMEOUT_SECONDS,
-        failure_threshold=PROBE_FAILURE_THRESHOLD,
-    )
