@@ -1,4 +1,5 @@
-"""Mutual TLS between the custom scheduler and the extender: a CA, two leaves, two Secrets.
+"""Mutual TLS between the custom scheduler and the extender (a CA, two leaves, two Secrets), and
+the admission webhook's server certificate from the same CA (its own Secret).
 
 By default pulumi-tls creates an ECDSA P-256 CA, a server certificate for the extender's
 Service name and a client certificate (client-auth usage only) for the scheduler;
@@ -18,11 +19,14 @@ import pulumi_tls as tls
 
 from components.provided_certificates import ProvidedCertificates
 from components.render.scheduler_config import EXTENDER_SERVICE_HOST, NAMESPACE, SCHEDULER_NAME
+from components.render.webhook_config import WEBHOOK_SERVICE_HOST, WEBHOOK_TLS_SECRET
 from components.stack_config import CertificateSettings
 
 SERVER_SECRET = "extender-server-tls"  # noqa: S105 - the name of a Secret, not a credential
 CLIENT_SECRET = "extender-client-tls"  # noqa: S105 - the name of a Secret, not a credential
 SERVER_DNS_NAMES = (EXTENDER_SERVICE_HOST, f"{EXTENDER_SERVICE_HOST}.cluster.local")
+WEBHOOK_DNS_NAMES = (WEBHOOK_SERVICE_HOST,)
+"""kube-apiserver calls a webhook Service as ``<name>.<namespace>.svc`` and verifies that name."""
 CLIENT_COMMON_NAME = SCHEDULER_NAME
 ORGANIZATION = "gpu-scheduler-eks"
 KEY_ALGORITHM = "ECDSA"
@@ -41,7 +45,8 @@ def certificate_checksum(*pems: str) -> str:
 
 
 class Certificates(pulumi.ComponentResource):
-    """The CA, the extender's server certificate, the scheduler's client certificate, the Secrets."""
+    """The CA; the extender's server and the scheduler's client certificates (``extender``); the
+    webhook's server certificate (``webhook``); a Secret for each."""
 
     ca_cert_pem: pulumi.Output[str]
     server_cert_pem: pulumi.Output[str]
@@ -51,6 +56,9 @@ class Certificates(pulumi.ComponentResource):
     client_checksum: pulumi.Output[str]
     server_secret: k8s.core.v1.Secret
     client_secret: k8s.core.v1.Secret
+    webhook_cert_pem: pulumi.Output[str]
+    webhook_key_pem: pulumi.Output[str]
+    webhook_secret: k8s.core.v1.Secret
 
     def __init__(
         self,
@@ -59,18 +67,17 @@ class Certificates(pulumi.ComponentResource):
         provider: k8s.Provider,
         namespace: k8s.core.v1.Namespace,
         *,
+        extender: bool = True,
+        webhook: bool = False,
         object_annotations: Mapping[str, str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """``object_annotations`` go on the Secrets (``kubernetes_await.await_annotations``)."""
         super().__init__("gpu-scheduler-eks:index:Certificates", name, None, opts)
         if settings.provided is None:
-            self._generate(name, settings)
+            self._generate(name, settings, extender=extender, webhook=webhook)
         else:
             self._take(settings.provided)
-        self.client_checksum = pulumi.Output.all(self.ca_cert_pem, self.client_cert_pem).apply(
-            lambda pems: certificate_checksum(*pems)
-        )
 
         in_namespace = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace])
 
@@ -87,6 +94,20 @@ class Certificates(pulumi.ComponentResource):
                 opts=in_namespace,
             )
 
+        outputs: dict[str, pulumi.Output[str]] = {"caCertPem": self.ca_cert_pem}
+        if webhook:
+            self.webhook_secret = tls_secret(
+                "webhook",
+                WEBHOOK_TLS_SECRET,
+                {"tls.crt": self.webhook_cert_pem, "tls.key": self.webhook_key_pem},
+            )
+            outputs["webhookCertPem"] = self.webhook_cert_pem
+        if not extender:
+            self.register_outputs(outputs)
+            return
+        self.client_checksum = pulumi.Output.all(self.ca_cert_pem, self.client_cert_pem).apply(
+            lambda pems: certificate_checksum(*pems)
+        )
         self.server_secret = tls_secret(
             "server",
             SERVER_SECRET,
@@ -102,15 +123,11 @@ class Certificates(pulumi.ComponentResource):
             {"tls.crt": self.client_cert_pem, "tls.key": self.client_key_pem, "ca.crt": self.ca_cert_pem},
         )
         self.register_outputs(
-            {
-                "caCertPem": self.ca_cert_pem,
-                "serverCertPem": self.server_cert_pem,
-                "clientCertPem": self.client_cert_pem,
-            }
+            {**outputs, "serverCertPem": self.server_cert_pem, "clientCertPem": self.client_cert_pem}
         )
 
-    def _generate(self, name: str, settings: CertificateSettings) -> None:
-        """pulumi-tls: a CA, the server and client certificates, each with a new key."""
+    def _generate(self, name: str, settings: CertificateSettings, *, extender: bool, webhook: bool) -> None:
+        """pulumi-tls: a CA and the certificates asked for, each with a new key."""
         child = pulumi.ResourceOptions(parent=self)
 
         ca_key = self._key(f"{name}-ca-key")
@@ -151,10 +168,15 @@ class Certificates(pulumi.ComponentResource):
             )
             return cert.cert_pem, key
 
-        self.server_cert_pem, self.server_key_pem = leaf(
-            "server", SERVER_DNS_NAMES[0], SERVER_USES, list(SERVER_DNS_NAMES)
-        )
-        self.client_cert_pem, self.client_key_pem = leaf("client", CLIENT_COMMON_NAME, CLIENT_USES, [])
+        if extender:
+            self.server_cert_pem, self.server_key_pem = leaf(
+                "server", SERVER_DNS_NAMES[0], SERVER_USES, list(SERVER_DNS_NAMES)
+            )
+            self.client_cert_pem, self.client_key_pem = leaf("client", CLIENT_COMMON_NAME, CLIENT_USES, [])
+        if webhook:
+            self.webhook_cert_pem, self.webhook_key_pem = leaf(
+                "webhook", WEBHOOK_DNS_NAMES[0], SERVER_USES, list(WEBHOOK_DNS_NAMES)
+            )
 
     def _take(self, provided: ProvidedCertificates) -> None:
         """The team's own PEM, as configured (checked by the stack configuration)."""
@@ -163,6 +185,8 @@ class Certificates(pulumi.ComponentResource):
         self.server_key_pem = pulumi.Output.secret(provided.server_key)
         self.client_cert_pem = pulumi.Output.from_input(provided.client_cert)
         self.client_key_pem = pulumi.Output.secret(provided.client_key)
+        self.webhook_cert_pem = pulumi.Output.from_input(provided.webhook_server_cert)
+        self.webhook_key_pem = pulumi.Output.secret(provided.webhook_server_key)
 
     def _key(self, resource_name: str) -> pulumi.Output[str]:
         """A new ECDSA P-256 private key, as a Pulumi secret."""

@@ -16,7 +16,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.certificates import SERVER_SECRET
-from components.pod_security import container_security_context, pod_security_context
 from components.render.node_reader import NODE_READER_ROLE, NODE_READER_RULES
 from components.render.scheduler_config import (
     EXTENDER_PORT,
@@ -28,25 +27,17 @@ from components.render.scheduler_config import (
     uses_extender,
 )
 from components.stack_config import ExtenderSettings
-from components.workload_parts import (
-    APP_LABEL,
-    container_resources,
-    http_probe,
-    object_metadata,
-    role_ref,
-    spread,
-    system_pool_selector,
+from components.tls_server_workload import (
+    HEALTH_PORT,
+    disruption_budget,
+    https_service,
+    tls_server_deployment,
 )
+from components.workload_parts import APP_LABEL, object_metadata, role_ref
 from policy import SCORING_STRATEGY, ScoringStrategy
 
 TLS_DIR = "/etc/extender-tls"
 """Where the server certificate, key and client CA are mounted (the extender's defaults)."""
-TLS_FILE_MODE = 0o440
-HEALTH_PORT = 8080
-"""Plain-HTTP port for /healthz and /readyz (kubelet probes; no TLS, no client certificate)."""
-PROBE_TIMEOUT_SECONDS = 3
-"""The health port waits while a 5,000-node request is parsed (up to 1.5 s measured)."""
-MIN_AVAILABLE = 1
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 """Set by the API server on every namespace; a namespaceSelector on it names one namespace."""
 NODE_CACHE_WATCH_FLAG = "--node-cache=watch"
@@ -140,83 +131,25 @@ class Extender(pulumi.ComponentResource):
         )
         if token:
             self._node_reader(name, labels, object_annotations, child)
-        self.deployment = k8s.apps.v1.Deployment(
+        self.deployment = tls_server_deployment(
             f"{name}-deployment",
             metadata=metadata(),
-            spec=k8s.apps.v1.DeploymentSpecArgs(
-                replicas=settings.replicas,
-                selector=selector,
-                template=k8s.core.v1.PodTemplateSpecArgs(
-                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
-                    spec=k8s.core.v1.PodSpecArgs(
-                        service_account_name=account.metadata.name,
-                        automount_service_account_token=token,
-                        enable_service_links=False,
-                        security_context=pod_security_context(),
-                        node_selector=system_pool_selector(),
-                        topology_spread_constraints=spread(
-                            selector,
-                            [
-                                ("topology.kubernetes.io/zone", "ScheduleAnyway"),
-                                ("kubernetes.io/hostname", "DoNotSchedule"),
-                            ],
-                        ),
-                        containers=[
-                            k8s.core.v1.ContainerArgs(
-                                name="extender",
-                                image=image,
-                                args=extender_args(settings, mode, scoring_strategy),
-                                ports=[
-                                    k8s.core.v1.ContainerPortArgs(name="https", container_port=EXTENDER_PORT),
-                                    k8s.core.v1.ContainerPortArgs(name="health", container_port=HEALTH_PORT),
-                                ],
-                                readiness_probe=http_probe(
-                                    "/readyz", "health", "HTTP", timeout_seconds=PROBE_TIMEOUT_SECONDS
-                                ),
-                                liveness_probe=http_probe(
-                                    "/healthz", "health", "HTTP", timeout_seconds=PROBE_TIMEOUT_SECONDS
-                                ),
-                                resources=container_resources(settings.resources),
-                                security_context=container_security_context(),
-                                volume_mounts=[
-                                    k8s.core.v1.VolumeMountArgs(
-                                        name="tls", mount_path=TLS_DIR, read_only=True
-                                    )
-                                ],
-                            )
-                        ],
-                        volumes=[
-                            k8s.core.v1.VolumeArgs(
-                                name="tls",
-                                secret=k8s.core.v1.SecretVolumeSourceArgs(
-                                    secret_name=SERVER_SECRET, default_mode=TLS_FILE_MODE
-                                ),
-                            )
-                        ],
-                    ),
-                ),
-            ),
+            labels=labels,
+            container="extender",
+            image=image,
+            args=extender_args(settings, mode, scoring_strategy),
+            port=EXTENDER_PORT,
+            replicas=settings.replicas,
+            resources=settings.resources,
+            service_account=account.metadata.name,
+            automount_token=token,
+            tls_secret=SERVER_SECRET,
+            tls_dir=TLS_DIR,
             opts=child,
         )
-        k8s.policy.v1.PodDisruptionBudget(
-            f"{name}-pdb",
-            metadata=metadata(),
-            spec=k8s.policy.v1.PodDisruptionBudgetSpecArgs(min_available=MIN_AVAILABLE, selector=selector),
-            opts=child,
-        )
-        self.service = k8s.core.v1.Service(
-            f"{name}-service",
-            metadata=metadata(),
-            spec=k8s.core.v1.ServiceSpecArgs(
-                type="ClusterIP",
-                selector=labels,
-                ports=[
-                    k8s.core.v1.ServicePortArgs(
-                        name="https", port=EXTENDER_PORT, target_port="https", protocol="TCP"
-                    )
-                ],
-            ),
-            opts=child,
+        disruption_budget(f"{name}-pdb", metadata=metadata(), labels=labels, opts=child)
+        self.service = https_service(
+            f"{name}-service", metadata=metadata(), labels=labels, port=EXTENDER_PORT, opts=child
         )
         k8s.networking.v1.NetworkPolicy(
             f"{name}-network-policy",

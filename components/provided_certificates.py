@@ -19,15 +19,20 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from components.render.scheduler_config import EXTENDER_SERVICE_HOST
+from components.render.webhook_config import WEBHOOK_SERVICE_HOST
 
 CA_CERT = "caCert"
 SERVER_CERT = "serverCert"
 SERVER_KEY = "serverKey"
 CLIENT_CERT = "clientCert"
 CLIENT_KEY = "clientKey"
+WEBHOOK_SERVER_CERT = "webhookServerCert"
+WEBHOOK_SERVER_KEY = "webhookServerKey"
 PROVIDED_KEYS = (CA_CERT, SERVER_CERT, SERVER_KEY, CLIENT_CERT, CLIENT_KEY)
-"""The keys under ``certificates.provided``, all required."""
-PRIVATE_KEYS = (SERVER_KEY, CLIENT_KEY)
+"""The keys under ``certificates.provided`` that are always required."""
+WEBHOOK_KEYS = (WEBHOOK_SERVER_CERT, WEBHOOK_SERVER_KEY)
+"""The admission webhook's server certificate and key: required while the webhook runs."""
+PRIVATE_KEYS = (SERVER_KEY, CLIENT_KEY, WEBHOOK_SERVER_KEY)
 """The keys that must be configured as Pulumi secrets."""
 DIALED_HOSTS = (EXTENDER_SERVICE_HOST,)
 """The host names kube-scheduler dials (the extender's ``urlPrefix``): the server certificate's
@@ -57,6 +62,9 @@ class ProvidedCertificates:
     server_key: str = field(repr=False)
     client_cert: str
     client_key: str = field(repr=False)
+    webhook_server_cert: str = ""
+    """The admission webhook's server certificate (empty when the webhook does not run)."""
+    webhook_server_key: str = field(default="", repr=False)
 
 
 def check_provided_certificates(provided: ProvidedCertificates, now: datetime.datetime) -> None:
@@ -65,12 +73,25 @@ def check_provided_certificates(provided: ProvidedCertificates, now: datetime.da
     Checked: every PEM parses; each CA certificate is a CA (basic constraints) valid at ``now``;
     each leaf is one certificate, valid at ``now``, signed directly by a CA in ``caCert``, with
     the usage its end needs (serverAuth / clientAuth); the server certificate's DNS names cover
-    ``DIALED_HOSTS``; each key is unencrypted, of a supported type and the key of its certificate.
+    ``DIALED_HOSTS`` (the webhook's, if given, ``WEBHOOK_SERVICE_HOST``); each key is
+    unencrypted, of a supported type and the key of its certificate.
     """
     authorities = _authorities(provided.ca_cert, now)
     server = _leaf(SERVER_CERT, provided.server_cert, authorities, ExtendedKeyUsageOID.SERVER_AUTH, now)
-    _check_host_names(server)
+    _check_host_names(SERVER_CERT, server, DIALED_HOSTS, "the name kube-scheduler dials")
     _check_key(SERVER_KEY, provided.server_key, server, SERVER_CERT)
+    if provided.webhook_server_cert:
+        webhook = _leaf(
+            WEBHOOK_SERVER_CERT,
+            provided.webhook_server_cert,
+            authorities,
+            ExtendedKeyUsageOID.SERVER_AUTH,
+            now,
+        )
+        _check_host_names(
+            WEBHOOK_SERVER_CERT, webhook, (WEBHOOK_SERVICE_HOST,), "the name kube-apiserver dials"
+        )
+        _check_key(WEBHOOK_SERVER_KEY, provided.webhook_server_key, webhook, WEBHOOK_SERVER_CERT)
     client = _leaf(CLIENT_CERT, provided.client_cert, authorities, ExtendedKeyUsageOID.CLIENT_AUTH, now)
     _check_key(CLIENT_KEY, provided.client_key, client, CLIENT_CERT)
 
@@ -155,19 +176,17 @@ def _issued_by(cert: x509.Certificate, authority: x509.Certificate) -> bool:
     return True
 
 
-def _check_host_names(server: x509.Certificate) -> None:
+def _check_host_names(key: str, server: x509.Certificate, hosts: Sequence[str], who: str) -> None:
     try:
         names = server.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
         names = x509.SubjectAlternativeName([])
     dns_names = names.get_values_for_type(x509.DNSName)
-    missing = [host for host in DIALED_HOSTS if not any(_covers(name, host) for name in dns_names)]
+    missing = [host for host in hosts if not any(_covers(name, host) for name in dns_names)]
     if missing:
         have = ", ".join(dns_names) or "none"
         raise CertificateProblem(
-            SERVER_CERT,
-            f"its DNS subject alternative names ({have}) do not cover {', '.join(missing)}, "
-            "the name kube-scheduler dials",
+            key, f"its DNS subject alternative names ({have}) do not cover {', '.join(missing)}, {who}"
         )
 
 

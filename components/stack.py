@@ -6,7 +6,8 @@ result; the tests call it the same way under Pulumi mocks.
 The cluster comes first: an EKS cluster with its node groups and ECR images
 (``_eks_target``), or an existing cluster reached through a kubeconfig with the images given
 as references (``_existing_target``). Everything in Kubernetes after that (device plugin,
-namespace, certificates and Secrets, extender, scheduler) is declared by the same code for both.
+namespace, certificates and Secrets, extender, scheduler, admission webhook) is declared by the
+same code for both. The webhook (``webhook.enabled``, the default) runs in every scheduler mode.
 """
 
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from components.kubernetes_await import await_annotations
 from components.network import Network
 from components.render.scheduler_config import NAMESPACE, uses_extender
 from components.stack_config import StackConfig
+from components.webhook import AdmissionWebhook
 
 POD_SECURITY_LEVEL = "restricted"
 POD_SECURITY_MODES = ("enforce", "audit", "warn")
@@ -49,7 +51,7 @@ class ClusterTarget:
     dependencies: tuple[pulumi.Resource, ...]
     """What the workloads wait for: the system node group on EKS, nothing on an existing cluster."""
     extender_image: pulumi.Input[str] | None
-    """Set in the extender modes."""
+    """Set in the extender modes and wherever the webhook runs (the same image, another role)."""
     gpu_scheduler_image: pulumi.Input[str] | None
     """Set in plugin mode."""
     outputs: dict[str, Any]
@@ -76,21 +78,38 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
     scheduler_runs: pulumi.Input[str]
     scheduler_dependencies = workload_dependencies
     client_tls_checksum: pulumi.Output[str] | None = None
-    if uses_extender(config.scheduler_mode):
+    extender_mode, webhook = uses_extender(config.scheduler_mode), config.webhook.enabled
+    if extender_mode or webhook:
         assert target.extender_image is not None, "the cluster target supplies the extender image"
+        extender_image: pulumi.Input[str] = target.extender_image
         certificates = Certificates(
             "extender-tls",
             config.certificates,
             target.provider,
             namespace,
+            extender=extender_mode,
+            webhook=webhook,
             object_annotations=object_annotations,
         )
+        outputs["extenderImage"] = target.extender_image
+        outputs["caCertPem"] = certificates.ca_cert_pem
+    if webhook:
+        AdmissionWebhook(
+            "webhook",
+            settings=config.webhook,
+            image=extender_image,
+            certificates=certificates,
+            provider=target.provider,
+            depends_on=workload_dependencies,
+            object_annotations=object_annotations,
+        )
+    if extender_mode:
         Extender(
             "extender",
             mode=config.scheduler_mode,
             settings=config.extender,
             scoring_strategy=config.scoring_strategy,
-            image=target.extender_image,
+            image=extender_image,
             provider=target.provider,
             depends_on=[*workload_dependencies, certificates.server_secret],
             object_annotations=object_annotations,
@@ -98,8 +117,6 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
         scheduler_runs = config.scheduler.kube_scheduler_image
         scheduler_dependencies = [*workload_dependencies, certificates.client_secret]
         client_tls_checksum = certificates.client_checksum
-        outputs["extenderImage"] = target.extender_image
-        outputs["caCertPem"] = certificates.ca_cert_pem
     else:
         assert target.gpu_scheduler_image is not None, "the cluster target supplies the gpu-scheduler image"
         scheduler_runs = target.gpu_scheduler_image
@@ -128,8 +145,13 @@ def _eks_target(config: StackConfig) -> ClusterTarget:
         for group in config.gpu_node_groups
     ]
     extender_mode = uses_extender(config.scheduler_mode)
+    runs_extender_image = extender_mode or config.webhook.enabled
     extender_image = ContainerImage(
-        "extender-image", EXTENDER_IMAGE, config.images, namespace=config.cluster_name, build=extender_mode
+        "extender-image",
+        EXTENDER_IMAGE,
+        config.images,
+        namespace=config.cluster_name,
+        build=runs_extender_image,
     )
     scheduler_image = ContainerImage(
         "gpu-scheduler-image",
@@ -141,7 +163,7 @@ def _eks_target(config: StackConfig) -> ClusterTarget:
     return ClusterTarget(
         provider=cluster.provider,
         dependencies=(cluster.system_node_group,),
-        extender_image=extender_image.image_ref if extender_mode else None,
+        extender_image=extender_image.image_ref if runs_extender_image else None,
         gpu_scheduler_image=None if extender_mode else scheduler_image.image_ref,
         outputs={
             "clusterName": cluster.name,

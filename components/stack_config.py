@@ -33,11 +33,22 @@ from components.kubernetes_versions import (
 from components.provided_certificates import (
     PRIVATE_KEYS,
     PROVIDED_KEYS,
+    WEBHOOK_KEYS,
     CertificateProblem,
     ProvidedCertificates,
     check_provided_certificates,
 )
 from components.render.scheduler_config import SCHEDULER_MODES, ExtenderEndpoint, SchedulerMode, uses_extender
+from components.render.webhook_config import (
+    DEFAULT_FAILURE_POLICY,
+    DEFAULT_TIMEOUT_SECONDS,
+    FAILURE_POLICIES,
+    INVALID_ANNOTATION_CHOICES,
+    MAX_TIMEOUT_SECONDS,
+    WEBHOOK_SERVICE_HOST,
+    FailurePolicy,
+    InvalidAnnotation,
+)
 from policy import SCORING_STRATEGIES, SCORING_STRATEGY, PolicyError, ScoringStrategy, parse_quantity
 
 PROJECT = "gpu-scheduler-eks"
@@ -177,6 +188,25 @@ class ExtenderSettings:
     resources: Resources = EXTENDER_RESOURCES
 
 
+WEBHOOK_RESOURCES = Resources(cpu_request="50m", memory_request="64Mi", memory_limit="256Mi")
+"""The webhook role judges one pod per request (bodies up to 4 MiB, two at once): sized from the
+extender's measured figures, not measured in this role yet (docs/webhook.md#resources)."""
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    """The pod admission webhook (components/webhook.py; docs/webhook.md), in every mode."""
+
+    enabled: bool = True
+    replicas: int = 2
+    failure_policy: FailurePolicy = DEFAULT_FAILURE_POLICY
+    timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS
+    invalid_annotation: InvalidAnnotation = "deny"
+    allowed_source_cidrs: tuple[str, ...] = ()
+    """Where the API server calls from (the NetworkPolicy's ipBlocks); empty: any source, port only."""
+    resources: Resources = WEBHOOK_RESOURCES
+
+
 @dataclass(frozen=True)
 class SchedulerSettings:
     """The custom scheduler Deployment."""
@@ -254,6 +284,7 @@ class StackConfig:
     gpu_taint: bool = True
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     extender: ExtenderSettings = field(default_factory=ExtenderSettings)
+    webhook: WebhookSettings = field(default_factory=WebhookSettings)
     certificates: CertificateSettings = field(default_factory=CertificateSettings)
     images: ImageSettings = field(default_factory=ImageSettings)
     device_plugin: DevicePluginSettings = field(default_factory=DevicePluginSettings)
@@ -265,7 +296,7 @@ DEFAULT_GPU_NODE_GROUPS = (GpuNodeGroup(name="t4", instance_types=("g4dn.xlarge"
 
 _STRUCTURED_KEYS = frozenset(
     {"network", "systemNodeGroup", "gpuNodeGroups", "scheduler", "extender", "certificates", "images"}
-    | {"devicePlugin", "existingCluster"}
+    | {"devicePlugin", "existingCluster", "webhook"}
 )
 TOP_LEVEL_KEYS = _STRUCTURED_KEYS | {
     "clusterName",
@@ -290,6 +321,8 @@ PROVIDED_KEY_FILES = {
     "serverKey": "server.key",
     "clientCert": "client.crt",
     "clientKey": "client.key",
+    "webhookServerCert": "webhook.crt",
+    "webhookServerKey": "webhook.key",
 }
 """Example file names for each ``certificates.provided`` key (in the commands errors quote)."""
 
@@ -341,6 +374,7 @@ def parse_stack_config(
         ),
         scheduler=top.read("scheduler", default.scheduler, _scheduler),
         extender=top.read("extender", default.extender, _extender),
+        webhook=top.read("webhook", default.webhook, _webhook),
         certificates=top.read(
             "certificates",
             default.certificates,
@@ -356,6 +390,7 @@ def parse_stack_config(
     )
     _check_images(config, top.get("images"))
     _check_scheduler_version(config, plugin_version)
+    _check_webhook_certificates(config)
     return config
 
 
@@ -466,6 +501,14 @@ class _Fields(dict[str, _Value]):
         for key in keys:
             if key in self:
                 self[key].fail(f"{why}: remove one of the two")
+
+    def require_together(self, keys: Iterable[str]) -> None:
+        """Fail on the first of ``keys`` missing when another of them is set."""
+        wanted = tuple(keys)
+        given = [key for key in wanted if key in self]
+        for key in wanted:
+            if given and key not in self:
+                self[given[0]].fail(f"needs {key} beside it ({', '.join(wanted)} go together)")
 
 
 def _top_level(key: str, raw: str) -> _Value:
@@ -657,6 +700,55 @@ def _extender(value: _Value) -> ExtenderSettings:
     )
 
 
+def _webhook(value: _Value) -> WebhookSettings:
+    fields = value.fields(
+        {"enabled", "replicas", "failurePolicy", "timeoutSeconds", "invalidAnnotation"}
+        | {"allowedSourceCidrs", "resources"}
+    )
+    default = WebhookSettings()
+
+    def cidrs(v: _Value) -> tuple[str, ...]:
+        blocks = tuple(item.string() for item in v.items())
+        for index, block in enumerate(blocks):
+            try:
+                ipaddress.ip_network(block)
+            except ValueError:
+                _Value(f"{v.path}[{index}]", block).fail(f"{block!r} is not a CIDR block such as 10.0.0.0/16")
+        return blocks
+
+    return WebhookSettings(
+        enabled=fields.read("enabled", default.enabled, _Value.boolean),
+        replicas=fields.read(
+            "replicas", default.replicas, lambda v: v.integer(MIN_EXTENDER_REPLICAS, MAX_EXTENDER_REPLICAS)
+        ),
+        failure_policy=fields.read(
+            "failurePolicy", default.failure_policy, lambda v: v.choice(FAILURE_POLICIES)
+        ),
+        timeout_seconds=fields.read(
+            "timeoutSeconds", default.timeout_seconds, lambda v: v.integer(1, MAX_TIMEOUT_SECONDS)
+        ),
+        invalid_annotation=fields.read(
+            "invalidAnnotation", default.invalid_annotation, lambda v: v.choice(INVALID_ANNOTATION_CHOICES)
+        ),
+        allowed_source_cidrs=fields.read("allowedSourceCidrs", default.allowed_source_cidrs, cidrs),
+        resources=fields.read("resources", default.resources, lambda v: _resources(v, default.resources)),
+    )
+
+
+def _check_webhook_certificates(config: StackConfig) -> None:
+    """Provided certificates carry the webhook's server certificate when the webhook runs (no CA key
+    is given, so the stack cannot issue one)."""
+    provided = config.certificates.provided
+    if provided is None or not config.webhook.enabled or provided.webhook_server_cert:
+        return
+    _Value("certificates.provided.webhookServerCert", None).fail(
+        "required while webhook.enabled is true (the default): the webhook's server certificate, "
+        f"for {WEBHOOK_SERVICE_HOST}, signed by caCert: "
+        f"{provided_certificate_command('webhookServerCert', secret=False)} and "
+        f"{provided_certificate_command('webhookServerKey', secret=True)}"
+    )
+
+
 def _certificates(value: _Value, secret: bool, now: datetime.datetime) -> CertificateSettings:
     fields = value.fields({*GENERATED_CERTIFICATE_KEYS, "provided"})
     default = CertificateSettings()
@@ -694,11 +786,13 @@ def _certificates(value: _Value, secret: bool, now: datetime.datetime) -> Certif
 
 def _provided_certificates(value: _Value, secret: bool, now: datetime.datetime) -> ProvidedCertificates:
     """The team's own PEM: private keys only as secrets, every piece checked (provided_certificates)."""
-    fields = value.fields(set(PROVIDED_KEYS))
+    fields = value.fields(set(PROVIDED_KEYS) | set(WEBHOOK_KEYS))
     for key in PROVIDED_KEYS:
         if key not in fields:
             value.fail(f"needs {key}: {provided_certificate_command(key, key in PRIVATE_KEYS)}")
+    fields.require_together(WEBHOOK_KEYS)
     pems = {key: fields[key].string() for key in PROVIDED_KEYS}
+    webhook_pems = {key: fields[key].string() for key in WEBHOOK_KEYS if key in fields}
     if not secret:
         # Pulumi marks the whole ``certificates`` object secret once any key in it is one.
         key = PRIVATE_KEYS[0]
@@ -713,6 +807,8 @@ def _provided_certificates(value: _Value, secret: bool, now: datetime.datetime) 
         server_key=pems["serverKey"],
         client_cert=pems["clientCert"],
         client_key=pems["clientKey"],
+        webhook_server_cert=webhook_pems.get("webhookServerCert", ""),
+        webhook_server_key=webhook_pems.get("webhookServerKey", ""),
     )
     try:
         check_provided_certificates(provided, now)
@@ -822,13 +918,17 @@ def _check_images(config: StackConfig, images: _Value | None) -> None:
         _Value(f"images.{key}", None).fail(
             "an ECR setting; existingCluster is set, so this stack creates no ECR repository: remove it"
         )
-    needed = "extender" if uses_extender(config.scheduler_mode) else "gpuScheduler"
-    if needed not in given:
-        _Value(f"images.{needed}", None).fail(
-            f"required with existingCluster in {config.scheduler_mode} mode (this stack builds no image): "
-            f"the {IMAGE_REFERENCE_KEYS[needed]} image to run, e.g. "
-            f"registry.example.com/{IMAGE_REFERENCE_KEYS[needed]}:v1"
-        )
+    mode_image = "extender" if uses_extender(config.scheduler_mode) else "gpuScheduler"
+    needed = {mode_image: f"in {config.scheduler_mode} mode"}
+    if config.webhook.enabled:
+        needed.setdefault("extender", "while webhook.enabled is true (the webhook runs it)")
+    for key, when in needed.items():
+        if key not in given:
+            _Value(f"images.{key}", None).fail(
+                f"required with existingCluster {when} (this stack builds no image): "
+                f"the {IMAGE_REFERENCE_KEYS[key]} image to run, e.g. "
+                f"registry.example.com/{IMAGE_REFERENCE_KEYS[key]}:v1"
+            )
 
 
 def _check_scheduler_version(config: StackConfig, plugin_version: str) -> None:

@@ -20,6 +20,8 @@ import orjson
 from extender_app.wire import WireError, check_utf8
 from policy import DEFAULT_SETTINGS, PolicyError, PolicySettings, memory_affinity_patch
 
+MUTATE_PATH = "/mutate"
+"""Where the webhook role answers AdmissionReviews (the MutatingWebhookConfiguration's path)."""
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 ADMISSION_REVIEW = "AdmissionReview"
 POD_KIND = {"group": "", "version": "v1", "kind": "Pod"}
@@ -48,13 +50,62 @@ class AdmissionSettings:
             )
 
 
+@dataclass(frozen=True)
+class AdmissionAnswer:
+    """An encoded AdmissionReview answer and what the request log says about it."""
+
+    body: bytes
+    pod: str
+    """``namespace/name`` of the pod (``generateName*`` before the API server names it); empty
+    when the request is not a pod CREATE."""
+    outcome: str
+    """One of OUTCOMES."""
+
+
+PATCHED, UNCHANGED, DENIED, WARNED, OTHER = "patched", "unchanged", "denied", "warned", "not-a-pod-create"
+OUTCOMES = (PATCHED, UNCHANGED, DENIED, WARNED, OTHER)
+"""What happened to a request: the affinity patch added, nothing to add, refused, admitted with a
+warning, or not a pod CREATE (admitted unchanged)."""
+
+
 def review(body: bytes | bytearray, settings: AdmissionSettings) -> bytes:
     """The AdmissionReview answering ``body``, encoded; WireError (400) for a malformed review."""
+    return answer(body, settings).body
+
+
+def answer(body: bytes | bytearray, settings: AdmissionSettings) -> AdmissionAnswer:
+    """``review``, with the pod and the outcome for the request log."""
     request = _request(body)
-    answer: dict[str, Any] = {"uid": request["uid"], "allowed": True}
+    response: dict[str, Any] = {"uid": request["uid"], "allowed": True}
+    pod, outcome = "", OTHER
     if request.get("kind") == POD_KIND and request.get("operation") == "CREATE":
-        answer.update(_pod_answer(request.get("object"), settings))
-    return orjson.dumps({"apiVersion": ADMISSION_API_VERSION, "kind": ADMISSION_REVIEW, "response": answer})
+        pod = _pod_name(request)
+        extra = _pod_answer(request.get("object"), settings)
+        response.update(extra)
+        outcome = _outcome(extra)
+    encoded = orjson.dumps(
+        {"apiVersion": ADMISSION_API_VERSION, "kind": ADMISSION_REVIEW, "response": response}
+    )
+    return AdmissionAnswer(encoded, pod, outcome)
+
+
+def _outcome(extra: dict[str, Any]) -> str:
+    if extra.get("allowed") is False:
+        return DENIED
+    if "warnings" in extra:
+        return WARNED
+    return PATCHED if "patch" in extra else UNCHANGED
+
+
+def _pod_name(request: dict[str, Any]) -> str:
+    obj = request.get("object")
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    metadata = metadata if isinstance(metadata, dict) else {}
+    name = request.get("name") or metadata.get("name")
+    if not name and metadata.get("generateName"):
+        name = f"{metadata['generateName']}*"
+    namespace = request.get("namespace") or metadata.get("namespace") or ""
+    return f"{namespace}/{name or ''}"
 
 
 def _pod_answer(pod: object, settings: AdmissionSettings) -> dict[str, Any]:

@@ -1,4 +1,8 @@
-"""``python -m extender_app``: flags (each with an environment variable fallback) -> a running server."""
+"""``python -m extender_app``: flags (each with an environment variable fallback) -> a running server.
+
+``--role webhook`` runs the same program as the pod admission webhook (``POST /mutate``); a few
+defaults differ in that role (``WEBHOOK_DEFAULTS``), each overridable by its flag.
+"""
 
 import argparse
 import asyncio
@@ -12,7 +16,7 @@ from typing import Any
 from extender_app.json_log import configure_logging
 from extender_app.node_sync import NodeApiConfigError
 from extender_app.service import ExtenderService, install_signal_handlers
-from extender_app.settings import ExtenderSettings
+from extender_app.settings import ROLE_WEBHOOK, WEBHOOK_DEFAULTS, ExtenderSettings
 from extender_app.tls_material import TlsMaterialError
 from policy import PolicySettings
 
@@ -40,11 +44,23 @@ class Flag:
 
 
 FLAGS = (
+    Flag(
+        "role",
+        str,
+        "extender = POST /filter and /prioritize (scheduler extender); webhook = POST /mutate (pod"
+        " admission webhook: the GPU-memory minimum as a required node affinity)",
+        metavar="extender|webhook",
+    ),
     Flag("tls_cert", str, "PEM server certificate chain; re-read when it changes"),
     Flag("tls_key", str, "PEM private key of the server certificate"),
-    Flag("client_ca", str, "PEM CA bundle for client certificates; no certificate in it = exit 2"),
+    Flag(
+        "client_ca",
+        str,
+        "PEM CA bundle for client certificates (at least one certificate); empty = no client"
+        " certificate requested (webhook role only)",
+    ),
     Flag("bind", str, "address both listeners bind to"),
-    Flag("port", int, "mutual-TLS port for POST /filter and /prioritize"),
+    Flag("port", int, "TLS port for POST /filter and /prioritize (extender) or /mutate (webhook)"),
     Flag("health_port", int, "plain-HTTP port for /healthz, /readyz, /metrics"),
     Flag("max_body_bytes", int, "largest request body in bytes (larger -> 413, refused while reading)"),
     Flag("max_nodes", int, "most candidate nodes per request (more -> 413)"),
@@ -115,6 +131,13 @@ FLAGS = (
         float,
         "most seconds between retries; every wait is jittered down to between half and all of it",
     ),
+    Flag(
+        "invalid_annotation",
+        str,
+        "webhook role: a pod whose annotation the policy refuses is denied with the policy's message"
+        " (deny) or admitted with it as an admission warning (warn)",
+        metavar="deny|warn",
+    ),
     Flag("min_memory_annotation", str, "pod annotation holding the minimum MiB per GPU", policy=True),
     Flag("node_memory_label", str, "node label holding the MiB of each GPU", policy=True),
     Flag("gpu_resource", str, "extended resource that makes a pod a GPU pod", policy=True),
@@ -142,17 +165,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m extender_app",
         formatter_class=_HelpFormatter,
-        description="GPU-memory scheduler extender: POST /filter and /prioritize over mutual TLS.",
+        description="GPU-memory scheduler extender: POST /filter and /prioritize over mutual TLS;"
+        " with --role webhook, the pod admission webhook: POST /mutate over TLS.",
         epilog="Every flag may also be set by the environment variable shown; a flag wins over the variable.",
     )
     for flag in FLAGS:
-        default = flag_default(flag)
+        default = f"default {flag_default(flag)}"
+        if flag.name in WEBHOOK_DEFAULTS:
+            default += f"; webhook role: {WEBHOOK_DEFAULTS[flag.name]!r}"
         parser.add_argument(
             flag.option,
             type=flag.kind,
             default=None,
             metavar=flag.metavar or flag.kind.__name__.upper(),
-            help=f"{flag.help} [env {flag.env}, default {default}]",
+            help=f"{flag.help} [env {flag.env}, {default}]",
         )
     return parser
 
@@ -173,6 +199,8 @@ def settings_from(argv: Sequence[str], environ: dict[str, str]) -> ExtenderSetti
                 ) from None
         if value is not None:
             (policy_chosen if flag.policy else chosen)[flag.name] = value
+    if chosen.get("role") == ROLE_WEBHOOK:
+        chosen = {**WEBHOOK_DEFAULTS, **chosen}
     assert {flag.name for flag in FLAGS if not flag.policy} == {
         item.name for item in fields(ExtenderSettings)
     } - {"policy"}

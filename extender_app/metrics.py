@@ -50,7 +50,7 @@ def create_metrics(node_cache: bool = False) -> ExtenderMetrics:
         registry=registry,
         requests=Counter(
             "gpu_extender_requests",
-            "Requests answered, by verb (filter, prioritize, other) and HTTP status.",
+            "Requests answered, by verb (filter, prioritize, mutate, other) and HTTP status.",
             ("verb", "status"),
             registry=registry,
         ),

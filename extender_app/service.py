@@ -10,19 +10,24 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
+from typing import cast
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from extender_app.admission import MUTATE_PATH, AdmissionSettings, InvalidAnnotation, answer
 from extender_app.cached_handlers import cached_verbs
 from extender_app.handlers import VERBS, VerbHandler, VerbLimits
 from extender_app.http_server import HttpServer, RequestRecord, Response, Route, ServerLimits, text_response
 from extender_app.metrics import ExtenderMetrics, NodeCacheMetrics, create_metrics
 from extender_app.node_cache import NodeCache
 from extender_app.node_sync import NodeApi, NodeSync, SyncSettings
-from extender_app.settings import NODE_CACHE_WATCH, ExtenderSettings
+from extender_app.settings import NODE_CACHE_WATCH, ROLE_WEBHOOK, ExtenderSettings
 from extender_app.tls_material import ReloadingTlsContext, TlsPaths
+from extender_app.wire import WireError
 
 JSON = "application/json"
+Endpoint = Callable[[bytearray], Awaitable[Response]]
+"""Request body -> answer."""
 HEALTH_MAX_BODY_BYTES = 1024
 """Probes and scrapes send no body; anything larger is refused."""
 HEALTH_MAX_CONNECTIONS = 16
@@ -38,7 +43,11 @@ class BoundPorts:
 
 
 class ExtenderService:
-    """Both listeners and their shared state; ``run`` serves until ``stop`` is set."""
+    """Both listeners and their shared state; ``run`` serves until ``stop`` is set.
+
+    The TLS listener serves the role's endpoints: ``/filter`` and ``/prioritize`` (extender) or
+    ``/mutate`` (webhook); the health listener is the same for both.
+    """
 
     def __init__(
         self, settings: ExtenderSettings, logger: logging.Logger, node_api: NodeApi | None = None
@@ -63,6 +72,11 @@ class ExtenderService:
         self._verbs: Mapping[str, VerbHandler] = VERBS
         if self.node_cache is not None:
             self._verbs = cached_verbs(self.node_cache, self.metrics.node_cache)
+        self._admission: AdmissionSettings | None = None
+        """The webhook role's settings (it serves MUTATE_PATH instead of the verbs), else None."""
+        if settings.role == ROLE_WEBHOOK:
+            action = cast(InvalidAnnotation, settings.invalid_annotation)  # checked by ExtenderSettings
+            self._admission = AdmissionSettings(action, settings.policy)
         self._node_api = node_api
         self.node_sync: NodeSync | None = None
         """The list/watch loop, once running."""
@@ -176,9 +190,16 @@ class ExtenderService:
             max_buffered_body_bytes=max_buffered_body_bytes,
         )
 
-    def _route_verb(self, method: str, path: str) -> Route:
+    def _endpoint(self, path: str) -> Endpoint | None:
+        """What serves ``path`` on the TLS listener in this role, if anything."""
+        if self._admission is not None:
+            return _mutate_endpoint(self._admission) if path == MUTATE_PATH else None
         verb = self._verbs.get(path)
-        if verb is None:
+        return None if verb is None else self._verb_endpoint(verb)
+
+    def _route_verb(self, method: str, path: str) -> Route:
+        endpoint = self._endpoint(path)
+        if endpoint is None:
             return Route("other", answer=text_response(HTTPStatus.NOT_FOUND, f"no such path: {path}"))
         label = path.lstrip("/")
         if method != "POST":
@@ -186,9 +207,9 @@ class ExtenderService:
             return Route(
                 label, answer=text_response(HTTPStatus.METHOD_NOT_ALLOWED, f"{path} takes POST", allow)
             )
-        return Route(label, handle=self._verb_endpoint(verb), gated=True)
+        return Route(label, handle=endpoint, gated=True)
 
-    def _verb_endpoint(self, verb: VerbHandler) -> Callable[[bytearray], Awaitable[Response]]:
+    def _verb_endpoint(self, verb: VerbHandler) -> Endpoint:
         limits = self._verb_limits
 
         async def handle(body: bytearray) -> Response:
@@ -219,8 +240,8 @@ class ExtenderService:
         metrics.requests.labels(record.label, str(record.status)).inc()
         metrics.latency.labels(record.label).observe(record.duration)
         fields = dict(record.response.log_fields)
-        if record.status == HTTPStatus.OK:
-            metrics.candidates.labels(record.label).inc(fields.get("candidates", 0))
+        if record.status == HTTPStatus.OK and "candidates" in fields:
+            metrics.candidates.labels(record.label).inc(fields["candidates"])
             if fields.get("passed") is not None:
                 metrics.passed.inc(fields["passed"])
         line = {
@@ -232,7 +253,7 @@ class ExtenderService:
             "duration_ms": round(record.duration * 1000, 3),
             "client_cn": record.client,
         }
-        for extra in ("pod_error", "unknown_nodes"):
+        for extra in ("pod_error", "unknown_nodes", "admission"):
             if extra in fields:
                 line[extra] = fields[extra]
         if record.status != HTTPStatus.OK:
@@ -314,6 +335,20 @@ class ExtenderService:
                     "tls material change not loaded; serving the previous material",
                     extra={"fields": {"error": state.error, "generation": state.generation}},
                 )
+
+
+def _mutate_endpoint(settings: AdmissionSettings) -> Endpoint:
+    async def handle(body: bytearray) -> Response:
+        # Inline, as the verbs: one pod is judged in microseconds.
+        try:
+            result = answer(body, settings)
+        except WireError as error:
+            return text_response(error.status, error.reason)
+        return Response(
+            int(HTTPStatus.OK), result.body, JSON, log_fields={"pod": result.pod, "admission": result.outcome}
+        )
+
+    return handle
 
 
 def _export_cache_gauges(cache: NodeCache, metrics: NodeCacheMetrics) -> None:

@@ -1,11 +1,14 @@
 """Every limit, timeout and path the extender uses, with its default and why.
 
 The CLI fills an ``ExtenderSettings`` from flags and environment variables; nothing else
-in the package holds a number a user may want to tune.
+in the package holds a number a user may want to tune. The same program serves two roles:
+the scheduler extender (``--role extender``, the default) and the pod admission webhook
+(``--role webhook``, ``POST /mutate``), with the same server, limits, logs and metrics.
 """
 
 from dataclasses import dataclass, field, fields
 
+from extender_app.admission import INVALID_ANNOTATION, INVALID_ANNOTATION_ACTIONS
 from policy import PolicySettings
 
 TLS_DIR = "/etc/extender-tls"
@@ -26,17 +29,34 @@ NODE_CACHE_WATCH = "watch"
 NODE_CACHE_MODES = (NODE_CACHE_OFF, NODE_CACHE_WATCH)
 POD_ERROR_STATUSES = (200, 400)
 
+ROLE_EXTENDER = "extender"
+ROLE_WEBHOOK = "webhook"
+ROLES = (ROLE_EXTENDER, ROLE_WEBHOOK)
+
+WEBHOOK_MAX_BODY_BYTES = 4 * MIB
+"""The webhook role's default body cap: kube-apiserver refuses request bodies above 3 MiB
+(``MaxRequestBodyBytes``), so no Pod, and no AdmissionReview wrapping one, comes near 4 MiB."""
+
+WEBHOOK_DEFAULTS: dict[str, object] = {"client_ca": "", "max_body_bytes": WEBHOOK_MAX_BODY_BYTES}
+"""Defaults that differ in the webhook role (a flag or variable that sets them wins): no client
+certificate is requested (kube-apiserver presents none unless configured to; see docs/webhook.md)
+and the body cap follows the API server's own request limit."""
+
 
 @dataclass(frozen=True)
 class ExtenderSettings:
     """How the extender serves; see ``extender_app.cli`` for the flags that set each field."""
 
+    role: str = ROLE_EXTENDER
+    """extender: POST /filter and /prioritize over mutual TLS. webhook: POST /mutate (pod
+    admission, ``admission.k8s.io/v1``) over TLS, client certificate optional (``client_ca``)."""
     tls_cert: str = f"{TLS_DIR}/tls.crt"
     """PEM server certificate (chain); re-read when the file changes."""
     tls_key: str = f"{TLS_DIR}/tls.key"
     """PEM private key of the server certificate."""
     client_ca: str = f"{TLS_DIR}/client-ca.crt"
-    """PEM bundle of CAs whose client certificates are accepted (must hold at least one)."""
+    """PEM bundle of CAs whose client certificates are accepted (must hold at least one). Empty:
+    no client certificate is requested (webhook role only, and its default)."""
     bind: str = "0.0.0.0"  # noqa: S104 - the container must be reachable through its Service
     """Address both listeners bind to."""
     port: int = 8443
@@ -98,6 +118,9 @@ class ExtenderSettings:
     """Seconds before the second retry after consecutive failures (the first is at once); doubles."""
     relist_backoff_max: float = 30.0
     """Most seconds between retries; each wait is multiplied by a random factor in [0.5, 1]."""
+    invalid_annotation: str = INVALID_ANNOTATION
+    """Webhook role: a pod whose annotation the policy refuses (not 1..1048576, or no GPU request)
+    is denied with the policy's message (deny) or admitted with it as an admission warning (warn)."""
     policy: PolicySettings = field(default_factory=PolicySettings)
     """Keys and scale of the GPU-memory policy."""
 
@@ -127,10 +150,24 @@ class ExtenderSettings:
                 raise ValueError(f"{name} must be greater than 0")
         if self.linger_timeout < 0:
             raise ValueError("linger_timeout must not be negative")
-        for name in ("tls_cert", "tls_key", "client_ca"):
+        for name in ("tls_cert", "tls_key"):
             if not getattr(self, name):
                 raise ValueError(f"{name} must be a file path")
+        self._check_role()
         self._check_node_cache()
+
+    def _check_role(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}, not {self.role!r}")
+        if self.invalid_annotation not in INVALID_ANNOTATION_ACTIONS:
+            raise ValueError(
+                f"invalid_annotation must be one of {', '.join(INVALID_ANNOTATION_ACTIONS)}, "
+                f"not {self.invalid_annotation!r}"
+            )
+        if self.role == ROLE_EXTENDER and not self.client_ca:
+            raise ValueError("client_ca must be a file path: the extender requires client certificates")
+        if self.role == ROLE_WEBHOOK and self.node_cache != NODE_CACHE_OFF:
+            raise ValueError("node_cache must be off in the webhook role (it judges pods, not nodes)")
 
     def _check_node_cache(self) -> None:
         if self.node_cache not in NODE_CACHE_MODES:

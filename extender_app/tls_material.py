@@ -29,6 +29,7 @@ class TlsPaths:
     cert: str
     key: str
     client_ca: str
+    """Empty: no client certificate is requested (the webhook role's default)."""
 
 
 @dataclass(frozen=True)
@@ -43,10 +44,11 @@ class TlsState:
 
 
 def build_context(paths: TlsPaths) -> ssl.SSLContext:
-    """A server context: TLS >= 1.2, client certificates required and verified against the CA file."""
+    """A server context: TLS >= 1.2, client certificates required and verified against the CA file
+    (none requested when ``paths.client_ca`` is empty)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = MINIMUM_TLS_VERSION
-    context.verify_mode = ssl.CERT_REQUIRED
+    context.verify_mode = ssl.CERT_REQUIRED if paths.client_ca else ssl.CERT_NONE
     context.options |= ssl.OP_NO_RENEGOTIATION
     try:
         context.load_cert_chain(paths.cert, paths.key)
@@ -54,6 +56,8 @@ def build_context(paths: TlsPaths) -> ssl.SSLContext:
         raise TlsMaterialError(
             f"cannot load server certificate {paths.cert} with key {paths.key}: {_describe(error)}"
         ) from None
+    if not paths.client_ca:
+        return context
     try:
         context.load_verify_locations(cafile=paths.client_ca)
     except ssl.SSLError as error:
@@ -113,6 +117,9 @@ class ReloadingTlsContext:
     def _stat(self) -> FileSignature:
         signature: list[tuple[int, int, int, int] | None] = []
         for path in (self._paths.cert, self._paths.key, self._paths.client_ca):
+            if not path:
+                signature.append(None)
+                continue
             try:
                 info = os.stat(path)
             except OSError:

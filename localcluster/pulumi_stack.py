@@ -43,7 +43,7 @@ PROJECT_NAME = "gpu-scheduler-eks"
 LOCAL_STACK = "local"
 LOCAL_STACK_FILE = "Pulumi.local.yaml"
 """The repository's settings for a stack on the local control plane (existingCluster mode)."""
-PRIVATE_KEY_NAMES = ("serverKey", "clientKey")
+PRIVATE_KEY_NAMES = ("serverKey", "clientKey", "webhookServerKey")
 """The ``certificates.provided`` keys that hold private keys (always set as secrets)."""
 
 DEPLOYER = "pulumi-deployer"

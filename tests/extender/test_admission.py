@@ -12,33 +12,8 @@ import pytest
 import policy
 from extender_app.admission import AdmissionSettings, review
 from extender_app.wire import WireError
-
-UID = "705ab4f5-6393-11e8-b7cc-42010a800002"
-
-
-def pod(annotation: str | None = "40960", gpus: str | None = "1") -> dict[str, Any]:
-    container: dict[str, Any] = {"name": "main", "image": "busybox:1.37.0"}
-    if gpus is not None:
-        container["resources"] = {"requests": {"nvidia.com/gpu": gpus}}
-    annotations = {} if annotation is None else {policy.MIN_MEMORY_ANNOTATION: annotation}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "train", "namespace": "ml", "annotations": annotations},
-        "spec": {"containers": [container]},
-    }
-
-
-def admission_review(obj: object, operation: str = "CREATE", kind: str = "Pod") -> bytes:
-    request = {
-        "uid": UID,
-        "kind": {"group": "", "version": "v1", "kind": kind},
-        "resource": {"group": "", "version": "v1", "resource": kind.lower() + "s"},
-        "operation": operation,
-        "namespace": "ml",
-        "object": obj,
-    }
-    return orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+from tests.extender.admission_reviews import UID, admission_review
+from tests.extender.admission_reviews import gpu_pod as pod
 
 
 def answer(body: bytes, settings: AdmissionSettings | None = None) -> dict[str, Any]:

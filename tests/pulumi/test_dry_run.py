@@ -1,6 +1,7 @@
 """Every Kubernetes object the program declares, sent to a real kube-apiserver 1.35 with dry run.
 
-The program runs under the mocks (every mode); each object it declared is POSTed with
+The program runs under the mocks (every mode); each object it declared (the admission webhook's
+MutatingWebhookConfiguration too: the API server compiles its CEL match condition) is POSTed with
 ``dryRun=All`` and ``fieldValidation=Strict`` to the local control plane (RBAC, admission,
 PodSecurity). The namespace is created for real first, labelled as the program labels it
 (Pod Security ``restricted``), so a Pod made from each Deployment's template meets the
@@ -183,8 +184,8 @@ def test_every_declared_object_is_accepted_without_warnings(
     objects = [body for body in declared_objects(run) if body["kind"] != "Namespace"]
     kinds = sorted({body["kind"] for body in objects})
     expected = {"ClusterRoleBinding", "ConfigMap", "Deployment", "Role", "RoleBinding", "ServiceAccount"}
-    if uses_extender(mode):
-        expected |= {"NetworkPolicy", "PodDisruptionBudget", "Secret", "Service"}
+    # The admission webhook's, in every mode (the extender modes have the same kinds besides).
+    expected |= {"MutatingWebhookConfiguration", "NetworkPolicy", "PodDisruptionBudget", "Secret", "Service"}
     if mode == "extender-cached":
         expected |= {"ClusterRole"}
     assert set(kinds) == expected
@@ -202,7 +203,7 @@ def test_pods_of_every_deployment_meet_restricted_pod_security(
     (the admission plugin's projected volume) in extender-cached mode only."""
     run = mode_run(request, mode)
     deployments = of_kind(run, "Deployment")
-    assert len(deployments) == (2 if uses_extender(mode) else 1)
+    assert len(deployments) == (3 if uses_extender(mode) else 2)  # scheduler, webhook (, extender)
     with existing(api, of_kind(run, "ServiceAccount")):
         for deployment in deployments:
             assert deployment["metadata"]["namespace"] == namespace["metadata"]["name"]

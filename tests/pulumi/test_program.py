@@ -49,6 +49,7 @@ from components.render.scheduler_config import (
     scheduler_config_yaml,
     uses_extender,
 )
+from components.render.webhook_config import WEBHOOK_SERVICE, WEBHOOK_TLS_SECRET
 from components.stack_config import (
     EXTENDER_RESOURCES,
     PROJECT,
@@ -104,6 +105,7 @@ WITH_EXTENDER = {
     "ContainerImage": 2,
     "Certificates": 1,
     "Extender": 1,
+    "AdmissionWebhook": 1,
     "CustomScheduler": 1,
 }
 EXPECTED_COMPONENTS = {
@@ -115,6 +117,8 @@ EXPECTED_COMPONENTS = {
         "GpuNodeGroup": 2,
         "DevicePlugin": 1,
         "ContainerImage": 2,
+        "Certificates": 1,
+        "AdmissionWebhook": 1,
         "CustomScheduler": 1,
     },
 }
@@ -141,20 +145,35 @@ def test_every_resource_but_the_namespace_belongs_to_a_component(run: StackRun) 
 
 
 def test_plugin_mode_has_no_extender_certificates_or_upstream_image(plugin_run: StackRun) -> None:
-    assert not [r for r in plugin_run.resources if r.type.startswith("tls:")]
-    assert not plugin_run.of_type("kubernetes:core/v1:Secret")
-    assert not plugin_run.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
-    assert not plugin_run.of_type("kubernetes:core/v1:Service")
-    assert not plugin_run.of_type("kubernetes:policy/v1:PodDisruptionBudget")
+    """Plugin mode: no extender objects; the webhook's (the CA, its certificate, its Secret, its
+    workload) are there, as in every mode."""
+    requests = [r.name for r in plugin_run.of_type("tls:index/certRequest:CertRequest")]
+    assert requests == ["extender-tls-webhook-request"]
+    assert [r.plain["metadata"]["name"] for r in plugin_run.of_type("kubernetes:core/v1:Secret")] == [
+        WEBHOOK_TLS_SECRET
+    ]
+    for kind in ("networking.k8s.io/v1:NetworkPolicy", "core/v1:Service", "policy/v1:PodDisruptionBudget"):
+        assert [r.plain["metadata"]["name"] for r in plugin_run.of_type(f"kubernetes:{kind}")] == [
+            WEBHOOK_SERVICE
+        ]
     assert not plugin_run.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
     accounts = [r.plain["metadata"]["name"] for r in plugin_run.of_type("kubernetes:core/v1:ServiceAccount")]
-    assert accounts == [SCHEDULER_NAME]
-    assert [d.plain["metadata"]["name"] for d in plugin_run.of_type("kubernetes:apps/v1:Deployment")] == [
-        SCHEDULER_NAME
-    ]
-    [image] = plugin_run.of_type("docker-build:index:Image")
-    assert image.plain["dockerfile"]["location"] == GPU_SCHEDULER_IMAGE.dockerfile
+    assert sorted(accounts) == sorted([SCHEDULER_NAME, WEBHOOK_SERVICE])
+    deployments = [d.plain["metadata"]["name"] for d in plugin_run.of_type("kubernetes:apps/v1:Deployment")]
+    assert sorted(deployments) == sorted([SCHEDULER_NAME, WEBHOOK_SERVICE])
+    images = {i.plain["dockerfile"]["location"] for i in plugin_run.of_type("docker-build:index:Image")}
+    assert images == {GPU_SCHEDULER_IMAGE.dockerfile, EXTENDER_IMAGE.dockerfile}
     assert "registry.k8s.io" not in json.dumps(plugin_run.kubernetes_object("Deployment", SCHEDULER_NAME))
+
+
+def test_plugin_mode_without_the_webhook_builds_and_runs_nothing_of_the_extender_image() -> None:
+    run = run_with({"schedulerMode": "plugin", "webhook": {"enabled": False}})
+    assert not [r for r in run.resources if r.type.startswith("tls:")]
+    assert not run.of_type("kubernetes:core/v1:Secret")
+    assert not run.of_type("kubernetes:core/v1:Service")
+    assert not run.of_type("kubernetes:admissionregistration.k8s.io/v1:MutatingWebhookConfiguration")
+    [image] = run.of_type("docker-build:index:Image")
+    assert image.plain["dockerfile"]["location"] == GPU_SCHEDULER_IMAGE.dockerfile
 
 
 def test_extender_modes_build_only_the_extender_image(any_extender_run: StackRun) -> None:
@@ -344,8 +363,12 @@ def test_image_settings_reach_the_repositories() -> None:
 
 
 def test_image_is_built_from_its_sources_and_pushed_with_ecr_credentials(run: StackRun) -> None:
-    [image] = run.of_type("docker-build:index:Image")
     source = EXTENDER_IMAGE if uses_extender(run.outputs["schedulerMode"]) else GPU_SCHEDULER_IMAGE
+    [image] = [
+        i
+        for i in run.of_type("docker-build:index:Image")
+        if i.plain["dockerfile"]["location"] == source.dockerfile
+    ]
     plain = image.plain
     assert plain["push"] is True
     assert plain["buildOnPreview"] is False
@@ -376,7 +399,7 @@ def test_deployments_run_the_pushed_digest(run: StackRun) -> None:
 
 def test_certificates(extender_run: StackRun) -> None:
     keys = extender_run.of_type("tls:index/privateKey:PrivateKey")
-    assert len(keys) == 3
+    assert len(keys) == 4  # CA, extender server, scheduler client, webhook server
     assert all((k.plain["algorithm"], k.plain["ecdsaCurve"]) == ("ECDSA", "P256") for k in keys)
     ca = extender_run.one("tls:index/selfSignedCert:SelfSignedCert").plain
     assert ca["isCaCertificate"] is True
@@ -441,7 +464,7 @@ def test_certificate_settings_reach_every_certificate() -> None:
     )
     ca = run.one("tls:index/selfSignedCert:SelfSignedCert").plain
     leaves = [r.plain for r in run.of_type("tls:index/locallySignedCert:LocallySignedCert")]
-    assert len(leaves) == 2
+    assert len(leaves) == 3
     assert all((c["validityPeriodHours"], c["earlyRenewalHours"]) == (2000, 100) for c in leaves)
     assert (ca["validityPeriodHours"], ca["earlyRenewalHours"]) == (9000, 100)
 
@@ -456,9 +479,9 @@ def test_private_keys_and_registry_password_only_ever_travel_as_secrets(extender
             assert "PRIVATE KEY-----" not in text, f"{resource.type} {resource.name} has a plain key"
             assert password not in text, f"{resource.type} {resource.name} has a plain registry password"
         seen_inside_secrets += json.dumps(resource.plain).count("BEGIN EC PRIVATE KEY")
-    # CA key: CA cert + 2 leaf certs; leaf keys: their CSR + their Secret.
-    assert seen_inside_secrets == 3 + 2 * 2
-    assert len(key_names) == 3
+    # CA key: CA cert + 3 leaf certs; leaf keys (extender, scheduler, webhook): their CSR + their Secret.
+    assert seen_inside_secrets == 4 + 3 * 2
+    assert len(key_names) == 4
 
 
 def test_certificates_expose_private_keys_only_as_secrets() -> None:

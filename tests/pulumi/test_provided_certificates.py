@@ -24,7 +24,7 @@ from components.provided_certificates import DIALED_HOSTS, ProvidedCertificates
 from components.render.scheduler_config import EXTENDER_SERVICE_HOST, NAMESPACE, SCHEDULER_NAME
 from components.stack_config import PROJECT, StackConfigError, parse_stack_config
 from localcluster.pki import CertificateAuthority
-from localcluster.team_pki import TeamPki, client_leaf, key_pem, leaf, pem, server_leaf
+from localcluster.team_pki import TeamPki, client_leaf, key_pem, leaf, pem, server_leaf, webhook_leaf
 from policy import extender_score, requirement_from_pod
 from tests.pulumi.conftest import existing_values, run_with, stack_config
 from tests.pulumi.mocks import STACK, StackRun, is_secret, reveal, strings_outside_secrets
@@ -72,8 +72,11 @@ def test_the_team_s_certificates_are_accepted() -> None:
         server_key=given["serverKey"],
         client_cert=given["clientCert"],
         client_key=given["clientKey"],
+        webhook_server_cert=given["webhookServerCert"],
+        webhook_server_key=given["webhookServerKey"],
     )
     assert "serverKey" not in repr(config.certificates.provided)
+    assert given["webhookServerKey"] not in repr(config)
     assert given["serverKey"] not in repr(config)
 
 
@@ -108,6 +111,23 @@ def test_a_missing_key_names_it_and_how_to_set_it() -> None:
     assert "pulumi config set --secret --path certificates.provided.clientKey < client.key" in message
     message = config_error(provided(caCert=None))
     assert "needs caCert: pulumi config set --path certificates.provided.caCert < ca.crt" in message
+
+
+def test_the_webhook_certificate_is_required_only_while_the_webhook_runs() -> None:
+    message = config_error(provided(webhookServerCert=None, webhookServerKey=None))
+    assert message.startswith(f"{PROJECT}:certificates.provided.webhookServerCert: required while webhook"), (
+        message
+    )
+    assert "pulumi config set --path certificates.provided.webhookServerCert < webhook.crt" in message
+    assert "pulumi config set --secret --path certificates.provided.webhookServerKey < webhook.key" in message
+    values = {**provided(webhookServerCert=None, webhookServerKey=None), "webhook": {"enabled": False}}
+    provided_config = stack_config(values, SECRET).certificates.provided
+    assert provided_config is not None
+    assert provided_config.webhook_server_cert == ""
+    message = config_error(provided(webhookServerKey=None))
+    assert message.startswith(f"{PROJECT}:certificates.provided.webhookServerCert: needs webhookServerKey"), (
+        message
+    )
 
 
 @pytest.mark.parametrize("key", ["validityHours", "caValidityHours", "earlyRenewalHours"])
@@ -264,6 +284,24 @@ BAD_PROVIDED: list[tuple[str, dict[str, str], str, str]] = [
     ),
     ("client-key-other", {"clientKey": key_pem(PKI.server.key)}, "clientKey", "is not the key of clientCert"),
     ("client-empty", {"clientCert": ""}, "clientCert", "must be a non-empty string"),
+    (
+        "webhook-extender-names",
+        {"webhookServerCert": pem(PKI.server.cert), "webhookServerKey": key_pem(PKI.server.key)},
+        "webhookServerCert",
+        "do not cover gpu-memory-webhook.scheduler-lab.svc, the name kube-apiserver dials",
+    ),
+    (
+        "webhook-other-ca",
+        {"webhookServerCert": pem(webhook_leaf(OTHER_CA).cert)},
+        "webhookServerCert",
+        "is not signed by the CA in caCert",
+    ),
+    (
+        "webhook-key-other",
+        {"webhookServerKey": key_pem(PKI.server.key)},
+        "webhookServerKey",
+        "is not the key of webhookServerCert",
+    ),
 ]
 
 
@@ -355,6 +393,16 @@ def test_the_scheduler_rolls_on_a_new_client_certificate(provided_run: StackRun)
     template = provided_run.kubernetes_object("Deployment", SCHEDULER_NAME)["spec"]["template"]
     annotation = template["metadata"]["annotations"][CLIENT_TLS_CHECKSUM_ANNOTATION]
     assert annotation == certificate_checksum(given["caCert"], given["clientCert"])
+
+
+def test_the_webhook_secret_holds_the_provided_webhook_certificate(provided_run: StackRun) -> None:
+    given = PKI.values()
+    secret = provided_run.one("kubernetes:core/v1:Secret", "extender-tls-webhook-secret")
+    assert is_secret(secret.inputs["stringData"]) or is_secret(secret.inputs["stringData"]["tls.key"])
+    assert secret.plain["stringData"] == {
+        "tls.crt": given["webhookServerCert"],
+        "tls.key": given["webhookServerKey"],
+    }
 
 
 def test_the_provided_server_certificate_chains_and_names_the_service(provided_run: StackRun) -> None:

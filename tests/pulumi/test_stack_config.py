@@ -180,9 +180,15 @@ def test_an_existing_cluster() -> None:
 
 
 def test_an_existing_cluster_needs_only_the_image_of_its_mode() -> None:
-    values = existing_values("plugin")
+    """Plus the extender image while the webhook (the same image) runs."""
+    values = existing_values("plugin", webhook={"enabled": False})
     values["images"] = {"gpuScheduler": GPU_SCHEDULER_REFERENCE}
     assert stack_config(values, secret_keys={"existingCluster"}).images.extender is None
+    values["webhook"] = {"enabled": True}
+    with pytest.raises(
+        StackConfigError, match=r"images\.extender: required with existingCluster while webhook"
+    ):
+        stack_config(values, secret_keys={"existingCluster"})
     values = existing_values("extender-cached")
     values["images"] = {"extender": EXTENDER_REFERENCE}
     assert stack_config(values, secret_keys={"existingCluster"}).images.gpu_scheduler is None

@@ -377,7 +377,7 @@ def test_the_state_holds_no_private_key_or_kubeconfig_in_plain_text(
         base64.b64decode(read(api, "v1", "Secret", NAMESPACE, name).data["tls.key"]).decode()
         for name in (SERVER_SECRET, CLIENT_SECRET)
     ]
-    server_key, first_client_key = team_pki.private_keys()
+    server_key, first_client_key, _ = team_pki.private_keys()
     assert tls_keys == [server_key, key_pem(renewed_client.key)], "the keys we supplied are deployed"
     client_key_data = yaml.safe_load(kubeconfig.text)["users"][0]["user"]["client-key-data"]
     needles = ["PRIVATE KEY-----", client_key_data, *_key_lines(kubeconfig.client_key_pem)]

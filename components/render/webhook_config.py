@@ -1,0 +1,152 @@
+"""The pod admission webhook's MutatingWebhookConfiguration and command line, rendered as data.
+
+A pure module (no Pulumi import): the Pulumi program declares what it renders, and the local
+run (``localcluster``) registers the same webhook with only its ``clientConfig`` changed (a URL
+on loopback instead of the Service, which a control plane without kube-proxy cannot reach).
+
+Why each field is what it is (docs/webhook.md has the long form):
+
+- ``matchConditions``: only pods that carry the minimum annotation are sent. Every other pod is
+  admitted without a call, so neither the webhook's latency nor its outage touches them (with
+  ``failurePolicy: Fail`` too), and the webhook's own pods, which carry no annotation, never wait
+  on it.
+- ``namespaceSelector``: kube-system is never sent (the cluster's own add-ons must not depend on
+  a workload webhook). The webhook's own namespace is not excluded: the match condition already
+  keeps its pods out, and an annotated pod there needs the affinity like any other.
+- ``sideEffects: None`` (so dry-run requests are sent too, and ``kubectl apply --dry-run=server``
+  shows the patch); ``reinvocationPolicy: IfNeeded`` (a later webhook that rewrites the affinity
+  gets ours merged in again; the rule is idempotent, so a second call adds nothing).
+- ``failurePolicy`` and ``timeoutSeconds``: stack settings, ``Fail`` and 5 s by default.
+"""
+
+import base64
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from components.render.scheduler_config import NAMESPACE
+from policy import MIN_MEMORY_ANNOTATION
+
+WEBHOOK_SERVICE = "gpu-memory-webhook"
+"""The webhook's Service, Deployment, ServiceAccount and MutatingWebhookConfiguration name."""
+WEBHOOK_SERVICE_HOST = f"{WEBHOOK_SERVICE}.{NAMESPACE}.svc"
+"""The name kube-apiserver verifies in the server certificate when it calls the Service."""
+WEBHOOK_NAME = "gpu-memory.training.example.com"
+"""The webhook's name inside the configuration (a qualified name; the API server's error names it)."""
+WEBHOOK_PORT = 8443
+"""The container's TLS port (the NetworkPolicy's port: policies see the pod's port)."""
+WEBHOOK_SERVICE_PORT = 443
+"""The Service port the configuration names (kube-apiserver's default for a service reference)."""
+WEBHOOK_HEALTH_PORT = 8080
+WEBHOOK_TLS_DIR = "/etc/webhook-tls"
+"""Where the Deployment mounts the Secret WEBHOOK_TLS_SECRET."""
+WEBHOOK_TLS_SECRET = "gpu-memory-webhook-tls"  # noqa: S105 - the name of a Secret, not a credential
+MUTATE_PATH = "/mutate"
+"""The webhook role's endpoint (extender_app.admission.MUTATE_PATH; a test checks they agree)."""
+EXCLUDED_NAMESPACES = ("kube-system",)
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+"""Set by the API server on every namespace."""
+
+FailurePolicy = Literal["Fail", "Ignore"]
+FAILURE_POLICIES: tuple[FailurePolicy, ...] = ("Fail", "Ignore")
+DEFAULT_FAILURE_POLICY: FailurePolicy = "Fail"
+"""Fail: an annotated pod is created only with the affinity, so the annotation can be trusted by
+every autoscaler; during an outage annotated pods are refused (their controllers retry) and no
+other pod is touched. Ignore would admit them without it: the autoscaler may then launch a node
+too small, and the pod waits there forever (issue 17's measurement)."""
+DEFAULT_TIMEOUT_SECONDS = 5
+"""An answer takes about a millisecond; 5 s covers a TLS handshake and a slow node many times
+over and bounds how long a pod CREATE waits for a webhook that does not answer."""
+MAX_TIMEOUT_SECONDS = 30
+"""The API's limit for ``timeoutSeconds``."""
+InvalidAnnotation = Literal["deny", "warn"]
+INVALID_ANNOTATION_CHOICES: tuple[InvalidAnnotation, ...] = ("deny", "warn")
+"""The webhook's ``--invalid-annotation`` values (extender_app.admission; a test checks they agree)."""
+
+
+def annotation_condition(annotation: str = MIN_MEMORY_ANNOTATION) -> dict[str, str]:
+    """The CEL match condition: the object carries ``annotation``."""
+    key = json.dumps(annotation)  # a CEL string literal: annotation keys hold no quotes or escapes
+    return {
+        "name": "has-min-gpu-memory-annotation",
+        "expression": f"has(object.metadata.annotations) && {key} in object.metadata.annotations",
+    }
+
+
+def ca_bundle(ca_pem: str) -> str:
+    """``clientConfig.caBundle``: the PEM, base64-encoded."""
+    return base64.b64encode(ca_pem.encode()).decode("ascii")
+
+
+def service_client_config(bundle: Any) -> dict[str, Any]:
+    """kube-apiserver calls the Service (in the cluster)."""
+    return {
+        "service": {
+            "name": WEBHOOK_SERVICE,
+            "namespace": NAMESPACE,
+            "path": MUTATE_PATH,
+            "port": WEBHOOK_SERVICE_PORT,
+        },
+        "caBundle": bundle,
+    }
+
+
+def url_client_config(url: str, bundle: Any) -> dict[str, Any]:
+    """kube-apiserver calls ``url`` (the local run: a loopback address)."""
+    return {"url": url, "caBundle": bundle}
+
+
+def mutating_webhook(
+    client_config: Mapping[str, Any],
+    *,
+    failure_policy: FailurePolicy = DEFAULT_FAILURE_POLICY,
+    timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
+    annotation: str = MIN_MEMORY_ANNOTATION,
+) -> dict[str, Any]:
+    """The configuration's one webhook: pod CREATE, annotated pods only, kube-system excluded."""
+    return {
+        "name": WEBHOOK_NAME,
+        "admissionReviewVersions": ["v1"],
+        "clientConfig": dict(client_config),
+        "rules": [
+            {
+                "operations": ["CREATE"],
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "resources": ["pods"],
+                "scope": "Namespaced",
+            }
+        ],
+        "matchConditions": [annotation_condition(annotation)],
+        "namespaceSelector": {
+            "matchExpressions": [
+                {"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": list(EXCLUDED_NAMESPACES)}
+            ]
+        },
+        "sideEffects": "None",
+        "reinvocationPolicy": "IfNeeded",
+        "failurePolicy": failure_policy,
+        "timeoutSeconds": timeout_seconds,
+    }
+
+
+def mutating_webhook_configuration(webhook: Mapping[str, Any]) -> dict[str, Any]:
+    """The whole object, for clients that create it directly (the local run)."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": WEBHOOK_SERVICE},
+        "webhooks": [dict(webhook)],
+    }
+
+
+def webhook_args(invalid_annotation: InvalidAnnotation = "deny") -> list[str]:
+    """The container's flags: the extender image in its webhook role, server certificate only."""
+    return [
+        "--role=webhook",
+        f"--tls-cert={WEBHOOK_TLS_DIR}/tls.crt",
+        f"--tls-key={WEBHOOK_TLS_DIR}/tls.key",
+        f"--port={WEBHOOK_PORT}",
+        f"--health-port={WEBHOOK_HEALTH_PORT}",
+        f"--invalid-annotation={invalid_annotation}",
+    ]

@@ -1,0 +1,139 @@
+"""The pod admission webhook: Deployment, PodDisruptionBudget, Service, NetworkPolicy, and the
+MutatingWebhookConfiguration that sends it annotated pods.
+
+The extender's image in its webhook role (``--role=webhook``), hardened like the extender
+(``tls_server_workload``), with no API token (it reads nothing from the API) and no egress. Its
+server certificate comes from the stack's CA (``Certificates``), whose PEM is the configuration's
+``caBundle``. The configuration itself is rendered by ``webhook_config`` (shared with the local
+run) and waits for the Deployment, so a new stack never sends pods to a webhook not yet serving.
+
+Who may connect. kube-apiserver calls the webhook from outside any pod: on EKS from the control
+plane's cross-account ENIs in the cluster's subnets (with the cluster security group), whose
+addresses change when EKS replaces them and which the program does not know. No NetworkPolicy
+peer can name the API server, and with the VPC CNI pods take their addresses from the same VPC
+CIDR, so an ipBlock of the VPC would admit every pod anyway. The policy therefore admits TCP
+WEBHOOK_PORT only (from anywhere, unless ``webhook.allowedSourceCidrs`` names the control
+plane's subnets) and no egress at all; what a caller can get from ``POST /mutate`` is a patch
+computed from what it sent, with no side effects.
+"""
+
+from collections.abc import Mapping
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.certificates import Certificates
+from components.render.scheduler_config import NAMESPACE
+from components.render.webhook_config import (
+    WEBHOOK_PORT,
+    WEBHOOK_SERVICE,
+    WEBHOOK_SERVICE_PORT,
+    WEBHOOK_TLS_DIR,
+    WEBHOOK_TLS_SECRET,
+    ca_bundle,
+    mutating_webhook,
+    service_client_config,
+    webhook_args,
+)
+from components.stack_config import WebhookSettings
+from components.tls_server_workload import disruption_budget, https_service, tls_server_deployment
+from components.workload_parts import APP_LABEL, object_metadata
+
+
+def webhook_ingress(settings: WebhookSettings) -> list[k8s.networking.v1.NetworkPolicyIngressRuleArgs]:
+    """TCP WEBHOOK_PORT, from ``allowedSourceCidrs`` when given, else from any address."""
+    sources = [
+        k8s.networking.v1.NetworkPolicyPeerArgs(ip_block=k8s.networking.v1.IPBlockArgs(cidr=cidr))
+        for cidr in settings.allowed_source_cidrs
+    ]
+    return [
+        k8s.networking.v1.NetworkPolicyIngressRuleArgs(
+            from_=sources or None,
+            ports=[k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP", port=WEBHOOK_PORT)],
+        )
+    ]
+
+
+class AdmissionWebhook(pulumi.ComponentResource):
+    """The webhook's workload, the objects that expose and fence it, and its registration."""
+
+    deployment: k8s.apps.v1.Deployment
+    service: k8s.core.v1.Service
+    configuration: k8s.admissionregistration.v1.MutatingWebhookConfiguration
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        settings: WebhookSettings,
+        image: pulumi.Input[str],
+        certificates: Certificates,
+        provider: k8s.Provider,
+        depends_on: list[pulumi.Resource],
+        object_annotations: Mapping[str, str] | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        """``object_annotations`` go on every object (``kubernetes_await.await_annotations``)."""
+        super().__init__("gpu-scheduler-eks:index:AdmissionWebhook", name, None, opts)
+        child = pulumi.ResourceOptions(
+            parent=self, provider=provider, depends_on=[*depends_on, certificates.webhook_secret]
+        )
+        labels = {APP_LABEL: WEBHOOK_SERVICE}
+
+        def metadata(namespaced: bool = True) -> k8s.meta.v1.ObjectMetaArgs:
+            return object_metadata(
+                WEBHOOK_SERVICE, labels, object_annotations, namespace=NAMESPACE if namespaced else None
+            )
+
+        account = k8s.core.v1.ServiceAccount(
+            f"{name}-account", metadata=metadata(), automount_service_account_token=False, opts=child
+        )
+        self.deployment = tls_server_deployment(
+            f"{name}-deployment",
+            metadata=metadata(),
+            labels=labels,
+            container="webhook",
+            image=image,
+            args=webhook_args(settings.invalid_annotation),
+            port=WEBHOOK_PORT,
+            replicas=settings.replicas,
+            resources=settings.resources,
+            service_account=account.metadata.name,
+            automount_token=False,
+            tls_secret=WEBHOOK_TLS_SECRET,
+            tls_dir=WEBHOOK_TLS_DIR,
+            opts=child,
+        )
+        disruption_budget(f"{name}-pdb", metadata=metadata(), labels=labels, opts=child)
+        self.service = https_service(
+            f"{name}-service", metadata=metadata(), labels=labels, port=WEBHOOK_SERVICE_PORT, opts=child
+        )
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-network-policy",
+            metadata=metadata(),
+            spec=k8s.networking.v1.NetworkPolicySpecArgs(
+                pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
+                policy_types=["Ingress", "Egress"],
+                ingress=webhook_ingress(settings),
+                egress=[],
+            ),
+            opts=child,
+        )
+        bundle = certificates.ca_cert_pem.apply(ca_bundle)
+        self.configuration = k8s.admissionregistration.v1.MutatingWebhookConfiguration(
+            f"{name}-configuration",
+            metadata=metadata(namespaced=False),
+            webhooks=[
+                mutating_webhook(
+                    service_client_config(bundle),
+                    failure_policy=settings.failure_policy,
+                    timeout_seconds=settings.timeout_seconds,
+                )
+            ],
+            opts=pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(depends_on=[self.deployment, self.service])
+            ),
+        )
+        self.register_outputs(
+            {"serviceName": self.service.metadata.name, "configurationName": self.configuration.metadata.name}
+        )
