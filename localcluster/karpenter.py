@@ -29,7 +29,6 @@ import contextlib
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +113,7 @@ def node_pool_manifest() -> dict[str, Any]:
 
 
 def install_crds(api: kubernetes.client.ApiClient, crd_dir: Path) -> list[str]:
-    """Create every CRD in ``crd_dir`` and wait until each is Established; their names."""
+    """Create every CRD in ``crd_dir`` (on a fresh control plane) and wait until each is Established."""
     files = sorted(crd_dir.glob("*.yaml"))
     if not files:
         raise FileNotFoundError(f"no CRDs in {crd_dir}: run `make autoscaler-binaries`")
@@ -123,7 +122,7 @@ def install_crds(api: kubernetes.client.ApiClient, crd_dir: Path) -> list[str]:
     for path in files:
         for document in yaml.safe_load_all(path.read_text()):
             if document:
-                _create_if_absent(lambda body=document: extensions.create_custom_resource_definition(body))
+                extensions.create_custom_resource_definition(document)
                 names.append(document["metadata"]["name"])
 
     def established() -> bool:
@@ -235,11 +234,3 @@ def karpenter_nodes(api: kubernetes.client.ApiClient) -> list[kubernetes.client.
     core = kubernetes.client.CoreV1Api(api)
     nodes: list[kubernetes.client.V1Node] = core.list_node(label_selector=NODE_POOL_LABEL).items
     return nodes
-
-
-def _create_if_absent(create: Any) -> None:
-    try:
-        create()
-    except kubernetes.client.ApiException as error:
-        if error.status != HTTPStatus.CONFLICT:
-            raise
