@@ -15,8 +15,10 @@ MODE ?= extender
 STRATEGY ?= prefer-larger
 PYTEST_ARGS ?=
 ARGS ?= nodes
+AUTOSCALER ?= none
+AFFINITY ?= client
 
-.PHONY: help setup lock lint go-check binaries pulumi-engine test test-policy test-python test-engine demo explain bench clean
+.PHONY: help setup lock lint go-check binaries autoscaler-binaries pulumi-engine test test-policy test-python test-engine demo explain bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -53,13 +55,16 @@ go-check: setup ## gofmt, go vet, hadolint and go test for the Go modules; print
 binaries: ## build etcd, kube-apiserver, kube-scheduler and gpu-scheduler into .cache/bin
 	@plugin/build-binaries.sh $(CURDIR)/$(BIN)
 
+autoscaler-binaries: ## build Karpenter (kwok provider) and kwok into .cache/bin, with Karpenter's CRDs and kwok's Stages (docs/karpenter-local.md)
+	@plugin/build-binaries.sh $(CURDIR)/$(BIN) autoscalers
+
 pulumi-engine: ## build the Pulumi CLI and the Kubernetes provider into .cache/pulumi (pulumi-engine/environment.md)
 	@pulumi-engine/build.sh $(CURDIR)/$(PULUMI_ENGINE)
 
 test-policy: setup ## the policy tests, with 100% branch coverage enforced
 	$(PY) -m pytest tests/policy --cov --cov-report=term $(PYTEST_ARGS)
 
-test-python: setup binaries pulumi-engine ## every other pytest suite (extender, Pulumi, the Pulumi engine, end-to-end); prints the extender-cached vector agreement
+test-python: setup binaries autoscaler-binaries pulumi-engine ## every other pytest suite (extender, Pulumi, the Pulumi engine, end-to-end); prints the extender-cached vector agreement
 	$(PY) -m pytest tests --ignore=tests/policy --ignore=tests/pulumi_engine $(PYTEST_ARGS)
 	@# The engine suite in a process of its own: the Automation API runs gRPC in-process, and a
 	@# child forked (with preexec_fn) after that can abort in gRPC's fork handlers.
@@ -71,8 +76,8 @@ test-engine: setup binaries pulumi-engine ## only the Pulumi engine suite (part 
 
 test: lint go-check pulumi-engine test-policy test-python ## everything CI runs
 
-demo: setup binaries pulumi-engine ## deploy the stack with pulumi up onto a local control plane, run what it created, schedule sample pods, print the table (MODE=extender|extender-cached|plugin, STRATEGY=prefer-larger|best-fit)
-	$(PY) -m localcluster.demo --mode $(MODE) --scoring-strategy $(STRATEGY) --bin-dir $(BIN)
+demo: setup binaries autoscaler-binaries pulumi-engine ## deploy the stack with pulumi up onto a local control plane, run what it created, schedule sample pods, print the table (MODE=extender|extender-cached|plugin, STRATEGY=prefer-larger|best-fit, AUTOSCALER=none|karpenter, AFFINITY=client|none)
+	$(PY) -m localcluster.demo --mode $(MODE) --scoring-strategy $(STRATEGY) --bin-dir $(BIN) --autoscaler $(AUTOSCALER) --affinity $(AFFINITY)
 
 explain: setup ## explain a pod or the GPU-memory inventory of your kubeconfig's cluster (ARGS='pod NS/NAME', default nodes)
 	$(PY) -m explain $(ARGS)

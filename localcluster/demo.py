@@ -17,18 +17,21 @@ import contextlib
 import signal
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Literal
 
 from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode
 from explain.answers import render_pod_explanation
-from localcluster.control_plane import start_control_plane
-from localcluster.deployed_scheduler import describe, running_deployed_scheduler
+from localcluster.control_plane import ControlPlane, start_control_plane
+from localcluster.deployed_scheduler import DeployedRun, describe, running_deployed_scheduler
 from localcluster.extender_log import refusals_by_pod
 from localcluster.inventory import InstanceType, load_inventory
-from localcluster.nodes import create_nodes, fleet
+from localcluster.karpenter import running_karpenter
+from localcluster.karpenter_demo import AFFINITY_SOURCES, AffinitySource, run_autoscaler_demo
+from localcluster.nodes import SimulatedNode, create_nodes, fleet
 from localcluster.outcomes import PodOutcome, wait_for_outcomes
 from localcluster.pulumi_stack import (
     LOCAL_STACK,
@@ -40,6 +43,7 @@ from localcluster.pulumi_stack import (
     deployer_kubeconfig,
 )
 from localcluster.team_pki import TeamPki
+from localcluster.text_table import format_table
 from localcluster.workloads import (
     WORKLOAD_NAMESPACE,
     PodSpecification,
@@ -97,16 +101,6 @@ def check(pod: DemoPod, outcome: PodOutcome, nodes: dict[str, InstanceType]) -> 
     if instance_type.gpu_memory_mib < pod.minimum_mib:
         return "bound to a GPU below its minimum"
     return ""
-
-
-def format_table(rows: Sequence[tuple[str, ...]]) -> str:
-    """Left-aligned columns under a header and a rule."""
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
-    ]
-    lines.insert(1, "  ".join("-" * width for width in widths))
-    return "\n".join(lines)
 
 
 def describe_request(spec: PodSpecification) -> str:
@@ -179,14 +173,25 @@ def print_deployment(deployment: DeploySummary) -> None:
     print(indented(deployment.preview), flush=True)
 
 
+Autoscaler = Literal["none", "karpenter"]
+AUTOSCALERS: tuple[Autoscaler, ...] = ("none", "karpenter")
+
+
 def run(
-    mode: SchedulerMode, bin_dir: Path, per_type: int, scoring_strategy: ScoringStrategy = SCORING_STRATEGY
+    mode: SchedulerMode,
+    bin_dir: Path,
+    per_type: int,
+    scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
+    *,
+    autoscaler: Autoscaler = "none",
+    affinity: AffinitySource = "client",
 ) -> int:
+    """The fixed fleet of every inventory type, or (``autoscaler="karpenter"``) the system node
+    only and Karpenter launching GPU nodes (``localcluster.karpenter_demo``)."""
     started = time.monotonic()
     inventory = load_inventory()
-    simulated = fleet(list(inventory.values()), per_type)
-    nodes = {node.name: node.instance_type for node in simulated}
-    pods = sample_pods(mode)
+    types = [t for t in inventory.values() if autoscaler == "none" or not t.has_gpu]
+    simulated = fleet(types, per_type)
     settings = {"schedulerMode": mode, "scoringStrategy": scoring_strategy}
     print(f"Starting etcd and kube-apiserver (binaries from {bin_dir})...", flush=True)
     with sigterm_as_exit(), start_control_plane(bin_dir) as plane:
@@ -205,23 +210,51 @@ def run(
         print(f"Starting the custom scheduler in {mode} mode from what the stack created...", flush=True)
         with running_deployed_scheduler(plane, bin_dir, mode, plane.work_dir / "deployed") as deployed:
             print(describe(deployed, plane.work_dir), flush=True)
-            scheduler = deployed.scheduler
-            submit_pods(api, [pod.spec for pod in pods])
-            print(f"Submitted {len(pods)} pods; waiting for the scheduler...", flush=True)
-            outcomes = wait_for_outcomes(api, WORKLOAD_NAMESPACE, [pod.spec.name for pod in pods])
-            refusals = refusals_by_pod(scheduler.extender.process.log_path) if scheduler.extender else {}
-        pending = [pod.spec.name for pod in pods if not outcomes[pod.spec.name].bound]
-        explained = {name: render_pod_explanation(api, WORKLOAD_NAMESPACE, name) for name in pending}
-    text, failures = report(pods, outcomes, nodes, refusals)
+            if autoscaler == "karpenter":
+                text, failures = _karpenter_pods(plane, bin_dir, affinity)
+            else:
+                text, failures = _fixed_fleet_pods(plane, deployed, mode, simulated)
     print()
     print(text)
     print()
-    for name, answer in explained.items():
-        print(f"$ python -m explain pod {WORKLOAD_NAMESPACE}/{name}\n{answer}\n")
     verdict = "every pod ended as expected" if not failures else f"{failures} pod(s) did not end as expected"
     elapsed = time.monotonic() - started
-    print(f"{mode} mode: {verdict} ({scoring_strategy}; {elapsed:.1f}s; all processes stopped).")
+    how = scoring_strategy if autoscaler == "none" else f"Karpenter, affinity: {affinity}"
+    print(f"{mode} mode: {verdict} ({how}; {elapsed:.1f}s; all processes stopped).")
     return 0 if not failures else 1
+
+
+def _fixed_fleet_pods(
+    plane: ControlPlane, deployed: DeployedRun, mode: SchedulerMode, simulated: list[SimulatedNode]
+) -> tuple[str, int]:
+    """The sample pods on one node of each type: the table and the explanations of the Pending."""
+    api = plane.api_client()
+    nodes = {node.name: node.instance_type for node in simulated}
+    pods = sample_pods(mode)
+    scheduler = deployed.scheduler
+    submit_pods(api, [pod.spec for pod in pods])
+    print(f"Submitted {len(pods)} pods; waiting for the scheduler...", flush=True)
+    outcomes = wait_for_outcomes(api, WORKLOAD_NAMESPACE, [pod.spec.name for pod in pods])
+    refusals = refusals_by_pod(scheduler.extender.process.log_path) if scheduler.extender else {}
+    text, failures = report(pods, outcomes, nodes, refusals)
+    for pod in pods:
+        if not outcomes[pod.spec.name].bound:
+            answer = render_pod_explanation(api, WORKLOAD_NAMESPACE, pod.spec.name)
+            text += f"\n\n$ python -m explain pod {WORKLOAD_NAMESPACE}/{pod.spec.name}\n{answer}"
+    return text, failures
+
+
+def _karpenter_pods(plane: ControlPlane, bin_dir: Path, affinity: AffinitySource) -> tuple[str, int]:
+    """Karpenter and kwok started, the autoscaler demo's pods submitted one by one."""
+    print("Starting Karpenter (kwok provider), kwok and the not-ready taint lifter...", flush=True)
+    with running_karpenter(plane, bin_dir, plane.work_dir / "karpenter") as karpenter:
+        offered = ", ".join(
+            f"{name} ({t.gpu_count}x {t.gpu_name} {t.gpu_memory_mib} MiB)"
+            for name, t in karpenter.instance_types.items()
+        )
+        print(f"Karpenter may launch: {offered}", flush=True)
+        print(f"Submitting pods one at a time (affinity: {affinity})...", flush=True)
+        return run_autoscaler_demo(plane.api_client(), affinity)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -239,9 +272,29 @@ def main(argv: list[str] | None = None) -> int:
         default=SCORING_STRATEGY,
         help="how GPU pods rank the nodes that fit (the extender's flag / the plugin's arg)",
     )
+    parser.add_argument(
+        "--autoscaler",
+        choices=AUTOSCALERS,
+        default="none",
+        help="karpenter: start with the system node only and let real Karpenter launch GPU nodes",
+    )
+    parser.add_argument(
+        "--affinity",
+        choices=AFFINITY_SOURCES,
+        default="client",
+        help="with --autoscaler karpenter: who writes the memory node affinity (TEMPORARY client: the "
+        "demo applies the policy's patch, as the webhook will; none: the control run, annotation only)",
+    )
     args = parser.parse_args(argv)
     try:
-        return run(args.mode, args.bin_dir, args.nodes_per_type, args.scoring_strategy)
+        return run(
+            args.mode,
+            args.bin_dir,
+            args.nodes_per_type,
+            args.scoring_strategy,
+            autoscaler=args.autoscaler,
+            affinity=args.affinity,
+        )
     except EngineMissing as missing:
         print(f"the Pulumi engine is not built: {missing}", file=sys.stderr)
         return 1

@@ -113,7 +113,8 @@ def create_nodes(api: kubernetes.client.ApiClient, nodes: list[SimulatedNode]) -
 
     The TaintNodesByCondition admission plugin taints every new Node
     ``node.kubernetes.io/not-ready:NoSchedule``; the node lifecycle controller lifts it
-    once the kubelet reports Ready. No controller-manager runs here, so we do it.
+    once the kubelet reports Ready. No controller-manager runs here, so we do it (for nodes
+    made later, by Karpenter, ``localcluster.node_readiness`` does).
     """
     core = kubernetes.client.CoreV1Api(api)
     for node in nodes:

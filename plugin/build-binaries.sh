@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# Builds the control-plane binaries and gpu-scheduler from this module's pinned
-# dependencies into $1 (default ../.cache/bin), static (CGO_ENABLED=0) and -trimpath:
-#   kube-apiserver, kube-scheduler  k8s.io/kubernetes at the version in go.mod
-#   gpu-scheduler                   ./cmd/gpu-scheduler (kube-scheduler + GPUScheduler)
-#   etcd                            go.etcd.io/etcd/server/v3 at the version in etcd/go.mod
+# Builds one set of binaries from pinned Go modules into $1 (default ../.cache/bin),
+# static (CGO_ENABLED=0) and -trimpath. $2 names the set (default control-plane):
+#   control-plane (make binaries):
+#     kube-apiserver, kube-scheduler  k8s.io/kubernetes at the version in go.mod
+#     gpu-scheduler                   ./cmd/gpu-scheduler (kube-scheduler + GPUScheduler)
+#     etcd                            go.etcd.io/etcd/server/v3 at the version in etcd/go.mod
+#   autoscalers (make autoscaler-binaries):
+#     karpenter-kwok  sigs.k8s.io/karpenter/kwok (Karpenter with its kwok cloud provider)
+#                     at the version in karpenter/go.mod; upstream names it kwok too
+#     kwok            sigs.k8s.io/kwok/cmd/kwok (fakes the kubelet of Karpenter's nodes)
+#                     at the version in kwok/go.mod
+#     karpenter-crds/ Karpenter's CRDs from its module (kwok/charts/crds, kwok/apis/crds)
+#     kwok-stages/    kwok's node and pod Stages from its module (kustomize/stage/)
 # Binaries are linked in $1/.build, where Go's own up-to-date check makes a run with
 # nothing changed take seconds; a published binary whose bytes did not change is left
 # alone, and a changed one is swapped in by rename, so a process running the old file
@@ -12,17 +20,14 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 out=$(realpath -m "${1:-../.cache/bin}")
+set_name=${2:-control-plane}
 mkdir -p "$out"
 stage="$out/.build"
 mkdir -p "$stage"
 export CGO_ENABLED=0
 
-k8s_version=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
-etcd_version=$(go -C etcd list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
-k8s_ldflags=$(./version-ldflags.sh)
-
-build() { # name module-dir ldflags package
-  local name=$1 dir=$2 ldflags=$3 pkg=$4 start=$SECONDS
+build() { # name module-dir ldflags package [flag that prints a first line and exits]
+  local name=$1 dir=$2 ldflags=$3 pkg=$4 probe=${5:---version} start=$SECONDS
   local state=updated
   printf '  %-15s building... ' "$name"
   go -C "$dir" build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$stage/$name" "$pkg"
@@ -32,12 +37,54 @@ build() { # name module-dir ldflags package
     cp "$stage/$name" "$out/.$name.new"
     mv -f "$out/.$name.new" "$out/$name"
   fi
-  printf '%-9s %3ss  %s\n' "$state" $((SECONDS - start)) "$("$out/$name" --version 2>&1 | head -n 1)"
+  printf '%-9s %3ss  %s\n' "$state" $((SECONDS - start)) "$("$out/$name" "$probe" 2>&1 | head -n 1)"
 }
 
-echo "Building Kubernetes $k8s_version and etcd $etcd_version into $out"
-echo "(cold on 2 cores: 7 to 11 minutes, kube-apiserver the longest; a rerun takes seconds)"
-build etcd etcd "-s -w" go.etcd.io/etcd/server/v3
-build kube-apiserver . "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-apiserver
-build kube-scheduler . "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-scheduler
-build gpu-scheduler . "$k8s_ldflags" ./cmd/gpu-scheduler
+publish_files() { # directory files...: copy into $out/directory, replacing it only on a change
+  local name=$1 new="$stage/$1"
+  shift
+  rm -rf "$new" && mkdir -p "$new"
+  cp "$@" "$new/" && chmod -R u+w "$new"
+  if diff -r -q "$new" "$out/$name" >/dev/null 2>&1; then
+    printf '  %-15s unchanged %d files\n' "$name/" $#
+  else
+    rm -rf "$out/.$name.old" && { [ ! -e "$out/$name" ] || mv "$out/$name" "$out/.$name.old"; }
+    cp -r "$new" "$out/$name" && rm -rf "$out/.$name.old"
+    printf '  %-15s updated   %d files\n' "$name/" $#
+  fi
+}
+
+case $set_name in
+control-plane)
+  k8s_version=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
+  etcd_version=$(go -C etcd list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
+  k8s_ldflags=$(./version-ldflags.sh)
+  echo "Building Kubernetes $k8s_version and etcd $etcd_version into $out"
+  echo "(cold on 2 cores: 7 to 11 minutes, kube-apiserver the longest; a rerun takes seconds)"
+  build etcd etcd "-s -w" go.etcd.io/etcd/server/v3
+  build kube-apiserver . "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-apiserver
+  build kube-scheduler . "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-scheduler
+  build gpu-scheduler . "$k8s_ldflags" ./cmd/gpu-scheduler
+  ;;
+autoscalers)
+  karpenter_version=$(go -C karpenter list -m -f '{{.Version}}' sigs.k8s.io/karpenter)
+  kwok_version=$(go -C kwok list -m -f '{{.Version}}' sigs.k8s.io/kwok)
+  echo "Building Karpenter $karpenter_version (kwok provider) and kwok $kwok_version into $out"
+  echo "(cold on 2 cores, module downloads included: about 5 minutes; a rerun takes seconds)"
+  # Karpenter has no --version: the version is stamped where its operator reads it, and
+  # --help (parsed before it looks for a cluster) proves the binary runs.
+  build karpenter-kwok karpenter "-s -w -X sigs.k8s.io/karpenter/pkg/operator.Version=$karpenter_version" \
+    sigs.k8s.io/karpenter/kwok --help
+  build kwok kwok "-s -w" sigs.k8s.io/kwok/cmd/kwok
+  karpenter_dir=$(go -C karpenter list -m -f '{{.Dir}}' sigs.k8s.io/karpenter)
+  kwok_stage_dir=$(go -C kwok list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
+  publish_files karpenter-crds "$karpenter_dir"/kwok/charts/crds/*.yaml "$karpenter_dir"/kwok/apis/crds/*.yaml
+  # The Stages of kwok's own "fast" set (node/fast, pod/fast) plus the plain node heartbeat.
+  publish_files kwok-stages "$kwok_stage_dir"/node/fast/node-initialize.yaml \
+    "$kwok_stage_dir"/node/heartbeat/node-heartbeat.yaml "$kwok_stage_dir"/pod/fast/pod-*.yaml
+  ;;
+*)
+  echo "unknown set '$set_name': control-plane or autoscalers" >&2
+  exit 2
+  ;;
+esac

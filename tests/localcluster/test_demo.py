@@ -1,6 +1,7 @@
 """`make demo` as a user runs it, and what it leaves behind when interrupted or killed."""
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -112,3 +113,28 @@ def test_a_killed_demo_takes_its_processes_with_it(bin_dir: Path) -> None:
     wait_for(lambda: not alive(children), 30, "the demo's children to exit")
     for directory in work_dirs:  # nobody else will: the demo was killed
         shutil.rmtree(directory)
+
+
+@pytest.mark.parametrize(
+    ("affinity", "rows"),
+    [
+        (
+            "client",
+            [
+                r"min-24gib +>= 24576 MiB +g6e\.xlarge +45776 +Bound ",
+                r"min-80gib +>= 81920 MiB +p5\.48xlarge",
+            ],
+        ),
+        ("none", [r"min-40gib +>= 40960 MiB +g4dn\.xlarge +16384 +Pending "]),
+    ],
+)
+def test_the_karpenter_demo_launches_by_the_affinity_and_the_control_run_shows_the_failure(
+    bin_dir: Path, affinity: str, rows: list[str]
+) -> None:
+    """`make demo AUTOSCALER=karpenter [AFFINITY=none]`: real Karpenter from the system node alone."""
+    command = [*demo_command(bin_dir, "extender"), "--autoscaler", "karpenter", "--affinity", affinity]
+    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for row in rows:
+        assert re.search(row, result.stdout), row
+    assert f"every pod ended as expected (Karpenter, affinity: {affinity};" in result.stdout

@@ -1,0 +1,236 @@
+"""Real Karpenter (its kwok cloud provider) and kwok against the local control plane.
+
+What runs, all on loopback and stopped with the control plane:
+
+- ``karpenter-kwok``: Karpenter built from ``sigs.k8s.io/karpenter/kwok`` (``make
+  autoscaler-binaries``). Its cloud provider "launches" an instance by creating a Node object
+  (annotated ``kwok.x-k8s.io/node=fake``) of an instance type from ``INSTANCE_TYPES_FILE_PATH``,
+  here the GPU types of the local inventory with our memory label as an offering requirement
+  (``localcluster.karpenter_instance_types``). It runs with the admin kubeconfig, as a local
+  process: no ServiceAccount, no RBAC of its own (in a cluster its Helm chart brings both), no
+  leader election (``DISABLE_LEADER_ELECTION=true``), metrics and health probes on free ports
+  (Karpenter binds them as ``:PORT``, on every interface: its operator hard-codes that; they
+  serve only metrics and health). Its CRDs (NodePool, NodeClaim, NodeOverlay, CapacityBuffer,
+  KWOKNodeClass) come from the module, published next to the binary by the build.
+- ``kwok``: fakes the kubelet of those nodes only (``--manage-nodes-with-annotation-selector``):
+  its Stages (from the kwok module's ``kustomize/stage/``) make them Ready, heartbeat, and run
+  the pods bound to them.
+- ``python -m localcluster.node_readiness``: lifts the ``node.kubernetes.io/not-ready`` taint
+  from a node once it is Ready, which kube-controller-manager does in a real cluster; without it
+  Karpenter's nodes keep the taint (Karpenter reports KnownEphemeralTaintsExist) and no pod
+  could bind to them.
+
+A NodePool ``gpu`` (the KWOKNodeClass ``default``) launches on-demand nodes with the GPU taint
+and the device plugin's ``nvidia.com/gpu.present`` label, as the Pulumi program's GPU node
+groups have; consolidation is off so that a node lives as long as the run.
+"""
+
+import contextlib
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import kubernetes.client
+import yaml
+
+from localcluster.control_plane import ControlPlane, free_port
+from localcluster.custom_scheduler import REPO_ROOT
+from localcluster.inventory import InstanceType, load_inventory
+from localcluster.karpenter_instance_types import KARPENTER_INSTANCE_TYPES, karpenter_instance_types
+from localcluster.nodes import GPU_PRESENT_LABEL, GPU_TAINT
+from localcluster.probes import LOOPBACK, http_status
+from localcluster.processes import ManagedProcess, python_module_argv, raise_if_exited
+from localcluster.waiting import wait_for
+
+KARPENTER_BINARY = "karpenter-kwok"
+KWOK_BINARY = "kwok"
+CRD_DIR = "karpenter-crds"
+"""Under the binaries' directory: Karpenter's CRDs as ``make autoscaler-binaries`` publishes them."""
+KWOK_STAGES_DIR = "kwok-stages"
+"""Under the binaries' directory: kwok's node and pod Stages as the build publishes them."""
+
+NODE_POOL = "gpu"
+NODE_CLASS = "default"
+KARPENTER_GROUP = "karpenter.sh"
+KARPENTER_VERSION = "v1"
+KWOK_GROUP = "karpenter.kwok.sh"
+KWOK_VERSION = "v1alpha1"
+NODE_POOL_LABEL = "karpenter.sh/nodepool"
+"""Karpenter labels each node it launches with its NodePool."""
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node=fake"
+"""What Karpenter's kwok provider puts on its Nodes; kwok manages only nodes that carry it."""
+
+CRD_ESTABLISHED_SECONDS = 30.0
+KARPENTER_READY_SECONDS = 60.0
+KWOK_READY_SECONDS = 30.0
+KARPENTER_LOG_LEVEL = "info"
+
+
+@dataclass
+class RunningKarpenter:
+    """The autoscaler's processes and the instance types it may launch."""
+
+    karpenter: ManagedProcess
+    kwok: ManagedProcess
+    readiness: ManagedProcess
+    instance_types_file: Path
+    instance_types: dict[str, InstanceType]
+
+
+def node_class_manifest() -> dict[str, Any]:
+    """The KWOKNodeClass every NodeClaim refers to (nodes register at once)."""
+    return {
+        "apiVersion": f"{KWOK_GROUP}/{KWOK_VERSION}",
+        "kind": "KWOKNodeClass",
+        "metadata": {"name": NODE_CLASS},
+        "spec": {},
+    }
+
+
+def node_pool_manifest() -> dict[str, Any]:
+    """GPU nodes as the Pulumi program's node groups make them: tainted, labelled, on-demand."""
+    return {
+        "apiVersion": f"{KARPENTER_GROUP}/{KARPENTER_VERSION}",
+        "kind": "NodePool",
+        "metadata": {"name": NODE_POOL},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {GPU_PRESENT_LABEL: "true"}},
+                "spec": {
+                    "nodeClassRef": {"group": KWOK_GROUP, "kind": "KWOKNodeClass", "name": NODE_CLASS},
+                    "requirements": [
+                        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}
+                    ],
+                    "taints": [dict(GPU_TAINT)],
+                    "expireAfter": "Never",
+                },
+            },
+            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"},
+        },
+    }
+
+
+def install_crds(api: kubernetes.client.ApiClient, crd_dir: Path) -> list[str]:
+    """Create every CRD in ``crd_dir`` (on a fresh control plane) and wait until each is Established."""
+    files = sorted(crd_dir.glob("*.yaml"))
+    if not files:
+        raise FileNotFoundError(f"no CRDs in {crd_dir}: run `make autoscaler-binaries`")
+    extensions = kubernetes.client.ApiextensionsV1Api(api)
+    names = []
+    for path in files:
+        for document in yaml.safe_load_all(path.read_text()):
+            if document:
+                extensions.create_custom_resource_definition(document)
+                names.append(document["metadata"]["name"])
+
+    def established() -> bool:
+        for name in names:
+            conditions = extensions.read_custom_resource_definition(name).status.conditions or ()
+            if not any(c.type == "Established" and c.status == "True" for c in conditions):
+                return False
+        return True
+
+    wait_for(established, CRD_ESTABLISHED_SECONDS, "Karpenter's CRDs to be Established", interval=0.2)
+    return names
+
+
+def kwok_stages_config(stages_dir: Path) -> str:
+    """kwok's ``--config``: its Stage objects, one YAML document each."""
+    files = sorted(stages_dir.glob("*.yaml"))
+    if not files:
+        raise FileNotFoundError(f"no kwok Stages in {stages_dir}: run `make autoscaler-binaries`")
+    return "\n---\n".join(path.read_text().strip() for path in files) + "\n"
+
+
+def karpenter_env(
+    kubeconfig: Path, instance_types_file: Path, metrics_port: int, health_port: int
+) -> dict[str, str]:
+    """Karpenter's settings (it reads them from the environment, as its Helm chart sets them)."""
+    return {
+        "KUBECONFIG": str(kubeconfig),
+        "INSTANCE_TYPES_FILE_PATH": str(instance_types_file),
+        "DISABLE_LEADER_ELECTION": "true",
+        "METRICS_PORT": str(metrics_port),
+        "HEALTH_PROBE_PORT": str(health_port),
+        "LOG_LEVEL": KARPENTER_LOG_LEVEL,
+    }
+
+
+@contextlib.contextmanager
+def running_karpenter(plane: ControlPlane, bin_dir: Path, work_dir: Path) -> Iterator[RunningKarpenter]:
+    """CRDs, the NodePool, kwok, the readiness lifter and Karpenter; all stopped on exit."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    api = plane.api_client()
+    install_crds(api, bin_dir / CRD_DIR)
+    custom = kubernetes.client.CustomObjectsApi(api)
+    custom.create_cluster_custom_object(KWOK_GROUP, KWOK_VERSION, "kwoknodeclasses", node_class_manifest())
+    custom.create_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodepools", node_pool_manifest())
+
+    inventory = load_inventory()
+    offered = {name: inventory[name] for name in KARPENTER_INSTANCE_TYPES}
+    instance_types_file = work_dir / "instance-types.json"
+    instance_types_file.write_text(json.dumps(karpenter_instance_types(offered.values()), indent=2) + "\n")
+    stages_file = work_dir / "kwok-stages.yaml"
+    stages_file.write_text(kwok_stages_config(bin_dir / KWOK_STAGES_DIR))
+
+    processes = plane.processes
+    kwok_port = free_port()
+    kwok = processes.start(
+        "kwok",
+        [
+            str(bin_dir / KWOK_BINARY),
+            f"--kubeconfig={plane.kubeconfig}",
+            f"--config={stages_file}",
+            f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}",
+            f"--server-address={LOOPBACK}:{kwok_port}",
+        ],
+    )
+    readiness = processes.start(
+        "node-readiness",
+        python_module_argv("localcluster.node_readiness", f"--kubeconfig={plane.kubeconfig}"),
+        cwd=REPO_ROOT,
+    )
+    metrics_port, health_port = free_port(), free_port()
+    karpenter = processes.start(
+        "karpenter",
+        [str(bin_dir / KARPENTER_BINARY)],
+        env=karpenter_env(plane.kubeconfig, instance_types_file, metrics_port, health_port),
+    )
+    running = RunningKarpenter(karpenter, kwok, readiness, instance_types_file, offered)
+    try:
+        wait_for(
+            lambda: http_status(kwok_port, "/healthz") == 200,
+            KWOK_READY_SECONDS,
+            "kwok's /healthz",
+            also_check=raise_if_exited(kwok),
+        )
+        wait_for(
+            lambda: http_status(health_port, "/readyz") == 200,
+            KARPENTER_READY_SECONDS,
+            "Karpenter's /readyz",
+            interval=0.25,
+            also_check=raise_if_exited(karpenter),
+        )
+        raise_if_exited(readiness)()
+        yield running
+    finally:
+        for process in (karpenter, readiness, kwok):
+            process.stop()
+            processes.forget(process)
+
+
+def node_claims(api: kubernetes.client.ApiClient) -> list[Mapping[str, Any]]:
+    """Every NodeClaim Karpenter made (it keeps them for the life of its nodes)."""
+    custom = kubernetes.client.CustomObjectsApi(api)
+    listed = custom.list_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodeclaims")
+    items: list[Mapping[str, Any]] = listed["items"]
+    return items
+
+
+def karpenter_nodes(api: kubernetes.client.ApiClient) -> list[kubernetes.client.V1Node]:
+    """The Nodes Karpenter launched (labelled with its NodePool)."""
+    core = kubernetes.client.CoreV1Api(api)
+    nodes: list[kubernetes.client.V1Node] = core.list_node(label_selector=NODE_POOL_LABEL).items
+    return nodes

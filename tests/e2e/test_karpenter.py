@@ -1,0 +1,98 @@
+"""Real Karpenter (kwok provider) scales GPU nodes from zero for pods that declare a minimum.
+
+The pods carry the policy's memory affinity (``Gt minimum-1`` on our label), as the admission
+webhook writes it; until the webhook runs here the test applies the policy's patch itself
+(``karpenter_demo.manifest_for(..., "client")``, TEMPORARY). The pods of the batch keep apart
+(required pod anti-affinity on the hostname, as spread training workers do): otherwise Karpenter
+packs them into one NodeClaim, and a type with enough GPUs for all of them (the 8-GPU p4d/p5)
+would hide the question asked here, which type it picks for one pod. Every pod must land on a
+node with enough GPU memory, and no node Karpenter launched may be smaller than the smallest
+minimum (the cheap T4 and A10G types are below every pod's minimum: without the affinity
+Karpenter launches them, and the test fails).
+"""
+
+from pathlib import Path
+from typing import Any
+
+import kubernetes.client
+import pytest
+
+from localcluster.karpenter import (
+    CRD_DIR,
+    KARPENTER_BINARY,
+    KWOK_BINARY,
+    KWOK_STAGES_DIR,
+    karpenter_nodes,
+    node_claims,
+    running_karpenter,
+)
+from localcluster.karpenter_demo import manifest_for
+from localcluster.nodes import SimulatedNode
+from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification
+from policy import NODE_MEMORY_LABEL
+from tests.e2e.harness import INVENTORY, E2ECluster
+
+SYSTEM = SimulatedNode("system-1", INVENTORY["m5.xlarge"], "us-east-1a")
+MINIMUMS_MIB = {
+    "needs-24gib": 24 * 1024,
+    "needs-40gib": 40 * 1024,
+    "needs-40gib-b": 40 * 1024,
+    "needs-80gib": 80 * 1024,
+}
+BIND_SECONDS = 120.0
+"""Launch, registration and binding take a few seconds; extender-cached may refuse a node its cache
+has not seen yet once, and kube-scheduler retries within 30 s."""
+
+
+def spread_pod(name: str, minimum_mib: int) -> dict[str, Any]:
+    """A pod with the memory affinity, kept off the nodes of the other pods of the batch."""
+    manifest = manifest_for(PodSpecification(name, str(minimum_mib)), "client")
+    manifest["spec"].setdefault("affinity", {})["podAntiAffinity"] = {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "labelSelector": {"matchLabels": manifest["metadata"]["labels"]},
+                "topologyKey": "kubernetes.io/hostname",
+            }
+        ]
+    }
+    return manifest
+
+
+@pytest.fixture
+def autoscaler_bin_dir(bin_dir: Path) -> Path:
+    """Karpenter, kwok, the CRDs and the Stages (`make autoscaler-binaries`); missing ones fail the test."""
+    missing = [
+        name
+        for name in (KARPENTER_BINARY, KWOK_BINARY, CRD_DIR, KWOK_STAGES_DIR)
+        if not (bin_dir / name).exists()
+    ]
+    if missing:
+        pytest.fail(f"missing {', '.join(missing)} in {bin_dir}: run `make autoscaler-binaries` first")
+    return bin_dir
+
+
+def test_karpenter_scales_from_zero_to_nodes_with_enough_gpu_memory(
+    cluster: E2ECluster, autoscaler_bin_dir: Path
+) -> None:
+    cluster.add_nodes(SYSTEM)
+    cluster.start()
+    core = kubernetes.client.CoreV1Api(cluster.api)
+    with running_karpenter(cluster.plane, autoscaler_bin_dir, cluster.plane.work_dir / "karpenter"):
+        assert karpenter_nodes(cluster.api) == []  # scale from zero
+        for name, minimum in MINIMUMS_MIB.items():
+            core.create_namespaced_pod(WORKLOAD_NAMESPACE, spread_pod(name, minimum))
+        outcomes = cluster.outcomes(list(MINIMUMS_MIB), bound_only=True, timeout=BIND_SECONDS)
+
+        launched = {
+            node.metadata.name: int(node.metadata.labels[NODE_MEMORY_LABEL])
+            for node in karpenter_nodes(cluster.api)
+        }
+        for name, outcome in outcomes.items():
+            assert outcome.node in launched, f"{name} is not on a node Karpenter launched"
+            assert launched[outcome.node] >= MINIMUMS_MIB[name], f"{name} on {launched[outcome.node]} MiB"
+        smallest = min(MINIMUMS_MIB.values())
+        assert all(memory >= smallest for memory in launched.values()), launched
+        claims = node_claims(cluster.api)
+        assert len(claims) == len(launched)
+        for claim in claims:
+            assert int(claim["metadata"]["labels"][NODE_MEMORY_LABEL]) >= smallest, claim["metadata"]

@@ -1,0 +1,91 @@
+"""The instance types offered to Karpenter's kwok provider carry the fleet's EC2 GPU data."""
+
+import json
+
+import pytest
+
+from localcluster.inventory import load_inventory
+from localcluster.karpenter_instance_types import (
+    KARPENTER_INSTANCE_TYPES,
+    ON_DEMAND_PRICES_USD_PER_HOUR,
+    InstanceTypesError,
+    karpenter_instance_types,
+)
+from policy import NODE_MEMORY_LABEL, PolicySettings
+
+INVENTORY = load_inventory()
+OFFERED = [INVENTORY[name] for name in KARPENTER_INSTANCE_TYPES]
+
+
+def by_name(document: list[dict[str, object]]) -> dict[str, dict[str, object]]:
+    return {str(entry["name"]): entry for entry in document}
+
+
+def test_each_offering_labels_the_per_gpu_memory_derived_from_ec2() -> None:
+    document = by_name(karpenter_instance_types(OFFERED))
+    expected = {
+        "g4dn.xlarge": "16384",
+        "g5.xlarge": "22888",
+        "g6e.xlarge": "45776",
+        "p4d.24xlarge": "40960",
+        "p5.48xlarge": "81920",
+    }
+    for name, memory in expected.items():
+        offerings = document[name]["offerings"]
+        assert isinstance(offerings, list)
+        assert len(offerings) == 3  # one per zone
+        for offering in offerings:
+            memory_requirements = [r for r in offering["Requirements"] if r["key"] == NODE_MEMORY_LABEL]
+            # Single-value In: the form Karpenter turns into a Node label.
+            assert memory_requirements == [{"key": NODE_MEMORY_LABEL, "operator": "In", "values": [memory]}]
+
+
+def test_resources_come_from_the_instance_type() -> None:
+    document = by_name(karpenter_instance_types(OFFERED))
+    assert document["p4d.24xlarge"]["resources"] == {
+        "cpu": "96",
+        "memory": "1179648Mi",
+        "pods": "110",
+        "nvidia.com/gpu": "8",
+    }
+    assert document["g5.xlarge"]["resources"]["nvidia.com/gpu"] == "1"  # type: ignore[index]
+
+
+def test_prices_keep_their_order_so_the_smallest_gpu_is_the_cheapest() -> None:
+    """Without a memory affinity Karpenter launches the cheapest GPU type: the T4."""
+    document = karpenter_instance_types(OFFERED)
+    cheapest = min(document, key=lambda entry: entry["offerings"][0]["Price"])
+    assert cheapest["name"] == "g4dn.xlarge"
+    assert {entry["name"] for entry in document} == set(ON_DEMAND_PRICES_USD_PER_HOUR)
+
+
+def test_the_document_is_the_json_karpenter_decodes() -> None:
+    """Field names as Karpenter's InstanceTypeOptions / KWOKOffering spell them."""
+    entry = json.loads(json.dumps(karpenter_instance_types(OFFERED[:1])))[0]
+    assert set(entry) == {"name", "offerings", "architecture", "operatingSystems", "resources"}
+    assert set(entry["offerings"][0]) == {"Price", "Available", "Requirements"}
+    assert entry["architecture"] == "amd64"
+    assert entry["operatingSystems"] == ["linux"]
+
+
+def test_the_label_key_follows_the_policy_settings() -> None:
+    settings = PolicySettings(node_memory_label="example.com/vram")
+    entry = karpenter_instance_types(OFFERED[:1], settings=settings)[0]
+    keys = {r["key"] for r in entry["offerings"][0]["Requirements"]}
+    assert "example.com/vram" in keys
+    assert NODE_MEMORY_LABEL not in keys
+
+
+def test_a_type_without_a_gpu_is_refused_by_name() -> None:
+    with pytest.raises(InstanceTypesError, match=r"m5\.xlarge: has no GPU"):
+        karpenter_instance_types([INVENTORY["m5.xlarge"]])
+
+
+def test_a_type_without_a_price_is_refused_by_name() -> None:
+    with pytest.raises(InstanceTypesError, match=r"p5e\.48xlarge: no price"):
+        karpenter_instance_types([INVENTORY["p5e.48xlarge"]])
+
+
+def test_an_empty_list_is_refused() -> None:
+    with pytest.raises(InstanceTypesError, match="no instance types"):
+        karpenter_instance_types([])
