@@ -4,12 +4,16 @@
     python -m bench.measure_extender memory [--concurrent 2] [--body-mib 128] [--nodes 5000]
         [--rounds 1]
     python -m bench.measure_extender probes [--nodes 5000]
+    python -m bench.measure_extender webhook [--concurrent 2] [--rounds 200]
 
 Both start the real ``python -m extender_app`` with a throw-away PKI on loopback and talk to
 it over mutual TLS. ``latency`` sends sequential filter and prioritize requests and reports
 client-side medians. ``memory`` sends ``--concurrent`` simultaneous filter requests whose
 bodies fill the body limit with ``--nodes`` nodes that all pass (the largest answer), then
 reads the server's peak RSS (VmHWM). ``probes`` polls /healthz while a large filter is judged.
+``webhook`` runs the same program with ``--role webhook`` (its own defaults: no client CA, the
+4 MiB body cap): sequential ``/mutate`` medians for a typical pod, then ``--concurrent``
+simultaneous reviews whose pods fill the body cap, and the peak RSS (docs/webhook.md#resources).
 """
 
 import argparse
@@ -24,6 +28,8 @@ from typing import Any
 import orjson
 
 from bench.extender_server import rss_mib
+from extender_app.settings import WEBHOOK_MAX_BODY_BYTES
+from tests.extender.admission_reviews import admission_review, gpu_pod
 from tests.extender.harness import read_json_line, request, scheduler_context, start_process, tls_args
 from tests.extender.pki import Pki, make_pki
 from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod
@@ -174,6 +180,54 @@ def memory(arguments: argparse.Namespace) -> None:
             server.stop()
 
 
+def padded_review(target_bytes: int) -> bytes:
+    """An AdmissionReview of an annotated GPU pod whose extra annotation brings it near ``target_bytes``."""
+    pod = gpu_pod()
+    base = len(admission_review(pod))
+    pod["metadata"]["annotations"]["example.com/padding"] = "x" * max(0, target_bytes - base - 64)
+    return admission_review(pod)
+
+
+def webhook(arguments: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        pki = make_pki(Path(directory))
+        server = Server(pki, ["--role", "webhook", "--client-ca", ""])
+        try:
+            context = scheduler_context(pki)
+            typical = admission_review(gpu_pod())
+            idle = peak_rss_mib(server.process.pid)
+            timings: list[float] = []
+            for _ in range(arguments.rounds):
+                started = time.perf_counter()
+                reply = request(server.port, context, "/mutate", typical)
+                timings.append(time.perf_counter() - started)
+                assert reply.status == 200, reply.body
+            time.sleep(0.2)  # let the last log line arrive
+            served = statistics.median(e["duration_ms"] for e in server.requests if e["verb"] == "mutate")
+            print(
+                f"mutate: {len(typical)} B review, server median {served:.2f} ms, client median "
+                f"{statistics.median(timings) * 1000:.1f} ms over {arguments.rounds} requests "
+                "(a new TLS connection each)"
+            )
+            body = padded_review(WEBHOOK_MAX_BODY_BYTES - 4096)
+            statuses: list[int] = []
+
+            def send() -> None:
+                statuses.append(request(server.port, context, "/mutate", body).status)
+
+            threads = [threading.Thread(target=send) for _ in range(arguments.concurrent)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            print(
+                f"{arguments.concurrent} x {len(body) / MIB:.1f} MiB reviews at once: statuses {statuses}; "
+                f"server RSS idle {idle:.0f} MiB, peak {peak_rss_mib(server.process.pid):.0f} MiB"
+            )
+        finally:
+            server.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -190,8 +244,11 @@ def main() -> None:
     two.add_argument("--rounds", type=int, default=1, help="bursts sent one after the other")
     three = sub.add_parser("probes")
     three.add_argument("--nodes", type=int, default=5000)
+    four = sub.add_parser("webhook")
+    four.add_argument("--concurrent", type=int, default=2)
+    four.add_argument("--rounds", type=int, default=200)
     arguments = parser.parse_args()
-    {"latency": latency, "memory": memory, "probes": probes}[arguments.what](arguments)
+    {"latency": latency, "memory": memory, "probes": probes, "webhook": webhook}[arguments.what](arguments)
 
 
 if __name__ == "__main__":
