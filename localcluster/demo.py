@@ -78,16 +78,23 @@ class DemoPod:
         return int(value) if value and value.isdigit() else 0
 
 
+NODE_AFFINITY_MISMATCH = "didn't match Pod's node affinity/selector"
+"""kube-scheduler's NodeAffinity filter's reason: with the webhook's affinity on a pod, it refuses
+a node too small before the extender or the plugin is asked."""
+
+
 def sample_pods(mode: SchedulerMode, webhook: bool = True) -> list[DemoPod]:
     """The demo's pods; in every mode the invalid annotation's reason is the policy's message: the
-    webhook's refusal (the stack's default), else the Pending pod's condition."""
+    webhook's refusal (the stack's default), else the Pending pod's condition. With the webhook a
+    pod too large for every node is refused by its node affinity, else by the policy."""
     invalid_reason = INVALID_MIN_MEMORY
+    too_large_reason = NODE_AFFINITY_MISMATCH if webhook else BELOW_MINIMUM
     pods = [
         DemoPod(PodSpecification(f"min-{gib}gib", min_memory=str(gib * GIB)), expect_bound=True)
         for gib in (8, 16, 40, 80, 100)
     ]
     pods += [
-        DemoPod(PodSpecification("min-200gib", min_memory=str(200 * GIB)), False, BELOW_MINIMUM),
+        DemoPod(PodSpecification("min-200gib", min_memory=str(200 * GIB)), False, too_large_reason),
         DemoPod(PodSpecification("invalid-annotation", min_memory="80GiB"), False, invalid_reason, webhook),
         DemoPod(PodSpecification("gpu-no-minimum"), expect_bound=True),
         DemoPod(PodSpecification("cpu-only", gpus=0), expect_bound=True),
