@@ -27,7 +27,7 @@ from typing import Literal
 
 import kubernetes.client
 
-from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode
+from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode, uses_extender
 from explain.answers import render_pod_explanation
 from localcluster.control_plane import ControlPlane, start_control_plane
 from localcluster.deployed_scheduler import DeployedRun, describe, running_deployed_scheduler
@@ -80,15 +80,16 @@ class DemoPod:
 
 NODE_AFFINITY_MISMATCH = "didn't match Pod's node affinity/selector"
 """kube-scheduler's NodeAffinity filter's reason: with the webhook's affinity on a pod, it refuses
-a node too small before the extender or the plugin is asked."""
+a node too small before the extender is asked (extenders run after every filter plugin; in plugin
+mode GPUScheduler runs first at filter, so the policy's reason is the one recorded)."""
 
 
 def sample_pods(mode: SchedulerMode, webhook: bool = True) -> list[DemoPod]:
     """The demo's pods; in every mode the invalid annotation's reason is the policy's message: the
-    webhook's refusal (the stack's default), else the Pending pod's condition. With the webhook a
-    pod too large for every node is refused by its node affinity, else by the policy."""
+    webhook's refusal (the stack's default), else the Pending pod's condition. A pod too large for
+    every node is refused by the policy, or, with the webhook in extender modes, by its affinity."""
     invalid_reason = INVALID_MIN_MEMORY
-    too_large_reason = NODE_AFFINITY_MISMATCH if webhook else BELOW_MINIMUM
+    too_large_reason = NODE_AFFINITY_MISMATCH if webhook and uses_extender(mode) else BELOW_MINIMUM
     pods = [
         DemoPod(PodSpecification(f"min-{gib}gib", min_memory=str(gib * GIB)), expect_bound=True)
         for gib in (8, 16, 40, 80, 100)
