@@ -260,10 +260,14 @@ def run_deployed_webhook(
     port, health_port = free_port(), free_port()
     args, rewrites = extender_args_outside(pod, port, health_port, None, who="webhook")
     webhook = launch_webhook(plane.processes, args, port, health_port)
-    before = point_configuration_at(api, webhook.url)
+    try:
+        before = point_configuration_at(api, webhook.url)
+        wait_until_called(api)
+    except BaseException:
+        webhook.stop()
+        raise
     where = f"MutatingWebhookConfiguration {WEBHOOK_SERVICE} webhooks[0].clientConfig"
     rewrites.append(Rewrite(where, before, webhook.url))
-    wait_until_called(api)
     return webhook, pod, rewrites
 
 

@@ -48,6 +48,9 @@ admission plugin learns of configurations through an informer)."""
 PROBE_NAMESPACE = "default"
 """Where the registration probe's dry-run pod is admitted (never created: ``dryRun=All``)."""
 PROBE_MINIMUM_MIB = 1024
+"""The probe pod's minimum (any valid one: the answer must carry the affinity)."""
+PROBE_INTERVAL_SECONDS = 0.2
+"""How often the registration probe is retried."""
 PROCESS_NAME = "webhook"
 """The process's name in the control plane's process group (and its log file)."""
 
@@ -158,7 +161,12 @@ def wait_until_called(api: kubernetes.client.ApiClient) -> None:
         affinity = pod.spec.affinity
         return bool(affinity and affinity.node_affinity) and NODE_MEMORY_LABEL in str(affinity.node_affinity)
 
-    wait_for(mutated, REGISTRATION_SECONDS, "kube-apiserver to call the admission webhook", interval=0.2)
+    wait_for(
+        mutated,
+        REGISTRATION_SECONDS,
+        "kube-apiserver to call the admission webhook",
+        interval=PROBE_INTERVAL_SECONDS,
+    )
 
 
 def _probe_pod() -> dict[str, Any]:
