@@ -99,6 +99,8 @@ def test_karpenter_scales_from_zero_to_nodes_with_enough_gpu_memory(
         smallest = min(MINIMUMS_MIB.values())
         assert all(memory >= smallest for memory in launched.values()), launched
         claims = node_claims(cluster.api)
-        assert len(claims) == len(launched)
+        assert len(claims) == len(launched), [
+            (claim["metadata"]["name"], (claim.get("status") or {}).get("nodeName")) for claim in claims
+        ]
         for claim in claims:
             assert int(claim["metadata"]["labels"][NODE_MEMORY_LABEL]) >= smallest, claim["metadata"]
