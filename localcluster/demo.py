@@ -48,7 +48,7 @@ from localcluster.pulumi_stack import (
 )
 from localcluster.team_pki import TeamPki
 from localcluster.text_table import format_table
-from localcluster.webhook import created_affinity
+from localcluster.webhook import admission_line, created_affinity
 from localcluster.workloads import (
     WORKLOAD_NAMESPACE,
     PodSpecification,
@@ -181,12 +181,8 @@ def admission_report(api: kubernetes.client.ApiClient, pods: list[DemoPod], refu
         name = pod.spec.name
         if pod.spec.min_memory is None:
             continue
-        if name in refused:
-            lines.append(f"  {name}: refused: {refused[name]}")
-        else:
-            lines.append(
-                f"  {name}: created with required node affinity {created_affinity(api, name) or '(none)'}"
-            )
+        affinity = "" if name in refused else created_affinity(api, name)
+        lines.append(admission_line(name, affinity, refused.get(name, "")))
     return "\n".join(lines)
 
 

@@ -30,7 +30,7 @@ from localcluster.karpenter import NODE_POOL_LABEL, karpenter_nodes, node_claims
 from localcluster.outcomes import PodOutcome, outcome_of
 from localcluster.text_table import format_table
 from localcluster.waiting import WaitTimeout, wait_for
-from localcluster.webhook import created_affinity
+from localcluster.webhook import admission_line, created_affinity
 from localcluster.workloads import (
     WORKLOAD_NAMESPACE,
     PodSpecification,
@@ -259,7 +259,7 @@ def report(observations: Sequence[Observation]) -> tuple[str, int]:
         )
         if seen.refused:
             rows.append((seen.pod.spec.name, asks, "-", "-", "refused", "-", "-", "-", problem or "ok"))
-            refusals.append(f"  {seen.pod.spec.name}: refused: {seen.refused}")
+            refusals.append(admission_line(seen.pod.spec.name, "", seen.refused))
             continue
         outcome = seen.outcome
         assert outcome is not None
@@ -277,9 +277,7 @@ def report(observations: Sequence[Observation]) -> tuple[str, int]:
                 problem or "ok",
             )
         )
-        admitted.append(
-            f"  {seen.pod.spec.name}: created with required node affinity {seen.affinity or '(none)'}"
-        )
+        admitted.append(admission_line(seen.pod.spec.name, seen.affinity))
         if not outcome.bound:
             notes.append(f"  {seen.pod.spec.name}: {outcome.reason}: {outcome.message}")
     text = format_table(rows)

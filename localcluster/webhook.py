@@ -204,3 +204,10 @@ def created_affinity(api: kubernetes.client.ApiClient, name: str, namespace: str
         for term in required.get("nodeSelectorTerms", [])
     ]
     return " OR ".join(terms)
+
+
+def admission_line(name: str, affinity: str, refused: str = "") -> str:
+    """One line of a demo's admission report: the pod's stored affinity, or the API server's refusal."""
+    if refused:
+        return f"  {name}: refused: {refused}"
+    return f"  {name}: created with required node affinity {affinity or '(none)'}"
