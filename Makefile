@@ -16,7 +16,7 @@ STRATEGY ?= prefer-larger
 PYTEST_ARGS ?=
 ARGS ?= nodes
 AUTOSCALER ?= none
-AFFINITY ?= client
+AFFINITY ?= webhook
 
 .PHONY: help setup lock lint go-check binaries autoscaler-binaries pulumi-engine test test-policy test-python test-engine demo explain bench clean
 
@@ -76,7 +76,7 @@ test-engine: setup binaries pulumi-engine ## only the Pulumi engine suite (part 
 
 test: lint go-check pulumi-engine test-policy test-python ## everything CI runs
 
-demo: setup binaries autoscaler-binaries pulumi-engine ## deploy the stack with pulumi up onto a local control plane, run what it created, schedule sample pods, print the table (MODE=extender|extender-cached|plugin, STRATEGY=prefer-larger|best-fit, AUTOSCALER=none|karpenter, AFFINITY=client|none)
+demo: setup binaries autoscaler-binaries pulumi-engine ## deploy the stack with pulumi up onto a local control plane, run what it created, schedule sample pods, print the table (MODE=extender|extender-cached|plugin, STRATEGY=prefer-larger|best-fit, AUTOSCALER=none|karpenter, AFFINITY=webhook|none: none is the control run without the webhook)
 	$(PY) -m localcluster.demo --mode $(MODE) --scoring-strategy $(STRATEGY) --bin-dir $(BIN) --autoscaler $(AUTOSCALER) --affinity $(AFFINITY)
 
 explain: setup ## explain a pod or the GPU-memory inventory of your kubeconfig's cluster (ARGS='pod NS/NAME', default nodes)

@@ -105,12 +105,19 @@ def start_extender(
 
 
 def launch_extender(
-    processes: ProcessGroup, args: Sequence[str], port: int, health_port: int, *, wait_ready: bool = True
+    processes: ProcessGroup,
+    args: Sequence[str],
+    port: int,
+    health_port: int,
+    *,
+    wait_ready: bool = True,
+    name: str = "extender",
 ) -> RunningExtender:
-    """``python -m extender_app`` with exactly ``args`` (which set ``port`` and ``health_port``)."""
+    """``python -m extender_app`` with exactly ``args`` (which set ``port`` and ``health_port``);
+    ``name`` is the process's (and its log file's) name."""
     argv = python_module_argv("extender_app", *args)
     extender = RunningExtender(
-        process=processes.start("extender", argv, cwd=REPO_ROOT),
+        process=processes.start(name, argv, cwd=REPO_ROOT),
         port=port,
         health_port=health_port,
         argv=argv,

@@ -8,8 +8,10 @@ stack), checks that a preview right after changes nothing, then runs the custom 
 the extender) as local processes from what the stack created: the TLS Secrets, the
 KubeSchedulerConfiguration ConfigMap and the Deployments' command lines, read back from the API
 server (``localcluster.deployed_scheduler`` lists what it changes to run outside a cluster).
-Submits sample pods, waits for each outcome and prints it. Exits 0 when every pod ended as
-expected.
+The stack's admission webhook runs from its Deployment too, and the API server calls it on
+loopback (``localcluster.webhook``): the sample pods are created through it, and the demo prints
+the node affinity each annotated pod was created with, or the webhook's refusal. Submits sample
+pods, waits for each outcome and prints it. Exits 0 when every pod ended as expected.
 """
 
 import argparse
@@ -23,7 +25,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Literal
 
-from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode
+import kubernetes.client
+
+from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode, uses_extender
 from explain.answers import render_pod_explanation
 from localcluster.control_plane import ControlPlane, start_control_plane
 from localcluster.deployed_scheduler import DeployedRun, describe, running_deployed_scheduler
@@ -44,12 +48,13 @@ from localcluster.pulumi_stack import (
 )
 from localcluster.team_pki import TeamPki
 from localcluster.text_table import format_table
+from localcluster.webhook import admission_line, created_affinity
 from localcluster.workloads import (
     WORKLOAD_NAMESPACE,
     PodSpecification,
     ensure_namespace,
     restricted_namespace_labels,
-    submit_pods,
+    submit_pods_through_admission,
 )
 from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY, SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
 
@@ -63,7 +68,9 @@ class DemoPod:
     spec: PodSpecification
     expect_bound: bool
     expect_in_reason: str = ""
-    """For a Pending pod: text the scheduler's reason must contain."""
+    """For a Pending (or refused) pod: text the scheduler's reason (or the refusal) must contain."""
+    expect_refused: bool = False
+    """The admission webhook refuses to create it (its annotation is not a valid minimum)."""
 
     @property
     def minimum_mib(self) -> int:
@@ -71,30 +78,44 @@ class DemoPod:
         return int(value) if value and value.isdigit() else 0
 
 
-def sample_pods(mode: SchedulerMode) -> list[DemoPod]:
-    """The demo's pods; in every mode the invalid annotation's Pending reason is the policy's message."""
+NODE_AFFINITY_MISMATCH = "didn't match Pod's node affinity/selector"
+"""kube-scheduler's NodeAffinity filter's reason: with the webhook's affinity on a pod, it refuses
+a node too small before the extender is asked (extenders run after every filter plugin; in plugin
+mode GPUScheduler runs first at filter, so the policy's reason is the one recorded)."""
+
+
+def sample_pods(mode: SchedulerMode, webhook: bool = True) -> list[DemoPod]:
+    """The demo's pods; in every mode the invalid annotation's reason is the policy's message: the
+    webhook's refusal (the stack's default), else the Pending pod's condition. A pod too large for
+    every node is refused by the policy, or, with the webhook in extender modes, by its affinity."""
     invalid_reason = INVALID_MIN_MEMORY
+    too_large_reason = NODE_AFFINITY_MISMATCH if webhook and uses_extender(mode) else BELOW_MINIMUM
     pods = [
         DemoPod(PodSpecification(f"min-{gib}gib", min_memory=str(gib * GIB)), expect_bound=True)
         for gib in (8, 16, 40, 80, 100)
     ]
     pods += [
-        DemoPod(PodSpecification("min-200gib", min_memory=str(200 * GIB)), False, BELOW_MINIMUM),
-        DemoPod(PodSpecification("invalid-annotation", min_memory="80GiB"), False, invalid_reason),
+        DemoPod(PodSpecification("min-200gib", min_memory=str(200 * GIB)), False, too_large_reason),
+        DemoPod(PodSpecification("invalid-annotation", min_memory="80GiB"), False, invalid_reason, webhook),
         DemoPod(PodSpecification("gpu-no-minimum"), expect_bound=True),
         DemoPod(PodSpecification("cpu-only", gpus=0), expect_bound=True),
     ]
     return pods
 
 
+REFUSED = "RefusedAtAdmission"
+"""``PodOutcome.reason`` of a pod the API server refused to create (the webhook's denial)."""
+
+
 def check(pod: DemoPod, outcome: PodOutcome, nodes: dict[str, InstanceType]) -> str:
     """'' when the outcome is the expected one, otherwise what is wrong."""
+    if pod.expect_refused != (outcome.reason == REFUSED):
+        return "expected to be refused at admission" if pod.expect_refused else "refused at admission"
     if pod.expect_bound != outcome.bound:
         return "expected to be bound" if pod.expect_bound else "expected to stay Pending"
     if not outcome.bound:
-        if pod.expect_in_reason not in outcome.message:
-            return f"reason does not mention {pod.expect_in_reason!r}"
-        return ""
+        mentioned = pod.expect_in_reason in outcome.message
+        return "" if mentioned else f"reason does not mention {pod.expect_in_reason!r}"
     instance_type = nodes[outcome.node or ""]
     if pod.spec.gpus and not instance_type.has_gpu:
         return "a GPU pod on a node without GPUs"
@@ -135,7 +156,8 @@ def report(
             )
             rows.append((pod.spec.name, asks, "Bound", outcome.node or "", node.name, gpus, problem or "ok"))
             continue
-        rows.append((pod.spec.name, asks, "Pending", "-", "-", "-", problem or "ok"))
+        result = "Refused" if outcome.reason == REFUSED else "Pending"
+        rows.append((pod.spec.name, asks, result, "-", "-", "-", problem or "ok"))
         reasons.append(f"  {pod.spec.name}: {outcome.reason}: {outcome.message}")
         refusal = extender_refusals.get(f"{WORKLOAD_NAMESPACE}/{pod.spec.name}")
         if refusal:
@@ -144,8 +166,24 @@ def report(
             )
     text = format_table(rows)
     if reasons:
-        text += "\n\nWhy the Pending pods wait (their PodScheduled condition):\n" + "\n".join(reasons)
+        text += (
+            "\n\nWhy the Pending pods wait (their PodScheduled condition) or were refused (the API"
+            " server's answer):\n" + "\n".join(reasons)
+        )
     return text, failures
+
+
+def admission_report(api: kubernetes.client.ApiClient, pods: list[DemoPod], refused: dict[str, str]) -> str:
+    """What admission did to each annotated pod: the required node affinity it was created with
+    (the webhook's patch, which autoscalers read), or the refusal."""
+    lines = ["Admission (the webhook, for pods with the minimum annotation):"]
+    for pod in pods:
+        name = pod.spec.name
+        if pod.spec.min_memory is None:
+            continue
+        affinity = "" if name in refused else created_affinity(api, name)
+        lines.append(admission_line(name, affinity, refused.get(name, "")))
+    return "\n".join(lines)
 
 
 @contextlib.contextmanager
@@ -173,6 +211,8 @@ def print_deployment(deployment: DeploySummary) -> None:
     print(indented(deployment.preview), flush=True)
 
 
+WEBHOOK_ENABLED_KEY = "webhook.enabled"
+"""The stack setting the Karpenter control run turns off (docs/configuration.md)."""
 Autoscaler = Literal["none", "karpenter"]
 AUTOSCALERS: tuple[Autoscaler, ...] = ("none", "karpenter")
 
@@ -184,15 +224,18 @@ def run(
     scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
     *,
     autoscaler: Autoscaler = "none",
-    affinity: AffinitySource = "client",
+    affinity: AffinitySource = "webhook",
 ) -> int:
     """The fixed fleet of every inventory type, or (``autoscaler="karpenter"``) the system node
-    only and Karpenter launching GPU nodes (``localcluster.karpenter_demo``)."""
+    only and Karpenter launching GPU nodes (``localcluster.karpenter_demo``); ``affinity="none"``
+    deploys the stack with ``webhook.enabled=false`` (Karpenter's control run)."""
     started = time.monotonic()
     inventory = load_inventory()
     types = [t for t in inventory.values() if autoscaler == "none" or not t.has_gpu]
     simulated = fleet(types, per_type)
-    settings = {"schedulerMode": mode, "scoringStrategy": scoring_strategy}
+    settings: dict[str, str] = {"schedulerMode": mode, "scoringStrategy": scoring_strategy}
+    if autoscaler == "karpenter" and affinity == "none":
+        settings[WEBHOOK_ENABLED_KEY] = "false"
     print(f"Starting etcd and kube-apiserver (binaries from {bin_dir})...", flush=True)
     with sigterm_as_exit(), start_control_plane(bin_dir) as plane:
         api = plane.api_client()
@@ -230,17 +273,20 @@ def _fixed_fleet_pods(
     """The sample pods on one node of each type: the table and the explanations of the Pending."""
     api = plane.api_client()
     nodes = {node.name: node.instance_type for node in simulated}
-    pods = sample_pods(mode)
+    pods = sample_pods(mode, webhook=deployed.webhook is not None)
     scheduler = deployed.scheduler
-    submit_pods(api, [pod.spec for pod in pods])
+    refused = submit_pods_through_admission(api, [pod.spec for pod in pods])
     print(f"Submitted {len(pods)} pods; waiting for the scheduler...", flush=True)
-    outcomes = wait_for_outcomes(api, WORKLOAD_NAMESPACE, [pod.spec.name for pod in pods])
+    created = [pod.spec.name for pod in pods if pod.spec.name not in refused]
+    outcomes = wait_for_outcomes(api, WORKLOAD_NAMESPACE, created)
+    outcomes |= {name: PodOutcome(name, None, REFUSED, message) for name, message in refused.items()}
+    print(admission_report(api, pods, refused), flush=True)
     refusals = refusals_by_pod(scheduler.extender.process.log_path) if scheduler.extender else {}
     text, failures = report(pods, outcomes, nodes, refusals)
-    for pod in pods:
-        if not outcomes[pod.spec.name].bound:
-            answer = render_pod_explanation(api, WORKLOAD_NAMESPACE, pod.spec.name)
-            text += f"\n\n$ python -m explain pod {WORKLOAD_NAMESPACE}/{pod.spec.name}\n{answer}"
+    for name in created:
+        if not outcomes[name].bound:
+            answer = render_pod_explanation(api, WORKLOAD_NAMESPACE, name)
+            text += f"\n\n$ python -m explain pod {WORKLOAD_NAMESPACE}/{name}\n{answer}"
     return text, failures
 
 
@@ -281,9 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--affinity",
         choices=AFFINITY_SOURCES,
-        default="client",
-        help="with --autoscaler karpenter: who writes the memory node affinity (TEMPORARY client: the "
-        "demo applies the policy's patch, as the webhook will; none: the control run, annotation only)",
+        default="webhook",
+        help="with --autoscaler karpenter: webhook: the deployed admission webhook adds the memory node "
+        "affinity to the annotated pods; none: the control run (webhook.enabled=false, annotation only)",
     )
     args = parser.parse_args(argv)
     try:

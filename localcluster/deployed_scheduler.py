@@ -14,7 +14,10 @@ line runs against it. Only what cannot hold outside the cluster changes, each ch
   carries it, so kube-scheduler still checks the name the cluster would dial);
 - the extender's ``--port`` and ``--health-port`` become free loopback ports and ``--bind``
   loopback (many processes share this host); where the pod template mounts its service account
-  token (extender-cached) ``--kubeconfig`` is added instead.
+  token (extender-cached) ``--kubeconfig`` is added instead;
+- the admission webhook (when the stack deploys it) likewise, and the MutatingWebhookConfiguration
+  calls ``https://127.0.0.1:<port>/mutate`` instead of the Service (no kube-proxy here; an
+  Endpoints object may not hold a loopback address): ``localcluster.webhook``.
 
 Both processes authenticate as the ServiceAccount their pod template names (a client
 certificate in its user name and groups, as no kubelet mounts a token), so they hold exactly
@@ -26,12 +29,14 @@ import base64
 import contextlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import kubernetes.client
 import yaml
+from kubernetes.client.rest import ApiException
 
 from components.render.scheduler_config import (
     EXTENDER_SERVICE,
@@ -40,6 +45,7 @@ from components.render.scheduler_config import (
     SchedulerMode,
     uses_extender,
 )
+from components.render.webhook_config import WEBHOOK_SERVICE
 from localcluster.control_plane import ControlPlane, Credentials, free_port
 from localcluster.custom_scheduler import (
     SCHEDULER_BINARIES,
@@ -50,6 +56,7 @@ from localcluster.custom_scheduler import (
     scheduler_process_flags,
 )
 from localcluster.probes import LOOPBACK
+from localcluster.webhook import RunningWebhook, launch_webhook, point_configuration_at, wait_until_called
 
 ABSENT = "(absent)"
 """``Rewrite.before`` of a setting the deployed object does not have."""
@@ -221,21 +228,47 @@ def _set_flag(args: list[str], flag: str, value: str, who: str, rewrites: list[R
 
 
 def extender_args_outside(
-    container: DeployedContainer, port: int, health_port: int, kubeconfig: Path | None
+    container: DeployedContainer, port: int, health_port: int, kubeconfig: Path | None, who: str = "extender"
 ) -> tuple[list[str], list[Rewrite]]:
-    """The extender container's arguments as a loopback process must run them."""
+    """The container's arguments as a loopback process must run them (the extender's, or the same
+    program's in its webhook role: ``who`` names it in the rewrites)."""
     args, rewrites = [], []
     for arg in container.argv:
         flag, equals, value = arg.partition("=")
         local = container.local_path(value) if equals else None
         if local is not None:
-            rewrites.append(Rewrite(f"extender {flag}", value, local))
+            rewrites.append(Rewrite(f"{who} {flag}", value, local))
         args.append(arg if local is None else f"{flag}={local}")
     for flag, setting in (("--bind", LOOPBACK), ("--port", str(port)), ("--health-port", str(health_port))):
-        _set_flag(args, flag, setting, "extender", rewrites)
+        _set_flag(args, flag, setting, who, rewrites)
     if kubeconfig is not None:
-        _set_flag(args, "--kubeconfig", str(kubeconfig), "extender", rewrites)
+        _set_flag(args, "--kubeconfig", str(kubeconfig), who, rewrites)
     return args, rewrites
+
+
+def run_deployed_webhook(
+    plane: ControlPlane, api: kubernetes.client.ApiClient, root: Path
+) -> tuple[RunningWebhook | None, DeployedContainer | None, list[Rewrite]]:
+    """The webhook Deployment (if the stack has one) started on loopback, the deployed
+    MutatingWebhookConfiguration pointed at it, and the API server seen calling it."""
+    try:
+        pod = read_deployed_container(api, WEBHOOK_SERVICE, root)
+    except ApiException as error:
+        if error.status == HTTPStatus.NOT_FOUND:
+            return None, None, []  # webhook.enabled is false
+        raise
+    port, health_port = free_port(), free_port()
+    args, rewrites = extender_args_outside(pod, port, health_port, None, who="webhook")
+    webhook = launch_webhook(plane.processes, args, port, health_port)
+    try:
+        before = point_configuration_at(api, webhook.url)
+        wait_until_called(api)
+    except BaseException:
+        webhook.stop()
+        raise
+    where = f"MutatingWebhookConfiguration {WEBHOOK_SERVICE} webhooks[0].clientConfig"
+    rewrites.append(Rewrite(where, before, webhook.url))
+    return webhook, pod, rewrites
 
 
 def scheduler_args_outside(
@@ -272,18 +305,24 @@ class DeployedRun:
     deployed_config: Path
     """The ConfigMap's ``config.yaml`` as mounted, byte for byte."""
     rewrites: tuple[Rewrite, ...]
+    webhook: RunningWebhook | None = None
+    """The admission webhook, when the stack deploys it (``webhook.enabled``, the default)."""
 
 
 @contextlib.contextmanager
 def running_deployed_scheduler(
     plane: ControlPlane, bin_dir: Path, mode: SchedulerMode, work_dir: Path
 ) -> Iterator[DeployedRun]:
-    """Read back the deployed Deployments, ConfigMap and Secrets, start the extender (extender
-    modes) and the scheduler from them; stopped on exit."""
+    """Read back the deployed Deployments, ConfigMap and Secrets, start the admission webhook (if
+    deployed), the extender (extender modes) and the scheduler from them; stopped on exit."""
     api = plane.api_client()
-    containers, rewrites = [], []
+    containers: list[DeployedContainer] = []
+    rewrites: list[Rewrite] = []
     extender: RunningExtender | None = None
+    webhook: RunningWebhook | None = None
     try:
+        webhook, webhook_pod, rewrites = run_deployed_webhook(plane, api, work_dir / WEBHOOK_SERVICE)
+        containers += [webhook_pod] if webhook_pod else []
         if uses_extender(mode):
             pod = read_deployed_container(api, EXTENDER_SERVICE, work_dir / EXTENDER_SERVICE)
             containers.append(pod)
@@ -308,15 +347,20 @@ def running_deployed_scheduler(
             _set_flag(args, name, value, "scheduler", rewrites)
         scheduler = launch_scheduler(plane, bin_dir, mode, args, outside_config, extender=extender)
     except BaseException:
-        if extender is not None:
-            extender.process.stop()
+        _stop_servers(extender, webhook)
         raise
     try:
-        yield DeployedRun(scheduler, tuple(containers), deployed_config, tuple(rewrites))
+        yield DeployedRun(scheduler, tuple(containers), deployed_config, tuple(rewrites), webhook)
     finally:
         scheduler.process.stop()
-        if extender is not None:
-            extender.process.stop()
+        _stop_servers(extender, webhook)
+
+
+def _stop_servers(extender: RunningExtender | None, webhook: RunningWebhook | None) -> None:
+    if extender is not None:
+        extender.process.stop()
+    if webhook is not None:
+        webhook.stop()
 
 
 def describe(run: DeployedRun, base: Path) -> str:

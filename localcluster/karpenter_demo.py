@@ -7,15 +7,16 @@ so each launch answers one pod (Karpenter packs the pods of one batch into one N
 type with enough GPUs satisfies them all: the e2e test submits a batch). Then a pod with an
 invalid annotation.
 
-Where the memory affinity comes from (``--affinity``):
+Every pod is submitted with the annotation only. Where the memory affinity comes from
+(``--affinity``):
 
-- ``client`` (TEMPORARY, until the admission webhook lands here): the demo applies the policy's
-  ``memory_affinity_patch`` to each pod before creating it, which is exactly the patch the
-  webhook will return; a pod the policy refuses is not created, and its row shows the policy's
-  message, as the webhook's denial will.
-- ``none``: the control run. Annotation only, as without a webhook: Karpenter, which never reads
-  the annotation, launches the cheapest GPU type, and the custom scheduler refuses it: the pod
-  stays Pending.
+- ``webhook`` (the default): the stack's admission webhook, deployed by ``pulumi up`` and run
+  from its Deployment (``localcluster.deployed_scheduler``), adds the policy's required node
+  affinity on CREATE, and Karpenter reads it; the pod with the invalid annotation is refused by
+  the webhook with the policy's message. Each row's affinity is read back from the stored pod.
+- ``none``: the control run, deployed with ``webhook.enabled=false``. Annotation only: Karpenter,
+  which never reads the annotation, launches the cheapest GPU type, and the custom scheduler
+  refuses it: the pod stays Pending.
 """
 
 import time
@@ -23,24 +24,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import jsonpatch
 import kubernetes.client
 
 from localcluster.karpenter import NODE_POOL_LABEL, karpenter_nodes, node_claims
 from localcluster.outcomes import PodOutcome, outcome_of
 from localcluster.text_table import format_table
 from localcluster.waiting import WaitTimeout, wait_for
-from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, pod_manifest
-from policy import (
-    BELOW_MINIMUM,
-    INVALID_MIN_MEMORY,
-    NODE_MEMORY_LABEL,
-    PolicyError,
-    memory_affinity_patch,
+from localcluster.webhook import admission_line, created_affinity
+from localcluster.workloads import (
+    WORKLOAD_NAMESPACE,
+    PodSpecification,
+    create_through_admission,
+    pod_manifest,
 )
+from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY, NODE_MEMORY_LABEL
 
-AffinitySource = Literal["client", "none"]
-AFFINITY_SOURCES: tuple[AffinitySource, ...] = ("client", "none")
+AffinitySource = Literal["webhook", "none"]
+AFFINITY_SOURCES: tuple[AffinitySource, ...] = ("webhook", "none")
 GIB = 1024
 MEMORY_POD_GIB = (16, 24, 40, 80)
 """The demo's memory pods, submitted in this order."""
@@ -75,7 +75,9 @@ class Observation:
 
     pod: DemoPod
     refused: str = ""
-    """The policy's message when the pod was not created."""
+    """The API server's message when the pod was not created (the webhook's denial)."""
+    affinity: str = ""
+    """The required node affinity the pod was created with (``created_affinity``)."""
     outcome: PodOutcome | None = None
     created_at: float = 0.0
     settled_at: float = 0.0
@@ -105,31 +107,20 @@ def demo_pods(affinity: AffinitySource) -> list[DemoPod]:
     return [*pods, DemoPod(PodSpecification("invalid-annotation", INVALID_ANNOTATION), "refused")]
 
 
-def manifest_for(spec: PodSpecification, affinity: AffinitySource) -> dict[str, Any]:
-    """The pod as created: in ``client`` mode with the policy's affinity patch applied (PolicyError
-    when the policy refuses the pod, as the webhook denies it)."""
-    manifest = pod_manifest(spec)
-    if affinity == "client":
-        patched: dict[str, Any] = jsonpatch.apply_patch(manifest, memory_affinity_patch(manifest))
-        return patched
-    return manifest
-
-
-def observe(api: kubernetes.client.ApiClient, pod: DemoPod, affinity: AffinitySource) -> Observation:
-    """Create the pod and wait until it is bound or (control run) refused the node launched for it.
+def observe(api: kubernetes.client.ApiClient, pod: DemoPod) -> Observation:
+    """Create the pod (annotation only, through admission) and wait until it is bound or (control
+    run) refused the node launched for it.
 
     A pod that does neither within SETTLE_SECONDS is reported as it is then (the check fails).
     """
     core = kubernetes.client.CoreV1Api(api)
     seen = Observation(pod)
-    try:
-        manifest = manifest_for(pod.spec, affinity)
-    except PolicyError as error:
-        seen.refused = str(error)
-        return seen
     known = {node.metadata.name for node in karpenter_nodes(api)}
     seen.created_at = time.monotonic()
-    core.create_namespaced_pod(WORKLOAD_NAMESPACE, manifest)
+    seen.refused = create_through_admission(api, pod_manifest(pod.spec))
+    if seen.refused:
+        return seen
+    seen.affinity = created_affinity(api, pod.spec.name)
 
     def current() -> PodOutcome | None:
         now = time.monotonic()
@@ -223,16 +214,23 @@ def check(seen: Observation) -> str:
     """'' when the pod ended as this run expects, otherwise what is wrong."""
     pod, outcome = seen.pod, seen.outcome
     if pod.expect == "refused":
-        return "" if INVALID_MIN_MEMORY in seen.refused else "expected the policy to refuse it"
+        return "" if INVALID_MIN_MEMORY in seen.refused else "expected the webhook to refuse it"
+    if seen.refused:
+        return "refused at admission"
     if outcome is None:
         return "not created"
     if seen.timed_out:
         return f"did not settle in {SETTLE_SECONDS:.0f}s"
     enough = int(seen.memory_label or 0) >= pod.minimum_mib
     if pod.expect == "bound":
-        problems = {"expected to be bound": not outcome.bound, "bound to a GPU below its minimum": not enough}
+        problems = {
+            "created without the memory affinity": NODE_MEMORY_LABEL not in seen.affinity,
+            "expected to be bound": not outcome.bound,
+            "bound to a GPU below its minimum": not enough,
+        }
     else:
         problems = {
+            "created with an affinity (control run: no webhook)": bool(seen.affinity),
             "expected to stay Pending (control run)": outcome.bound,
             "expected Karpenter to launch a node for it": not seen.instance_type,
             "expected a too-small launch (control run)": enough,
@@ -249,7 +247,9 @@ def report(observations: Sequence[Observation]) -> tuple[str, int]:
     rows = [
         ("POD", "ASKS FOR", "LAUNCHED", "GPU MiB", "RESULT", "NODE", "POD->BIND s", "NODE->BIND s", "CHECK")
     ]
-    notes = []
+    notes: list[str] = []
+    admitted: list[str] = []
+    refusals: list[str] = []
     failures = 0
     for seen in observations:
         problem = check(seen)
@@ -259,7 +259,7 @@ def report(observations: Sequence[Observation]) -> tuple[str, int]:
         )
         if seen.refused:
             rows.append((seen.pod.spec.name, asks, "-", "-", "refused", "-", "-", "-", problem or "ok"))
-            notes.append(f"  {seen.pod.spec.name}: not created: {seen.refused}")
+            refusals.append(admission_line(seen.pod.spec.name, "", seen.refused))
             continue
         outcome = seen.outcome
         assert outcome is not None
@@ -277,9 +277,11 @@ def report(observations: Sequence[Observation]) -> tuple[str, int]:
                 problem or "ok",
             )
         )
+        admitted.append(admission_line(seen.pod.spec.name, seen.affinity))
         if not outcome.bound:
             notes.append(f"  {seen.pod.spec.name}: {outcome.reason}: {outcome.message}")
     text = format_table(rows)
+    text += "\n\nAdmission (what Karpenter read):\n" + "\n".join(admitted + refusals)
     if notes:
         text += "\n\nPods not bound:\n" + "\n".join(notes)
     return text, failures
@@ -301,7 +303,7 @@ def run_autoscaler_demo(api: kubernetes.client.ApiClient, affinity: AffinitySour
     """Submit the pods one by one; the report and the number of pods that went wrong."""
     observations = []
     for pod in demo_pods(affinity):
-        observations.append(observe(api, pod, affinity))
+        observations.append(observe(api, pod))
         print(f"  {pod.spec.name}: {_progress(observations[-1])}", flush=True)
     text, failures = report(observations)
     return f"{text}\n\nNodeClaims Karpenter made:\n{launched_summary(api)}", failures
@@ -309,7 +311,7 @@ def run_autoscaler_demo(api: kubernetes.client.ApiClient, affinity: AffinitySour
 
 def _progress(seen: Observation) -> str:
     if seen.refused:
-        return "refused by the policy"
+        return "refused by the admission webhook"
     assert seen.outcome is not None
     where = seen.outcome.node or "Pending"
     return f"{where} ({seen.instance_type or 'no launch'})"

@@ -1,5 +1,6 @@
 """Namespaces and pods for the local run: GPU pods that declare a minimum, and others."""
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +79,46 @@ def submit_pods(api: kubernetes.client.ApiClient, specs: list[PodSpecification])
     core = kubernetes.client.CoreV1Api(api)
     for spec in specs:
         core.create_namespaced_pod(WORKLOAD_NAMESPACE, pod_manifest(spec))
+
+
+ADMISSION_DENIAL = "admission webhook"
+"""How the API server's message for a webhook's denial begins: ``admission webhook "<name>"
+denied the request: <the webhook's message>``."""
+
+
+def submit_pods_through_admission(
+    api: kubernetes.client.ApiClient, specs: list[PodSpecification]
+) -> dict[str, str]:
+    """Create each pod; an admission webhook's denial is an answer, not an error: returns the API
+    server's message by refused pod name. Any other failure raises."""
+    refused = {}
+    for spec in specs:
+        message = create_through_admission(api, pod_manifest(spec))
+        if message:
+            refused[spec.name] = message
+    return refused
+
+
+def create_through_admission(api: kubernetes.client.ApiClient, manifest: dict[str, Any]) -> str:
+    """Create the pod in WORKLOAD_NAMESPACE: '' when created, the API server's message when an
+    admission webhook denied it. Any other failure raises."""
+    try:
+        kubernetes.client.CoreV1Api(api).create_namespaced_pod(WORKLOAD_NAMESPACE, manifest)
+    except ApiException as error:
+        message = _status_message(error)
+        if not message.startswith(ADMISSION_DENIAL):
+            raise
+        return message
+    return ""
+
+
+def _status_message(error: ApiException) -> str:
+    """The ``message`` of the API server's Status body ('' when there is none)."""
+    try:
+        status = json.loads(error.body or "")
+    except ValueError:
+        return ""
+    return str(status.get("message", "")) if isinstance(status, dict) else ""
 
 
 def _create_if_absent(create: Any) -> None:

@@ -1,8 +1,9 @@
 """Real Karpenter (kwok provider) scales GPU nodes from zero for pods that declare a minimum.
 
-The pods carry the policy's memory affinity (``Gt minimum-1`` on our label), as the admission
-webhook writes it; until the webhook runs here the test applies the policy's patch itself
-(``karpenter_demo.manifest_for(..., "client")``, TEMPORARY). The pods of the batch keep apart
+The pods are submitted with the annotation only; the admission webhook (``extender_app
+--role=webhook`` on loopback, registered with the MutatingWebhookConfiguration the stack renders:
+``localcluster.webhook.start_webhook``) adds the policy's memory affinity (``Gt minimum-1`` on
+our label) on CREATE, and that is all Karpenter reads. The pods of the batch keep apart
 (required pod anti-affinity on the hostname, as spread training workers do): otherwise Karpenter
 packs them into one NodeClaim, and a type with enough GPUs for all of them (the 8-GPU p4d/p5)
 would hide the question asked here, which type it picks for one pod. Every pod must land on a
@@ -26,9 +27,9 @@ from localcluster.karpenter import (
     node_claims,
     running_karpenter,
 )
-from localcluster.karpenter_demo import manifest_for
 from localcluster.nodes import SimulatedNode
-from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification
+from localcluster.webhook import created_affinity, start_webhook
+from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, pod_manifest
 from policy import NODE_MEMORY_LABEL
 from tests.e2e.harness import INVENTORY, E2ECluster
 
@@ -45,15 +46,17 @@ has not seen yet once, and kube-scheduler retries within 30 s."""
 
 
 def spread_pod(name: str, minimum_mib: int) -> dict[str, Any]:
-    """A pod with the memory affinity, kept off the nodes of the other pods of the batch."""
-    manifest = manifest_for(PodSpecification(name, str(minimum_mib)), "client")
-    manifest["spec"].setdefault("affinity", {})["podAntiAffinity"] = {
-        "requiredDuringSchedulingIgnoredDuringExecution": [
-            {
-                "labelSelector": {"matchLabels": manifest["metadata"]["labels"]},
-                "topologyKey": "kubernetes.io/hostname",
-            }
-        ]
+    """An annotated pod without node affinity, kept off the nodes of the other pods of the batch."""
+    manifest = pod_manifest(PodSpecification(name, str(minimum_mib)))
+    manifest["spec"]["affinity"] = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": manifest["metadata"]["labels"]},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
+            ]
+        }
     }
     return manifest
 
@@ -72,15 +75,18 @@ def autoscaler_bin_dir(bin_dir: Path) -> Path:
 
 
 def test_karpenter_scales_from_zero_to_nodes_with_enough_gpu_memory(
-    cluster: E2ECluster, autoscaler_bin_dir: Path
+    cluster: E2ECluster, autoscaler_bin_dir: Path, tmp_path: Path
 ) -> None:
     cluster.add_nodes(SYSTEM)
+    start_webhook(cluster.plane, tmp_path / "webhook")
     cluster.start()
     core = kubernetes.client.CoreV1Api(cluster.api)
     with running_karpenter(cluster.plane, autoscaler_bin_dir, cluster.plane.work_dir / "karpenter"):
         assert karpenter_nodes(cluster.api) == []  # scale from zero
-        for name, minimum in MINIMUMS_MIB.items():
+        for name, minimum in MINIMUMS_MIB.items():  # one batch for Karpenter: no reads in between
             core.create_namespaced_pod(WORKLOAD_NAMESPACE, spread_pod(name, minimum))
+        for name, minimum in MINIMUMS_MIB.items():
+            assert created_affinity(cluster.api, name) == f"{NODE_MEMORY_LABEL} Gt {minimum - 1}", name
         outcomes = cluster.outcomes(list(MINIMUMS_MIB), bound_only=True, timeout=BIND_SECONDS)
 
         launched = {
@@ -93,6 +99,8 @@ def test_karpenter_scales_from_zero_to_nodes_with_enough_gpu_memory(
         smallest = min(MINIMUMS_MIB.values())
         assert all(memory >= smallest for memory in launched.values()), launched
         claims = node_claims(cluster.api)
-        assert len(claims) == len(launched)
+        assert len(claims) == len(launched), [
+            (claim["metadata"]["name"], (claim.get("status") or {}).get("nodeName")) for claim in claims
+        ]
         for claim in claims:
             assert int(claim["metadata"]["labels"][NODE_MEMORY_LABEL]) >= smallest, claim["metadata"]

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from components.render.scheduler_config import SCHEDULER_MODES
+from components.render.webhook_config import WEBHOOK_NAME
 from localcluster.demo import sample_pods
 from localcluster.waiting import wait_for
+from policy import MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,8 +31,14 @@ def test_demo_prints_every_pod_and_exits_zero(bin_dir: Path, mode: str) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     for pod in sample_pods(mode):  # type: ignore[arg-type]
         assert f"\n{pod.spec.name} " in result.stdout
-        if not pod.expect_bound:  # explain's answer follows the table
+        if pod.expect_refused:  # by the stack's admission webhook, with the policy's message
+            refusal = f'  {pod.spec.name}: refused: admission webhook "{WEBHOOK_NAME}" denied the request: '
+            assert refusal + f"{MIN_MEMORY_ANNOTATION}: {pod.expect_in_reason}" in result.stdout
+        elif not pod.expect_bound:  # explain's answer follows the table
             assert f"$ python -m explain pod ml-training/{pod.spec.name}\nPod ml-training/" in result.stdout
+        elif pod.minimum_mib:  # the webhook's affinity, read back from the stored pod
+            affinity = f"created with required node affinity {NODE_MEMORY_LABEL} Gt {pod.minimum_mib - 1}"
+            assert f"  {pod.spec.name}: {affinity}\n" in result.stdout
     assert f"{mode} mode: every pod ended as expected" in result.stdout
 
 
@@ -119,19 +127,28 @@ def test_a_killed_demo_takes_its_processes_with_it(bin_dir: Path) -> None:
     ("affinity", "rows"),
     [
         (
-            "client",
+            "webhook",
             [
                 r"min-24gib +>= 24576 MiB +g6e\.xlarge +45776 +Bound ",
                 r"min-80gib +>= 81920 MiB +p5\.48xlarge",
+                rf"  min-40gib: created with required node affinity {NODE_MEMORY_LABEL} Gt 40959\n",
+                r'  invalid-annotation: refused: admission webhook ".+" denied the request: ',
             ],
         ),
-        ("none", [r"min-40gib +>= 40960 MiB +g4dn\.xlarge +16384 +Pending "]),
+        (
+            "none",
+            [
+                r"min-40gib +>= 40960 MiB +g4dn\.xlarge +16384 +Pending ",
+                r"  min-40gib: created with required node affinity \(none\)\n",
+            ],
+        ),
     ],
 )
 def test_the_karpenter_demo_launches_by_the_affinity_and_the_control_run_shows_the_failure(
     bin_dir: Path, affinity: str, rows: list[str]
 ) -> None:
-    """`make demo AUTOSCALER=karpenter [AFFINITY=none]`: real Karpenter from the system node alone."""
+    """`make demo AUTOSCALER=karpenter [AFFINITY=none]`: real Karpenter from the system node alone,
+    the pods annotation-only: the deployed webhook adds the affinity (none: webhook.enabled=false)."""
     command = [*demo_command(bin_dir, "extender"), "--autoscaler", "karpenter", "--affinity", affinity]
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stdout + result.stderr

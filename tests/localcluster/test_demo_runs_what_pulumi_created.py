@@ -1,6 +1,7 @@
 """`make demo` runs what `pulumi up` created: in each mode, the scheduler's configuration and the
-extender's and the scheduler's TLS material are, byte for byte, the ConfigMap and the Secrets
-read from the API server, apart from the documented rewrites, and the run reports every rewrite.
+extender's, the scheduler's and the admission webhook's TLS material are, byte for byte, the
+ConfigMap and the Secrets read from the API server, apart from the documented rewrites, and the
+run reports every rewrite (the webhook's configuration: its clientConfig URL only).
 
 Each test deploys with the demo's own functions (``deploy_in_fresh_process`` and
 ``running_deployed_scheduler``), then reads the objects back with its own client and compares
@@ -30,6 +31,12 @@ from components.render.scheduler_config import (
     SCHEDULER_NAME,
     SchedulerMode,
     uses_extender,
+)
+from components.render.webhook_config import (
+    MUTATE_PATH,
+    WEBHOOK_SERVICE,
+    WEBHOOK_SERVICE_HOST,
+    WEBHOOK_TLS_SECRET,
 )
 from localcluster.control_plane import start_control_plane
 from localcluster.deployed_scheduler import (
@@ -74,6 +81,11 @@ class Deployed:
     secrets: dict[str, dict[str, bytes]]
     extender_args: list[str]
     """The extender Deployment's container args, as the API server has them."""
+    webhook_args: list[str]
+    """The webhook Deployment's container args, as the API server has them."""
+    webhook_configuration: dict[str, Any]
+    """The MutatingWebhookConfiguration as ``pulumi up`` created it (before the run)."""
+    api: client.ApiClient
 
 
 def leaves(node: Any, where: str) -> dict[str, Any]:
@@ -118,8 +130,17 @@ def deployed(
                 secrets[name] = {key: base64.b64decode(value) for key, value in data.items()}
             extender = apps.read_namespaced_deployment(EXTENDER_SERVICE, NAMESPACE)
             extender_args = extender.spec.template.spec.containers[0].args
+        data = core.read_namespaced_secret(WEBHOOK_TLS_SECRET, NAMESPACE).data
+        secrets[WEBHOOK_TLS_SECRET] = {key: base64.b64decode(value) for key, value in data.items()}
+        webhook_args = (
+            apps.read_namespaced_deployment(WEBHOOK_SERVICE, NAMESPACE).spec.template.spec.containers[0].args
+        )
+        admission = client.AdmissionregistrationV1Api(api)
+        configuration = api.sanitize_for_serialization(
+            admission.read_mutating_webhook_configuration(WEBHOOK_SERVICE)
+        )
         with running_deployed_scheduler(plane, bin_dir, mode, base / "deployed") as run:
-            yield Deployed(mode, run, config_map, secrets, extender_args)
+            yield Deployed(mode, run, config_map, secrets, extender_args, webhook_args, configuration, api)
 
 
 def scheduler_flags(deployed: Deployed) -> dict[str, str]:
@@ -225,3 +246,54 @@ def test_both_processes_act_as_the_service_accounts_the_stack_created(deployed: 
     elif deployed.mode == "extender":
         assert extender is not None
         assert "--kubeconfig" not in flags(extender.argv), "extender mode reads no API"
+
+
+WEBHOOK_FLAG_REWRITES = {"--tls-cert", "--tls-key", "--bind", "--port", "--health-port"}
+"""The webhook flags the demo may change (docs/webhook.md#local-run)."""
+
+
+@pytest.mark.parametrize("deployed", SCHEDULER_MODES, indirect=True)
+def test_the_webhook_runs_its_deployment_and_the_configuration_changes_only_its_url(
+    deployed: Deployed,
+) -> None:
+    webhook = deployed.run.webhook
+    assert webhook is not None, "webhook.enabled is true by default, in every mode"
+    module = webhook.server.argv.index("extender_app")
+    running, deployment = flags(webhook.server.argv[module + 1 :]), flags(deployed.webhook_args)
+    changed = {
+        flag for flag in running.keys() | deployment.keys() if running.get(flag) != deployment.get(flag)
+    }
+    assert changed == WEBHOOK_FLAG_REWRITES
+    reported = {
+        r.where.removeprefix("webhook ") for r in deployed.run.rewrites if r.where.startswith("webhook ")
+    }
+    assert reported == changed
+    files = {
+        key: Path(running[flag]).read_bytes()
+        for key, flag in (("tls.crt", "--tls-cert"), ("tls.key", "--tls-key"))
+    }
+    assert files == deployed.secrets[WEBHOOK_TLS_SECRET]
+    names = x509.load_pem_x509_certificate(files["tls.crt"]).extensions.get_extension_for_class(
+        x509.SubjectAlternativeName
+    )
+    assert WEBHOOK_SERVICE_HOST in names.value.get_values_for_type(x509.DNSName)
+    assert LOOPBACK in {str(address) for address in names.value.get_values_for_type(x509.IPAddress)}
+
+    before = deployed.webhook_configuration
+    after = deployed.api.sanitize_for_serialization(
+        client.AdmissionregistrationV1Api(deployed.api).read_mutating_webhook_configuration(WEBHOOK_SERVICE)
+    )
+    [deployed_webhook], [running_webhook] = before["webhooks"], after["webhooks"]
+    assert webhook.url == f"https://{LOOPBACK}:{running['--port']}{MUTATE_PATH}"
+    assert running_webhook["clientConfig"] == {
+        "url": webhook.url,
+        "caBundle": deployed_webhook["clientConfig"]["caBundle"],
+    }
+    assert {**running_webhook, "clientConfig": None} == {**deployed_webhook, "clientConfig": None}, (
+        "only the URL"
+    )
+    [rewrite] = [r for r in deployed.run.rewrites if r.where.startswith("MutatingWebhookConfiguration")]
+    assert (rewrite.before, rewrite.after) == (
+        f"Service {NAMESPACE}/{WEBHOOK_SERVICE}:443{MUTATE_PATH}",
+        webhook.url,
+    )

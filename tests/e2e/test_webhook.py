@@ -1,0 +1,189 @@
+"""The admission webhook behind the real kube-apiserver: a real MutatingWebhookConfiguration (as
+the stack renders it, calling the webhook on loopback), pods created through the API server.
+
+Each test has its own control plane (``cluster`` fixtures), so a registered webhook with
+``failurePolicy: Fail`` never reaches another test.
+"""
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import kubernetes.client
+import pytest
+from kubernetes.client.rest import ApiException
+
+from components.render.webhook_config import WEBHOOK_NAME
+from localcluster.nodes import SimulatedNode
+from localcluster.webhook import RunningWebhook, start_webhook, unregister_webhook
+from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, ensure_namespace, pod_manifest
+from policy import INVALID_MIN_MEMORY, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL, REQUIRES_GPU_REQUEST
+from policy.node_affinity import REQUIRED_TERMS_FIELD
+from tests.e2e.harness import E2ECluster, shaped_like
+
+pytestmark = pytest.mark.e2e
+
+OURS_40G = {"key": NODE_MEMORY_LABEL, "operator": "Gt", "values": ["40959"]}
+ZONE_A = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2a"]}
+ZONE_B = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2b"]}
+ADMIN_CEILING = {"key": NODE_MEMORY_LABEL, "operator": "Lt", "values": ["81921"]}
+PREFERRED = [{"weight": 10, "preference": {"matchExpressions": [ZONE_A]}}]
+
+
+def pod(name: str, minimum: str | None = "40960", gpus: int = 1, **spec: Any) -> dict[str, Any]:
+    manifest = pod_manifest(PodSpecification(name, min_memory=minimum, gpus=gpus))
+    manifest["spec"].update(copy.deepcopy(spec))
+    return manifest
+
+
+def create(
+    api: kubernetes.client.ApiClient, manifest: dict[str, Any], namespace: str = WORKLOAD_NAMESPACE
+) -> tuple[dict[str, Any], list[str]]:
+    """The pod as the API server stored it (after admission), as plain JSON, and its warnings."""
+    manifest = {**manifest, "metadata": {**manifest["metadata"], "namespace": namespace}}
+    response = api.call_api(
+        f"/api/v1/namespaces/{namespace}/pods",
+        "POST",
+        header_params={"Content-Type": "application/json", "Accept": "application/json"},
+        body=manifest,
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _return_http_data_only=False,
+    )
+    data, _, headers = response
+    return json.loads(data.data), headers.getlist("Warning")
+
+
+def required_affinity(*terms: dict[str, Any]) -> dict[str, Any]:
+    return {"nodeAffinity": {REQUIRED_TERMS_FIELD: {"nodeSelectorTerms": list(terms)}}}
+
+
+def required_terms(stored: dict[str, Any]) -> list[dict[str, Any]] | None:
+    node_affinity = (stored["spec"].get("affinity") or {}).get("nodeAffinity") or {}
+    required = node_affinity.get(REQUIRED_TERMS_FIELD)
+    return None if required is None else list(required["nodeSelectorTerms"])
+
+
+def refusal(api: kubernetes.client.ApiClient, manifest: dict[str, Any]) -> str:
+    with pytest.raises(ApiException) as refused:
+        create(api, manifest)
+    message: str = json.loads(refused.value.body)["message"]
+    return message
+
+
+@pytest.fixture
+def webhook_cluster(extender_cluster: E2ECluster, tmp_path: Path) -> tuple[E2ECluster, RunningWebhook]:
+    """A control plane with the webhook running and registered (deny, Fail: the defaults)."""
+    return extender_cluster, start_webhook(extender_cluster.plane, tmp_path / "webhook")
+
+
+def test_annotated_pods_come_back_with_the_memory_affinity_merged(
+    webhook_cluster: tuple[E2ECluster, RunningWebhook],
+) -> None:
+    api = webhook_cluster[0].api
+    cases = {
+        "no-affinity": (pod("no-affinity"), [{"matchExpressions": [OURS_40G]}]),
+        "two-terms": (
+            pod(
+                "two-terms",
+                affinity={
+                    "nodeAffinity": {
+                        **required_affinity({"matchExpressions": [ZONE_A]}, {"matchExpressions": [ZONE_B]})[
+                            "nodeAffinity"
+                        ],
+                        "preferredDuringSchedulingIgnoredDuringExecution": PREFERRED,
+                    }
+                },
+            ),
+            [{"matchExpressions": [ZONE_A, OURS_40G]}, {"matchExpressions": [ZONE_B, OURS_40G]}],
+        ),
+        "admin-ceiling": (
+            pod(
+                "admin-ceiling",
+                affinity=required_affinity({"matchExpressions": [ADMIN_CEILING]}),
+            ),
+            [{"matchExpressions": [ADMIN_CEILING, OURS_40G]}],
+        ),
+        "already-there": (
+            pod(
+                "already-there",
+                affinity=required_affinity({"matchExpressions": [OURS_40G]}),
+            ),
+            [{"matchExpressions": [OURS_40G]}],
+        ),
+        "node-selector": (
+            pod("node-selector", nodeSelector={"topology.kubernetes.io/zone": "us-west-2a"}),
+            [{"matchExpressions": [OURS_40G]}],
+        ),
+    }
+    for name, (manifest, expected) in cases.items():
+        stored, warnings = create(api, manifest)
+        assert required_terms(stored) == expected, name
+        assert warnings == [], name
+        if name == "two-terms":
+            node_affinity = stored["spec"]["affinity"]["nodeAffinity"]
+            assert node_affinity["preferredDuringSchedulingIgnoredDuringExecution"] == PREFERRED, "untouched"
+        if name == "node-selector":
+            assert stored["spec"]["nodeSelector"] == {"topology.kubernetes.io/zone": "us-west-2a"}
+
+
+def test_pods_without_the_annotation_and_kube_system_are_not_sent(
+    webhook_cluster: tuple[E2ECluster, RunningWebhook],
+) -> None:
+    api = webhook_cluster[0].api
+    stored, _ = create(api, pod("plain-gpu", minimum=None))
+    assert stored["spec"].get("affinity") is None
+    ensure_namespace(api, "kube-system")
+    stored, _ = create(api, pod("system-pod"), namespace="kube-system")
+    assert stored["spec"].get("affinity") is None, "kube-system is excluded by the namespaceSelector"
+
+
+def test_a_refused_annotation_is_denied_with_the_policy_message(
+    webhook_cluster: tuple[E2ECluster, RunningWebhook],
+) -> None:
+    api = webhook_cluster[0].api
+    prefix = f'admission webhook "{WEBHOOK_NAME}" denied the request: {MIN_MEMORY_ANNOTATION}: '
+    assert refusal(api, pod("bad-value", minimum="40GiB")) == prefix + INVALID_MIN_MEMORY
+    assert refusal(api, pod("no-gpu", gpus=0)) == prefix + REQUIRES_GPU_REQUEST
+
+
+def test_warn_admits_a_refused_annotation_with_a_warning(
+    extender_cluster: E2ECluster, tmp_path: Path
+) -> None:
+    start_webhook(extender_cluster.plane, tmp_path / "webhook", invalid_annotation="warn")
+    stored, warnings = create(extender_cluster.api, pod("bad-value", minimum="0"))
+    assert stored["spec"].get("affinity") is None
+    assert len(warnings) == 1
+    assert f"{MIN_MEMORY_ANNOTATION}: {INVALID_MIN_MEMORY}" in warnings[0]
+
+
+def test_webhook_down_refuses_annotated_pods_with_a_clear_error_and_no_others(
+    webhook_cluster: tuple[E2ECluster, RunningWebhook],
+) -> None:
+    cluster, webhook = webhook_cluster
+    api = cluster.api
+    webhook.stop()
+    message = refusal(api, pod("while-down"))
+    assert f'failed calling webhook "{WEBHOOK_NAME}"' in message, message
+    stored, _ = create(api, pod("plain-while-down", minimum=None))
+    assert stored["metadata"]["name"] == "plain-while-down", "unannotated pods are never sent"
+    unregister_webhook(api)
+    stored, _ = create(api, pod("after-unregister"))
+    assert stored["spec"].get("affinity") is None, "without the configuration nothing is added"
+
+
+def test_the_mutated_pod_is_scheduled_where_the_affinity_and_the_policy_agree(
+    cluster: E2ECluster, tmp_path: Path
+) -> None:
+    """What the autoscalers read (the affinity) and what the scheduler decides (the policy) pick
+    the same node: a 40 GiB pod lands on the 45776 MiB node, never on the 22888 MiB one."""
+    cluster.add_nodes(
+        SimulatedNode("a10g-0", shaped_like("g5.xlarge", 22888), "us-east-1a"),
+        SimulatedNode("l40s-0", shaped_like("g5.xlarge", 45776), "us-east-1b"),
+    )
+    start_webhook(cluster.plane, tmp_path / "webhook")
+    cluster.start()
+    stored, _ = create(cluster.api, pod("forty"))
+    assert required_terms(stored) == [{"matchExpressions": [OURS_40G]}]
+    assert cluster.outcome("forty", bound_only=True).node == "l40s-0"
