@@ -31,9 +31,11 @@ NODE_POLICIES = (
 )
 """What a managed node needs: join the cluster, run the VPC CNI, pull from ECR."""
 MAX_UNAVAILABLE_NODES = 1
+"""Nodes replaced at a time during a node group update."""
 AUTOSCALED_FIELDS = ["scalingConfig.desiredSize"]
 """Node-group fields an autoscaler (or an operator) changes: ``pulumi up`` must not undo them."""
-"""Nodes replaced at a time during a node group update."""
+POD_IDENTITY_AGENT_ADDON = "eks-pod-identity-agent"
+"""The add-on that hands Pod Identity credentials to pods (the autoscalers' controllers)."""
 
 
 class Cluster(pulumi.ComponentResource):
@@ -44,7 +46,11 @@ class Cluster(pulumi.ComponentResource):
     provider: k8s.Provider
     node_role_arn: pulumi.Output[str]
     subnet_ids: pulumi.Output[Sequence[str]]
+    node_security_group_id: pulumi.Output[str]
+    """The security group EKS creates for the cluster, which managed nodes (and Karpenter's) use."""
     system_node_group: aws.eks.NodeGroup
+    pod_identity_agent: aws.eks.Addon | None
+    """Installed when an autoscaler runs (its controller's AWS credentials come through it)."""
 
     def __init__(
         self, name: str, config: StackConfig, network: Network, opts: pulumi.ResourceOptions | None = None
@@ -66,12 +72,16 @@ class Cluster(pulumi.ComponentResource):
             fargate=False,
             authentication_mode=eks.AuthenticationMode.API,
             create_oidc_provider=False,
+            # Only the security group EKS itself creates: the one managed nodes get, which
+            # Karpenter's nodes find by tag (pulumi-eks' extra groups serve self-managed nodes).
+            skip_default_security_groups=True,
             # The VPC CNI enforces NetworkPolicy (the extender's) only when this is on.
             vpc_cni_options=eks.VpcCniOptionsArgs(enable_network_policy=True),
             opts=child,
         )
         self.kubeconfig = pulumi.Output.secret(eks_cluster.kubeconfig_json)
         self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, opts=child)
+        self.node_security_group_id = eks_cluster.cluster_security_group_id
 
         role = aws.iam.Role(
             f"{name}-node-role",
@@ -136,6 +146,16 @@ class Cluster(pulumi.ComponentResource):
             resolve_conflicts_on_update="OVERWRITE",
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group]),
         )
+        self.pod_identity_agent = None
+        if config.autoscaling != "none":
+            self.pod_identity_agent = aws.eks.Addon(
+                f"{name}-pod-identity-agent",
+                cluster_name=config.cluster_name,
+                addon_name=POD_IDENTITY_AGENT_ADDON,
+                resolve_conflicts_on_create="OVERWRITE",
+                resolve_conflicts_on_update="OVERWRITE",
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group]),
+            )
         self.register_outputs(
             {"clusterName": self.name, "kubeconfig": self.kubeconfig, "nodeRoleArn": self.node_role_arn}
         )

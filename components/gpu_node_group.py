@@ -43,6 +43,10 @@ class GpuNodeGroup(pulumi.ComponentResource):
     """One GPU node group; its label is the minimum per-GPU memory of its instance types."""
 
     memory_label: pulumi.Output[str]
+    instance_gpus: pulumi.Output[list[InstanceGpus]]
+    """EC2's GPU data of each instance type, in the configured order."""
+    gpus_per_node: pulumi.Output[int]
+    """The fewest GPUs any of the group's types has (what a scale-from-zero template may promise)."""
     node_group: aws.eks.NodeGroup
 
     def __init__(
@@ -60,15 +64,17 @@ class GpuNodeGroup(pulumi.ComponentResource):
             )
             for instance_type in settings.instance_types
         ]
-        self.memory_label = pulumi.Output.all(*lookups).apply(
-            lambda results: gpu_memory_label(
-                settings.config_key,
-                settings.name,
-                [
-                    instance_gpus_from_invoke(instance_type, result)
-                    for instance_type, result in zip(settings.instance_types, results, strict=True)
-                ],
-            )
+        self.instance_gpus = pulumi.Output.all(*lookups).apply(
+            lambda results: [
+                instance_gpus_from_invoke(instance_type, result)
+                for instance_type, result in zip(settings.instance_types, results, strict=True)
+            ]
+        )
+        self.memory_label = self.instance_gpus.apply(
+            lambda described: gpu_memory_label(settings.config_key, settings.name, described)
+        )
+        self.gpus_per_node = self.instance_gpus.apply(
+            lambda described: min(sum(gpu.count for gpu in item.gpus) for item in described)
         )
         taints = (
             [aws.eks.NodeGroupTaintArgs(key=GPU_TAINT_KEY, value=GPU_TAINT_VALUE, effect=GPU_TAINT_EFFECT)]

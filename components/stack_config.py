@@ -38,6 +38,10 @@ from components.provided_certificates import (
     ProvidedCertificates,
     check_provided_certificates,
 )
+from components.render.karpenter_pools import (
+    CONSOLIDATION_POLICIES,
+    NodePoolSettings,
+)
 from components.render.scheduler_config import SCHEDULER_MODES, ExtenderEndpoint, SchedulerMode, uses_extender
 from components.render.webhook_config import (
     DEFAULT_FAILURE_POLICY,
@@ -58,6 +62,17 @@ DEFAULT_KUBERNETES_VERSION = "1.35"
 DEFAULT_KUBE_SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler:v1.35.8"
 DEFAULT_DEVICE_PLUGIN_CHART_VERSION = "0.17.4"
 """nvidia-device-plugin chart: the newest 0.17.x release (NVIDIA/gpu-operator#1671 moved to it)."""
+DEFAULT_KARPENTER_CHART_VERSION = "1.14.1"
+"""Karpenter (AWS provider) chart and CRDs: the release whose core the local kwok build runs
+(plugin/karpenter/go.mod, sigs.k8s.io/karpenter v1.14.1), so both are the same Karpenter."""
+DEFAULT_KARPENTER_AMI_ALIAS = "al2023@latest"
+"""EKS-optimised AL2023; Karpenter picks its NVIDIA variant for GPU instance types."""
+DEFAULT_CLUSTER_AUTOSCALER_CHART_VERSION = "9.59.0"
+"""kubernetes/autoscaler's cluster-autoscaler chart whose appVersion is 1.35.0."""
+DEFAULT_CLUSTER_AUTOSCALER_IMAGE_TAG = "v1.35.0"
+"""Cluster Autoscaler's minor must equal the cluster's (it embeds the scheduler's code)."""
+DEFAULT_SCALE_DOWN_UNNEEDED_TIME = "10m"
+MAX_GPU_LIMIT = 100_000
 
 MIN_AVAILABILITY_ZONES = 2
 MAX_AVAILABILITY_ZONES = 6
@@ -79,6 +94,11 @@ plugins' scores (default plugins weigh 1-3); 100 already lets the extender outvo
 
 NatGateways = Literal["single", "onePerAz"]
 NAT_GATEWAY_CHOICES: tuple[NatGateways, ...] = ("single", "onePerAz")
+Autoscaler = Literal["none", "karpenter", "cluster-autoscaler"]
+AUTOSCALERS: tuple[Autoscaler, ...] = ("none", "karpenter", "cluster-autoscaler")
+DEFAULT_AUTOSCALER: Autoscaler = "cluster-autoscaler"
+"""It scales the node groups the stack already declares, within their own min and max
+(docs/deploy-eks.md#autoscaling-the-gpu-node-groups says why it is the default)."""
 CapacityType = Literal["ON_DEMAND", "SPOT"]
 CAPACITY_TYPES: dict[str, CapacityType] = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
 """Config spelling -> the EKS API's."""
@@ -91,6 +111,12 @@ _INSTANCE_TYPE = re.compile(r"[a-z][a-z0-9-]*\.[a-z0-9-]+")
 _VPC_ID = re.compile(r"vpc-[0-9a-f]{8,17}")
 _SUBNET_ID = re.compile(r"subnet-[0-9a-f]{8,17}")
 _CHART_VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
+_AMI_ALIAS = re.compile(r"al2023@(latest|v[0-9]{8})")
+_DURATION = re.compile(r"([0-9]+(s|m|h))+")
+_KARPENTER_DURATION = re.compile(r"([0-9]+(s|m|h))+|Never")
+"""Karpenter's duration fields (consolidateAfter, expireAfter): Go durations or ``Never``."""
+_BUDGET = re.compile(r"(100|[1-9]?[0-9])%|[0-9]+")
+_RELEASE_TAG = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+")
 _IMAGE_REFERENCE = re.compile(r"[a-z0-9][a-z0-9._/:-]*[a-z0-9](@sha256:[0-9a-f]{64})?")
 
 
@@ -257,6 +283,25 @@ class DevicePluginSettings:
 
 
 @dataclass(frozen=True)
+class KarpenterSettings:
+    """Karpenter (``autoscaling: karpenter``): its chart, the EC2NodeClass and the NodePools."""
+
+    chart_version: str = DEFAULT_KARPENTER_CHART_VERSION
+    ami_alias: str = DEFAULT_KARPENTER_AMI_ALIAS
+    disk_size_gib: int = 100
+    node_pools: NodePoolSettings = field(default_factory=NodePoolSettings)
+
+
+@dataclass(frozen=True)
+class ClusterAutoscalerSettings:
+    """Cluster Autoscaler (``autoscaling: cluster-autoscaler``) over the managed node groups."""
+
+    chart_version: str = DEFAULT_CLUSTER_AUTOSCALER_CHART_VERSION
+    image_tag: str = DEFAULT_CLUSTER_AUTOSCALER_IMAGE_TAG
+    scale_down_unneeded_time: str = DEFAULT_SCALE_DOWN_UNNEEDED_TIME
+
+
+@dataclass(frozen=True)
 class ExistingCluster:
     """A cluster made elsewhere: the stack only reaches it through this kubeconfig."""
 
@@ -288,6 +333,10 @@ class StackConfig:
     certificates: CertificateSettings = field(default_factory=CertificateSettings)
     images: ImageSettings = field(default_factory=ImageSettings)
     device_plugin: DevicePluginSettings = field(default_factory=DevicePluginSettings)
+    autoscaling: Autoscaler = DEFAULT_AUTOSCALER
+    """What adds and removes GPU nodes; ``none`` on an existing cluster (its own business)."""
+    karpenter: KarpenterSettings = field(default_factory=KarpenterSettings)
+    cluster_autoscaler: ClusterAutoscalerSettings = field(default_factory=ClusterAutoscalerSettings)
     existing_cluster: ExistingCluster | None = None
     """None: the stack creates an EKS cluster; else it deploys into this one."""
 
@@ -296,7 +345,7 @@ DEFAULT_GPU_NODE_GROUPS = (GpuNodeGroup(name="t4", instance_types=("g4dn.xlarge"
 
 _STRUCTURED_KEYS = frozenset(
     {"network", "systemNodeGroup", "gpuNodeGroups", "scheduler", "extender", "certificates", "images"}
-    | {"devicePlugin", "existingCluster", "webhook"}
+    | {"devicePlugin", "existingCluster", "webhook", "karpenter", "clusterAutoscaler"}
 )
 TOP_LEVEL_KEYS = _STRUCTURED_KEYS | {
     "clusterName",
@@ -304,8 +353,18 @@ TOP_LEVEL_KEYS = _STRUCTURED_KEYS | {
     "gpuTaint",
     "schedulerMode",
     "scoringStrategy",
+    "autoscaling",
 }
-EKS_ONLY_KEYS = ("clusterName", "network", "systemNodeGroup", "gpuNodeGroups", "gpuTaint")
+EKS_ONLY_KEYS = (
+    "clusterName",
+    "network",
+    "systemNodeGroup",
+    "gpuNodeGroups",
+    "gpuTaint",
+    "autoscaling",
+    "karpenter",
+    "clusterAutoscaler",
+)
 """Top-level keys that describe what the stack creates in AWS; refused next to existingCluster."""
 ECR_IMAGE_KEYS = ("keepImages", "forceDelete")
 """``images`` keys for the ECR repositories of an EKS stack."""
@@ -384,6 +443,13 @@ def parse_stack_config(
         ),
         images=top.read("images", default.images, _images),
         device_plugin=top.read("devicePlugin", default.device_plugin, _device_plugin),
+        autoscaling=top.read(
+            "autoscaling",
+            "none" if "existingCluster" in top else default.autoscaling,
+            lambda v: v.choice(AUTOSCALERS),
+        ),
+        karpenter=top.read("karpenter", default.karpenter, _karpenter),
+        cluster_autoscaler=top.read("clusterAutoscaler", default.cluster_autoscaler, _cluster_autoscaler),
         existing_cluster=top.read(
             "existingCluster", None, lambda v: _existing_cluster(v, secret="existingCluster" in secret_keys)
         ),
@@ -391,6 +457,7 @@ def parse_stack_config(
     _check_images(config, top.get("images"))
     _check_scheduler_version(config, plugin_version)
     _check_webhook_certificates(config)
+    _check_autoscaler_settings(config, top)
     return config
 
 
@@ -846,6 +913,98 @@ def _device_plugin(value: _Value) -> DevicePluginSettings:
             lambda v: v.string(_CHART_VERSION, "a chart version such as 0.17.4"),
         ),
     )
+
+
+def _karpenter(value: _Value) -> KarpenterSettings:
+    fields = value.fields(
+        {"chartVersion", "amiAlias", "diskSizeGib", "gpuLimit", "consolidationPolicy"}
+        | {"consolidateAfter", "disruptionBudget", "expireAfter"}
+    )
+    default = KarpenterSettings()
+    pools = default.node_pools
+
+    def duration(key: str, fallback: str) -> str:
+        return fields.read(
+            key,
+            fallback,
+            lambda v: v.string(_KARPENTER_DURATION, "a duration such as 30s, 5m or 720h, or Never"),
+        )
+
+    return KarpenterSettings(
+        chart_version=fields.read(
+            "chartVersion",
+            default.chart_version,
+            lambda v: v.string(_CHART_VERSION, f"a chart version such as {DEFAULT_KARPENTER_CHART_VERSION}"),
+        ),
+        ami_alias=fields.read(
+            "amiAlias",
+            default.ami_alias,
+            lambda v: v.string(_AMI_ALIAS, "al2023@latest or a pinned release such as al2023@v20260901"),
+        ),
+        disk_size_gib=fields.read("diskSizeGib", default.disk_size_gib, _disk_size),
+        node_pools=NodePoolSettings(
+            gpu_limit=fields.read("gpuLimit", pools.gpu_limit, lambda v: v.integer(1, MAX_GPU_LIMIT)),
+            consolidation_policy=fields.read(
+                "consolidationPolicy", pools.consolidation_policy, lambda v: v.choice(CONSOLIDATION_POLICIES)
+            ),
+            consolidate_after=duration("consolidateAfter", pools.consolidate_after),
+            disruption_budget=fields.read(
+                "disruptionBudget",
+                pools.disruption_budget,
+                lambda v: v.string(_BUDGET, "a node count such as 1 or a percentage such as 10%"),
+            ),
+            expire_after=duration("expireAfter", pools.expire_after),
+        ),
+    )
+
+
+def _cluster_autoscaler(value: _Value) -> ClusterAutoscalerSettings:
+    fields = value.fields({"chartVersion", "imageTag", "scaleDownUnneededTime"})
+    default = ClusterAutoscalerSettings()
+    return ClusterAutoscalerSettings(
+        chart_version=fields.read(
+            "chartVersion",
+            default.chart_version,
+            lambda v: v.string(
+                _CHART_VERSION, f"a chart version such as {DEFAULT_CLUSTER_AUTOSCALER_CHART_VERSION}"
+            ),
+        ),
+        image_tag=fields.read(
+            "imageTag",
+            default.image_tag,
+            lambda v: v.string(_RELEASE_TAG, f"a release tag such as {DEFAULT_CLUSTER_AUTOSCALER_IMAGE_TAG}"),
+        ),
+        scale_down_unneeded_time=fields.read(
+            "scaleDownUnneededTime",
+            default.scale_down_unneeded_time,
+            lambda v: v.string(_DURATION, "a duration such as 10m or 1h30m"),
+        ),
+    )
+
+
+_AUTOSCALER_KEYS: dict[str, Autoscaler] = {
+    "karpenter": "karpenter",
+    "clusterAutoscaler": "cluster-autoscaler",
+}
+"""Each autoscaler's settings key and the ``autoscaling`` value it belongs to."""
+
+
+def _check_autoscaler_settings(config: StackConfig, top: "_Fields") -> None:
+    """An autoscaler's settings only next to ``autoscaling`` naming it (else they would be ignored);
+    Cluster Autoscaler's minor must be the cluster's."""
+    for key, autoscaler in _AUTOSCALER_KEYS.items():
+        if key in top and config.autoscaling != autoscaler:
+            top[key].fail(
+                f"only with autoscaling: {autoscaler}; autoscaling is {config.autoscaling}, "
+                "so these settings would be ignored"
+            )
+    if config.autoscaling == "cluster-autoscaler":
+        tag = config.cluster_autoscaler.image_tag
+        if release_tag_minor(tag) != cluster_minor(config.kubernetes_version):
+            _Value("clusterAutoscaler.imageTag", tag).fail(
+                f"must be v1.{cluster_minor(config.kubernetes_version)}.<patch> to match kubernetesVersion "
+                f"{config.kubernetes_version} (Cluster Autoscaler supports only its own minor)"
+            )
 
 
 def _existing_cluster(value: _Value, secret: bool) -> ExistingCluster:

@@ -101,6 +101,7 @@ WITH_EXTENDER = {
     "Network": 1,
     "Cluster": 1,
     "GpuNodeGroup": 2,
+    "ClusterAutoscaler": 1,
     "DevicePlugin": 1,
     "ContainerImage": 2,
     "Certificates": 1,
@@ -115,6 +116,7 @@ EXPECTED_COMPONENTS = {
         "Network": 1,
         "Cluster": 1,
         "GpuNodeGroup": 2,
+        "ClusterAutoscaler": 1,
         "DevicePlugin": 1,
         "ContainerImage": 2,
         "Certificates": 1,
@@ -218,7 +220,7 @@ def test_creation_order(run: StackRun) -> None:
         assert ("eks:index:Cluster", "cluster-eks") in group.depends_on
         assert attachments <= group.depends_on
     system = ("aws:eks/nodeGroup:NodeGroup", "cluster-system")
-    coredns = run.one("aws:eks/addon:Addon")
+    coredns = run.one("aws:eks/addon:Addon", "cluster-coredns")
     assert coredns.plain["addonName"] == "coredns"
     assert system in coredns.depends_on
     namespace = ("kubernetes:core/v1:Namespace", NAMESPACE)
@@ -240,7 +242,7 @@ def test_an_existing_network_creates_no_vpc() -> None:
 
 
 def test_node_role_has_the_managed_node_policies(run: StackRun) -> None:
-    role = run.one("aws:iam/role:Role").plain
+    role = run.one("aws:iam/role:Role", "cluster-node-role").plain
     assert json.loads(role["assumeRolePolicy"])["Statement"][0]["Principal"] == {
         "Service": "ec2.amazonaws.com"
     }
@@ -324,7 +326,7 @@ def test_an_unknown_instance_type_fails_in_the_lookup() -> None:
 
 
 def test_device_plugin_is_pinned_and_runs_only_on_tainted_gpu_nodes(run: StackRun) -> None:
-    release = run.one("kubernetes:helm.sh/v3:Release").plain
+    release = run.one("kubernetes:helm.sh/v3:Release", "nvidia-device-plugin-release").plain
     assert release["chart"] == "nvidia-device-plugin"
     assert release["repositoryOpts"]["repo"] == "https://nvidia.github.io/k8s-device-plugin"
     assert release["version"] == "0.17.4"
@@ -853,6 +855,7 @@ def test_scheduler_settings_reach_the_deployment() -> None:
     run = run_with(
         {
             "kubernetesVersion": "1.34",
+            "clusterAutoscaler": {"imageTag": "v1.34.2"},
             "scheduler": {
                 "replicas": 1,
                 "kubeSchedulerImage": "registry.k8s.io/kube-scheduler:v1.34.3",
@@ -942,6 +945,7 @@ def test_node_groups_follow_another_kubernetes_version() -> None:
     run = run_with(
         {
             "kubernetesVersion": "1.34",
+            "clusterAutoscaler": {"imageTag": "v1.34.2"},
             "scheduler": {"kubeSchedulerImage": "registry.k8s.io/kube-scheduler:v1.34.3"},
         }
     )
