@@ -111,6 +111,7 @@ _INSTANCE_TYPE = re.compile(r"[a-z][a-z0-9-]*\.[a-z0-9-]+")
 _VPC_ID = re.compile(r"vpc-[0-9a-f]{8,17}")
 _SUBNET_ID = re.compile(r"subnet-[0-9a-f]{8,17}")
 _CHART_VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
+_PRINCIPAL_ARN = re.compile(r"arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}")
 _AMI_ALIAS = re.compile(r"al2023@(latest|v[0-9]{8})")
 _DURATION = re.compile(r"([0-9]+(s|m|h))+")
 _KARPENTER_DURATION = re.compile(r"([0-9]+(s|m|h))+|Never")
@@ -283,6 +284,18 @@ class DevicePluginSettings:
 
 
 @dataclass(frozen=True)
+class ClusterAccess:
+    """Who reaches the EKS API and from where (besides the identity that ran ``pulumi up``)."""
+
+    admin_role_arns: tuple[str, ...] = ()
+    """IAM roles or users given an access entry with AmazonEKSClusterAdminPolicy (cluster-wide)."""
+    public_access_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
+    endpoint_private_access: bool = True
+    """Nodes and in-VPC clients reach the API without leaving the VPC."""
+    endpoint_public_access: bool = True
+
+
+@dataclass(frozen=True)
 class KarpenterSettings:
     """Karpenter (``autoscaling: karpenter``): its chart, the EC2NodeClass and the NodePools."""
 
@@ -333,6 +346,7 @@ class StackConfig:
     certificates: CertificateSettings = field(default_factory=CertificateSettings)
     images: ImageSettings = field(default_factory=ImageSettings)
     device_plugin: DevicePluginSettings = field(default_factory=DevicePluginSettings)
+    cluster_access: ClusterAccess = field(default_factory=ClusterAccess)
     autoscaling: Autoscaler = DEFAULT_AUTOSCALER
     """What adds and removes GPU nodes; ``none`` on an existing cluster (its own business)."""
     karpenter: KarpenterSettings = field(default_factory=KarpenterSettings)
@@ -345,7 +359,7 @@ DEFAULT_GPU_NODE_GROUPS = (GpuNodeGroup(name="t4", instance_types=("g4dn.xlarge"
 
 _STRUCTURED_KEYS = frozenset(
     {"network", "systemNodeGroup", "gpuNodeGroups", "scheduler", "extender", "certificates", "images"}
-    | {"devicePlugin", "existingCluster", "webhook", "karpenter", "clusterAutoscaler"}
+    | {"devicePlugin", "existingCluster", "webhook", "karpenter", "clusterAutoscaler", "clusterAccess"}
 )
 TOP_LEVEL_KEYS = _STRUCTURED_KEYS | {
     "clusterName",
@@ -361,6 +375,7 @@ EKS_ONLY_KEYS = (
     "systemNodeGroup",
     "gpuNodeGroups",
     "gpuTaint",
+    "clusterAccess",
     "autoscaling",
     "karpenter",
     "clusterAutoscaler",
@@ -443,6 +458,7 @@ def parse_stack_config(
         ),
         images=top.read("images", default.images, _images),
         device_plugin=top.read("devicePlugin", default.device_plugin, _device_plugin),
+        cluster_access=top.read("clusterAccess", default.cluster_access, _cluster_access),
         autoscaling=top.read(
             "autoscaling",
             "none" if "existingCluster" in top else default.autoscaling,
@@ -774,15 +790,6 @@ def _webhook(value: _Value) -> WebhookSettings:
     )
     default = WebhookSettings()
 
-    def cidrs(v: _Value) -> tuple[str, ...]:
-        blocks = tuple(item.string() for item in v.items())
-        for index, block in enumerate(blocks):
-            try:
-                ipaddress.ip_network(block)
-            except ValueError:
-                _Value(f"{v.path}[{index}]", block).fail(f"{block!r} is not a CIDR block such as 10.0.0.0/16")
-        return blocks
-
     return WebhookSettings(
         enabled=fields.read("enabled", default.enabled, _Value.boolean),
         replicas=fields.read(
@@ -797,7 +804,7 @@ def _webhook(value: _Value) -> WebhookSettings:
         invalid_annotation=fields.read(
             "invalidAnnotation", default.invalid_annotation, lambda v: v.choice(INVALID_ANNOTATION_CHOICES)
         ),
-        allowed_source_cidrs=fields.read("allowedSourceCidrs", default.allowed_source_cidrs, cidrs),
+        allowed_source_cidrs=fields.read("allowedSourceCidrs", default.allowed_source_cidrs, _cidr_blocks),
         resources=fields.read("resources", default.resources, lambda v: _resources(v, default.resources)),
     )
 
@@ -913,6 +920,52 @@ def _device_plugin(value: _Value) -> DevicePluginSettings:
             lambda v: v.string(_CHART_VERSION, "a chart version such as 0.17.4"),
         ),
     )
+
+
+def _cidr_blocks(value: _Value) -> tuple[str, ...]:
+    blocks = tuple(item.string() for item in value.items())
+    for index, block in enumerate(blocks):
+        try:
+            ipaddress.ip_network(block)
+        except ValueError:
+            _Value(f"{value.path}[{index}]", block).fail(f"{block!r} is not a CIDR block such as 10.0.0.0/16")
+    return blocks
+
+
+def _cluster_access(value: _Value) -> ClusterAccess:
+    fields = value.fields(
+        {"adminRoleArns", "publicAccessCidrs", "endpointPrivateAccess", "endpointPublicAccess"}
+    )
+    default = ClusterAccess()
+    access = ClusterAccess(
+        admin_role_arns=fields.read(
+            "adminRoleArns",
+            default.admin_role_arns,
+            lambda v: v.string_list(
+                _PRINCIPAL_ARN,
+                "an IAM role or user ARN such as arn:aws:iam::123456789012:role/platform-admin",
+                0,
+            ),
+        ),
+        public_access_cidrs=fields.read("publicAccessCidrs", default.public_access_cidrs, _cidr_blocks),
+        endpoint_private_access=fields.read(
+            "endpointPrivateAccess", default.endpoint_private_access, _Value.boolean
+        ),
+        endpoint_public_access=fields.read(
+            "endpointPublicAccess", default.endpoint_public_access, _Value.boolean
+        ),
+    )
+    if not access.endpoint_private_access and not access.endpoint_public_access:
+        value.fail(
+            "endpointPrivateAccess and endpointPublicAccess are both false: nothing could reach the API"
+        )
+    if not access.endpoint_public_access and "publicAccessCidrs" in fields:
+        fields["publicAccessCidrs"].fail("only with endpointPublicAccess: true (there is no public endpoint)")
+    if access.endpoint_public_access and not access.public_access_cidrs:
+        fields["publicAccessCidrs"].fail(
+            "must list at least one CIDR block; to close the public endpoint set endpointPublicAccess: false"
+        )
+    return access
 
 
 def _karpenter(value: _Value) -> KarpenterSettings:

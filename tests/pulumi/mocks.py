@@ -6,6 +6,8 @@ marker, so tests can see what the program marked secret) and answers:
 
 - ``aws.ec2.get_instance_type`` from moto's EC2 instance-type catalogue through boto3;
 - ``aws.ecr.get_authorization_token`` from moto's ECR;
+- ``aws.eks.get_addon_version`` with a version naming the add-on and Kubernetes version
+  (moto has no DescribeAddonVersions);
 - ``aws.get_caller_identity`` from moto's STS; ``aws.get_region`` and ``aws.get_partition``
   for the mocked region (the partition from botocore's endpoint data);
 - ``aws.ecr.Repository`` by creating the repository in moto (its URL and registry id);
@@ -126,6 +128,8 @@ class StackMocks(Mocks):
                 "arn": identity["Arn"],
                 "userId": identity["UserId"],
             }, []
+        if args.token == "aws:eks/getAddonVersion:getAddonVersion":
+            return self._addon_version(args.args["addonName"], args.args["kubernetesVersion"]), []
         if args.token == "aws:index/getRegion:getRegion":
             return {"region": REGION, "name": REGION, "endpoint": f"ec2.{REGION}.amazonaws.com"}, []
         if args.token == "aws:index/getPartition:getPartition":
@@ -154,6 +158,17 @@ class StackMocks(Mocks):
             "totalGpuMemory": (described.get("GpuInfo") or {}).get("TotalGpuMemoryInMiB", 0),
             "supportedArchitectures": described["ProcessorInfo"]["SupportedArchitectures"],
         }, []
+
+    def _addon_version(self, addon: str, kubernetes_version: str) -> dict[str, Any]:
+        """moto has no DescribeAddonVersions: a version that names the add-on and the Kubernetes
+        version it was asked for, so a test can tell which version an add-on follows."""
+        return {
+            "addonName": addon,
+            "kubernetesVersion": kubernetes_version,
+            "mostRecent": True,
+            "version": f"v0.0.0-{addon}-k8s{kubernetes_version}-eksbuild.1",
+            "id": addon,
+        }
 
     def _authorization_token(self, registry_id: str | None) -> dict[str, Any]:
         [data] = self.ecr.get_authorization_token(**({"registryIds": [registry_id]} if registry_id else {}))[

@@ -424,6 +424,31 @@ BAD_VALUES += [
         "images.gpuScheduler",
         "only with existingCluster",
     ),
+    (
+        {"clusterAccess": {"adminRoleArns": ["platform-admin"]}},
+        "clusterAccess.adminRoleArns[0]",
+        "an IAM role or user ARN such as arn:aws:iam::123456789012:role/platform-admin",
+    ),
+    (
+        {"clusterAccess": {"publicAccessCidrs": ["203.0.113.0/33"]}},
+        "clusterAccess.publicAccessCidrs[0]",
+        "is not a CIDR block",
+    ),
+    (
+        {"clusterAccess": {"publicAccessCidrs": []}},
+        "clusterAccess.publicAccessCidrs",
+        "must list at least one CIDR block",
+    ),
+    (
+        {"clusterAccess": {"endpointPublicAccess": False, "publicAccessCidrs": ["203.0.113.0/24"]}},
+        "clusterAccess.publicAccessCidrs",
+        "only with endpointPublicAccess: true",
+    ),
+    (
+        {"clusterAccess": {"endpointPublicAccess": False, "endpointPrivateAccess": False}},
+        "clusterAccess",
+        "both false: nothing could reach the API",
+    ),
     ({"autoscaling": "keda"}, "autoscaling", "must be one of none, karpenter, cluster-autoscaler"),
     (
         {"karpenter": {"gpuLimit": 4}},
@@ -486,6 +511,7 @@ EKS_ONLY_VALUES: dict[str, object] = {
     "systemNodeGroup": {"minSize": 2},
     "gpuNodeGroups": [GROUP],
     "gpuTaint": "false",
+    "clusterAccess": {"endpointPrivateAccess": True},
     "autoscaling": "none",
     "karpenter": {"gpuLimit": 8},
     "clusterAutoscaler": {"scaleDownUnneededTime": "5m"},
