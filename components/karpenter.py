@@ -27,6 +27,7 @@ from components.gpu_node_group import (
     GPU_PRESENT_LABEL,
     GPU_TAINT_KEY,
     GPU_TAINT_VALUE,
+    group_key,
     instance_gpus_from_invoke,
 )
 from components.pod_identity import pod_identity_role
@@ -40,7 +41,7 @@ from components.render.karpenter_pools import (
     node_class_manifest,
     node_pool_manifest,
 )
-from components.stack_config import PROJECT, GpuNodeGroup, KarpenterSettings
+from components.stack_config import GpuNodeGroup, KarpenterSettings
 from policy import NODE_MEMORY_LABEL
 
 CHART_REGISTRY = "oci://public.ecr.aws/karpenter"
@@ -307,9 +308,9 @@ class Karpenter(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         cluster_name = cluster.name
         self.memory_classes = memory_classes(
-            f"{PROJECT}:gpuNodeGroups (Karpenter's NodePools)",
             [
                 GpuGroupTypes(
+                    group_key(group),
                     tuple(
                         instance_gpus_from_invoke(
                             instance_type,

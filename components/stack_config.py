@@ -73,6 +73,8 @@ DEFAULT_CLUSTER_AUTOSCALER_IMAGE_TAG = "v1.35.0"
 """Cluster Autoscaler's minor must equal the cluster's (it embeds the scheduler's code)."""
 DEFAULT_SCALE_DOWN_UNNEEDED_TIME = "10m"
 MAX_GPU_LIMIT = 100_000
+MAX_SQS_QUEUE_NAME = 80
+"""SQS' limit on a queue name; Karpenter's interruption queue is named after the cluster."""
 
 MIN_AVAILABILITY_ZONES = 2
 MAX_AVAILABILITY_ZONES = 6
@@ -1051,6 +1053,11 @@ def _check_autoscaler_settings(config: StackConfig, top: "_Fields") -> None:
                 f"only with autoscaling: {autoscaler}; autoscaling is {config.autoscaling}, "
                 "so these settings would be ignored"
             )
+    if config.autoscaling == "karpenter" and len(config.cluster_name) > MAX_SQS_QUEUE_NAME:
+        _Value("clusterName", config.cluster_name).fail(
+            f"at most {MAX_SQS_QUEUE_NAME} characters with autoscaling: karpenter (it also names "
+            "Karpenter's SQS interruption queue)"
+        )
     if config.autoscaling == "cluster-autoscaler":
         tag = config.cluster_autoscaler.image_tag
         if release_tag_minor(tag) != cluster_minor(config.kubernetes_version):

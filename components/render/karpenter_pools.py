@@ -13,7 +13,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from components.render.gpu_memory import InstanceGpus, group_gpu_memory_mib
+from components.render.gpu_memory import (
+    NVIDIA_AMI_ARCHITECTURE,
+    InstanceGpus,
+    group_gpu_memory_mib,
+    require_architecture,
+)
 from policy import GPU_RESOURCE
 
 KARPENTER_API = "karpenter.sh/v1"
@@ -26,7 +31,7 @@ CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ARCH_LABEL = "kubernetes.io/arch"
 GPU_ARCH = "amd64"
-"""Kubernetes' name for x86_64, the NVIDIA AMI's architecture."""
+"""Kubernetes' name for x86_64."""
 ROOT_DEVICE = "/dev/xvda"
 """AL2023's root volume."""
 KARPENTER_CAPACITY_TYPES = {"ON_DEMAND": "on-demand", "SPOT": "spot"}
@@ -55,6 +60,8 @@ class NodePoolSettings:
 class GpuGroupTypes:
     """One configured GPU node group as the NodePools see it: its types' GPUs and capacity type."""
 
+    where: str
+    """The group's configuration key, for errors (as the node group's label names it)."""
     instance_types: tuple[InstanceGpus, ...]
     capacity_type: str
     """EKS spelling: ON_DEMAND or SPOT."""
@@ -75,17 +82,18 @@ class MemoryClass:
         return f"gpu-{self.memory_mib}mib"
 
 
-def memory_classes(where: str, groups: Iterable[GpuGroupTypes]) -> list[MemoryClass]:
+def memory_classes(groups: Iterable[GpuGroupTypes]) -> list[MemoryClass]:
     """The GPU node groups' instance types regrouped by per-GPU memory, smallest first.
 
     Each type's memory is ``group_gpu_memory_mib`` of that type alone (the same checks: NVIDIA,
-    whole GPUs, within the label's range; errors name ``where``).
+    whole GPUs, within the label's range, the AMI's architecture; errors name the group's key).
     """
     types: dict[int, dict[str, None]] = {}
     capacity: dict[int, set[str]] = {}
     for group in groups:
+        require_architecture(group.where, group.instance_types, NVIDIA_AMI_ARCHITECTURE)
         for described in group.instance_types:
-            memory = group_gpu_memory_mib(where, [described])
+            memory = group_gpu_memory_mib(group.where, [described])
             types.setdefault(memory, {})[described.instance_type] = None
             capacity.setdefault(memory, set()).add(KARPENTER_CAPACITY_TYPES[group.capacity_type])
     return [

@@ -337,3 +337,13 @@ def test_the_aws_crds_the_dry_run_installs_are_the_charts_release() -> None:
     script = (REPO_ROOT / "plugin" / "build-binaries.sh").read_text()
     [version] = re.findall(r"KARPENTER_AWS_MODULE=github\.com/aws/karpenter-provider-aws@v(\S+)", script)
     assert version == DEFAULT_KARPENTER_CHART_VERSION
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "problem"),
+    [("m5.large", "m5.large has no GPU"), ("g5g.xlarge", "g5g.xlarge supports arm64")],
+)
+def test_a_type_no_node_pool_can_serve_fails_naming_the_group(instance_type: str, problem: str) -> None:
+    groups = [SINGLE_GROUP, {"name": "bad", "instanceTypes": ["g5.xlarge", instance_type]}]
+    with pytest.raises(ValueError, match=rf"gpu-scheduler-eks:gpuNodeGroups\[1\]\.instanceTypes .*{problem}"):
+        run_with({"autoscaling": "karpenter", "gpuNodeGroups": groups})

@@ -449,6 +449,11 @@ BAD_VALUES += [
         "clusterAccess",
         "both false: nothing could reach the API",
     ),
+    (
+        {"autoscaling": "karpenter", "clusterName": "a" * 81},
+        "clusterName",
+        "at most 80 characters with autoscaling: karpenter",
+    ),
     ({"autoscaling": "keda"}, "autoscaling", "must be one of none, karpenter, cluster-autoscaler"),
     (
         {"karpenter": {"gpuLimit": 4}},
