@@ -15,6 +15,8 @@
 #                     github.com/aws/karpenter-provider-aws at the release the stack's
 #                     Karpenter chart pins (components/stack_config.py), downloaded only:
 #                     the dry run of the stack's NodePools and EC2NodeClass installs them
+#     karpenter-aws-chart/  that release's chart values.yaml (the stack's values are checked
+#                     against its keys)
 #     kwok-stages/    kwok's node and pod Stages from its module (kustomize/stage/)
 # Binaries are linked in $1/.build, where Go's own up-to-date check makes a run with
 # nothing changed take seconds; a published binary whose bytes did not change is left
@@ -86,6 +88,7 @@ autoscalers)
   publish_files karpenter-crds "$karpenter_dir"/kwok/charts/crds/*.yaml "$karpenter_dir"/kwok/apis/crds/*.yaml
   karpenter_aws_dir=$(go mod download -json "$KARPENTER_AWS_MODULE" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
   publish_files karpenter-aws-crds "$karpenter_aws_dir"/pkg/apis/crds/*.yaml
+  publish_files karpenter-aws-chart "$karpenter_aws_dir"/charts/karpenter/values.yaml
   # The Stages of kwok's own "fast" set (node/fast, pod/fast) plus the plain node heartbeat.
   publish_files kwok-stages "$kwok_stage_dir"/node/fast/node-initialize.yaml \
     "$kwok_stage_dir"/node/heartbeat/node-heartbeat.yaml "$kwok_stage_dir"/pod/fast/pod-*.yaml
