@@ -82,6 +82,19 @@ def test_cluster_autoscaler_chart_is_pinned_and_discovers_this_cluster(autoscale
     )
 
 
+def test_cluster_autoscaler_starts_after_its_credentials_and_the_system_nodes(
+    autoscaler_run: StackRun,
+) -> None:
+    release = autoscaler_run.one("kubernetes:helm.sh/v3:Release", "cluster-autoscaler-release")
+    assert {
+        (
+            "aws:eks/podIdentityAssociation:PodIdentityAssociation",
+            "cluster-autoscaler-controller-pod-identity",
+        ),
+        ("aws:eks/nodeGroup:NodeGroup", "cluster-system"),
+    } <= release.depends_on
+
+
 def test_cluster_autoscaler_role_is_for_pod_identity_and_scales_only_this_clusters_groups(
     autoscaler_run: StackRun,
 ) -> None:
