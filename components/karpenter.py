@@ -101,6 +101,8 @@ def controller_policy(
     def allow(
         sid: str, actions: Sequence[str] | str, resource: Sequence[str] | str, **condition: Any
     ) -> dict[str, Any]:
+        """An Allow statement; condition operators as keywords (``ForAllValues_StringEquals``
+        spells ``ForAllValues:StringEquals``, a name Python cannot take)."""
         statement: dict[str, Any] = {"Sid": sid, "Effect": "Allow", "Action": actions, "Resource": resource}
         if condition:
             statement["Condition"] = {key.replace("_", ":"): value for key, value in condition.items()}

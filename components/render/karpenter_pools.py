@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from components.render.gpu_memory import (
     NVIDIA_AMI_ARCHITECTURE,
+    GpuMemoryError,
     InstanceGpus,
     group_gpu_memory_mib,
     require_architecture,
@@ -34,6 +35,8 @@ GPU_ARCH = "amd64"
 """Kubernetes' name for x86_64."""
 ROOT_DEVICE = "/dev/xvda"
 """AL2023's root volume."""
+MAX_NODE_POOL_WEIGHT = 100
+"""Karpenter's highest NodePool weight; pools of higher weight are tried first."""
 KARPENTER_CAPACITY_TYPES = {"ON_DEMAND": "on-demand", "SPOT": "spot"}
 """The EKS API spelling (the stack's node groups) -> Karpenter's."""
 
@@ -75,6 +78,9 @@ class MemoryClass:
     instance_types: tuple[str, ...]
     capacity_types: tuple[str, ...]
     """Karpenter spelling (on-demand, spot): those of the groups the types were configured in."""
+    weight: int
+    """The smallest memory class weighs most: a pod that fits several classes gets the smallest
+    GPU that is large enough (as a rule the cheapest); a larger class is tried only when it must."""
 
     @property
     def name(self) -> str:
@@ -96,8 +102,16 @@ def memory_classes(groups: Iterable[GpuGroupTypes]) -> list[MemoryClass]:
             memory = group_gpu_memory_mib(group.where, [described])
             types.setdefault(memory, {})[described.instance_type] = None
             capacity.setdefault(memory, set()).add(KARPENTER_CAPACITY_TYPES[group.capacity_type])
+    if len(types) > MAX_NODE_POOL_WEIGHT:
+        raise GpuMemoryError(
+            f"gpuNodeGroups: {len(types)} per-GPU memory sizes; Karpenter's weights rank at most "
+            f"{MAX_NODE_POOL_WEIGHT} NodePools"
+        )
     return [
-        MemoryClass(memory, tuple(types[memory]), tuple(sorted(capacity[memory]))) for memory in sorted(types)
+        MemoryClass(
+            memory, tuple(types[memory]), tuple(sorted(capacity[memory])), MAX_NODE_POOL_WEIGHT - rank
+        )
+        for rank, memory in enumerate(sorted(types))
     ]
 
 
@@ -143,6 +157,7 @@ def node_pool_manifest(
         "kind": "NodePool",
         "metadata": {"name": memory_class.name},
         "spec": {
+            "weight": memory_class.weight,
             "template": {
                 "metadata": {"labels": dict(labels)},
                 "spec": {

@@ -181,6 +181,8 @@ def test_one_node_pool_per_gpu_memory_class_from_ec2(karpenter_run: StackRun) ->
         expected[moto_per_gpu_memory([instance_type])] = (instance_type, capacity)
     pools = node_pools(karpenter_run)
     assert len(pools) == len(expected) == 3
+    weights = [pools[f"gpu-{memory}mib"]["spec"]["weight"] for memory in sorted(expected)]
+    assert weights == sorted(weights, reverse=True), "the smallest GPU that fits is tried first"
     for memory, (instance_type, capacity) in expected.items():
         pool = pools[f"gpu-{memory}mib"]
         labels = pool["spec"]["template"]["metadata"]["labels"]
