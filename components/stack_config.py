@@ -10,7 +10,9 @@ be ignored and its default used silently. ``load_stack_config`` reads Pulumi's c
 Two kinds of stack: on EKS (the default: the stack creates the VPC, cluster, node groups and
 ECR repositories and builds the images) or on an existing cluster (``existingCluster``: a
 kubeconfig, images given as references, nothing created in AWS). The keys that only make
-sense on EKS are refused next to ``existingCluster``, and the other way round.
+sense on EKS are refused next to ``existingCluster``, and the other way round. On EKS,
+``autoscaling`` chooses what adds GPU nodes (Cluster Autoscaler, Karpenter or nothing); each
+autoscaler's own settings are refused unless it is the chosen one.
 """
 
 import datetime
@@ -116,10 +118,9 @@ _CHART_VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 _PRINCIPAL_ARN = re.compile(r"arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}")
 _AMI_ALIAS = re.compile(r"al2023@(latest|v[0-9]{8})")
 _DURATION = re.compile(r"([0-9]+(s|m|h))+")
-_KARPENTER_DURATION = re.compile(r"([0-9]+(s|m|h))+|Never")
+_KARPENTER_DURATION = re.compile(f"{_DURATION.pattern}|Never")
 """Karpenter's duration fields (consolidateAfter, expireAfter): Go durations or ``Never``."""
 _BUDGET = re.compile(r"(100|[1-9]?[0-9])%|[0-9]+")
-_RELEASE_TAG = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+")
 _IMAGE_REFERENCE = re.compile(r"[a-z0-9][a-z0-9._/:-]*[a-z0-9](@sha256:[0-9a-f]{64})?")
 
 
@@ -1024,17 +1025,20 @@ def _cluster_autoscaler(value: _Value) -> ClusterAutoscalerSettings:
                 _CHART_VERSION, f"a chart version such as {DEFAULT_CLUSTER_AUTOSCALER_CHART_VERSION}"
             ),
         ),
-        image_tag=fields.read(
-            "imageTag",
-            default.image_tag,
-            lambda v: v.string(_RELEASE_TAG, f"a release tag such as {DEFAULT_CLUSTER_AUTOSCALER_IMAGE_TAG}"),
-        ),
+        image_tag=fields.read("imageTag", default.image_tag, _release_tag),
         scale_down_unneeded_time=fields.read(
             "scaleDownUnneededTime",
             default.scale_down_unneeded_time,
             lambda v: v.string(_DURATION, "a duration such as 10m or 1h30m"),
         ),
     )
+
+
+def _release_tag(value: _Value) -> str:
+    tag = value.string()
+    if release_tag_minor(tag) is None:
+        value.fail(f"{tag!r} is not valid: a release tag such as {DEFAULT_CLUSTER_AUTOSCALER_IMAGE_TAG}")
+    return tag
 
 
 _AUTOSCALER_KEYS: dict[str, Autoscaler] = {

@@ -494,6 +494,11 @@ BAD_VALUES += [
         "must be v1.35.<patch> to match kubernetesVersion 1.35",
     ),
     (
+        {"clusterAutoscaler": {"imageTag": "latest"}},
+        "clusterAutoscaler.imageTag",
+        "a release tag such as v1.35.0",
+    ),
+    (
         {"clusterAutoscaler": {"scaleDownUnneededTime": "ten minutes"}},
         "clusterAutoscaler.scaleDownUnneededTime",
         "a duration such as 10m",
