@@ -79,8 +79,10 @@ class MemoryClass:
     capacity_types: tuple[str, ...]
     """Karpenter spelling (on-demand, spot): those of the groups the types were configured in."""
     weight: int
-    """The smallest memory class weighs most: a pod that fits several classes gets the smallest
-    GPU that is large enough (as a rule the cheapest); a larger class is tried only when it must."""
+    """The smallest memory class weighs most. Karpenter takes the first NodePool, in weight order,
+    that can hold a pod (equal weights: names in reverse order, the largest class first here), so
+    a pod gets the smallest per-GPU memory that is large enough; prices are compared only among
+    one pool's types (tests/e2e/test_karpenter.py shows both with real Karpenter)."""
 
     @property
     def name(self) -> str:
