@@ -30,6 +30,15 @@ NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
 )
 """What a managed node needs: join the cluster, run the VPC CNI, pull from ECR."""
+NODE_TRUST_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
+    }
+)
+"""A node role's trust policy: EC2 instances may assume it."""
 MAX_UNAVAILABLE_NODES = 1
 """Nodes replaced at a time during a node group update."""
 AUTOSCALED_FIELDS = ["scalingConfig.desiredSize"]
@@ -107,18 +116,7 @@ class Cluster(pulumi.ComponentResource):
 
         role = aws.iam.Role(
             f"{name}-node-role",
-            assume_role_policy=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [
-                        {
-                            "Effect": "Allow",
-                            "Principal": {"Service": "ec2.amazonaws.com"},
-                            "Action": "sts:AssumeRole",
-                        }
-                    ],
-                }
-            ),
+            assume_role_policy=NODE_TRUST_POLICY,
             opts=child,
         )
         attachments = [

@@ -22,7 +22,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.cluster import NODE_POOL_LABEL, SYSTEM_POOL, Cluster
+from components.cluster import NODE_POOL_LABEL, NODE_TRUST_POLICY, SYSTEM_POOL, Cluster
 from components.gpu_node_group import (
     GPU_PRESENT_LABEL,
     GPU_TAINT_KEY,
@@ -330,18 +330,7 @@ class Karpenter(pulumi.ComponentResource):
 
         node_role = aws.iam.Role(
             f"{name}-node-role",
-            assume_role_policy=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [
-                        {
-                            "Effect": "Allow",
-                            "Principal": {"Service": "ec2.amazonaws.com"},
-                            "Action": "sts:AssumeRole",
-                        }
-                    ],
-                }
-            ),
+            assume_role_policy=NODE_TRUST_POLICY,
             opts=child,
         )
         partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
