@@ -55,7 +55,7 @@ go-check: setup ## gofmt, go vet, hadolint and go test for the Go modules; print
 binaries: ## build etcd, kube-apiserver, kube-scheduler and gpu-scheduler into .cache/bin
 	@plugin/build-binaries.sh $(CURDIR)/$(BIN)
 
-autoscaler-binaries: ## build Karpenter (kwok provider) and kwok into .cache/bin, with Karpenter's CRDs and kwok's Stages (docs/karpenter-local.md)
+autoscaler-binaries: ## build Karpenter (kwok provider) and kwok into .cache/bin, with Karpenter's CRDs, kwok's Stages and the AWS provider's CRDs and chart values (docs/karpenter-local.md)
 	@plugin/build-binaries.sh $(CURDIR)/$(BIN) autoscalers
 
 pulumi-engine: ## build the Pulumi CLI and the Kubernetes provider into .cache/pulumi (pulumi-engine/environment.md)

@@ -30,10 +30,23 @@ NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
 )
 """What a managed node needs: join the cluster, run the VPC CNI, pull from ECR."""
+NODE_TRUST_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
+    }
+)
+"""A node role's trust policy: EC2 instances may assume it."""
 MAX_UNAVAILABLE_NODES = 1
+"""Nodes replaced at a time during a node group update."""
 AUTOSCALED_FIELDS = ["scalingConfig.desiredSize"]
 """Node-group fields an autoscaler (or an operator) changes: ``pulumi up`` must not undo them."""
-"""Nodes replaced at a time during a node group update."""
+CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+"""The EKS access policy given to ``clusterAccess.adminRoleArns`` (cluster-wide)."""
+POD_IDENTITY_AGENT_ADDON = "eks-pod-identity-agent"
+"""The add-on that hands Pod Identity credentials to pods (the autoscalers' controllers)."""
 
 
 class Cluster(pulumi.ComponentResource):
@@ -44,7 +57,11 @@ class Cluster(pulumi.ComponentResource):
     provider: k8s.Provider
     node_role_arn: pulumi.Output[str]
     subnet_ids: pulumi.Output[Sequence[str]]
+    node_security_group_id: pulumi.Output[str]
+    """The security group EKS creates for the cluster, which managed nodes (and Karpenter's) use."""
     system_node_group: aws.eks.NodeGroup
+    pod_identity_agent: aws.eks.Addon | None
+    """Installed when an autoscaler runs (its controller's AWS credentials come through it)."""
 
     def __init__(
         self, name: str, config: StackConfig, network: Network, opts: pulumi.ResourceOptions | None = None
@@ -55,6 +72,7 @@ class Cluster(pulumi.ComponentResource):
         self.kubernetes_version = config.kubernetes_version
         self.subnet_ids = network.private_subnet_ids
 
+        access = config.cluster_access
         eks_cluster = eks.Cluster(
             f"{name}-eks",
             name=config.cluster_name,
@@ -66,27 +84,39 @@ class Cluster(pulumi.ComponentResource):
             fargate=False,
             authentication_mode=eks.AuthenticationMode.API,
             create_oidc_provider=False,
+            # Only the security group EKS itself creates: the one managed nodes get, which
+            # Karpenter's nodes find by tag (pulumi-eks' extra groups serve self-managed nodes).
+            skip_default_security_groups=True,
+            endpoint_private_access=access.endpoint_private_access,
+            endpoint_public_access=access.endpoint_public_access,
+            public_access_cidrs=list(access.public_access_cidrs) if access.endpoint_public_access else None,
+            access_entries={
+                f"admin-{index}": eks.AccessEntryArgs(
+                    principal_arn=arn,
+                    access_policies={
+                        "admin": eks.AccessPolicyAssociationArgs(
+                            policy_arn=CLUSTER_ADMIN_POLICY,
+                            access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                        )
+                    },
+                )
+                for index, arn in enumerate(access.admin_role_arns)
+            },
+            # Every add-on at the version EKS lists for kubernetesVersion, so an upgrade moves them too.
+            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(version=self._addon_version("kube-proxy")),
             # The VPC CNI enforces NetworkPolicy (the extender's) only when this is on.
-            vpc_cni_options=eks.VpcCniOptionsArgs(enable_network_policy=True),
+            vpc_cni_options=eks.VpcCniOptionsArgs(
+                enable_network_policy=True, addon_version=self._addon_version("vpc-cni")
+            ),
             opts=child,
         )
         self.kubeconfig = pulumi.Output.secret(eks_cluster.kubeconfig_json)
         self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, opts=child)
+        self.node_security_group_id = eks_cluster.cluster_security_group_id
 
         role = aws.iam.Role(
             f"{name}-node-role",
-            assume_role_policy=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [
-                        {
-                            "Effect": "Allow",
-                            "Principal": {"Service": "ec2.amazonaws.com"},
-                            "Action": "sts:AssumeRole",
-                        }
-                    ],
-                }
-            ),
+            assume_role_policy=NODE_TRUST_POLICY,
             opts=child,
         )
         attachments = [
@@ -132,13 +162,34 @@ class Cluster(pulumi.ComponentResource):
             f"{name}-coredns",
             cluster_name=config.cluster_name,
             addon_name="coredns",
+            addon_version=self._addon_version("coredns"),
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group]),
         )
+        self.pod_identity_agent = None
+        if config.autoscaling != "none":
+            self.pod_identity_agent = aws.eks.Addon(
+                f"{name}-pod-identity-agent",
+                cluster_name=config.cluster_name,
+                addon_name=POD_IDENTITY_AGENT_ADDON,
+                addon_version=self._addon_version(POD_IDENTITY_AGENT_ADDON),
+                resolve_conflicts_on_create="OVERWRITE",
+                resolve_conflicts_on_update="OVERWRITE",
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group]),
+            )
         self.register_outputs(
             {"clusterName": self.name, "kubeconfig": self.kubeconfig, "nodeRoleArn": self.node_role_arn}
         )
+
+    def _addon_version(self, addon: str) -> pulumi.Output[str]:
+        """The newest version of ``addon`` that EKS lists for the cluster's Kubernetes version."""
+        return aws.eks.get_addon_version_output(
+            addon_name=addon,
+            kubernetes_version=self.kubernetes_version,
+            most_recent=True,
+            opts=pulumi.InvokeOutputOptions(parent=self),
+        ).version
 
     def _checked_system_types(self, instance_types: Sequence[str]) -> pulumi.Output[list[str]]:
         """The system group's types, once EC2 says each runs the AMI's architecture."""

@@ -1,9 +1,16 @@
 """An ECR repository and, when the scheduler mode needs it, the image built and pushed to it.
 
-Tags are immutable, so each build is tagged with a hash of its sources (content_tag): a
-change to the sources makes a new tag; unchanged sources keep the tag and nothing is
-rebuilt or rolled. Deployments use ``image_ref`` (``repository:tag@sha256:...``), so a node
-always runs the exact bytes that were pushed.
+Each build is tagged with a hash of what the builder compares (content_tag: sources with their
+permission bits, Dockerfile, platform): a change makes a new tag; unchanged inputs keep the tag
+and nothing is rebuilt or rolled. Deployments use ``image_ref`` (``repository:tag@sha256:...``),
+so a node always runs the exact bytes that were pushed, whatever the tag points at later.
+
+The tags are MUTABLE, and the digest is the pin. An IMMUTABLE repository cannot take the same
+tag twice, and a push is not atomic with Pulumi's state: when ``pulumi up`` is interrupted after
+the push but before the state is saved, the next ``up`` builds again, and a rebuild is not byte
+for byte the same image (layer timestamps, provenance), so ECR would refuse it with
+ImageTagAlreadyExistsException until someone deleted the image by hand
+(docs/deploy-eks.md#image-tags-and-digests).
 """
 
 import json
@@ -20,6 +27,8 @@ from components.stack_config import ImageSettings
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PLATFORM = docker_build.Platform.LINUX_AMD64
 """The node groups run x86_64 AMIs."""
+TAG_MUTABILITY = "MUTABLE"
+"""A rerun after an interrupted push may push the tag again; what runs is pinned by digest."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,11 @@ GPU_SCHEDULER_IMAGE = ImageSource(
 )
 
 
+def image_tag(source: ImageSource) -> str:
+    """The content tag of ``source``: its files, its Dockerfile and the platform built for."""
+    return content_tag(PROJECT_ROOT, source.sources, build_inputs=(source.dockerfile, str(PLATFORM.value)))
+
+
 def lifecycle_policy(keep_images: int) -> str:
     """ECR lifecycle policy: expire all but the newest ``keep_images`` images."""
     return json.dumps(
@@ -68,7 +82,7 @@ def lifecycle_policy(keep_images: int) -> str:
 
 
 class ContainerImage(pulumi.ComponentResource):
-    """ECR repository (immutable tags, scan on push, lifecycle policy) and an optional build.
+    """ECR repository (mutable tags, digest pins, scan on push, lifecycle policy) and an optional build.
 
     The repository is ``<namespace>/<image>`` (namespace: the cluster name), so stacks in one
     account and region do not collide.
@@ -93,7 +107,7 @@ class ContainerImage(pulumi.ComponentResource):
         self.repository = aws.ecr.Repository(
             f"{name}-repository",
             name=f"{namespace}/{source.repository}",
-            image_tag_mutability="IMMUTABLE",
+            image_tag_mutability=TAG_MUTABILITY,
             image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(scan_on_push=True),
             force_delete=settings.force_delete,
             opts=child,
@@ -107,7 +121,7 @@ class ContainerImage(pulumi.ComponentResource):
         self.tag = None
         self._image_ref: pulumi.Output[str] | None = None
         if build:
-            tag = self.tag = content_tag(PROJECT_ROOT, source.sources)
+            tag = self.tag = image_tag(source)
             token = aws.ecr.get_authorization_token_output(
                 registry_id=self.repository.registry_id, opts=pulumi.InvokeOutputOptions(parent=self)
             )

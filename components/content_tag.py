@@ -1,9 +1,11 @@
-"""Image tags that change exactly when an image's sources change.
+"""Image tags that change exactly when what the image builder compares changes.
 
-The ECR repositories have immutable tags, so a tag can never be pushed twice with other
-content: the tag is a hash of the files the image is built from (paths and bytes). Same
-sources, same tag, no rebuild or rollout; one changed byte, a new tag and a rolling update.
-A pure module (no Pulumi import).
+The tag is a hash of the files the image is built from (paths, bytes and permission bits: the
+builder's context hash sees a ``chmod`` and so does ``COPY``) and of the build's own inputs
+(Dockerfile path, platform). Same inputs, same tag, no rebuild or rollout; one changed byte or
+mode, a new tag and a rolling update. The tag names a build; what runs is pinned by digest
+(components/container_image.py says why the repositories' tags are mutable). A pure module
+(no Pulumi import).
 """
 
 import hashlib
@@ -38,15 +40,27 @@ def source_files(root: Path, sources: Iterable[str]) -> list[Path]:
     return sorted(files)
 
 
-def content_tag(root: Path, sources: Iterable[str], prefix: str = "src") -> str:
-    """``<prefix>-<hash>``: a SHA-256 over the relative paths and bytes of the source files."""
+MODE_BITS = 0o7777
+"""Permission bits (with setuid, setgid, sticky) of a file, as ``COPY`` keeps them."""
+
+
+def content_tag(
+    root: Path, sources: Iterable[str], build_inputs: Iterable[str] = (), prefix: str = "src"
+) -> str:
+    """``<prefix>-<hash>``: a SHA-256 over the relative paths, permission bits and bytes of the
+    source files, then ``build_inputs`` (what else the builder compares: Dockerfile, platform)."""
     digest = hashlib.sha256()
     for path in source_files(root, sources):
         relative = path.relative_to(root).as_posix().encode()
+        mode = f"{path.stat().st_mode & MODE_BITS:o}".encode()
         data = path.read_bytes()
-        for part in (relative, data):
+        for part in (relative, mode, data):
             digest.update(len(part).to_bytes(8, "big"))
             digest.update(part)
+    for build_input in build_inputs:
+        part = build_input.encode()
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
     return f"{prefix}-{digest.hexdigest()[:TAG_HASH_CHARS]}"
 
 

@@ -7,13 +7,19 @@ import pulumi
 import pulumi_aws as aws
 
 from components.cluster import AUTOSCALED_FIELDS, NODE_POOL_LABEL, Cluster
-from components.render.gpu_memory import Gpu, InstanceGpus, group_gpu_memory_mib, require_architecture
+from components.render.gpu_memory import (
+    NVIDIA_AMI_ARCHITECTURE,
+    Gpu,
+    InstanceGpus,
+    group_gpu_memory_mib,
+    require_architecture,
+)
 from components.stack_config import GpuNodeGroup as GpuNodeGroupSettings
 from policy import GPU_RESOURCE, NODE_MEMORY_LABEL
 
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 """EKS-optimised Amazon Linux 2023 with the NVIDIA driver and container toolkit."""
-GPU_AMI_ARCHITECTURE = "x86_64"
+GPU_AMI_ARCHITECTURE = NVIDIA_AMI_ARCHITECTURE
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 """The device plugin chart's node affinity matches this label (NFD is not installed)."""
 GPU_TAINT_KEY = GPU_RESOURCE
@@ -32,9 +38,14 @@ def instance_gpus_from_invoke(instance_type: str, result: Any) -> InstanceGpus:
     return InstanceGpus(instance_type, gpus, tuple(result.supported_architectures or ()))
 
 
-def gpu_memory_label(config_key: str, group_name: str, described: Sequence[InstanceGpus]) -> str:
+def group_key(settings: GpuNodeGroupSettings) -> str:
+    """Where a group's instance types were configured, as errors name them."""
+    return f"{settings.config_key}.instanceTypes (GPU node group {settings.name!r})"
+
+
+def gpu_memory_label(settings: GpuNodeGroupSettings, described: Sequence[InstanceGpus]) -> str:
     """The label value for a group, failing with an error that names its config key."""
-    where = f"{config_key}.instanceTypes (GPU node group {group_name!r})"
+    where = group_key(settings)
     require_architecture(where, described, GPU_AMI_ARCHITECTURE)
     return str(group_gpu_memory_mib(where, described))
 
@@ -43,6 +54,10 @@ class GpuNodeGroup(pulumi.ComponentResource):
     """One GPU node group; its label is the minimum per-GPU memory of its instance types."""
 
     memory_label: pulumi.Output[str]
+    instance_gpus: pulumi.Output[list[InstanceGpus]]
+    """EC2's GPU data of each instance type, in the configured order."""
+    gpus_per_node: pulumi.Output[int]
+    """The fewest GPUs any of the group's types has (what a scale-from-zero template may promise)."""
     node_group: aws.eks.NodeGroup
 
     def __init__(
@@ -60,15 +75,15 @@ class GpuNodeGroup(pulumi.ComponentResource):
             )
             for instance_type in settings.instance_types
         ]
-        self.memory_label = pulumi.Output.all(*lookups).apply(
-            lambda results: gpu_memory_label(
-                settings.config_key,
-                settings.name,
-                [
-                    instance_gpus_from_invoke(instance_type, result)
-                    for instance_type, result in zip(settings.instance_types, results, strict=True)
-                ],
-            )
+        self.instance_gpus = pulumi.Output.all(*lookups).apply(
+            lambda results: [
+                instance_gpus_from_invoke(instance_type, result)
+                for instance_type, result in zip(settings.instance_types, results, strict=True)
+            ]
+        )
+        self.memory_label = self.instance_gpus.apply(lambda described: gpu_memory_label(settings, described))
+        self.gpus_per_node = self.instance_gpus.apply(
+            lambda described: min(sum(gpu.count for gpu in item.gpus) for item in described)
         )
         taints = (
             [aws.eks.NodeGroupTaintArgs(key=GPU_TAINT_KEY, value=GPU_TAINT_VALUE, effect=GPU_TAINT_EFFECT)]

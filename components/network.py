@@ -1,8 +1,9 @@
 """The cluster's network: a new VPC across several availability zones, or existing subnets."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_awsx as awsx
 
 from components.stack_config import ExistingNetwork, NewVpc
@@ -25,8 +26,14 @@ class Network(pulumi.ComponentResource):
     """None for an existing VPC given without public subnets."""
 
     def __init__(
-        self, name: str, settings: NewVpc | ExistingNetwork, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        settings: NewVpc | ExistingNetwork,
+        private_subnet_tags: Mapping[str, str] | None = None,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """``private_subnet_tags``: more tags for the nodes' subnets (Karpenter's discovery tag);
+        on an existing VPC each subnet gets them as tag resources (removed with the stack)."""
         super().__init__("gpu-scheduler-eks:index:Network", name, None, opts)
         if isinstance(settings, ExistingNetwork):
             self.vpc_id = pulumi.Output.from_input(settings.vpc_id)
@@ -36,6 +43,15 @@ class Network(pulumi.ComponentResource):
                 if settings.public_subnet_ids
                 else None
             )
+            for index, subnet_id in enumerate(settings.private_subnet_ids):
+                for key, value in (private_subnet_tags or {}).items():
+                    aws.ec2.Tag(
+                        f"{name}-subnet-{index}-{key.replace('/', '-')}",
+                        resource_id=subnet_id,
+                        key=key,
+                        value=value,
+                        opts=pulumi.ResourceOptions(parent=self),
+                    )
         else:
             vpc = awsx.ec2.Vpc(
                 f"{name}-vpc",
@@ -46,7 +62,10 @@ class Network(pulumi.ComponentResource):
                 ),
                 subnet_specs=[
                     awsx.ec2.SubnetSpecArgs(type=awsx.ec2.SubnetType.PUBLIC, tags=PUBLIC_SUBNET_TAGS),
-                    awsx.ec2.SubnetSpecArgs(type=awsx.ec2.SubnetType.PRIVATE, tags=PRIVATE_SUBNET_TAGS),
+                    awsx.ec2.SubnetSpecArgs(
+                        type=awsx.ec2.SubnetType.PRIVATE,
+                        tags={**PRIVATE_SUBNET_TAGS, **(private_subnet_tags or {})},
+                    ),
                 ],
                 enable_dns_hostnames=True,
                 enable_dns_support=True,

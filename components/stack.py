@@ -18,14 +18,17 @@ import pulumi_kubernetes as k8s
 
 from components.certificates import Certificates
 from components.cluster import Cluster
+from components.cluster_autoscaler import ClusterAutoscaler
 from components.container_image import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, ContainerImage
 from components.custom_scheduler import CustomScheduler
 from components.device_plugin import DevicePlugin
 from components.existing_cluster import ExistingCluster
 from components.extender import Extender
 from components.gpu_node_group import GpuNodeGroup
+from components.karpenter import Karpenter
 from components.kubernetes_await import await_annotations
 from components.network import Network
+from components.render.karpenter_pools import DISCOVERY_TAG
 from components.render.scheduler_config import NAMESPACE, uses_extender
 from components.stack_config import StackConfig
 from components.webhook import AdmissionWebhook
@@ -138,12 +141,36 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
 
 def _eks_target(config: StackConfig) -> ClusterTarget:
     """A new EKS cluster: network, control plane, node groups, ECR repositories, image builds."""
-    network = Network("network", config.network)
+    karpenter = config.autoscaling == "karpenter"
+    network = Network(
+        "network",
+        config.network,
+        private_subnet_tags={DISCOVERY_TAG: config.cluster_name} if karpenter else None,
+    )
     cluster = Cluster("cluster", config, network)
     gpu_groups = [
         GpuNodeGroup(f"gpu-{group.name}", group, cluster, config.gpu_taint)
         for group in config.gpu_node_groups
     ]
+    if karpenter:
+        Karpenter(
+            "karpenter",
+            config.karpenter,
+            cluster,
+            gpu_groups=config.gpu_node_groups,
+            gpu_taint=config.gpu_taint,
+        )
+    elif config.autoscaling == "cluster-autoscaler":
+        ClusterAutoscaler(
+            "cluster-autoscaler",
+            config.cluster_autoscaler,
+            cluster,
+            gpu_groups=[
+                (group.name, node_group)
+                for group, node_group in zip(config.gpu_node_groups, gpu_groups, strict=True)
+            ],
+            gpu_taint=config.gpu_taint,
+        )
     extender_mode = uses_extender(config.scheduler_mode)
     runs_extender_image = extender_mode or config.webhook.enabled
     extender_image = ContainerImage(

@@ -10,7 +10,9 @@ be ignored and its default used silently. ``load_stack_config`` reads Pulumi's c
 Two kinds of stack: on EKS (the default: the stack creates the VPC, cluster, node groups and
 ECR repositories and builds the images) or on an existing cluster (``existingCluster``: a
 kubeconfig, images given as references, nothing created in AWS). The keys that only make
-sense on EKS are refused next to ``existingCluster``, and the other way round.
+sense on EKS are refused next to ``existingCluster``, and the other way round. On EKS,
+``autoscaling`` chooses what adds GPU nodes (Cluster Autoscaler, Karpenter or nothing); each
+autoscaler's own settings are refused unless it is the chosen one.
 """
 
 import datetime
@@ -38,6 +40,10 @@ from components.provided_certificates import (
     ProvidedCertificates,
     check_provided_certificates,
 )
+from components.render.karpenter_pools import (
+    CONSOLIDATION_POLICIES,
+    NodePoolSettings,
+)
 from components.render.scheduler_config import SCHEDULER_MODES, ExtenderEndpoint, SchedulerMode, uses_extender
 from components.render.webhook_config import (
     DEFAULT_FAILURE_POLICY,
@@ -58,6 +64,19 @@ DEFAULT_KUBERNETES_VERSION = "1.35"
 DEFAULT_KUBE_SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler:v1.35.8"
 DEFAULT_DEVICE_PLUGIN_CHART_VERSION = "0.17.4"
 """nvidia-device-plugin chart: the newest 0.17.x release (NVIDIA/gpu-operator#1671 moved to it)."""
+DEFAULT_KARPENTER_CHART_VERSION = "1.14.1"
+"""Karpenter (AWS provider) chart and CRDs: the release whose core the local kwok build runs
+(plugin/karpenter/go.mod, sigs.k8s.io/karpenter v1.14.1), so both are the same Karpenter."""
+DEFAULT_KARPENTER_AMI_ALIAS = "al2023@latest"
+"""EKS-optimised AL2023; Karpenter picks its NVIDIA variant for GPU instance types."""
+DEFAULT_CLUSTER_AUTOSCALER_CHART_VERSION = "9.59.0"
+"""kubernetes/autoscaler's cluster-autoscaler chart whose appVersion is 1.35.0."""
+DEFAULT_CLUSTER_AUTOSCALER_IMAGE_TAG = "v1.35.0"
+"""Cluster Autoscaler's minor must equal the cluster's (it embeds the scheduler's code)."""
+DEFAULT_SCALE_DOWN_UNNEEDED_TIME = "10m"
+MAX_GPU_LIMIT = 100_000
+MAX_SQS_QUEUE_NAME = 80
+"""SQS' limit on a queue name; Karpenter's interruption queue is named after the cluster."""
 
 MIN_AVAILABILITY_ZONES = 2
 MAX_AVAILABILITY_ZONES = 6
@@ -79,6 +98,11 @@ plugins' scores (default plugins weigh 1-3); 100 already lets the extender outvo
 
 NatGateways = Literal["single", "onePerAz"]
 NAT_GATEWAY_CHOICES: tuple[NatGateways, ...] = ("single", "onePerAz")
+Autoscaler = Literal["none", "karpenter", "cluster-autoscaler"]
+AUTOSCALERS: tuple[Autoscaler, ...] = ("none", "karpenter", "cluster-autoscaler")
+DEFAULT_AUTOSCALER: Autoscaler = "cluster-autoscaler"
+"""It scales the node groups the stack already declares, within their own min and max
+(docs/deploy-eks.md#autoscaling-the-gpu-node-groups says why it is the default)."""
 CapacityType = Literal["ON_DEMAND", "SPOT"]
 CAPACITY_TYPES: dict[str, CapacityType] = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
 """Config spelling -> the EKS API's."""
@@ -91,6 +115,12 @@ _INSTANCE_TYPE = re.compile(r"[a-z][a-z0-9-]*\.[a-z0-9-]+")
 _VPC_ID = re.compile(r"vpc-[0-9a-f]{8,17}")
 _SUBNET_ID = re.compile(r"subnet-[0-9a-f]{8,17}")
 _CHART_VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
+_PRINCIPAL_ARN = re.compile(r"arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}")
+_AMI_ALIAS = re.compile(r"al2023@(latest|v[0-9]{8})")
+_DURATION = re.compile(r"([0-9]+(s|m|h))+")
+_KARPENTER_DURATION = re.compile(f"{_DURATION.pattern}|Never")
+"""Karpenter's duration fields (consolidateAfter, expireAfter): Go durations or ``Never``."""
+_BUDGET = re.compile(r"(100|[1-9]?[0-9])%|[0-9]+")
 _IMAGE_REFERENCE = re.compile(r"[a-z0-9][a-z0-9._/:-]*[a-z0-9](@sha256:[0-9a-f]{64})?")
 
 
@@ -257,6 +287,37 @@ class DevicePluginSettings:
 
 
 @dataclass(frozen=True)
+class ClusterAccess:
+    """Who reaches the EKS API and from where (besides the identity that ran ``pulumi up``)."""
+
+    admin_role_arns: tuple[str, ...] = ()
+    """IAM roles or users given an access entry with AmazonEKSClusterAdminPolicy (cluster-wide)."""
+    public_access_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
+    endpoint_private_access: bool = True
+    """Nodes and in-VPC clients reach the API without leaving the VPC."""
+    endpoint_public_access: bool = True
+
+
+@dataclass(frozen=True)
+class KarpenterSettings:
+    """Karpenter (``autoscaling: karpenter``): its chart, the EC2NodeClass and the NodePools."""
+
+    chart_version: str = DEFAULT_KARPENTER_CHART_VERSION
+    ami_alias: str = DEFAULT_KARPENTER_AMI_ALIAS
+    disk_size_gib: int = 100
+    node_pools: NodePoolSettings = field(default_factory=NodePoolSettings)
+
+
+@dataclass(frozen=True)
+class ClusterAutoscalerSettings:
+    """Cluster Autoscaler (``autoscaling: cluster-autoscaler``) over the managed node groups."""
+
+    chart_version: str = DEFAULT_CLUSTER_AUTOSCALER_CHART_VERSION
+    image_tag: str = DEFAULT_CLUSTER_AUTOSCALER_IMAGE_TAG
+    scale_down_unneeded_time: str = DEFAULT_SCALE_DOWN_UNNEEDED_TIME
+
+
+@dataclass(frozen=True)
 class ExistingCluster:
     """A cluster made elsewhere: the stack only reaches it through this kubeconfig."""
 
@@ -288,6 +349,11 @@ class StackConfig:
     certificates: CertificateSettings = field(default_factory=CertificateSettings)
     images: ImageSettings = field(default_factory=ImageSettings)
     device_plugin: DevicePluginSettings = field(default_factory=DevicePluginSettings)
+    cluster_access: ClusterAccess = field(default_factory=ClusterAccess)
+    autoscaling: Autoscaler = DEFAULT_AUTOSCALER
+    """What adds and removes GPU nodes; ``none`` on an existing cluster (its own business)."""
+    karpenter: KarpenterSettings = field(default_factory=KarpenterSettings)
+    cluster_autoscaler: ClusterAutoscalerSettings = field(default_factory=ClusterAutoscalerSettings)
     existing_cluster: ExistingCluster | None = None
     """None: the stack creates an EKS cluster; else it deploys into this one."""
 
@@ -296,7 +362,7 @@ DEFAULT_GPU_NODE_GROUPS = (GpuNodeGroup(name="t4", instance_types=("g4dn.xlarge"
 
 _STRUCTURED_KEYS = frozenset(
     {"network", "systemNodeGroup", "gpuNodeGroups", "scheduler", "extender", "certificates", "images"}
-    | {"devicePlugin", "existingCluster", "webhook"}
+    | {"devicePlugin", "existingCluster", "webhook", "karpenter", "clusterAutoscaler", "clusterAccess"}
 )
 TOP_LEVEL_KEYS = _STRUCTURED_KEYS | {
     "clusterName",
@@ -304,8 +370,19 @@ TOP_LEVEL_KEYS = _STRUCTURED_KEYS | {
     "gpuTaint",
     "schedulerMode",
     "scoringStrategy",
+    "autoscaling",
 }
-EKS_ONLY_KEYS = ("clusterName", "network", "systemNodeGroup", "gpuNodeGroups", "gpuTaint")
+EKS_ONLY_KEYS = (
+    "clusterName",
+    "network",
+    "systemNodeGroup",
+    "gpuNodeGroups",
+    "gpuTaint",
+    "clusterAccess",
+    "autoscaling",
+    "karpenter",
+    "clusterAutoscaler",
+)
 """Top-level keys that describe what the stack creates in AWS; refused next to existingCluster."""
 ECR_IMAGE_KEYS = ("keepImages", "forceDelete")
 """``images`` keys for the ECR repositories of an EKS stack."""
@@ -384,6 +461,14 @@ def parse_stack_config(
         ),
         images=top.read("images", default.images, _images),
         device_plugin=top.read("devicePlugin", default.device_plugin, _device_plugin),
+        cluster_access=top.read("clusterAccess", default.cluster_access, _cluster_access),
+        autoscaling=top.read(
+            "autoscaling",
+            "none" if "existingCluster" in top else default.autoscaling,
+            lambda v: v.choice(AUTOSCALERS),
+        ),
+        karpenter=top.read("karpenter", default.karpenter, _karpenter),
+        cluster_autoscaler=top.read("clusterAutoscaler", default.cluster_autoscaler, _cluster_autoscaler),
         existing_cluster=top.read(
             "existingCluster", None, lambda v: _existing_cluster(v, secret="existingCluster" in secret_keys)
         ),
@@ -391,6 +476,7 @@ def parse_stack_config(
     _check_images(config, top.get("images"))
     _check_scheduler_version(config, plugin_version)
     _check_webhook_certificates(config)
+    _check_autoscaler_settings(config, top)
     return config
 
 
@@ -707,15 +793,6 @@ def _webhook(value: _Value) -> WebhookSettings:
     )
     default = WebhookSettings()
 
-    def cidrs(v: _Value) -> tuple[str, ...]:
-        blocks = tuple(item.string() for item in v.items())
-        for index, block in enumerate(blocks):
-            try:
-                ipaddress.ip_network(block)
-            except ValueError:
-                _Value(f"{v.path}[{index}]", block).fail(f"{block!r} is not a CIDR block such as 10.0.0.0/16")
-        return blocks
-
     return WebhookSettings(
         enabled=fields.read("enabled", default.enabled, _Value.boolean),
         replicas=fields.read(
@@ -730,7 +807,7 @@ def _webhook(value: _Value) -> WebhookSettings:
         invalid_annotation=fields.read(
             "invalidAnnotation", default.invalid_annotation, lambda v: v.choice(INVALID_ANNOTATION_CHOICES)
         ),
-        allowed_source_cidrs=fields.read("allowedSourceCidrs", default.allowed_source_cidrs, cidrs),
+        allowed_source_cidrs=fields.read("allowedSourceCidrs", default.allowed_source_cidrs, _cidr_blocks),
         resources=fields.read("resources", default.resources, lambda v: _resources(v, default.resources)),
     )
 
@@ -846,6 +923,152 @@ def _device_plugin(value: _Value) -> DevicePluginSettings:
             lambda v: v.string(_CHART_VERSION, "a chart version such as 0.17.4"),
         ),
     )
+
+
+def _cidr_blocks(value: _Value) -> tuple[str, ...]:
+    blocks = tuple(item.string() for item in value.items())
+    for index, block in enumerate(blocks):
+        try:
+            ipaddress.ip_network(block)
+        except ValueError:
+            _Value(f"{value.path}[{index}]", block).fail(f"{block!r} is not a CIDR block such as 10.0.0.0/16")
+    return blocks
+
+
+def _cluster_access(value: _Value) -> ClusterAccess:
+    fields = value.fields(
+        {"adminRoleArns", "publicAccessCidrs", "endpointPrivateAccess", "endpointPublicAccess"}
+    )
+    default = ClusterAccess()
+    access = ClusterAccess(
+        admin_role_arns=fields.read(
+            "adminRoleArns",
+            default.admin_role_arns,
+            lambda v: v.string_list(
+                _PRINCIPAL_ARN,
+                "an IAM role or user ARN such as arn:aws:iam::123456789012:role/platform-admin",
+                0,
+            ),
+        ),
+        public_access_cidrs=fields.read("publicAccessCidrs", default.public_access_cidrs, _cidr_blocks),
+        endpoint_private_access=fields.read(
+            "endpointPrivateAccess", default.endpoint_private_access, _Value.boolean
+        ),
+        endpoint_public_access=fields.read(
+            "endpointPublicAccess", default.endpoint_public_access, _Value.boolean
+        ),
+    )
+    if not access.endpoint_private_access and not access.endpoint_public_access:
+        value.fail(
+            "endpointPrivateAccess and endpointPublicAccess are both false: nothing could reach the API"
+        )
+    if not access.endpoint_public_access and "publicAccessCidrs" in fields:
+        fields["publicAccessCidrs"].fail("only with endpointPublicAccess: true (there is no public endpoint)")
+    if access.endpoint_public_access and not access.public_access_cidrs:
+        fields["publicAccessCidrs"].fail(
+            "must list at least one CIDR block; to close the public endpoint set endpointPublicAccess: false"
+        )
+    return access
+
+
+def _karpenter(value: _Value) -> KarpenterSettings:
+    fields = value.fields(
+        {"chartVersion", "amiAlias", "diskSizeGib", "gpuLimit", "consolidationPolicy"}
+        | {"consolidateAfter", "disruptionBudget", "expireAfter"}
+    )
+    default = KarpenterSettings()
+    pools = default.node_pools
+
+    def duration(key: str, fallback: str) -> str:
+        return fields.read(
+            key,
+            fallback,
+            lambda v: v.string(_KARPENTER_DURATION, "a duration such as 30s, 5m or 720h, or Never"),
+        )
+
+    return KarpenterSettings(
+        chart_version=fields.read(
+            "chartVersion",
+            default.chart_version,
+            lambda v: v.string(_CHART_VERSION, f"a chart version such as {DEFAULT_KARPENTER_CHART_VERSION}"),
+        ),
+        ami_alias=fields.read(
+            "amiAlias",
+            default.ami_alias,
+            lambda v: v.string(_AMI_ALIAS, "al2023@latest or a pinned release such as al2023@v20260901"),
+        ),
+        disk_size_gib=fields.read("diskSizeGib", default.disk_size_gib, _disk_size),
+        node_pools=NodePoolSettings(
+            gpu_limit=fields.read("gpuLimit", pools.gpu_limit, lambda v: v.integer(1, MAX_GPU_LIMIT)),
+            consolidation_policy=fields.read(
+                "consolidationPolicy", pools.consolidation_policy, lambda v: v.choice(CONSOLIDATION_POLICIES)
+            ),
+            consolidate_after=duration("consolidateAfter", pools.consolidate_after),
+            disruption_budget=fields.read(
+                "disruptionBudget",
+                pools.disruption_budget,
+                lambda v: v.string(_BUDGET, "a node count such as 1 or a percentage such as 10%"),
+            ),
+            expire_after=duration("expireAfter", pools.expire_after),
+        ),
+    )
+
+
+def _cluster_autoscaler(value: _Value) -> ClusterAutoscalerSettings:
+    fields = value.fields({"chartVersion", "imageTag", "scaleDownUnneededTime"})
+    default = ClusterAutoscalerSettings()
+    return ClusterAutoscalerSettings(
+        chart_version=fields.read(
+            "chartVersion",
+            default.chart_version,
+            lambda v: v.string(
+                _CHART_VERSION, f"a chart version such as {DEFAULT_CLUSTER_AUTOSCALER_CHART_VERSION}"
+            ),
+        ),
+        image_tag=fields.read("imageTag", default.image_tag, _release_tag),
+        scale_down_unneeded_time=fields.read(
+            "scaleDownUnneededTime",
+            default.scale_down_unneeded_time,
+            lambda v: v.string(_DURATION, "a duration such as 10m or 1h30m"),
+        ),
+    )
+
+
+def _release_tag(value: _Value) -> str:
+    tag = value.string()
+    if release_tag_minor(tag) is None:
+        value.fail(f"{tag!r} is not valid: a release tag such as {DEFAULT_CLUSTER_AUTOSCALER_IMAGE_TAG}")
+    return tag
+
+
+_AUTOSCALER_KEYS: dict[str, Autoscaler] = {
+    "karpenter": "karpenter",
+    "clusterAutoscaler": "cluster-autoscaler",
+}
+"""Each autoscaler's settings key and the ``autoscaling`` value it belongs to."""
+
+
+def _check_autoscaler_settings(config: StackConfig, top: "_Fields") -> None:
+    """An autoscaler's settings only next to ``autoscaling`` naming it (else they would be ignored);
+    Cluster Autoscaler's minor must be the cluster's."""
+    for key, autoscaler in _AUTOSCALER_KEYS.items():
+        if key in top and config.autoscaling != autoscaler:
+            top[key].fail(
+                f"only with autoscaling: {autoscaler}; autoscaling is {config.autoscaling}, "
+                "so these settings would be ignored"
+            )
+    if config.autoscaling == "karpenter" and len(config.cluster_name) > MAX_SQS_QUEUE_NAME:
+        _Value("clusterName", config.cluster_name).fail(
+            f"at most {MAX_SQS_QUEUE_NAME} characters with autoscaling: karpenter (it also names "
+            "Karpenter's SQS interruption queue)"
+        )
+    if config.autoscaling == "cluster-autoscaler":
+        tag = config.cluster_autoscaler.image_tag
+        if release_tag_minor(tag) != cluster_minor(config.kubernetes_version):
+            _Value("clusterAutoscaler.imageTag", tag).fail(
+                f"must be v1.{cluster_minor(config.kubernetes_version)}.<patch> to match kubernetesVersion "
+                f"{config.kubernetes_version} (Cluster Autoscaler supports only its own minor)"
+            )
 
 
 def _existing_cluster(value: _Value, secret: bool) -> ExistingCluster:

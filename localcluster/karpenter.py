@@ -27,7 +27,7 @@ groups have; consolidation is off so that a node lives as long as the run.
 
 import contextlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,7 +99,7 @@ def node_pool_manifest() -> dict[str, Any]:
             "template": {
                 "metadata": {"labels": {GPU_PRESENT_LABEL: "true"}},
                 "spec": {
-                    "nodeClassRef": {"group": KWOK_GROUP, "kind": "KWOKNodeClass", "name": NODE_CLASS},
+                    "nodeClassRef": kwok_node_class_ref(),
                     "requirements": [
                         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}
                     ],
@@ -110,6 +110,11 @@ def node_pool_manifest() -> dict[str, Any]:
             "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"},
         },
     }
+
+
+def kwok_node_class_ref() -> dict[str, str]:
+    """A NodePool's ``nodeClassRef`` to the local KWOKNodeClass (instead of an EC2NodeClass)."""
+    return {"group": KWOK_GROUP, "kind": "KWOKNodeClass", "name": NODE_CLASS}
 
 
 def install_crds(api: kubernetes.client.ApiClient, crd_dir: Path) -> list[str]:
@@ -159,14 +164,21 @@ def karpenter_env(
 
 
 @contextlib.contextmanager
-def running_karpenter(plane: ControlPlane, bin_dir: Path, work_dir: Path) -> Iterator[RunningKarpenter]:
-    """CRDs, the NodePool, kwok, the readiness lifter and Karpenter; all stopped on exit."""
+def running_karpenter(
+    plane: ControlPlane,
+    bin_dir: Path,
+    work_dir: Path,
+    node_pools: Sequence[Mapping[str, Any]] | None = None,
+) -> Iterator[RunningKarpenter]:
+    """CRDs, the NodePools (``node_pools``, each referring to the KWOKNodeClass; default: the one
+    ``gpu`` pool), kwok, the readiness lifter and Karpenter; all stopped on exit."""
     work_dir.mkdir(parents=True, exist_ok=True)
     api = plane.api_client()
     install_crds(api, bin_dir / CRD_DIR)
     custom = kubernetes.client.CustomObjectsApi(api)
     custom.create_cluster_custom_object(KWOK_GROUP, KWOK_VERSION, "kwoknodeclasses", node_class_manifest())
-    custom.create_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodepools", node_pool_manifest())
+    for pool in node_pools if node_pools is not None else [node_pool_manifest()]:
+        custom.create_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodepools", dict(pool))
 
     inventory = load_inventory()
     offered = {name: inventory[name] for name in KARPENTER_INSTANCE_TYPES}

@@ -11,6 +11,12 @@
 #     kwok            sigs.k8s.io/kwok/cmd/kwok (fakes the kubelet of Karpenter's nodes)
 #                     at the version in kwok/go.mod
 #     karpenter-crds/ Karpenter's CRDs from its module (kwok/charts/crds, kwok/apis/crds)
+#     karpenter-aws-crds/  the AWS provider's CRDs (EC2NodeClass, NodePool, ...) from
+#                     github.com/aws/karpenter-provider-aws at the release the stack's
+#                     Karpenter chart pins (components/stack_config.py), downloaded only:
+#                     the dry run of the stack's NodePools and EC2NodeClass installs them
+#     karpenter-aws-chart/  that release's chart values.yaml (the stack's values are checked
+#                     against its keys)
 #     kwok-stages/    kwok's node and pod Stages from its module (kustomize/stage/)
 # Binaries are linked in $1/.build, where Go's own up-to-date check makes a run with
 # nothing changed take seconds; a published binary whose bytes did not change is left
@@ -25,6 +31,7 @@ mkdir -p "$out"
 stage="$out/.build"
 mkdir -p "$stage"
 export CGO_ENABLED=0
+KARPENTER_AWS_MODULE=github.com/aws/karpenter-provider-aws@v1.14.1
 
 build() { # name module-dir ldflags package [flag that prints a first line and exits]
   local name=$1 dir=$2 ldflags=$3 pkg=$4 probe=${5:---version} start=$SECONDS
@@ -79,6 +86,9 @@ autoscalers)
   karpenter_dir=$(go -C karpenter list -m -f '{{.Dir}}' sigs.k8s.io/karpenter)
   kwok_stage_dir=$(go -C kwok list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
   publish_files karpenter-crds "$karpenter_dir"/kwok/charts/crds/*.yaml "$karpenter_dir"/kwok/apis/crds/*.yaml
+  karpenter_aws_dir=$(go mod download -json "$KARPENTER_AWS_MODULE" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  publish_files karpenter-aws-crds "$karpenter_aws_dir"/pkg/apis/crds/*.yaml
+  publish_files karpenter-aws-chart "$karpenter_aws_dir"/charts/karpenter/values.yaml
   # The Stages of kwok's own "fast" set (node/fast, pod/fast) plus the plain node heartbeat.
   publish_files kwok-stages "$kwok_stage_dir"/node/fast/node-initialize.yaml \
     "$kwok_stage_dir"/node/heartbeat/node-heartbeat.yaml "$kwok_stage_dir"/pod/fast/pod-*.yaml

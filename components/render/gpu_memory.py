@@ -18,6 +18,9 @@ from policy import MAX_GPU_MEMORY_MIB
 
 GPU_MANUFACTURER = "NVIDIA"
 """The NVIDIA AMI, driver and device plugin serve only NVIDIA GPUs."""
+NVIDIA_AMI_ARCHITECTURE = "x86_64"
+"""EC2's name for the architecture of the AL2023 NVIDIA AMI (EKS' AL2023_x86_64_NVIDIA, and the
+variant Karpenter picks for these types)."""
 
 
 class GpuMemoryError(ValueError):

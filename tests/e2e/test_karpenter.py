@@ -18,16 +18,28 @@ from typing import Any
 import kubernetes.client
 import pytest
 
+from components.karpenter import pool_labels
+from components.render.ec2_catalogue import load_snapshot
+from components.render.gpu_memory import instance_gpus_from_ec2
+from components.render.karpenter_pools import (
+    GpuGroupTypes,
+    NodePoolSettings,
+    memory_classes,
+    node_pool_manifest,
+)
 from localcluster.karpenter import (
     CRD_DIR,
     KARPENTER_BINARY,
     KWOK_BINARY,
     KWOK_STAGES_DIR,
+    NODE_POOL_LABEL,
     karpenter_nodes,
+    kwok_node_class_ref,
     node_claims,
     running_karpenter,
 )
-from localcluster.nodes import SimulatedNode
+from localcluster.karpenter_instance_types import KARPENTER_INSTANCE_TYPES
+from localcluster.nodes import GPU_TAINT, SimulatedNode
 from localcluster.webhook import created_affinity, start_webhook
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, pod_manifest
 from policy import NODE_MEMORY_LABEL
@@ -104,3 +116,53 @@ def test_karpenter_scales_from_zero_to_nodes_with_enough_gpu_memory(
         assert claims
         for claim in claims:
             assert int(claim["metadata"]["labels"][NODE_MEMORY_LABEL]) >= smallest, claim["metadata"]
+
+
+def eks_node_pools() -> list[dict[str, Any]]:
+    """The NodePools the EKS stack declares with ``autoscaling: karpenter`` (components/karpenter.py:
+    the same renderer, labels and taint) for one on-demand group of the local GPU types, pointed
+    at the local KWOKNodeClass instead of the EC2NodeClass. Nodes live as long as the test."""
+    entries = load_snapshot().by_name()
+    group = GpuGroupTypes(
+        "the local GPU types",
+        tuple(instance_gpus_from_ec2(entries[name]) for name in KARPENTER_INSTANCE_TYPES),
+        "ON_DEMAND",
+    )
+    # Limits high enough for the batch: three 24-40 GiB pods fit 8-GPU p4d nodes first, and the
+    # default limit (16 GPUs) would send the third pod to the next class (that limits work, too).
+    settings = NodePoolSettings(gpu_limit=64, consolidate_after="Never", expire_after="Never")
+    pools = []
+    for memory_class in memory_classes([group]):
+        pool = node_pool_manifest(memory_class, settings, pool_labels(memory_class), [dict(GPU_TAINT)])
+        pool["spec"]["template"]["spec"]["nodeClassRef"] = kwok_node_class_ref()
+        pools.append(pool)
+    return pools
+
+
+def test_the_eks_stacks_node_pools_launch_the_smallest_gpu_memory_that_fits(
+    extender_cluster: E2ECluster, autoscaler_bin_dir: Path, tmp_path: Path
+) -> None:
+    """One NodePool per memory class, our label in its template labels: real Karpenter reads the
+    label from the template (it must agree with what the instance types offer), matches the
+    webhook's ``Gt`` against it, and takes the pools in weight order, so each pod gets a node of
+    the smallest per-GPU memory that is large enough (equal weights would try the largest first)."""
+    cluster = extender_cluster
+    cluster.add_nodes(SYSTEM)
+    start_webhook(cluster.plane, tmp_path / "webhook")
+    cluster.start()
+    pools = eks_node_pools()
+    classes = sorted(int(pool["spec"]["template"]["metadata"]["labels"][NODE_MEMORY_LABEL]) for pool in pools)
+    assert len(classes) == len(KARPENTER_INSTANCE_TYPES)
+    core = kubernetes.client.CoreV1Api(cluster.api)
+    work_dir = cluster.plane.work_dir / "karpenter-eks-pools"
+    with running_karpenter(cluster.plane, autoscaler_bin_dir, work_dir, node_pools=pools):
+        for name, minimum in MINIMUMS_MIB.items():
+            core.create_namespaced_pod(WORKLOAD_NAMESPACE, spread_pod(name, minimum))
+        outcomes = cluster.outcomes(list(MINIMUMS_MIB), bound_only=True, timeout=BIND_SECONDS)
+        nodes = {node.metadata.name: node.metadata.labels for node in karpenter_nodes(cluster.api)}
+        for name, outcome in outcomes.items():
+            labels = nodes[outcome.node]
+            memory = int(labels[NODE_MEMORY_LABEL])
+            smallest_fit = min(size for size in classes if size >= MINIMUMS_MIB[name])
+            assert memory == smallest_fit, f"{name} ({MINIMUMS_MIB[name]} MiB) on {memory} MiB"
+            assert labels[NODE_POOL_LABEL] == f"gpu-{memory}mib"

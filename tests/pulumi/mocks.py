@@ -6,6 +6,10 @@ marker, so tests can see what the program marked secret) and answers:
 
 - ``aws.ec2.get_instance_type`` from moto's EC2 instance-type catalogue through boto3;
 - ``aws.ecr.get_authorization_token`` from moto's ECR;
+- ``aws.eks.get_addon_version`` with a version naming the add-on and Kubernetes version
+  (moto has no DescribeAddonVersions);
+- ``aws.get_caller_identity`` from moto's STS; ``aws.get_region`` and ``aws.get_partition``
+  for the mocked region (the partition from botocore's endpoint data);
 - ``aws.ecr.Repository`` by creating the repository in moto (its URL and registry id);
 - ``tls`` keys, requests and certificates with real ones made for the same inputs
   (``tls_provider``);
@@ -99,6 +103,7 @@ class StackMocks(Mocks):
     def __init__(self) -> None:
         self.ec2 = boto3.client("ec2", region_name=REGION)
         self.ecr = boto3.client("ecr", region_name=REGION)
+        self.sts = boto3.client("sts", region_name=REGION)
         self.registered: dict[tuple[str, str], MockResourceArgs] = {}
         self.calls: list[MockCallArgs] = []
 
@@ -116,6 +121,20 @@ class StackMocks(Mocks):
             return self._instance_type(args.args["instanceType"])
         if args.token == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
             return self._authorization_token(args.args.get("registryId")), []
+        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+            identity = self.sts.get_caller_identity()
+            return {
+                "accountId": identity["Account"],
+                "arn": identity["Arn"],
+                "userId": identity["UserId"],
+            }, []
+        if args.token == "aws:eks/getAddonVersion:getAddonVersion":
+            return self._addon_version(args.args["addonName"], args.args["kubernetesVersion"]), []
+        if args.token == "aws:index/getRegion:getRegion":
+            return {"region": REGION, "name": REGION, "endpoint": f"ec2.{REGION}.amazonaws.com"}, []
+        if args.token == "aws:index/getPartition:getPartition":
+            partition = boto3.session.Session().get_partition_for_region(REGION)
+            return {"partition": partition, "dnsSuffix": "amazonaws.com", "id": partition}, []
         raise AssertionError(f"unexpected invoke {args.token}")
 
     def _instance_type(self, instance_type: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
@@ -139,6 +158,17 @@ class StackMocks(Mocks):
             "totalGpuMemory": (described.get("GpuInfo") or {}).get("TotalGpuMemoryInMiB", 0),
             "supportedArchitectures": described["ProcessorInfo"]["SupportedArchitectures"],
         }, []
+
+    def _addon_version(self, addon: str, kubernetes_version: str) -> dict[str, Any]:
+        """moto has no DescribeAddonVersions: a version that names the add-on and the Kubernetes
+        version it was asked for, so a test can tell which version an add-on follows."""
+        return {
+            "addonName": addon,
+            "kubernetesVersion": kubernetes_version,
+            "mostRecent": True,
+            "version": f"v0.0.0-{addon}-k8s{kubernetes_version}-eksbuild.1",
+            "id": addon,
+        }
 
     def _authorization_token(self, registry_id: str | None) -> dict[str, Any]:
         [data] = self.ecr.get_authorization_token(**({"registryIds": [registry_id]} if registry_id else {}))[
@@ -180,6 +210,7 @@ _OUTPUTS: dict[str, Callable[[StackMocks, str, Mapping[str, Any]], dict[str, Any
             {"apiVersion": "v1", "kind": "Config", "clusters": [{"name": inputs["name"]}]}
         ),
         "kubeconfig": {"apiVersion": "v1", "kind": "Config"},
+        "clusterSecurityGroupId": "sg-0123456789abcdef0",
     },
     "awsx:ec2:Vpc": lambda _m, name, inputs: {
         "vpcId": "vpc-0123456789abcdef0",
@@ -197,6 +228,15 @@ _OUTPUTS: dict[str, Callable[[StackMocks, str, Mapping[str, Any]], dict[str, Any
     "aws:eks/nodeGroup:NodeGroup": lambda _m, name, inputs: {
         "nodeGroupName": f"{inputs['nodeGroupNamePrefix']}0001",
         "arn": f"arn:aws:eks:{REGION}:123456789012:nodegroup/{inputs['clusterName']}/{name}",
+        "resources": [{"autoscalingGroups": [{"name": f"eks-{inputs['nodeGroupNamePrefix']}0001-asg"}]}],
+    },
+    "aws:sqs/queue:Queue": lambda _m, name, inputs: {
+        "arn": f"arn:aws:sqs:{REGION}:123456789012:{inputs['name']}",
+        "url": f"https://sqs.{REGION}.amazonaws.com/123456789012/{inputs['name']}",
+    },
+    "aws:cloudwatch/eventRule:EventRule": lambda _m, name, inputs: {
+        "name": name,
+        "arn": f"arn:aws:events:{REGION}:123456789012:rule/{name}",
     },
     "aws:ecr/repository:Repository": lambda mocks, name, inputs: mocks._repository(name, inputs),
     "tls:index/privateKey:PrivateKey": lambda _m, name, inputs: tls_provider.private_key(inputs),

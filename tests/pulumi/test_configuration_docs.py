@@ -117,6 +117,10 @@ def base_values(key: str) -> dict[str, object]:
         return existing_values("extender")
     if key.startswith("gpuNodeGroups[]."):
         return {"gpuNodeGroups": [dict(GROUP)]}
+    if key.startswith("karpenter."):
+        return {"autoscaling": "karpenter"}
+    if key.startswith("clusterAutoscaler."):
+        return {"autoscaling": "cluster-autoscaler"}
     return {}
 
 

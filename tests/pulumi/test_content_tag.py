@@ -40,6 +40,21 @@ def test_a_renamed_or_added_file_changes_the_tag(tree: Path) -> None:
     assert content_tag(tree, ["app"]) != renamed
 
 
+def test_a_changed_file_mode_changes_the_tag(tree: Path) -> None:
+    """The builder's context hash sees a chmod and COPY keeps the mode: another image, another tag."""
+    before = content_tag(tree, ["app"])
+    (tree / "app" / "main.py").chmod(0o755)
+    assert content_tag(tree, ["app"]) != before
+
+
+def test_build_inputs_change_the_tag(tree: Path) -> None:
+    plain = content_tag(tree, ["app"])
+    amd64 = content_tag(tree, ["app"], build_inputs=("app/Dockerfile", "linux/amd64"))
+    assert amd64 != plain
+    assert amd64 != content_tag(tree, ["app"], build_inputs=("app/Dockerfile", "linux/arm64"))
+    assert amd64 == content_tag(tree, ["app"], build_inputs=("app/Dockerfile", "linux/amd64"))
+
+
 def test_caches_do_not_change_the_tag(tree: Path) -> None:
     before = content_tag(tree, ["app"])
     (tree / "app" / "__pycache__").mkdir()

@@ -33,8 +33,9 @@ from components.render.scheduler_config import (
 )
 from localcluster.control_plane import ControlPlane, start_control_plane
 from localcluster.deployed_scheduler import SERVICE_ACCOUNT_GROUPS, service_account_user
+from localcluster.karpenter import install_crds
 from localcluster.waiting import wait_for
-from tests.pulumi.conftest import mode_run
+from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, mode_run, run_with
 from tests.pulumi.mocks import StackRun
 
 TOKEN_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -271,3 +272,48 @@ def test_the_node_reader_grants_reading_nodes_and_nothing_else(
         )
         for verb, resource, where, subresource in NOT_GRANTED:
             assert not api.allowed(verb, resource, where, subresource), f"{verb} {resource}/{subresource}"
+
+
+AWS_CRD_DIR = "karpenter-aws-crds"
+"""Under the binaries' directory: the AWS provider's CRDs at the chart's release (build-binaries.sh)."""
+
+
+@pytest.fixture(scope="module")
+def karpenter_crds(control_plane: ControlPlane, bin_dir: Path) -> list[str]:
+    """Karpenter's CRDs (EC2NodeClass, NodePool, ...) installed for real on this module's API server."""
+    client = control_plane.api_client()
+    try:
+        return install_crds(client, bin_dir / AWS_CRD_DIR)
+    finally:
+        client.close()
+
+
+def test_karpenter_node_class_and_node_pools_are_accepted_with_the_crds(
+    api: DryRun, karpenter_crds: list[str]
+) -> None:
+    """The objects of ``autoscaling: karpenter`` pass the CRDs' OpenAPI and CEL validation (server-side
+    dry run, strict field validation); the Helm releases are charts and are not sent."""
+    assert {"ec2nodeclasses.karpenter.k8s.aws", "nodepools.karpenter.sh"} <= set(karpenter_crds)
+    run = run_with(
+        {
+            "autoscaling": "karpenter",
+            "gpuNodeGroups": [MIXED_GROUP, SINGLE_GROUP],
+            "karpenter": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "amiAlias": "al2023@v20260901"},
+        }
+    )
+    objects = [body for body in declared_objects(run) if body["kind"] in ("EC2NodeClass", "NodePool")]
+    assert sorted(body["kind"] for body in objects) == ["EC2NodeClass", "NodePool", "NodePool", "NodePool"]
+    for body in objects:
+        assert api.create(body) == [], body["metadata"]["name"]
+
+
+def test_the_crds_refuse_a_node_pool_they_should(api: DryRun, karpenter_crds: list[str]) -> None:
+    """Control: the dry run does validate (a NodePool requiring a restricted label is refused)."""
+    run = run_with({"autoscaling": "karpenter", "gpuNodeGroups": [SINGLE_GROUP]})
+    [pool] = [body for body in declared_objects(run) if body["kind"] == "NodePool"]
+    pool["spec"]["template"]["spec"]["requirements"].append(
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-1"]}
+    )
+    with pytest.raises(ApiException) as refused:
+        api.create(pool)
+    assert refused.value.status == 422

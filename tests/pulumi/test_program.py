@@ -50,6 +50,7 @@ from components.render.scheduler_config import (
     uses_extender,
 )
 from components.render.webhook_config import WEBHOOK_SERVICE, WEBHOOK_TLS_SECRET
+from components.stack import build_stack
 from components.stack_config import (
     EXTENDER_RESOURCES,
     PROJECT,
@@ -60,7 +61,7 @@ from components.stack_config import (
 )
 from extender_app.cli import build_parser, settings_from
 from policy import NODE_MEMORY_LABEL
-from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, run_with
+from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, run_with, stack_config
 from tests.pulumi.mocks import REGION, StackRun, is_secret, reveal, run_stack, strings_outside_secrets
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -101,6 +102,7 @@ WITH_EXTENDER = {
     "Network": 1,
     "Cluster": 1,
     "GpuNodeGroup": 2,
+    "ClusterAutoscaler": 1,
     "DevicePlugin": 1,
     "ContainerImage": 2,
     "Certificates": 1,
@@ -115,6 +117,7 @@ EXPECTED_COMPONENTS = {
         "Network": 1,
         "Cluster": 1,
         "GpuNodeGroup": 2,
+        "ClusterAutoscaler": 1,
         "DevicePlugin": 1,
         "ContainerImage": 2,
         "Certificates": 1,
@@ -218,7 +221,7 @@ def test_creation_order(run: StackRun) -> None:
         assert ("eks:index:Cluster", "cluster-eks") in group.depends_on
         assert attachments <= group.depends_on
     system = ("aws:eks/nodeGroup:NodeGroup", "cluster-system")
-    coredns = run.one("aws:eks/addon:Addon")
+    coredns = run.one("aws:eks/addon:Addon", "cluster-coredns")
     assert coredns.plain["addonName"] == "coredns"
     assert system in coredns.depends_on
     namespace = ("kubernetes:core/v1:Namespace", NAMESPACE)
@@ -240,7 +243,7 @@ def test_an_existing_network_creates_no_vpc() -> None:
 
 
 def test_node_role_has_the_managed_node_policies(run: StackRun) -> None:
-    role = run.one("aws:iam/role:Role").plain
+    role = run.one("aws:iam/role:Role", "cluster-node-role").plain
     assert json.loads(role["assumeRolePolicy"])["Statement"][0]["Principal"] == {
         "Service": "ec2.amazonaws.com"
     }
@@ -324,7 +327,7 @@ def test_an_unknown_instance_type_fails_in_the_lookup() -> None:
 
 
 def test_device_plugin_is_pinned_and_runs_only_on_tainted_gpu_nodes(run: StackRun) -> None:
-    release = run.one("kubernetes:helm.sh/v3:Release").plain
+    release = run.one("kubernetes:helm.sh/v3:Release", "nvidia-device-plugin-release").plain
     assert release["chart"] == "nvidia-device-plugin"
     assert release["repositoryOpts"]["repo"] == "https://nvidia.github.io/k8s-device-plugin"
     assert release["version"] == "0.17.4"
@@ -341,9 +344,10 @@ def test_device_plugin_is_pinned_and_runs_only_on_tainted_gpu_nodes(run: StackRu
 # --- images ----------------------------------------------------------------------------------
 
 
-def test_repositories_are_immutable_scanned_and_pruned(run: StackRun) -> None:
+def test_repositories_are_mutable_scanned_and_pruned(run: StackRun) -> None:
+    """MUTABLE: a rerun may push a tag again (below); what runs is pinned by digest."""
     for repository in run.of_type("aws:ecr/repository:Repository"):
-        assert repository.plain["imageTagMutability"] == "IMMUTABLE"
+        assert repository.plain["imageTagMutability"] == "MUTABLE"
         assert repository.plain["imageScanningConfiguration"] == {"scanOnPush": True}
         assert repository.plain["forceDelete"] is False
     policies = [json.loads(r.plain["policy"]) for r in run.of_type("aws:ecr/lifecyclePolicy:LifecyclePolicy")]
@@ -376,7 +380,9 @@ def test_image_is_built_from_its_sources_and_pushed_with_ecr_credentials(run: St
     assert plain["context"]["location"] == source.context
     [tag] = plain["tags"]
     repository, _, version = tag.rpartition(":")
-    assert version == content_tag(PROJECT_ROOT, source.sources)
+    assert version == content_tag(
+        PROJECT_ROOT, source.sources, build_inputs=(source.dockerfile, "linux/amd64")
+    )
     assert repository.endswith(f"/gpu-scheduler-test/{source.repository}")
     [registry] = plain["registries"]
     assert registry["address"] == repository
@@ -392,6 +398,34 @@ def test_deployments_run_the_pushed_digest(run: StackRun) -> None:
     [container] = containers(deployment)
     assert "@sha256:" in container["image"]
     assert container["image"] == run.outputs[output]
+
+
+def test_a_rerun_after_an_interrupted_push_can_push_its_tag_again() -> None:
+    """``pulumi up`` interrupted after the push, before the state was saved: the next ``up``
+    rebuilds, and a rebuild is another manifest under the same content tag. The repositories the
+    program creates (in moto's ECR, with the program's settings) must take it; an IMMUTABLE one
+    refuses (ECR: ImageTagAlreadyExistsException; moto: ImageAlreadyExistsException)."""
+    config = stack_config({"schedulerMode": "extender"})
+    with mock_aws():
+        run = run_stack(lambda: build_stack(config))
+        ecr = boto3.client("ecr", region_name=REGION)
+        [image] = run.of_type("docker-build:index:Image")
+        repository_url, _, tag = image.plain["tags"][0].rpartition(":")
+        name = repository_url.split("/", 1)[1]
+        digests = set()
+        for build in ("first build, pushed", "rebuild after the interruption"):
+            manifest = json.dumps(
+                {
+                    "schemaVersion": 2,
+                    "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                    "config": {"note": build},
+                }
+            )
+            pushed = ecr.put_image(repositoryName=name, imageManifest=manifest, imageTag=tag)
+            digests.add(pushed["image"]["imageId"]["imageDigest"])
+        [described] = ecr.describe_images(repositoryName=name, imageIds=[{"imageTag": tag}])["imageDetails"]
+    assert len(digests) == 2
+    assert described["imageDigest"] in digests
 
 
 # --- certificates and secrets ------------------------------------------------------------------
@@ -853,6 +887,7 @@ def test_scheduler_settings_reach_the_deployment() -> None:
     run = run_with(
         {
             "kubernetesVersion": "1.34",
+            "clusterAutoscaler": {"imageTag": "v1.34.2"},
             "scheduler": {
                 "replicas": 1,
                 "kubeSchedulerImage": "registry.k8s.io/kube-scheduler:v1.34.3",
@@ -942,6 +977,7 @@ def test_node_groups_follow_another_kubernetes_version() -> None:
     run = run_with(
         {
             "kubernetesVersion": "1.34",
+            "clusterAutoscaler": {"imageTag": "v1.34.2"},
             "scheduler": {"kubeSchedulerImage": "registry.k8s.io/kube-scheduler:v1.34.3"},
         }
     )

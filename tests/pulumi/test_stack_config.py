@@ -256,6 +256,7 @@ def test_another_minor_version_with_a_matching_scheduler_image() -> None:
         {
             "kubernetesVersion": "1.34",
             "scheduler": {"kubeSchedulerImage": "registry.k8s.io/kube-scheduler:v1.34.3"},
+            "clusterAutoscaler": {"imageTag": "v1.34.2"},
         }
     )
     assert config.kubernetes_version == "1.34"
@@ -423,6 +424,85 @@ BAD_VALUES += [
         "images.gpuScheduler",
         "only with existingCluster",
     ),
+    (
+        {"clusterAccess": {"adminRoleArns": ["platform-admin"]}},
+        "clusterAccess.adminRoleArns[0]",
+        "an IAM role or user ARN such as arn:aws:iam::123456789012:role/platform-admin",
+    ),
+    (
+        {"clusterAccess": {"publicAccessCidrs": ["203.0.113.0/33"]}},
+        "clusterAccess.publicAccessCidrs[0]",
+        "is not a CIDR block",
+    ),
+    (
+        {"clusterAccess": {"publicAccessCidrs": []}},
+        "clusterAccess.publicAccessCidrs",
+        "must list at least one CIDR block",
+    ),
+    (
+        {"clusterAccess": {"endpointPublicAccess": False, "publicAccessCidrs": ["203.0.113.0/24"]}},
+        "clusterAccess.publicAccessCidrs",
+        "only with endpointPublicAccess: true",
+    ),
+    (
+        {"clusterAccess": {"endpointPublicAccess": False, "endpointPrivateAccess": False}},
+        "clusterAccess",
+        "both false: nothing could reach the API",
+    ),
+    (
+        {"autoscaling": "karpenter", "clusterName": "a" * 81},
+        "clusterName",
+        "at most 80 characters with autoscaling: karpenter",
+    ),
+    ({"autoscaling": "keda"}, "autoscaling", "must be one of none, karpenter, cluster-autoscaler"),
+    (
+        {"karpenter": {"gpuLimit": 4}},
+        "karpenter",
+        "only with autoscaling: karpenter; autoscaling is cluster-autoscaler",
+    ),
+    (
+        {"autoscaling": "karpenter", "clusterAutoscaler": {"chartVersion": "9.59.0"}},
+        "clusterAutoscaler",
+        "only with autoscaling: cluster-autoscaler; autoscaling is karpenter",
+    ),
+    ({"autoscaling": "karpenter", "karpenter": {"gpuLimit": 0}}, "karpenter.gpuLimit", "must be 1..100000"),
+    (
+        {"autoscaling": "karpenter", "karpenter": {"consolidationPolicy": "Always"}},
+        "karpenter.consolidationPolicy",
+        "must be one of WhenEmpty, WhenEmptyOrUnderutilized",
+    ),
+    (
+        {"autoscaling": "karpenter", "karpenter": {"consolidateAfter": "5 minutes"}},
+        "karpenter.consolidateAfter",
+        "a duration such as 30s, 5m or 720h, or Never",
+    ),
+    (
+        {"autoscaling": "karpenter", "karpenter": {"disruptionBudget": "110%"}},
+        "karpenter.disruptionBudget",
+        "a node count such as 1 or a percentage",
+    ),
+    (
+        {"autoscaling": "karpenter", "karpenter": {"amiAlias": "al2@latest"}},
+        "karpenter.amiAlias",
+        "al2023@latest or a pinned release",
+    ),
+    ({"autoscaling": "karpenter", "karpenter": {"chartVersion": "v1"}}, "karpenter.chartVersion", "1.14.1"),
+    ({"autoscaling": "karpenter", "karpenter": {"speed": 1}}, "karpenter", "unknown key 'speed'"),
+    (
+        {"clusterAutoscaler": {"imageTag": "v1.34.2"}},
+        "clusterAutoscaler.imageTag",
+        "must be v1.35.<patch> to match kubernetesVersion 1.35",
+    ),
+    (
+        {"clusterAutoscaler": {"imageTag": "latest"}},
+        "clusterAutoscaler.imageTag",
+        "a release tag such as v1.35.0",
+    ),
+    (
+        {"clusterAutoscaler": {"scaleDownUnneededTime": "ten minutes"}},
+        "clusterAutoscaler.scaleDownUnneededTime",
+        "a duration such as 10m",
+    ),
 ]
 
 
@@ -441,6 +521,10 @@ EKS_ONLY_VALUES: dict[str, object] = {
     "systemNodeGroup": {"minSize": 2},
     "gpuNodeGroups": [GROUP],
     "gpuTaint": "false",
+    "clusterAccess": {"endpointPrivateAccess": True},
+    "autoscaling": "none",
+    "karpenter": {"gpuLimit": 8},
+    "clusterAutoscaler": {"scaleDownUnneededTime": "5m"},
 }
 NOT_YAML = "clusters: [\n  client-key-data: " + CLIENT_KEY_DATA
 NO_CONTEXT = kubeconfig_text().replace("current-context: platform", "current-context: ''")

@@ -1,0 +1,173 @@
+"""Cluster Autoscaler over the managed node groups (``autoscaling: cluster-autoscaler``, the default).
+
+It finds the groups by the auto-discovery tags on their Auto Scaling groups and scales each within
+its configured min and max. A GPU group at size 0 has no node to copy, so Cluster Autoscaler builds
+its template node from the ASG's ``node-template`` tags, set here: our memory label (so a pod whose
+required affinity is ``<label> Gt <minimum - 1>`` picks a group with enough GPU memory), the
+device plugin's label, the GPU taint and ``nvidia.com/gpu``. (It also asks EKS' DescribeNodegroup
+for labels and taints, but only for a group that never had a node.) EKS puts the node group's tags
+on the node group, not its ASG, hence ``aws.autoscaling.Tag`` resources on the ASG itself.
+"""
+
+import json
+from collections.abc import Sequence
+from functools import partial
+from operator import itemgetter
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components.cluster import NODE_POOL_LABEL, SYSTEM_POOL, Cluster
+from components.gpu_node_group import GPU_PRESENT_LABEL, GPU_TAINT_KEY, GPU_TAINT_VALUE, GpuNodeGroup
+from components.pod_identity import pod_identity_role
+from components.stack_config import ClusterAutoscalerSettings
+from policy import GPU_RESOURCE, NODE_MEMORY_LABEL
+
+CHART = "cluster-autoscaler"
+CHART_REPOSITORY = "https://kubernetes.github.io/autoscaler"
+NAMESPACE = "kube-system"
+SERVICE_ACCOUNT = "cluster-autoscaler"
+IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
+TAG_PREFIX = "k8s.io/cluster-autoscaler"
+NODE_TEMPLATE = f"{TAG_PREFIX}/node-template"
+EXPANDER = "least-waste"
+"""Among groups that fit a pending pod, the one that leaves the least CPU and memory idle."""
+DESCRIBE_ACTIONS = (
+    "autoscaling:DescribeAutoScalingGroups",
+    "autoscaling:DescribeAutoScalingInstances",
+    "autoscaling:DescribeLaunchConfigurations",
+    "autoscaling:DescribeScalingActivities",
+    "ec2:DescribeImages",
+    "ec2:DescribeInstanceTypes",
+    "ec2:DescribeLaunchTemplateVersions",
+    "ec2:GetInstanceTypesFromInstanceRequirements",
+    "eks:DescribeNodegroup",
+)
+SCALING_ACTIONS = ("autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup")
+
+
+def discovery_tags(cluster_name: str) -> dict[str, str]:
+    """The ASG tags Cluster Autoscaler's auto-discovery looks for (EKS sets them as well)."""
+    return {f"{TAG_PREFIX}/enabled": "true", f"{TAG_PREFIX}/{cluster_name}": "owned"}
+
+
+def autoscaler_policy(cluster_name: str) -> dict[str, Any]:
+    """Reads anywhere; changes only ASGs tagged as this cluster's (its managed node groups)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": list(DESCRIBE_ACTIONS), "Resource": "*"},
+            {
+                "Effect": "Allow",
+                "Action": list(SCALING_ACTIONS),
+                "Resource": "*",
+                "Condition": {"StringEquals": {f"aws:ResourceTag/{TAG_PREFIX}/{cluster_name}": "owned"}},
+            },
+        ],
+    }
+
+
+def node_template_tags(memory_label: str, gpus_per_node: int, pool: str, gpu_taint: bool) -> dict[str, str]:
+    """What a node of a GPU group at size 0 would carry, as Cluster Autoscaler reads ASG tags."""
+    tags = {
+        f"{NODE_TEMPLATE}/label/{NODE_MEMORY_LABEL}": memory_label,
+        f"{NODE_TEMPLATE}/label/{GPU_PRESENT_LABEL}": GPU_TAINT_VALUE,
+        f"{NODE_TEMPLATE}/label/{NODE_POOL_LABEL}": pool,
+        f"{NODE_TEMPLATE}/resources/{GPU_RESOURCE}": str(gpus_per_node),
+    }
+    if gpu_taint:
+        tags[f"{NODE_TEMPLATE}/taint/{GPU_TAINT_KEY}"] = f"{GPU_TAINT_VALUE}:NoSchedule"
+    return tags
+
+
+def autoscaler_values(cluster_name: str, region: str, settings: ClusterAutoscalerSettings) -> dict[str, Any]:
+    """Chart values: AWS auto-discovery for this cluster, the Pod Identity ServiceAccount, system nodes."""
+    return {
+        "cloudProvider": "aws",
+        "awsRegion": region,
+        "autoDiscovery": {"clusterName": cluster_name},
+        "image": {"repository": IMAGE, "tag": settings.image_tag},
+        "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
+        "nodeSelector": {NODE_POOL_LABEL: SYSTEM_POOL},
+        "extraArgs": {
+            "expander": EXPANDER,
+            "balance-similar-node-groups": True,
+            "scale-down-unneeded-time": settings.scale_down_unneeded_time,
+        },
+    }
+
+
+def _group_tags(cluster_name: str, pool: str, gpu_taint: bool, label_and_gpus: list[Any]) -> dict[str, str]:
+    memory_label, gpus_per_node = label_and_gpus
+    return {
+        **discovery_tags(cluster_name),
+        **node_template_tags(memory_label, gpus_per_node, pool, gpu_taint),
+    }
+
+
+def _asg_name(resources: Sequence[aws.eks.outputs.NodeGroupResource] | None) -> str:
+    """The Auto Scaling group behind a managed node group (EKS makes exactly one)."""
+    [resource] = resources or ()
+    [group] = resource.autoscaling_groups or ()
+    return str(group.name)
+
+
+class ClusterAutoscaler(pulumi.ComponentResource):
+    """The chart, its Pod Identity role, and the discovery and node-template tags of the GPU groups."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(
+        self,
+        name: str,
+        settings: ClusterAutoscalerSettings,
+        cluster: Cluster,
+        *,
+        gpu_groups: Sequence[tuple[str, GpuNodeGroup]],
+        gpu_taint: bool,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        """``gpu_groups``: each GPU group's configured name and its component."""
+        super().__init__("gpu-scheduler-eks:index:ClusterAutoscaler", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        for group_name, group in gpu_groups:
+            asg = group.node_group.resources.apply(_asg_name)
+            template = pulumi.Output.all(group.memory_label, group.gpus_per_node).apply(
+                partial(_group_tags, cluster.name, f"gpu-{group_name}", gpu_taint)
+            )
+            for key in [*discovery_tags(cluster.name), *node_template_tags("", 0, "", gpu_taint)]:
+                aws.autoscaling.Tag(
+                    f"{name}-{group_name}-{key.removeprefix(TAG_PREFIX + '/').replace('/', '-')}",
+                    autoscaling_group_name=asg,
+                    tag=aws.autoscaling.TagTagArgs(
+                        key=key, value=template.apply(itemgetter(key)), propagate_at_launch=False
+                    ),
+                    opts=child,
+                )
+        agent = [cluster.pod_identity_agent] if cluster.pod_identity_agent is not None else []
+        _, association = pod_identity_role(
+            f"{name}-controller",
+            cluster_name=cluster.name,
+            namespace=NAMESPACE,
+            service_account=SERVICE_ACCOUNT,
+            policy=json.dumps(autoscaler_policy(cluster.name)),
+            parent=self,
+            depends_on=[*agent, *cluster.node_group_dependencies],
+        )
+        region = aws.get_region_output(opts=pulumi.InvokeOutputOptions(parent=self)).region
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name=CHART,
+            chart=CHART,
+            version=settings.chart_version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=CHART_REPOSITORY),
+            namespace=NAMESPACE,
+            values=region.apply(lambda region_name: autoscaler_values(cluster.name, region_name, settings)),
+            atomic=True,
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=cluster.provider, depends_on=[association, cluster.system_node_group]
+            ),
+        )
+        self.register_outputs({"chartVersion": settings.chart_version, "status": self.release.status})

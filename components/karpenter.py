@@ -1,0 +1,471 @@
+"""Karpenter on the EKS cluster (``autoscaling: karpenter``).
+
+docs/deploy-eks.md#autoscaling-the-gpu-node-groups explains the choice.
+
+What it declares, after Karpenter's getting-started CloudFormation template at the pinned
+release: the node role (and its EKS access entry, type EC2_LINUX, so its nodes may join), the
+controller's role through EKS Pod Identity with the template's scoped policies, the SQS
+interruption queue and the EventBridge rules that feed it, the discovery tag on the node
+security group (the subnets get it from ``Network``), the chart's CRDs and controller from
+Karpenter's OCI registry, one EC2NodeClass and one NodePool per GPU memory class.
+
+The managed GPU node groups stay as configured (a fixed baseline; sizes 0 leave all GPU capacity
+to Karpenter). The memory classes come from the same ``aws.ec2.get_instance_type`` data as their
+label, read here synchronously because the number of NodePools depends on it.
+"""
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components.cluster import NODE_POOL_LABEL, NODE_TRUST_POLICY, SYSTEM_POOL, Cluster
+from components.gpu_node_group import (
+    GPU_PRESENT_LABEL,
+    GPU_TAINT_KEY,
+    GPU_TAINT_VALUE,
+    group_key,
+    instance_gpus_from_invoke,
+)
+from components.pod_identity import pod_identity_role
+from components.render.karpenter_pools import (
+    DISCOVERY_TAG,
+    NODE_CLASS_API,
+    NODE_CLASS_NAME,
+    GpuGroupTypes,
+    MemoryClass,
+    memory_classes,
+    node_class_manifest,
+    node_pool_manifest,
+)
+from components.stack_config import GpuNodeGroup, KarpenterSettings
+from policy import NODE_MEMORY_LABEL
+
+CHART_REGISTRY = "oci://public.ecr.aws/karpenter"
+CHART = f"{CHART_REGISTRY}/karpenter"
+CRD_CHART = f"{CHART_REGISTRY}/karpenter-crd"
+"""The CRDs as a chart of their own: Helm upgrades templates, never a chart's crds/ folder."""
+NAMESPACE = "kube-system"
+SERVICE_ACCOUNT = "karpenter"
+NODE_POLICIES = (
+    "AmazonEKS_CNI_Policy",
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEC2ContainerRegistryPullOnly",
+    "AmazonSSMManagedInstanceCore",
+)
+"""The node role's managed policies (the getting-started template's)."""
+INTERRUPTION_MESSAGE_RETENTION_SECONDS = 300
+"""An interruption notice older than this is useless (a spot warning gives two minutes)."""
+INTERRUPTION_EVENTS = {
+    "scheduled-change": ("aws.health", "AWS Health Event"),
+    "spot-interruption": ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
+    "rebalance": ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
+    "instance-state-change": ("aws.ec2", "EC2 Instance State-change Notification"),
+    "capacity-reservation-interruption": (
+        "aws.ec2",
+        "EC2 Capacity Reservation Instance Interruption Warning",
+    ),
+}
+"""EventBridge rule name suffix -> (event source, detail-type) sent to the queue."""
+GPU_TAINT_EFFECT = "NoSchedule"
+
+
+def controller_policy(
+    *, cluster: str, partition: str, region: str, account: str, node_role_arn: str, queue_arn: str
+) -> dict[str, Any]:
+    """The controller's permissions: the statements of the getting-started template's policies
+    (node lifecycle, IAM integration, EKS integration, interruption, zonal shift, discovery)."""
+    ec2 = f"arn:{partition}:ec2:{region}"
+    owned = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster}": "owned"}
+    request_owned = {
+        f"aws:RequestTag/kubernetes.io/cluster/{cluster}": "owned",
+        "aws:RequestTag/eks:eks-cluster-name": cluster,
+    }
+    any_nodepool = {"aws:ResourceTag/karpenter.sh/nodepool": "*"}
+    tagged_kinds = (
+        "fleet",
+        "instance",
+        "volume",
+        "network-interface",
+        "launch-template",
+        "spot-instances-request",
+    )
+    tagged = [f"{ec2}:*:{kind}/*" for kind in tagged_kinds]
+    profiles = f"arn:{partition}:iam::{account}:instance-profile/*"
+    region_tag = {"aws:ResourceTag/topology.kubernetes.io/region": region}
+    cluster_arn = f"arn:{partition}:eks:{region}:{account}:cluster/{cluster}"
+
+    def allow(
+        sid: str, actions: Sequence[str] | str, resource: Sequence[str] | str, **condition: Any
+    ) -> dict[str, Any]:
+        """An Allow statement; condition operators as keywords (``ForAllValues_StringEquals``
+        spells ``ForAllValues:StringEquals``, a name Python cannot take)."""
+        statement: dict[str, Any] = {"Sid": sid, "Effect": "Allow", "Action": actions, "Resource": resource}
+        if condition:
+            statement["Condition"] = {key.replace("_", ":"): value for key, value in condition.items()}
+        return statement
+
+    launch = ["ec2:RunInstances", "ec2:CreateFleet"]
+    statements = [
+        allow(
+            "AllowScopedEC2InstanceAccessActions",
+            launch,
+            [
+                f"arn:{partition}:ec2:{region}::image/*",
+                f"arn:{partition}:ec2:{region}::snapshot/*",
+                *(
+                    f"{ec2}:*:{kind}/*"
+                    for kind in ("security-group", "subnet", "capacity-reservation", "placement-group")
+                ),
+            ],
+        ),
+        allow(
+            "AllowScopedEC2LaunchTemplateAccessActions",
+            launch,
+            f"{ec2}:*:launch-template/*",
+            StringEquals=owned,
+            StringLike=any_nodepool,
+        ),
+        allow(
+            "AllowScopedEC2InstanceActionsWithTags",
+            [*launch, "ec2:CreateLaunchTemplate"],
+            tagged,
+            StringEquals=request_owned,
+            StringLike={"aws:RequestTag/karpenter.sh/nodepool": "*"},
+        ),
+        allow(
+            "AllowScopedResourceCreationTagging",
+            "ec2:CreateTags",
+            tagged,
+            StringEquals={
+                **request_owned,
+                "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"],
+            },
+            StringLike={"aws:RequestTag/karpenter.sh/nodepool": "*"},
+        ),
+        allow(
+            "AllowScopedResourceTagging",
+            "ec2:CreateTags",
+            f"{ec2}:*:instance/*",
+            StringEquals=owned,
+            StringLike=any_nodepool,
+            StringEqualsIfExists={"aws:RequestTag/eks:eks-cluster-name": cluster},
+            ForAllValues_StringEquals={
+                "aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]
+            },
+        ),
+        allow(
+            "AllowScopedDeletion",
+            ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
+            [f"{ec2}:*:instance/*", f"{ec2}:*:launch-template/*"],
+            StringEquals=owned,
+            StringLike=any_nodepool,
+        ),
+        allow(
+            "AllowPassingInstanceRole",
+            "iam:PassRole",
+            node_role_arn,
+            StringEquals={"iam:PassedToService": ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]},
+        ),
+        allow(
+            "AllowScopedInstanceProfileCreationActions",
+            "iam:CreateInstanceProfile",
+            profiles,
+            StringEquals={**request_owned, "aws:RequestTag/topology.kubernetes.io/region": region},
+            StringLike={"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"},
+        ),
+        allow(
+            "AllowScopedInstanceProfileTagActions",
+            "iam:TagInstanceProfile",
+            profiles,
+            StringEquals={
+                **owned,
+                **region_tag,
+                **request_owned,
+                "aws:RequestTag/topology.kubernetes.io/region": region,
+            },
+            StringLike={
+                "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*",
+                "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*",
+            },
+        ),
+        allow(
+            "AllowScopedInstanceProfileActions",
+            [
+                "iam:AddRoleToInstanceProfile",
+                "iam:RemoveRoleFromInstanceProfile",
+                "iam:DeleteInstanceProfile",
+            ],
+            profiles,
+            StringEquals={**owned, **region_tag},
+            StringLike={"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"},
+        ),
+        allow("AllowAPIServerEndpointDiscovery", "eks:DescribeCluster", cluster_arn),
+        allow(
+            "AllowInterruptionQueueActions",
+            ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
+            queue_arn,
+        ),
+        allow(
+            "AllowZonalShiftStatusReadOnly",
+            "arc-zonal-shift:GetManagedResource",
+            "*",
+            StringEquals={"arc-zonal-shift:ResourceIdentifier": cluster_arn},
+        ),
+        allow(
+            "AllowRegionalReadActions",
+            [
+                f"ec2:{action}"
+                for action in (
+                    "DescribeCapacityReservations",
+                    "DescribeImages",
+                    "DescribeInstances",
+                    "DescribeInstanceStatus",
+                    "DescribeInstanceTypeOfferings",
+                    "DescribeInstanceTypes",
+                    "DescribeLaunchTemplates",
+                    "DescribePlacementGroups",
+                    "DescribeSecurityGroups",
+                    "DescribeSpotPriceHistory",
+                    "DescribeSubnets",
+                )
+            ],
+            "*",
+            StringEquals={"aws:RequestedRegion": region},
+        ),
+        allow(
+            "AllowSSMReadActions",
+            "ssm:GetParameter",
+            f"arn:{partition}:ssm:{region}::parameter/aws/service/*",
+        ),
+        allow("AllowPricingReadActions", "pricing:GetProducts", "*"),
+        allow("AllowUnscopedInstanceProfileListAction", "iam:ListInstanceProfiles", "*"),
+        allow("AllowInstanceProfileReadActions", "iam:GetInstanceProfile", profiles),
+    ]
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def queue_policy(queue_arn: str) -> dict[str, Any]:
+    """EventBridge (and SQS) may send to the queue; nothing over plain HTTP."""
+    return {
+        "Version": "2012-10-17",
+        "Id": "EC2InterruptionPolicy",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
+                "Action": "sqs:SendMessage",
+                "Resource": queue_arn,
+            },
+            {
+                "Sid": "DenyHTTP",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "sqs:*",
+                "Resource": queue_arn,
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            },
+        ],
+    }
+
+
+def karpenter_values(cluster_name: str, queue_name: str) -> dict[str, Any]:
+    """Chart values: the cluster and queue, the Pod Identity ServiceAccount, on the system nodes."""
+    return {
+        "settings": {"clusterName": cluster_name, "interruptionQueue": queue_name},
+        "serviceAccount": {"name": SERVICE_ACCOUNT},
+        "nodeSelector": {NODE_POOL_LABEL: SYSTEM_POOL},
+    }
+
+
+def pool_labels(memory_class: MemoryClass) -> dict[str, str]:
+    """The template labels of a memory class's nodes: ours, the device plugin's, the pool's."""
+    return {
+        NODE_MEMORY_LABEL: str(memory_class.memory_mib),
+        GPU_PRESENT_LABEL: GPU_TAINT_VALUE,
+        NODE_POOL_LABEL: memory_class.name,
+    }
+
+
+class Karpenter(pulumi.ComponentResource):
+    """Karpenter's AWS resources, its Helm releases, the EC2NodeClass and the GPU NodePools."""
+
+    memory_classes: list[MemoryClass]
+    node_pools: list[k8s.apiextensions.CustomResource]
+
+    def __init__(
+        self,
+        name: str,
+        settings: KarpenterSettings,
+        cluster: Cluster,
+        *,
+        gpu_groups: Sequence[GpuNodeGroup],
+        gpu_taint: bool,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("gpu-scheduler-eks:index:Karpenter", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        cluster_name = cluster.name
+        self.memory_classes = memory_classes(
+            [
+                GpuGroupTypes(
+                    group_key(group),
+                    tuple(
+                        instance_gpus_from_invoke(
+                            instance_type,
+                            aws.ec2.get_instance_type(
+                                instance_type=instance_type, opts=pulumi.InvokeOptions(parent=self)
+                            ),
+                        )
+                        for instance_type in group.instance_types
+                    ),
+                    group.capacity_type,
+                )
+                for group in gpu_groups
+            ],
+        )
+
+        node_role = aws.iam.Role(
+            f"{name}-node-role",
+            assume_role_policy=NODE_TRUST_POLICY,
+            opts=child,
+        )
+        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+        for managed in NODE_POLICIES:
+            aws.iam.RolePolicyAttachment(
+                f"{name}-node-{managed}",
+                role=node_role.name,
+                policy_arn=pulumi.Output.concat("arn:", partition, ":iam::aws:policy/", managed),
+                opts=child,
+            )
+        access_entry = aws.eks.AccessEntry(
+            f"{name}-node-access",
+            cluster_name=cluster_name,
+            principal_arn=node_role.arn,
+            type="EC2_LINUX",
+            opts=pulumi.ResourceOptions(parent=self, depends_on=cluster.node_group_dependencies),
+        )
+        aws.ec2.Tag(
+            f"{name}-security-group-discovery",
+            resource_id=cluster.node_security_group_id,
+            key=DISCOVERY_TAG,
+            value=cluster_name,
+            opts=child,
+        )
+
+        queue = aws.sqs.Queue(
+            f"{name}-interruptions",
+            name=cluster_name,
+            message_retention_seconds=INTERRUPTION_MESSAGE_RETENTION_SECONDS,
+            sqs_managed_sse_enabled=True,
+            opts=child,
+        )
+        aws.sqs.QueuePolicy(
+            f"{name}-interruptions-policy",
+            queue_url=queue.url,
+            policy=queue.arn.apply(lambda arn: json.dumps(queue_policy(arn))),
+            opts=child,
+        )
+        for rule_name, (source, detail_type) in INTERRUPTION_EVENTS.items():
+            rule = aws.cloudwatch.EventRule(
+                f"{name}-{rule_name}",
+                event_pattern=json.dumps({"source": [source], "detail-type": [detail_type]}),
+                opts=child,
+            )
+            aws.cloudwatch.EventTarget(
+                f"{name}-{rule_name}-target", rule=rule.name, arn=queue.arn, opts=child
+            )
+
+        identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        region = aws.get_region_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        policy = pulumi.Output.all(
+            partition, region.region, identity.account_id, node_role.arn, queue.arn
+        ).apply(
+            lambda args: json.dumps(
+                controller_policy(
+                    cluster=cluster_name,
+                    partition=args[0],
+                    region=args[1],
+                    account=args[2],
+                    node_role_arn=args[3],
+                    queue_arn=args[4],
+                )
+            )
+        )
+        agent = [cluster.pod_identity_agent] if cluster.pod_identity_agent is not None else []
+        _, association = pod_identity_role(
+            f"{name}-controller",
+            cluster_name=cluster_name,
+            namespace=NAMESPACE,
+            service_account=SERVICE_ACCOUNT,
+            policy=policy,
+            parent=self,
+            depends_on=[*agent, *cluster.node_group_dependencies],
+        )
+
+        kubernetes = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
+        crds = k8s.helm.v3.Release(
+            f"{name}-crds",
+            name="karpenter-crd",
+            chart=CRD_CHART,
+            version=settings.chart_version,
+            namespace=NAMESPACE,
+            atomic=True,
+            opts=kubernetes,
+        )
+        controller = k8s.helm.v3.Release(
+            f"{name}-controller",
+            name="karpenter",
+            chart=CHART,
+            version=settings.chart_version,
+            namespace=NAMESPACE,
+            skip_crds=True,
+            values=queue.name.apply(lambda queue_name: karpenter_values(cluster_name, queue_name)),
+            atomic=True,
+            opts=pulumi.ResourceOptions.merge(
+                kubernetes,
+                pulumi.ResourceOptions(
+                    depends_on=[crds, association, access_entry, cluster.system_node_group]
+                ),
+            ),
+        )
+        after_controller = pulumi.ResourceOptions.merge(
+            kubernetes, pulumi.ResourceOptions(depends_on=[crds, controller])
+        )
+        node_class = node_role.name.apply(
+            lambda role: node_class_manifest(cluster_name, role, settings.ami_alias, settings.disk_size_gib)
+        )
+        k8s.apiextensions.CustomResource(
+            f"{name}-node-class",
+            api_version=NODE_CLASS_API,
+            kind="EC2NodeClass",
+            metadata={"name": NODE_CLASS_NAME},
+            spec=node_class.apply(lambda manifest: manifest["spec"]),
+            opts=after_controller,
+        )
+        taints = (
+            [{"key": GPU_TAINT_KEY, "value": GPU_TAINT_VALUE, "effect": GPU_TAINT_EFFECT}]
+            if gpu_taint
+            else []
+        )
+        self.node_pools = []
+        for memory_class in self.memory_classes:
+            manifest = node_pool_manifest(
+                memory_class, settings.node_pools, pool_labels(memory_class), taints
+            )
+            self.node_pools.append(
+                k8s.apiextensions.CustomResource(
+                    f"{name}-{memory_class.name}",
+                    api_version=manifest["apiVersion"],
+                    kind=manifest["kind"],
+                    metadata=manifest["metadata"],
+                    spec=manifest["spec"],
+                    opts=after_controller,
+                )
+            )
+        self.register_outputs(
+            {"nodePools": [memory_class.name for memory_class in self.memory_classes], "queue": queue.name}
+        )

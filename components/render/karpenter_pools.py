@@ -1,0 +1,195 @@
+"""Karpenter's EC2NodeClass and one NodePool per GPU memory class, as plain manifests.
+
+A pure module (no Pulumi import), so a test can send the objects to an API server that has
+Karpenter's CRDs. A *memory class* is one per-GPU memory size (MiB, from EC2's ``GpuInfo``, the
+data the managed node groups' label comes from): its NodePool may launch exactly the configured
+instance types of that size, and its nodes carry our memory label with that value in the
+NodePool's template labels. Karpenter reads those labels when it simulates a node, so a pod whose
+required node affinity is ``<label> Gt <minimum - 1>`` (what the admission webhook writes) is
+offered only to the NodePools whose GPUs are large enough.
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from components.render.gpu_memory import (
+    NVIDIA_AMI_ARCHITECTURE,
+    GpuMemoryError,
+    InstanceGpus,
+    group_gpu_memory_mib,
+    require_architecture,
+)
+from policy import GPU_RESOURCE
+
+KARPENTER_API = "karpenter.sh/v1"
+NODE_CLASS_API = "karpenter.k8s.aws/v1"
+NODE_CLASS_GROUP = "karpenter.k8s.aws"
+NODE_CLASS_NAME = "gpu"
+DISCOVERY_TAG = "karpenter.sh/discovery"
+"""Tag on the cluster's private subnets and node security group (value: the cluster name)."""
+CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+ARCH_LABEL = "kubernetes.io/arch"
+GPU_ARCH = "amd64"
+"""Kubernetes' name for x86_64."""
+ROOT_DEVICE = "/dev/xvda"
+"""AL2023's root volume."""
+MAX_NODE_POOL_WEIGHT = 100
+"""Karpenter's highest NodePool weight; pools of higher weight are tried first."""
+KARPENTER_CAPACITY_TYPES = {"ON_DEMAND": "on-demand", "SPOT": "spot"}
+"""The EKS API spelling (the stack's node groups) -> Karpenter's."""
+
+ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized"]
+CONSOLIDATION_POLICIES: tuple[ConsolidationPolicy, ...] = ("WhenEmpty", "WhenEmptyOrUnderutilized")
+
+
+@dataclass(frozen=True)
+class NodePoolSettings:
+    """Limits and disruption, the same for every GPU NodePool."""
+
+    gpu_limit: int = 16
+    """``spec.limits`` of ``nvidia.com/gpu``: a pool launches nothing more once its nodes hold this many."""
+    consolidation_policy: ConsolidationPolicy = "WhenEmpty"
+    """WhenEmpty: a GPU node goes only once no pod runs there (training jobs are not moved)."""
+    consolidate_after: str = "5m"
+    disruption_budget: str = "10%"
+    """At most this many of a pool's nodes disrupted at once (a count or a percentage)."""
+    expire_after: str = "720h"
+    """Nodes are replaced after this (new AMIs reach the fleet); ``Never`` keeps them."""
+
+
+@dataclass(frozen=True)
+class GpuGroupTypes:
+    """One configured GPU node group as the NodePools see it: its types' GPUs and capacity type."""
+
+    where: str
+    """The group's configuration key, for errors (as the node group's label names it)."""
+    instance_types: tuple[InstanceGpus, ...]
+    capacity_type: str
+    """EKS spelling: ON_DEMAND or SPOT."""
+
+
+@dataclass(frozen=True)
+class MemoryClass:
+    """Instance types whose GPUs have the same per-GPU memory."""
+
+    memory_mib: int
+    instance_types: tuple[str, ...]
+    capacity_types: tuple[str, ...]
+    """Karpenter spelling (on-demand, spot): those of the groups the types were configured in."""
+    weight: int
+    """The smallest memory class weighs most. Karpenter takes the first NodePool, in weight order,
+    that can hold a pod (equal weights: names in reverse order, the largest class first here), so
+    a pod gets the smallest per-GPU memory that is large enough; prices are compared only among
+    one pool's types (tests/e2e/test_karpenter.py shows both with real Karpenter)."""
+
+    @property
+    def name(self) -> str:
+        """The NodePool's name."""
+        return f"gpu-{self.memory_mib}mib"
+
+
+def memory_classes(groups: Iterable[GpuGroupTypes]) -> list[MemoryClass]:
+    """The GPU node groups' instance types regrouped by per-GPU memory, smallest first.
+
+    Each type's memory is ``group_gpu_memory_mib`` of that type alone (the same checks: NVIDIA,
+    whole GPUs, within the label's range, the AMI's architecture; errors name the group's key).
+    """
+    types: dict[int, dict[str, None]] = {}
+    capacity: dict[int, set[str]] = {}
+    for group in groups:
+        require_architecture(group.where, group.instance_types, NVIDIA_AMI_ARCHITECTURE)
+        for described in group.instance_types:
+            memory = group_gpu_memory_mib(group.where, [described])
+            types.setdefault(memory, {})[described.instance_type] = None
+            capacity.setdefault(memory, set()).add(KARPENTER_CAPACITY_TYPES[group.capacity_type])
+    if len(types) > MAX_NODE_POOL_WEIGHT:
+        raise GpuMemoryError(
+            f"gpuNodeGroups: {len(types)} per-GPU memory sizes; Karpenter's weights rank at most "
+            f"{MAX_NODE_POOL_WEIGHT} NodePools"
+        )
+    return [
+        MemoryClass(
+            memory, tuple(types[memory]), tuple(sorted(capacity[memory])), MAX_NODE_POOL_WEIGHT - rank
+        )
+        for rank, memory in enumerate(sorted(types))
+    ]
+
+
+def node_class_manifest(
+    cluster_name: str, node_role: str, ami_alias: str, disk_size_gib: int
+) -> dict[str, Any]:
+    """The EC2NodeClass every GPU NodePool uses: the AMI alias, the node role, the discovery tags."""
+    discovery = [{"tags": {DISCOVERY_TAG: cluster_name}}]
+    return {
+        "apiVersion": NODE_CLASS_API,
+        "kind": "EC2NodeClass",
+        "metadata": {"name": NODE_CLASS_NAME},
+        "spec": {
+            "role": node_role,
+            "amiSelectorTerms": [{"alias": ami_alias}],
+            "subnetSelectorTerms": discovery,
+            "securityGroupSelectorTerms": discovery,
+            "blockDeviceMappings": [
+                {
+                    "deviceName": ROOT_DEVICE,
+                    "ebs": {
+                        "volumeSize": f"{disk_size_gib}Gi",
+                        "volumeType": "gp3",
+                        "encrypted": True,
+                        "deleteOnTermination": True,
+                    },
+                }
+            ],
+        },
+    }
+
+
+def node_pool_manifest(
+    memory_class: MemoryClass,
+    settings: NodePoolSettings,
+    labels: Mapping[str, str],
+    taints: Sequence[Mapping[str, str]],
+) -> dict[str, Any]:
+    """The NodePool of one memory class. ``labels`` are the template's (our memory label among
+    them); ``taints`` the GPU taint, when the stack taints GPU nodes."""
+    return {
+        "apiVersion": KARPENTER_API,
+        "kind": "NodePool",
+        "metadata": {"name": memory_class.name},
+        "spec": {
+            "weight": memory_class.weight,
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {
+                    "nodeClassRef": {
+                        "group": NODE_CLASS_GROUP,
+                        "kind": "EC2NodeClass",
+                        "name": NODE_CLASS_NAME,
+                    },
+                    "taints": [dict(taint) for taint in taints],
+                    "requirements": [
+                        {
+                            "key": INSTANCE_TYPE_LABEL,
+                            "operator": "In",
+                            "values": list(memory_class.instance_types),
+                        },
+                        {
+                            "key": CAPACITY_TYPE_LABEL,
+                            "operator": "In",
+                            "values": list(memory_class.capacity_types),
+                        },
+                        {"key": ARCH_LABEL, "operator": "In", "values": [GPU_ARCH]},
+                    ],
+                    "expireAfter": settings.expire_after,
+                },
+            },
+            "limits": {GPU_RESOURCE: str(settings.gpu_limit)},
+            "disruption": {
+                "consolidationPolicy": settings.consolidation_policy,
+                "consolidateAfter": settings.consolidate_after,
+                "budgets": [{"nodes": settings.disruption_budget}],
+            },
+        },
+    }
