@@ -84,9 +84,9 @@ class Cluster(pulumi.ComponentResource):
             fargate=False,
             authentication_mode=eks.AuthenticationMode.API,
             create_oidc_provider=False,
-            # Only the security group EKS itself creates: the one managed nodes get, which
-            # Karpenter's nodes find by tag (pulumi-eks' extra groups serve self-managed nodes).
-            skip_default_security_groups=True,
+            # pulumi-eks' own security groups stay (skipping them now would change the cluster's
+            # vpcConfig and replace an existing cluster); Karpenter's nodes find only the group EKS
+            # creates, the one managed nodes get, by its discovery tag (components/karpenter.py).
             endpoint_private_access=access.endpoint_private_access,
             endpoint_public_access=access.endpoint_public_access,
             public_access_cidrs=list(access.public_access_cidrs) if access.endpoint_public_access else None,
