@@ -30,13 +30,11 @@ SKIPPED = "skipped"
 RESULTS = (FOUND, NOT_FOUND, GONE, FAILED, TIMED_OUT, SKIPPED)
 """The lookups metric's ``result`` label values."""
 
-NODE_NOT_FOUND = "node does not exist: not in the extender's node cache, and the API server answered 404"
-NODE_DELETED = "node no longer exists: the extender's node cache has seen it deleted"
-
-
-def lookup_failed(error: str) -> str:
-    """The reason for a candidate whose lookup failed."""
-    return f"node not in the extender's node cache, and reading it from the API server failed: {error}"
+NODE_NOT_FOUND = "node not found: not in the extender's node cache nor on the API server"
+NODE_DELETED = "node deleted: the extender's node cache has seen it go"
+LOOKUP_FAILED = "node not in the extender's node cache, and the API server could not be read"
+"""The reason for a candidate whose lookup failed; the error itself is logged (``node looked up``),
+so the reason stays the same from one attempt to the next and kube-scheduler can group it."""
 
 
 def lookup_timed_out(timeout: float) -> str:
@@ -127,7 +125,8 @@ class NodeLookup:
         except (NodeApiError, NodeDecodeError) as error:
             if self._clock() >= deadline:  # the client's own timeout, at the same deadline
                 return self._refused(name, TIMED_OUT, lookup_timed_out(timeout), started)
-            return self._refused(name, FAILED, lookup_failed(str(error) or type(error).__name__), started)
+            detail = str(error) or type(error).__name__
+            return self._refused(name, FAILED, LOOKUP_FAILED, started, error=detail)
         if node is None:
             return self._refused(name, NOT_FOUND, NODE_NOT_FOUND, started)
         known = self._cache.learn(node)
@@ -136,8 +135,8 @@ class NodeLookup:
         self._logged(name, FOUND, started, label=known.label, resource_version=node.resource_version)
         return known
 
-    def _refused(self, name: str, result: str, reason: str, started: float) -> str:
-        self._logged(name, result, started, reason=reason)
+    def _refused(self, name: str, result: str, reason: str, started: float, **fields: object) -> str:
+        self._logged(name, result, started, reason=reason, **fields)
         return reason
 
     def _logged(self, name: str, result: str, started: float, **fields: object) -> None:
