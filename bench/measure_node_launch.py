@@ -1,0 +1,139 @@
+"""Node-creation-to-bind per scheduling mode (docs/node-cache.md); not part of the test run.
+
+    python -m bench.measure_node_launch [--rounds 5] [--bin-dir .cache/bin]
+
+An autoscaler's launch, on the local control plane: a GPU pod asking for 40960 MiB waits
+(Unschedulable: the only GPU node has 16384 MiB), then a node with 81920 MiB is created the way
+a kubelet and the node lifecycle controller make one (create, which TaintNodesByCondition
+taints not-ready; status Ready; the taint lifted: ``localcluster.nodes.create_nodes``), and a
+watch on the pods times the bind. Per variant, ``--rounds`` launches (pod and node deleted
+after each): extender, extender-cached, extender-cached with ``--node-lookup-concurrency=0``
+(the behaviour before node lookups: an unknown candidate is refused), and plugin. Each variant
+has its own control plane, one after the other in the same run. Reported: median, min and max
+of creation-to-bind and of taint-lift-to-bind, and (extender-cached) how many lookups found a
+node and how many candidates were refused as unknown.
+"""
+
+import argparse
+import statistics
+import tempfile
+import time
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import kubernetes.client
+
+from bench.bind_watch import BindWatch
+from components.render.scheduler_config import SchedulerMode
+from localcluster.nodes import SimulatedNode
+from localcluster.probes import LOOPBACK
+from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification
+from tests.e2e.harness import INVENTORY, E2ECluster, e2e_cluster, shaped_like
+
+BIND_TIMEOUT_SECONDS = 120.0
+"""Longest wait for one bind (the lookups-off variant can wait for the scheduler's 30 s flush)."""
+MINIMUM_MIB = 40960
+SYSTEM = SimulatedNode("system-1", INVENTORY["m5.xlarge"], "us-east-1a")
+SMALL = SimulatedNode("gpu-16384", shaped_like("p5.48xlarge", 16384), "us-east-1a")
+
+
+@dataclass(frozen=True)
+class Variant:
+    label: str
+    mode: SchedulerMode
+    extender_args: tuple[str, ...] = ()
+
+
+VARIANTS = (
+    Variant("extender", "extender"),
+    Variant("extender-cached", "extender-cached"),
+    Variant("extender-cached, lookups off (before)", "extender-cached", ("--node-lookup-concurrency=0",)),
+    Variant("plugin", "plugin"),
+)
+
+
+@dataclass(frozen=True)
+class Launches:
+    created_to_bind: list[float]
+    lifted_to_bind: list[float]
+    lookups_found: float | None
+    unknown_refused: float | None
+
+
+def metric(health_port: int, name: str) -> float:
+    """The sum of a metric family's samples on the extender's /metrics."""
+    with urllib.request.urlopen(f"http://{LOOPBACK}:{health_port}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name))
+
+
+def launches(cluster: E2ECluster, rounds: int) -> Launches:
+    """``rounds`` launches on a started cluster, timed by a watch on the pods."""
+    core = kubernetes.client.CoreV1Api(cluster.api)
+    watch = BindWatch(cluster.api, WORKLOAD_NAMESPACE).start()
+    created_to_bind, lifted_to_bind = [], []
+    try:
+        for index in range(rounds):
+            (pod,) = cluster.submit(PodSpecification(f"waits-{index}", min_memory=str(MINIMUM_MIB)))
+            assert not cluster.outcome(pod).bound, "the pod was bound before the launch"
+            node = SimulatedNode(f"launched-{index}", shaped_like("p5.48xlarge", 81920), "us-east-1b")
+            created = time.monotonic()
+            cluster.add_nodes(node)
+            lifted = time.monotonic()
+            assert watch.wait_for(index + 1, BIND_TIMEOUT_SECONDS, lambda: True), f"{pod} was not bound"
+            assert watch.nodes[pod] == node.name, f"{pod} went to {watch.nodes[pod]}"
+            created_to_bind.append(watch.bound_at[pod] - created)
+            lifted_to_bind.append(watch.bound_at[pod] - lifted)
+            core.delete_namespaced_pod(pod, WORKLOAD_NAMESPACE, grace_period_seconds=0)
+            core.delete_node(node.name)
+    finally:
+        watch.stop()
+    found = unknown = None
+    if cluster.mode == "extender-cached" and cluster.extender is not None:
+        port = cluster.extender.health_port
+        found = metric(port, 'gpu_extender_node_cache_lookups_total{result="found"}')
+        unknown = metric(port, "gpu_extender_node_cache_unknown_candidates_total")
+    return Launches(created_to_bind, lifted_to_bind, found, unknown)
+
+
+def spread(seconds: Sequence[float]) -> str:
+    ms = [value * 1000 for value in seconds]
+    return f"{statistics.median(ms):.0f} ({min(ms):.0f}-{max(ms):.0f})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--bin-dir", type=Path, default=Path(".cache/bin"))
+    arguments = parser.parse_args()
+    print(
+        "| mode | node created -> bound, ms: median (min-max) | taint lifted -> bound, ms | lookups found |"
+        " candidates refused as unknown |"
+    )
+    print("| --- | --- | --- | --- | --- |")
+    with tempfile.TemporaryDirectory() as directory:
+        for variant in VARIANTS:
+            work = Path(directory) / variant.label.replace(" ", "-").replace(",", "").replace(
+                "(", ""
+            ).replace(")", "")
+            with e2e_cluster(arguments.bin_dir, work, variant.mode) as cluster:
+                cluster.add_nodes(SYSTEM, SMALL)
+                cluster.start(extender_args=variant.extender_args)
+                result = launches(cluster, arguments.rounds)
+            counts = [
+                "-" if value is None else f"{value:.0f}"
+                for value in (result.lookups_found, result.unknown_refused)
+            ]
+            print(
+                f"| {variant.label} | {spread(result.created_to_bind)} | {spread(result.lifted_to_bind)} |"
+                f" {counts[0]} | {counts[1]} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
