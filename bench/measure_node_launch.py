@@ -8,13 +8,17 @@ a kubelet and the node lifecycle controller make one (create, which TaintNodesBy
 taints not-ready; status Ready; the taint lifted: ``localcluster.nodes.create_nodes``), and a
 watch on the pods times the bind. Per variant, ``--rounds`` launches (pod and node deleted
 after each): extender, extender-cached, extender-cached with ``--node-lookup-concurrency=0``
-(the behaviour before node lookups: an unknown candidate is refused), and plugin. Each variant
-has its own control plane, one after the other in the same run. Reported: median, min and max
+(the behaviour before node lookups: an unknown candidate is refused), and plugin; then
+extender-cached with and without lookups while the extender's link to the API server lags
+``LAG_SECONDS`` (``tests.e2e.tcp_gate`` holding every chunk back: the watch delivers the new
+node after the scheduler offers it, as when the watch is behind in a live cluster). Each
+variant has its own control plane, one after the other in the same run. Reported: median, min and max
 of creation-to-bind and of taint-lift-to-bind, and (extender-cached) how many lookups found a
 node and how many candidates were refused as unknown.
 """
 
 import argparse
+import contextlib
 import statistics
 import tempfile
 import time
@@ -31,6 +35,7 @@ from localcluster.nodes import SimulatedNode
 from localcluster.probes import LOOPBACK
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification
 from tests.e2e.harness import INVENTORY, E2ECluster, e2e_cluster, shaped_like
+from tests.e2e.tcp_gate import tcp_gate
 
 BIND_TIMEOUT_SECONDS = 120.0
 """Longest wait for one bind (the lookups-off variant can wait for the scheduler's 30 s flush)."""
@@ -39,18 +44,33 @@ SYSTEM = SimulatedNode("system-1", INVENTORY["m5.xlarge"], "us-east-1a")
 SMALL = SimulatedNode("gpu-16384", shaped_like("p5.48xlarge", 16384), "us-east-1a")
 
 
+LOOKUPS_OFF = ("--node-lookup-concurrency=0",)
+"""The behaviour before node lookups: a candidate the cache does not know is refused at once."""
+LAG_SECONDS = 0.5
+"""The lagging variants: every byte from the API server to the extender arrives this much later."""
+
+
 @dataclass(frozen=True)
 class Variant:
     label: str
     mode: SchedulerMode
     extender_args: tuple[str, ...] = ()
+    api_lag: float = 0.0
+    """Seconds the extender's link to the API server lags (its watch, and its lookups)."""
 
 
 VARIANTS = (
     Variant("extender", "extender"),
     Variant("extender-cached", "extender-cached"),
-    Variant("extender-cached, lookups off (before)", "extender-cached", ("--node-lookup-concurrency=0",)),
+    Variant("extender-cached, lookups off (before)", "extender-cached", LOOKUPS_OFF),
     Variant("plugin", "plugin"),
+    Variant(f"extender-cached, watch lagging {LAG_SECONDS:g} s", "extender-cached", api_lag=LAG_SECONDS),
+    Variant(
+        f"extender-cached, watch lagging {LAG_SECONDS:g} s, lookups off (before)",
+        "extender-cached",
+        LOOKUPS_OFF,
+        LAG_SECONDS,
+    ),
 )
 
 
@@ -120,9 +140,14 @@ def main() -> None:
             work = Path(directory) / variant.label.replace(" ", "-").replace(",", "").replace(
                 "(", ""
             ).replace(")", "")
-            with e2e_cluster(arguments.bin_dir, work, variant.mode) as cluster:
+            with contextlib.ExitStack() as stack:
+                cluster = stack.enter_context(e2e_cluster(arguments.bin_dir, work, variant.mode))
                 cluster.add_nodes(SYSTEM, SMALL)
-                cluster.start(extender_args=variant.extender_args)
+                api_server = ""
+                if variant.api_lag:
+                    port = int(cluster.plane.server.rsplit(":", 1)[1])
+                    api_server = stack.enter_context(tcp_gate(port, variant.api_lag)).url
+                cluster.start(extender_args=variant.extender_args, extender_api_server=api_server)
                 result = launches(cluster, arguments.rounds)
             counts = [
                 "-" if value is None else f"{value:.0f}"
