@@ -20,7 +20,7 @@ kept until the watch delivers that version of it or a newer one, and a relist ke
 the list is older than it.
 """
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from extender_app.node_metadata import ADDED, BOOKMARK, DELETED, MODIFIED, NodeMeta, WatchEvent
@@ -67,6 +67,9 @@ class NodeCache:
         self.resource_version = ""
         """Where a watch resumes: the last list's or event's resourceVersion."""
         self._synced_at: float | None = None
+        self.on_known: Callable[[str | None], None] | None = None
+        """Called when an event brings a node (its name) or a list replaces the map (None):
+        ``node_lookup`` stops waiting for the API server when the watch delivers the node first."""
         self._learned: dict[str, int] = {}
         """name -> resourceVersion of nodes taught by ``learn`` that the watch has not reached yet."""
 
@@ -99,6 +102,8 @@ class NodeCache:
         self._labels = fresh
         self.resource_version = resource_version
         self._synced_at = now
+        if self.on_known is not None:
+            self.on_known(None)
         return changes
 
     def apply(self, event: WatchEvent, now: float) -> NodeChange | None:
@@ -126,6 +131,8 @@ class NodeCache:
             del labels[node.name]
             return NodeChange(DELETED, node.name, None, previous)
         labels[node.name] = node.label
+        if self.on_known is not None and not known:
+            self.on_known(node.name)
         if known and previous == node.label:
             return None
         return NodeChange(MODIFIED if known else ADDED, node.name, node.label, previous)

@@ -6,7 +6,10 @@ refusing it, and teaches the cache what it read (``NodeCache.learn``: the newer
 resourceVersion wins, so the watch and the lookup cannot disagree). The lookups of one request
 share one deadline (``node_lookup_timeout``), run at most ``node_lookup_concurrency`` at once
 across all requests, and at most ``node_lookup_max_per_request`` per request; a candidate that
-does not exist, or that cannot be read in time, is refused with a reason saying which.
+does not exist, or that cannot be read in time, is refused with a reason saying which. When the
+watch delivers the node while its lookup is under way, the lookup is dropped and the cache's
+node is used (result ``watch``), so a request never waits for the API server longer than for
+the watch.
 """
 
 import asyncio
@@ -22,12 +25,13 @@ from extender_app.node_metadata import NodeDecodeError, NodeMeta
 from extender_app.node_sync import NodeApi, NodeApiError
 
 FOUND = "found"
+WATCH = "watch"
 NOT_FOUND = "not_found"
 GONE = "gone"
 FAILED = "error"
 TIMED_OUT = "timeout"
 SKIPPED = "skipped"
-RESULTS = (FOUND, NOT_FOUND, GONE, FAILED, TIMED_OUT, SKIPPED)
+RESULTS = (FOUND, WATCH, NOT_FOUND, GONE, FAILED, TIMED_OUT, SKIPPED)
 """The lookups metric's ``result`` label values."""
 
 NODE_NOT_FOUND = "node not found: not in the extender's node cache nor on the API server"
@@ -98,6 +102,20 @@ class NodeLookup:
         self._metrics = metrics
         self._clock = clock
         self._slots = asyncio.Semaphore(settings.node_lookup_concurrency)
+        self._waiting: dict[str, set[asyncio.Event]] = {}
+        """name -> one event per lookup under way, set when the watch (or a list) brings that node."""
+        cache.on_known = self._known
+
+    def _known(self, name: str | None) -> None:
+        if name is not None:
+            for arrived in self._waiting.get(name, ()):
+                arrived.set()
+            return
+        labels = self._cache.labels
+        for waiting, events in self._waiting.items():
+            if waiting in labels:
+                for arrived in events:
+                    arrived.set()
 
     async def verify(self, names: Sequence[str]) -> Mapping[str, Outcome]:
         """name -> the node (as the cache now holds it) or the reason it is refused, for each name."""
@@ -114,6 +132,33 @@ class NodeLookup:
         return outcomes
 
     async def _one(self, name: str, deadline: float) -> Outcome:
+        """The GET, unless the watch brings the node first."""
+        arrived = asyncio.Event()
+        events = self._waiting.setdefault(name, set())
+        events.add(arrived)
+        get = asyncio.create_task(self._get(name, deadline))
+        watched = asyncio.create_task(arrived.wait())
+        try:
+            await asyncio.wait((get, watched), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            get.cancel()
+            raise
+        finally:
+            watched.cancel()
+            events.discard(arrived)
+            if not events:
+                self._waiting.pop(name, None)
+        if get.done():
+            return get.result()
+        get.cancel()
+        labels = self._cache.labels
+        if name not in labels:  # brought by the watch and deleted again since
+            self._count(GONE, 1)
+            return NODE_DELETED
+        self._count(WATCH, 1)
+        return NodeMeta(name, labels[name])
+
+    async def _get(self, name: str, deadline: float) -> Outcome:
         timeout = self._settings.node_lookup_timeout
         started = self._clock()
         try:
