@@ -70,9 +70,11 @@ class ExtenderService:
         )
         self.node_cache = NodeCache(settings.policy.node_memory_label) if watch else None
         """The node cache (``--node-cache watch``), else None."""
-        self._verbs: Mapping[str, AsyncVerbHandler] = _awaitable(VERBS)
-        if self.node_cache is not None:  # until run: then with lookups (--node-lookup-concurrency)
-            self._verbs = _awaitable(cached_verbs(self.node_cache, self.metrics.node_cache))
+        self._verbs: Mapping[str, VerbHandler] = VERBS
+        if self.node_cache is not None:
+            self._verbs = cached_verbs(self.node_cache, self.metrics.node_cache)
+        self._waiting_verbs: Mapping[str, AsyncVerbHandler] = {}
+        """Verbs that may wait for the API server (node lookups), served before ``_verbs``; set in run."""
         self._admission: AdmissionSettings | None = None
         """The webhook role's settings (it serves MUTATE_PATH instead of the verbs), else None."""
         if settings.role == ROLE_WEBHOOK:
@@ -164,7 +166,7 @@ class ExtenderService:
                 self.log,
                 metrics,
             )
-            self._verbs = verifying_verbs(cache, lookup, metrics)
+            self._waiting_verbs = verifying_verbs(cache, lookup, metrics)
         self.node_sync = NodeSync(
             api,
             cache,
@@ -208,8 +210,11 @@ class ExtenderService:
         """What serves ``path`` on the TLS listener in this role, if anything."""
         if self._admission is not None:
             return _mutate_endpoint(self._admission) if path == MUTATE_PATH else None
+        waiting = self._waiting_verbs.get(path)
+        if waiting is not None:
+            return self._verb_endpoint(waiting)
         verb = self._verbs.get(path)
-        return None if verb is None else self._verb_endpoint(verb)
+        return None if verb is None else self._verb_endpoint(_awaitable(verb))
 
     def _route_verb(self, method: str, path: str) -> Route:
         endpoint = self._endpoint(path)
@@ -351,16 +356,13 @@ class ExtenderService:
                 )
 
 
-def _awaitable(verbs: Mapping[str, VerbHandler]) -> Mapping[str, AsyncVerbHandler]:
-    """The same verbs, awaitable like the ones that read the API server (they never wait)."""
+def _awaitable(verb: VerbHandler) -> AsyncVerbHandler:
+    """The same verb, awaitable like the ones that read the API server (it never waits)."""
 
-    def wrap(verb: VerbHandler) -> AsyncVerbHandler:
-        async def run(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
-            return verb(body, limits)
+    async def run(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
+        return verb(body, limits)
 
-        return run
-
-    return {path: wrap(verb) for path, verb in verbs.items()}
+    return run
 
 
 def _mutate_endpoint(settings: AdmissionSettings) -> Endpoint:
