@@ -68,6 +68,14 @@ class TcpGate:
         self.shut()
         if self._server is not None:
             self._server.close()
+
+        async def finish_links() -> None:
+            links = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in links:
+                task.cancel()
+            await asyncio.gather(*links, return_exceptions=True)
+
+        self._call(finish_links())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
 
