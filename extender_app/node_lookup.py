@@ -133,6 +133,7 @@ class NodeLookup:
 
     async def _one(self, name: str, deadline: float) -> Outcome:
         """The GET, unless the watch brings the node first."""
+        started = self._clock()
         arrived = asyncio.Event()
         events = self._waiting.setdefault(name, set())
         events.add(arrived)
@@ -153,9 +154,8 @@ class NodeLookup:
         get.cancel()
         labels = self._cache.labels
         if name not in labels:  # brought by the watch and deleted again since
-            self._count(GONE, 1)
-            return NODE_DELETED
-        self._count(WATCH, 1)
+            return self._refused(name, GONE, NODE_DELETED, started)
+        self._logged(name, WATCH, started, label=labels[name])
         return NodeMeta(name, labels[name])
 
     async def _get(self, name: str, deadline: float) -> Outcome:
