@@ -8,10 +8,12 @@ kube-apiserver in test_node_cache_cluster.py; here the GET never answers, so onl
 import asyncio
 import logging
 
+from components.render.scheduler_config import ExtenderEndpoint
 from extender_app.metrics import create_metrics
 from extender_app.node_cache import NodeCache
 from extender_app.node_lookup import NODE_DELETED, LookupSettings, NodeLookup, lookup_timed_out
 from extender_app.node_metadata import ADDED, DELETED, NodeMeta, WatchEvent
+from extender_app.settings import ExtenderSettings
 from policy import NODE_MEMORY_LABEL
 
 SETTINGS = LookupSettings(node_lookup_timeout=30.0, node_lookup_concurrency=2, node_lookup_max_per_request=4)
@@ -103,3 +105,10 @@ def test_without_the_watch_the_lookup_ends_at_its_deadline():
         assert found(metrics, "timeout") == 2  # "b" waited for the one slot and timed out there
 
     asyncio.run(scenario())
+
+
+def test_the_default_lookup_deadline_leaves_room_inside_the_schedulers_http_timeout():
+    http_timeout = ExtenderEndpoint().http_timeout
+    assert http_timeout.endswith("s")
+    assert "m" not in http_timeout
+    assert 2 * ExtenderSettings().node_lookup_timeout <= float(http_timeout.removesuffix("s"))
