@@ -3,24 +3,33 @@
 The policy still decides every verdict and score: it is asked once per distinct label value
 among the candidates (a cluster has a handful), with the node as the policy reads it, and
 each candidate then costs two dictionary look-ups. A pod without a minimum fits every
-candidate without a look at the cache (as in the other mode and in the plugin); a candidate
-the cache does not know fails resolvably (``FailedNodes``, so the scheduler tries again
-later) with ``UNKNOWN_NODE``, and scores 0.
+candidate without a look at the cache (as in the other mode and in the plugin). The service's
+``/filter`` (``verifying_verbs``) reads a candidate the cache does not know from the API server
+(``node_lookup``) before judging it; one that does not exist or cannot be read in time fails
+resolvably (``FailedNodes``, so the scheduler tries again later) with a reason saying which
+(``UNKNOWN_NODE`` without a lookup). ``/prioritize`` reads the cache only (the filter's lookup
+taught it the candidates that passed); a candidate it does not know scores 0.
 """
 
+from collections import ChainMap
 from collections.abc import Mapping
+from typing import cast
 
 from extender_app.handlers import (
+    AsyncVerbHandler,
     Computed,
     VerbHandler,
     VerbLimits,
     VerbResult,
     answer,
+    conclude,
+    prepare,
     zero_scores,
 )
 from extender_app.metrics import NodeCacheMetrics
 from extender_app.node_cache import NodeCache
-from extender_app.node_metadata import policy_view
+from extender_app.node_lookup import NodeLookup
+from extender_app.node_metadata import NodeMeta, policy_view
 from extender_app.wire import encode_priorities
 from extender_app.wire_names import NamesArgs, encode_names_filter_result, parse_names_args
 from policy import PolicySettings, Requirement, extender_score, fits_memory
@@ -30,12 +39,10 @@ UNKNOWN_NODE = "node not yet in the extender's node cache"
 
 
 def cached_verbs(cache: NodeCache, metrics: NodeCacheMetrics | None = None) -> Mapping[str, VerbHandler]:
-    """Path -> verb, both reading ``cache`` (one snapshot of it per request)."""
+    """Path -> verb, both reading ``cache`` only (one snapshot of it per request)."""
 
     def count_unknown(result: VerbResult) -> VerbResult:
-        if metrics is not None and result.unknown:
-            metrics.unknown_candidates.inc(result.unknown)
-        return result
+        return _counted(metrics, result)
 
     def filter_names(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
         """POST /filter with NodeNames."""
@@ -56,10 +63,58 @@ def cached_verbs(cache: NodeCache, metrics: NodeCacheMetrics | None = None) -> M
     return {"/filter": filter_names, "/prioritize": prioritize_names}
 
 
+def verifying_verbs(
+    cache: NodeCache, lookup: NodeLookup, metrics: NodeCacheMetrics | None = None
+) -> Mapping[str, AsyncVerbHandler]:
+    """Path -> verb as the service serves them; ``/filter`` first reads unknown candidates (``lookup``)."""
+    plain = cached_verbs(cache, metrics)
+
+    async def filter_names(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
+        """POST /filter with NodeNames; candidates the cache does not know are looked up first."""
+        prepared = prepare(body, limits, parse_names_args, _filter_refusal)
+        if isinstance(prepared, VerbResult):
+            return prepared
+        labels: Mapping[str, str | None] = cache.labels
+        refusals: dict[str, str] = {}
+        if prepared.requirement.min_memory_mib:
+            missing = [name for name in prepared.args.names if name not in labels]
+            if missing:
+                outcomes = await lookup.verify(missing)
+                found = {name: node.label for name, node in outcomes.items() if isinstance(node, NodeMeta)}
+                refusals = {name: reason for name, reason in outcomes.items() if isinstance(reason, str)}
+                # Read-only layers: what the lookups read, over the cache as it is now (after the wait).
+                labels = ChainMap(found, cast(dict[str, str | None], cache.labels))
+
+        def compute(args: NamesArgs, requirement: Requirement, policy: PolicySettings) -> Computed:
+            return filter_by_labels(args, requirement, policy, labels, refusals)
+
+        return _counted(metrics, conclude(prepared, limits, compute))
+
+    async def prioritize_names(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
+        """POST /prioritize with NodeNames (the cache only)."""
+        return plain["/prioritize"](body, limits)
+
+    return {"/filter": filter_names, "/prioritize": prioritize_names}
+
+
+def _counted(metrics: NodeCacheMetrics | None, result: VerbResult) -> VerbResult:
+    if metrics is not None and result.unknown:
+        metrics.unknown_candidates.inc(result.unknown)
+    return result
+
+
 def filter_by_labels(
-    args: NamesArgs, requirement: Requirement, policy: PolicySettings, labels: Mapping[str, str | None]
+    args: NamesArgs,
+    requirement: Requirement,
+    policy: PolicySettings,
+    labels: Mapping[str, str | None],
+    refusals: Mapping[str, str] | None = None,
 ) -> Computed:
-    """The filter answer for ``args`` against one snapshot of the cache."""
+    """The filter answer for ``args`` against one snapshot of the cache.
+
+    A name not in ``labels`` fails resolvably with its reason in ``refusals`` (a lookup's), else
+    ``UNKNOWN_NODE``.
+    """
     names = args.names
     if requirement.min_memory_mib == 0:  # fits everywhere: the policy would not read the nodes
         return Computed(encode_names_filter_result(names, {}, {}), len(names))
@@ -70,7 +125,7 @@ def filter_by_labels(
     failed: dict[str, str] = {}
     for name in names:
         if name not in labels:
-            unknown[name] = UNKNOWN_NODE
+            unknown[name] = refusals.get(name, UNKNOWN_NODE) if refusals else UNKNOWN_NODE
             continue
         label = labels[name]
         verdict = verdicts.get(label)

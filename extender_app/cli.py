@@ -132,6 +132,22 @@ FLAGS = (
         "most seconds between retries; every wait is jittered down to between half and all of it",
     ),
     Flag(
+        "node_lookup_timeout",
+        float,
+        "seconds the API-server lookups of one /filter may take in all (candidates the node cache does"
+        " not know yet, e.g. a node an autoscaler just launched); keep it below the scheduler's httpTimeout",
+    ),
+    Flag(
+        "node_lookup_concurrency",
+        int,
+        "node lookups in flight at once across all requests; 0 = no lookups (unknown candidates refused)",
+    ),
+    Flag(
+        "node_lookup_max_per_request",
+        int,
+        "most unknown candidates one /filter looks up; the rest are refused with a reason",
+    ),
+    Flag(
         "invalid_annotation",
         str,
         "webhook role: a pod whose annotation the policy refuses is denied with the policy's message"

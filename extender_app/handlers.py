@@ -4,10 +4,10 @@ This module serves ``--node-cache off`` (full Nodes in each request); ``cached_h
 serves ``--node-cache watch`` through the same ``answer``.
 """
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from extender_app.wire import ExtenderArgs, WireError, encode_filter_result, encode_priorities, parse_args
 from policy import PolicyError, PolicySettings, Requirement, extender_score, fits_memory, requirement_from_pod
@@ -63,6 +63,8 @@ class CandidateArgs(Protocol):
 
 Args = TypeVar("Args", bound=CandidateArgs)
 VerbHandler = Callable[[bytes | bytearray, VerbLimits], VerbResult]
+AsyncVerbHandler = Callable[[bytes | bytearray, VerbLimits], Awaitable[VerbResult]]
+"""A verb that may wait for I/O (extender-cached ``/filter`` reading unknown candidates)."""
 
 
 def filter_verb(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
@@ -87,6 +89,26 @@ def answer(
     refuse_pod: Callable[[Args, str], Computed],
 ) -> VerbResult:
     """Parse, read the pod's requirement, compute; wire errors and (per the limits) pod errors -> 4xx."""
+    prepared = prepare(body, limits, parse, refuse_pod)
+    return prepared if isinstance(prepared, VerbResult) else conclude(prepared, limits, compute)
+
+
+@dataclass(frozen=True)
+class Prepared(Generic[Args]):
+    """A request parsed and its pod's requirement read: what ``conclude`` computes the answer from."""
+
+    args: Args
+    requirement: Requirement
+    pod: str
+
+
+def prepare(
+    body: bytes | bytearray,
+    limits: VerbLimits,
+    parse: Callable[[bytes | bytearray, int], Args],
+    refuse_pod: Callable[[Args, str], Computed],
+) -> "Prepared[Args] | VerbResult":
+    """The first half of ``answer``: the parsed request, or the answer when it ends here (an error)."""
     try:
         args = parse(body, limits.max_nodes)
     except WireError as error:
@@ -108,8 +130,18 @@ def answer(
             passed=refused.passed,
             pod_error=message,
         )
+    return Prepared(args, requirement, pod)
+
+
+def conclude(
+    prepared: Prepared[Args],
+    limits: VerbLimits,
+    compute: Callable[[Args, Requirement, PolicySettings], Computed],
+) -> VerbResult:
+    """The second half of ``answer``: compute the verb's answer for a prepared request."""
+    pod, candidates = prepared.pod, len(prepared.args.names)
     try:
-        computed = compute(args, requirement, limits.policy)
+        computed = compute(prepared.args, prepared.requirement, limits.policy)
     except PolicyError as error:  # a node the policy cannot read
         return VerbResult(HTTPStatus.BAD_REQUEST, str(error).encode(), pod=pod, candidates=candidates)
     except WireError as error:  # a candidate's labels could not be read

@@ -12,6 +12,7 @@ Imported only with ``--node-cache watch`` (the client library adds about 45 MiB 
 import asyncio
 from http import HTTPStatus
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 import msgspec
@@ -19,12 +20,20 @@ import yaml
 from kubernetes_asyncio import client as kube_client
 from kubernetes_asyncio import config as kube_config
 
-from extender_app.node_metadata import NodePage, WatchEvent, event_from_json, page_from_json
+from extender_app.node_metadata import (
+    NodeMeta,
+    NodePage,
+    WatchEvent,
+    event_from_json,
+    node_from_json,
+    page_from_json,
+)
 from extender_app.node_sync import GONE, NodeApiConfigError, NodeApiError, ResourceExpired
 
 NODES_PATH = "/api/v1/nodes"
 LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 WATCH_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+GET_ACCEPT = WATCH_ACCEPT
 """Metadata only, falling back to full objects (decoded the same way) on a server without it."""
 ERROR_BODY_BYTES = 4096
 """At most this much of an error answer is read, for its Status message."""
@@ -81,6 +90,25 @@ class KubeNodeApi:
             response.release()
         return page_from_json(body, self._label_key)
 
+    async def get_node(self, name: str, timeout: float) -> NodeMeta | None:
+        """One Node's metadata, None when it does not exist (404); the whole request within ``timeout``.
+
+        Raises NodeApiError when it cannot be read (unreachable, refused, timed out).
+        """
+        client_timeout = aiohttp.ClientTimeout(total=timeout)
+        path = f"{NODES_PATH}/{quote(name, safe='')}"
+        try:
+            response = await self._get([], GET_ACCEPT, client_timeout, "get", path)
+        except _NotFound:
+            return None
+        try:
+            body = await response.read()
+        except _TRANSPORT_ERRORS as error:
+            raise NodeApiError(f"get: reading the answer failed: {_describe(error)}") from None
+        finally:
+            response.release()
+        return node_from_json(body, self._label_key)
+
     async def watch_nodes(self, resource_version: str, timeout_seconds: int) -> "KubeWatch":
         """A watch with bookmarks that the server ends after ``timeout_seconds``.
 
@@ -104,11 +132,16 @@ class KubeNodeApi:
         await self._client.close()
 
     async def _get(
-        self, query: list[tuple[str, str]], accept: str, timeout: aiohttp.ClientTimeout, what: str
+        self,
+        query: list[tuple[str, str]],
+        accept: str,
+        timeout: aiohttp.ClientTimeout,
+        what: str,
+        path: str = NODES_PATH,
     ) -> aiohttp.ClientResponse:
         try:
             response: aiohttp.ClientResponse = await self._client.call_api(
-                NODES_PATH,
+                path,
                 "GET",
                 query_params=query,
                 header_params={"Accept": accept},
@@ -120,6 +153,9 @@ class KubeNodeApi:
             raise NodeApiError(f"{what}: cannot reach the API server: {_describe(error)}") from None
         if response.status == HTTPStatus.OK:
             return response
+        if response.status == HTTPStatus.NOT_FOUND and path != NODES_PATH:
+            response.close()
+            raise _NotFound
         try:
             detail = await asyncio.wait_for(response.content.read(ERROR_BODY_BYTES), self._timeout)
         except _TRANSPORT_ERRORS:
@@ -133,6 +169,10 @@ class KubeNodeApi:
         if response.status == GONE:
             raise ResourceExpired(text)
         raise NodeApiError(text)
+
+
+class _NotFound(Exception):
+    """404 on a single Node: it does not exist."""
 
 
 class KubeWatch:

@@ -19,6 +19,7 @@ class NodeCacheMetrics:
     watch_restarts: Counter
     events: Counter
     unknown_candidates: Counter
+    lookups: Counter
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,14 @@ def _node_cache_metrics(registry: CollectorRegistry) -> NodeCacheMetrics:
         ),
         unknown_candidates=Counter(
             "gpu_extender_node_cache_unknown_candidates",
-            "Candidate names the node cache did not know (answered as FailedNodes).",
+            "Candidate names the node cache did not know and that were refused (answered as FailedNodes).",
+            registry=registry,
+        ),
+        lookups=Counter(
+            "gpu_extender_node_cache_lookups",
+            "Candidates the node cache did not know, read from the API server, by result (found,"
+            " not_found, gone, error, timeout, skipped).",
+            ("result",),
             registry=registry,
         ),
     )

@@ -11,9 +11,16 @@ had proof that it held every change the API server had made up to then, namely w
 list completed, when a watch from the cache's resourceVersion was accepted (HTTP 200),
 when a watch event or bookmark was applied, and when the server ended a watch normally.
 ``seconds_since_sync`` counts from the last such moment.
+
+A node the cache does not know yet can be read from the API server directly (``node_lookup``)
+and taught to the cache with ``learn``; the watch and such a lookup cannot disagree, because
+the newer resourceVersion wins (compared as kube-apiserver 1.35 defines it,
+``k8s.io/apimachinery/pkg/util/resourceversion.CompareResourceVersion``): a learned node is
+kept until the watch delivers that version of it or a newer one, and a relist keeps it when
+the list is older than it.
 """
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from extender_app.node_metadata import ADDED, BOOKMARK, DELETED, MODIFIED, NodeMeta, WatchEvent
@@ -39,6 +46,17 @@ class NodeChange:
     previous: str | None
 
 
+def resource_version_number(resource_version: str) -> int | None:
+    """The resourceVersion as a comparable number; None when it is not one.
+
+    kube-apiserver 1.35's rule (``CompareResourceVersion``): a positive decimal integer
+    without leading zeros; anything else cannot be ordered.
+    """
+    if not resource_version.isascii() or not resource_version.isdigit() or resource_version[0] == "0":
+        return None
+    return int(resource_version)
+
+
 class NodeCache:
     """name -> label value (None: the node has no such label), its resourceVersion and freshness."""
 
@@ -49,6 +67,11 @@ class NodeCache:
         self.resource_version = ""
         """Where a watch resumes: the last list's or event's resourceVersion."""
         self._synced_at: float | None = None
+        self.on_known: Callable[[str | None], None] | None = None
+        """Called when an event brings a node (its name) or a list replaces the map (None):
+        ``node_lookup`` stops waiting for the API server when the watch delivers the node first."""
+        self._learned: dict[str, int] = {}
+        """name -> resourceVersion of nodes taught by ``learn`` that the watch has not reached yet."""
 
     @property
     def labels(self) -> Mapping[str, str | None]:
@@ -70,9 +93,17 @@ class NodeCache:
         relabelled = sum(1 for name, label in fresh.items() if name in old and old[name] != label)
         added = sum(1 for name in fresh if name not in old)
         changes = ListChanges(len(fresh), added, len(old) - (len(fresh) - added), relabelled)
+        listed = resource_version_number(resource_version)
+        for name, version in list(self._learned.items()):
+            if listed is None or version <= listed:
+                del self._learned[name]  # the list is as new as the lookup, or cannot be compared
+            elif name in old:
+                fresh[name] = old[name]  # learned after the list was taken: the lookup is newer
         self._labels = fresh
         self.resource_version = resource_version
         self._synced_at = now
+        if self.on_known is not None:
+            self.on_known(None)
         return changes
 
     def apply(self, event: WatchEvent, now: float) -> NodeChange | None:
@@ -85,6 +116,12 @@ class NodeCache:
         node = event.node
         if event.type == BOOKMARK or node is None:
             return None
+        learned = self._learned.get(node.name)
+        if learned is not None:
+            version = resource_version_number(event.resource_version)
+            if version is not None and version < learned:
+                return None  # an older version than the one a lookup already taught the cache
+            del self._learned[node.name]
         labels = self._labels
         known = node.name in labels
         previous = labels.get(node.name)
@@ -94,9 +131,35 @@ class NodeCache:
             del labels[node.name]
             return NodeChange(DELETED, node.name, None, previous)
         labels[node.name] = node.label
+        if self.on_known is not None and not known:
+            self.on_known(node.name)
         if known and previous == node.label:
             return None
         return NodeChange(MODIFIED if known else ADDED, node.name, node.label, previous)
+
+    def learn(self, node: NodeMeta) -> NodeMeta | None:
+        """Teach the cache a node read from the API server; the node as the cache now holds it.
+
+        The newer resourceVersion wins: a node newer than everything the watch has delivered is
+        stored (and kept until the watch catches up with it); otherwise the cache already holds
+        that version or a newer one, and a node it does not hold was deleted since (None).
+        A resourceVersion that cannot be compared leaves the cache alone and returns ``node``.
+        """
+        version = resource_version_number(node.resource_version)
+        if version is None:
+            return node
+        seen = resource_version_number(self.resource_version) if self.resource_version else 0
+        if seen is None:
+            return node
+        if version > seen:
+            known = self._learned.get(node.name)
+            if known is None or version > known:
+                self._labels[node.name] = node.label
+                self._learned[node.name] = version
+            return NodeMeta(node.name, self._labels[node.name], str(self._learned[node.name]))
+        if node.name not in self._labels:
+            return None
+        return NodeMeta(node.name, self._labels[node.name], self.resource_version)
 
     def confirm(self, now: float) -> None:
         """Record proof that the cache is in sync at ``now`` (a watch accepted or ended normally)."""

@@ -15,12 +15,13 @@ from typing import cast
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from extender_app.admission import MUTATE_PATH, AdmissionSettings, InvalidAnnotation, answer
-from extender_app.cached_handlers import cached_verbs
-from extender_app.handlers import VERBS, VerbHandler, VerbLimits
+from extender_app.cached_handlers import cached_verbs, verifying_verbs
+from extender_app.handlers import VERBS, AsyncVerbHandler, VerbHandler, VerbLimits, VerbResult
 from extender_app.http_server import HttpServer, RequestRecord, Response, Route, ServerLimits, text_response
 from extender_app.metrics import ExtenderMetrics, NodeCacheMetrics, create_metrics
 from extender_app.node_cache import NodeCache
-from extender_app.node_sync import NodeApi, NodeSync, SyncSettings
+from extender_app.node_lookup import LookupSettings, NodeLookup, NodeReader
+from extender_app.node_sync import NodeSync, SyncSettings
 from extender_app.settings import NODE_CACHE_WATCH, ROLE_WEBHOOK, ExtenderSettings
 from extender_app.tls_material import ReloadingTlsContext, TlsPaths
 from extender_app.wire import WireError
@@ -50,7 +51,7 @@ class ExtenderService:
     """
 
     def __init__(
-        self, settings: ExtenderSettings, logger: logging.Logger, node_api: NodeApi | None = None
+        self, settings: ExtenderSettings, logger: logging.Logger, node_api: NodeReader | None = None
     ) -> None:
         """Load the TLS files (raises TlsMaterialError when they cannot be served).
 
@@ -72,6 +73,8 @@ class ExtenderService:
         self._verbs: Mapping[str, VerbHandler] = VERBS
         if self.node_cache is not None:
             self._verbs = cached_verbs(self.node_cache, self.metrics.node_cache)
+        self._waiting_verbs: Mapping[str, AsyncVerbHandler] = {}
+        """Verbs that may wait for the API server (node lookups), served before ``_verbs``; set in run."""
         self._admission: AdmissionSettings | None = None
         """The webhook role's settings (it serves MUTATE_PATH instead of the verbs), else None."""
         if settings.role == ROLE_WEBHOOK:
@@ -140,7 +143,7 @@ class ExtenderService:
         await health.shutdown(1.0)
         self.log.info("stopped")
 
-    async def _start_node_cache(self) -> NodeApi | None:
+    async def _start_node_cache(self) -> NodeReader | None:
         """The node cache's API client and list/watch loop (``--node-cache watch``), not yet running."""
         cache, metrics = self.node_cache, self.metrics.node_cache
         if cache is None or metrics is None:
@@ -151,6 +154,19 @@ class ExtenderService:
             from extender_app import kube_node_api  # noqa: PLC0415 - the client library only in watch mode
 
             api = await kube_node_api.connect(settings.kubeconfig, cache.label_key, settings.api_timeout)
+        if settings.node_lookup_concurrency:
+            lookup = NodeLookup(
+                api,
+                cache,
+                LookupSettings(
+                    node_lookup_timeout=settings.node_lookup_timeout,
+                    node_lookup_concurrency=settings.node_lookup_concurrency,
+                    node_lookup_max_per_request=settings.node_lookup_max_per_request,
+                ),
+                self.log,
+                metrics,
+            )
+            self._waiting_verbs = verifying_verbs(cache, lookup, metrics)
         self.node_sync = NodeSync(
             api,
             cache,
@@ -194,8 +210,11 @@ class ExtenderService:
         """What serves ``path`` on the TLS listener in this role, if anything."""
         if self._admission is not None:
             return _mutate_endpoint(self._admission) if path == MUTATE_PATH else None
+        waiting = self._waiting_verbs.get(path)
+        if waiting is not None:
+            return self._verb_endpoint(waiting)
         verb = self._verbs.get(path)
-        return None if verb is None else self._verb_endpoint(verb)
+        return None if verb is None else self._verb_endpoint(_awaitable(verb))
 
     def _route_verb(self, method: str, path: str) -> Route:
         endpoint = self._endpoint(path)
@@ -209,14 +228,14 @@ class ExtenderService:
             )
         return Route(label, handle=endpoint, gated=True)
 
-    def _verb_endpoint(self, verb: VerbHandler) -> Endpoint:
+    def _verb_endpoint(self, verb: AsyncVerbHandler) -> Endpoint:
         limits = self._verb_limits
 
         async def handle(body: bytearray) -> Response:
             # Inline on the event loop: measured as fast as a thread pool at 500 nodes and much
             # faster at 5,000, and orjson holds the GIL while parsing, so threads would not keep
             # the loop responsive anyway (docs/serving.md#serving-why-our-own-loop-over-h11).
-            result = verb(body, limits)
+            result = await verb(body, limits)
             fields: dict[str, object] = {
                 "pod": result.pod,
                 "candidates": result.candidates,
@@ -335,6 +354,15 @@ class ExtenderService:
                     "tls material change not loaded; serving the previous material",
                     extra={"fields": {"error": state.error, "generation": state.generation}},
                 )
+
+
+def _awaitable(verb: VerbHandler) -> AsyncVerbHandler:
+    """The same verb, awaitable like the ones that read the API server (it never waits)."""
+
+    async def run(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
+        return verb(body, limits)
+
+    return run
 
 
 def _mutate_endpoint(settings: AdmissionSettings) -> Endpoint:

@@ -118,6 +118,17 @@ class ExtenderSettings:
     """Seconds before the second retry after consecutive failures (the first is at once); doubles."""
     relist_backoff_max: float = 30.0
     """Most seconds between retries; each wait is multiplied by a random factor in [0.5, 1]."""
+    node_lookup_timeout: float = 1.0
+    """Seconds the API-server lookups of one /filter request may take in all (watch mode: candidates
+    the node cache does not know yet, e.g. a node an autoscaler just launched). Half the scheduler's
+    extender httpTimeout (2 s), so the answer still arrives in time; a candidate not read by then is
+    refused (resolvably) with a reason saying so."""
+    node_lookup_concurrency: int = 4
+    """Lookups in flight at once across all requests (a new node group rarely brings more at once);
+    0 turns lookups off: an unknown candidate is refused at once, as before lookups existed."""
+    node_lookup_max_per_request: int = 16
+    """Most unknown candidates one request looks up; more unknown at once means the cache is behind
+    (not listed yet, or cut off), not an autoscaler launch, and the rest are refused with a reason."""
     invalid_annotation: str = INVALID_ANNOTATION
     """Webhook role: a pod whose annotation the policy refuses (not 1..1048576, or no GPU request)
     is denied with the policy's message (deny) or admitted with it as an admission warning (warn)."""
@@ -176,7 +187,9 @@ class ExtenderSettings:
             )
         if self.pod_error_status not in POD_ERROR_STATUSES:
             raise ValueError(f"pod_error_status must be 200 or 400, not {self.pod_error_status}")
-        for name in ("watch_timeout", "list_page_size"):
+        if self.node_lookup_concurrency < 0:
+            raise ValueError("node_lookup_concurrency must be 0 (no lookups) or more")
+        for name in ("watch_timeout", "list_page_size", "node_lookup_max_per_request"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
         if self.relist_backoff_max < self.relist_backoff_initial:
@@ -201,6 +214,7 @@ _POSITIVE_SECONDS = (
     "tls_reload_interval",
     "max_cache_staleness",
     "api_timeout",
+    "node_lookup_timeout",
     "relist_backoff_initial",
     "relist_backoff_max",
 )

@@ -154,7 +154,8 @@ class E2ECluster:
 
     def extender_passes(self, minimum_mib: int, node_name: str) -> bool:
         """Whether the extender-cached extender would pass ``node_name`` for that minimum now."""
-        return node_name in (self.cached_filter(minimum_mib, node_name).get("NodeNames") or [])
+        passed = self.cached_filter(minimum_mib, node_name).get("NodeNames")
+        return isinstance(passed, list) and node_name in passed
 
 
 @contextlib.contextmanager

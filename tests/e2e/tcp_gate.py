@@ -8,18 +8,25 @@ unreachable), drop the open ones (a broken watch), then let them through again.
 import asyncio
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
+from typing import Any, TypeVar
 
 from localcluster.probes import LOOPBACK
 
 CHUNK_BYTES = 64 * 1024
+T = TypeVar("T")
 
 
 class TcpGate:
-    """Forwards ``LOOPBACK:port`` to ``LOOPBACK:target_port`` while open; runs in its own thread."""
+    """Forwards ``LOOPBACK:port`` to ``LOOPBACK:target_port`` while open; runs in its own thread.
 
-    def __init__(self, target_port: int) -> None:
+    ``delay``: seconds each chunk from the target is held before it is passed on, in order (a
+    lagging link: the extender's watch, and every answer, arrive that much later).
+    """
+
+    def __init__(self, target_port: int, delay: float = 0.0) -> None:
         self.target_port = target_port
+        self.delay = delay
         self.port = 0
         self.accepted = 0
         """Connections forwarded so far."""
@@ -61,10 +68,18 @@ class TcpGate:
         self.shut()
         if self._server is not None:
             self._server.close()
+
+        async def finish_links() -> None:
+            links = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in links:
+                task.cancel()
+            await asyncio.gather(*links, return_exceptions=True)
+
+        self._call(finish_links())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
 
-    def _call(self, coroutine):  # type: ignore[no-untyped-def]
+    def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=10)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -82,7 +97,9 @@ class TcpGate:
         try:
             await asyncio.gather(
                 self._pipe(reader, upstream_writer),
-                self._pipe(upstream_reader, writer),
+                self._delayed_pipe(upstream_reader, writer)
+                if self.delay
+                else self._pipe(upstream_reader, writer),
                 return_exceptions=True,
             )
         finally:
@@ -99,10 +116,33 @@ class TcpGate:
         finally:
             sink.transport.abort()
 
+    async def _delayed_pipe(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        loop = asyncio.get_running_loop()
+        held: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+
+        async def forward() -> None:
+            while chunk_due := await held.get():
+                due, chunk = chunk_due
+                if not chunk:
+                    return
+                # The simulated lag itself, not a wait for a condition.
+                await asyncio.sleep(max(0.0, due - loop.time()))
+                sink.write(chunk)
+                await sink.drain()
+
+        forwarder = asyncio.create_task(forward())
+        try:
+            while chunk := await source.read(CHUNK_BYTES):
+                held.put_nowait((loop.time() + self.delay, chunk))
+        finally:
+            held.put_nowait((loop.time() + self.delay, b""))
+            await asyncio.gather(forwarder, return_exceptions=True)
+            sink.transport.abort()
+
 
 @contextlib.contextmanager
-def tcp_gate(target_port: int) -> Iterator[TcpGate]:
-    gate = TcpGate(target_port)
+def tcp_gate(target_port: int, delay: float = 0.0) -> Iterator[TcpGate]:
+    gate = TcpGate(target_port, delay)
     gate.start()
     try:
         yield gate

@@ -10,10 +10,11 @@ from collections.abc import Iterator
 import kubernetes.client
 import pytest
 
+from localcluster.extender_log import log_entries
 from localcluster.nodes import SimulatedNode, fleet
 from localcluster.probes import http_status
 from localcluster.waiting import wait_for
-from localcluster.workloads import PodSpecification
+from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification
 from policy import NODE_MEMORY_LABEL
 from tests.e2e.harness import INVENTORY, E2ECluster, shaped_like
 from tests.e2e.tcp_gate import TcpGate, tcp_gate
@@ -133,3 +134,34 @@ def test_a_relabel_while_running_is_honoured_by_the_next_pod(cached_cluster: E2E
     relabel(cluster, node.name, 81920)
     wait_for(lambda: cluster.extender_passes(81920, node.name), CACHE_DEADLINE, "the cache to see 81920")
     assert cluster.outcome(cluster.submit(PodSpecification("next", min_memory="81920"))[0]).node == node.name
+
+
+def test_a_node_launched_while_a_pod_waits_is_accepted_on_the_first_attempt(
+    cached_cluster: E2ECluster,
+) -> None:
+    """An autoscaler's launch: the pod waits (no GPU is big enough), a big node appears, and every
+    filter the scheduler sends with it is answered with it passing: either the extender's watch
+    has delivered it, or the extender reads it from the API server (``node_lookup``); it is never
+    refused as unknown, so the pod binds on the first attempt that offers the node."""
+    cluster = cached_cluster
+    small = SimulatedNode("gpu-16384", shaped_like("p5.48xlarge", 16384), "us-east-1a")
+    cluster.add_nodes(SYSTEM, small)
+    cluster.start()
+    (name,) = cluster.submit(PodSpecification("waits-for-launch", min_memory="40960"))
+    waiting = cluster.outcome(name)
+    assert not waiting.bound
+    assert waiting.reason == "Unschedulable"
+
+    launched = SimulatedNode("gpu-81920", shaped_like("p5.48xlarge", 81920), "us-east-1b")
+    cluster.add_nodes(launched)
+    assert cluster.outcome(name, bound_only=True).node == launched.name
+
+    assert cluster.extender is not None
+    filters = [
+        line
+        for line in log_entries(cluster.extender.process.log_path)
+        if line.get("verb") == "filter" and line.get("pod") == f"{WORKLOAD_NAMESPACE}/{name}"
+    ]
+    offered = [line for line in filters if line["candidates"] >= 2]  # the small node and the new one
+    assert offered, filters
+    assert all(line["passed"] == 1 and "unknown_nodes" not in line for line in offered), offered

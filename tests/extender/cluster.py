@@ -1,6 +1,8 @@
 """What the node-cache tests need around a real control plane: a least-privilege identity for the
-extender, Nodes to create and change, and a TCP proxy that can make the API server vanish."""
+extender, Nodes to create and change, a TCP proxy that can make the API server vanish, a port
+that accepts and never answers, and the real client with its watch events held back."""
 
+import asyncio
 import contextlib
 import socket
 import threading
@@ -10,6 +12,8 @@ from typing import Any
 
 import kubernetes.client
 
+from extender_app import kube_node_api
+from extender_app.node_metadata import NodeMeta, NodePage, WatchEvent
 from localcluster.control_plane import ControlPlane, Credentials, free_port, write_kubeconfig
 from localcluster.custom_scheduler import grant_node_reader
 from localcluster.probes import LOOPBACK
@@ -137,3 +141,76 @@ def proxy_to(plane: ControlPlane) -> Iterator[TcpProxy]:
         yield proxy
     finally:
         proxy.stop()
+
+
+@contextlib.contextmanager
+def silent_port() -> Iterator[int]:
+    """A loopback port that completes TCP connections (the kernel's backlog) and never says a word."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.bind((LOOPBACK, 0))
+        listener.listen(64)
+        yield listener.getsockname()[1]
+    finally:
+        listener.close()
+
+
+class HeldWatchApi:
+    """The extender's real client (``kube_node_api``) to the real API server, with its watch held back.
+
+    Lists and GETs go straight through; watch events wait in the connection until ``release``.
+    This is how a test puts the extender's watch behind kube-scheduler's informer on purpose (an
+    autoscaler's new Node offered to the extender before its watch has delivered it), which in a
+    live cluster happens by chance.
+    """
+
+    def __init__(self, kubeconfig: Path, request_timeout: float) -> None:
+        self._kubeconfig = kubeconfig
+        self._timeout = request_timeout
+        self._api: kube_node_api.KubeNodeApi | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._released: asyncio.Event | None = None
+
+    async def _real(self) -> kube_node_api.KubeNodeApi:
+        if self._api is None:
+            self._loop = asyncio.get_running_loop()
+            self._released = asyncio.Event()
+            self._api = await kube_node_api.connect(str(self._kubeconfig), NODE_MEMORY_LABEL, self._timeout)
+        return self._api
+
+    async def list_nodes(self, limit: int, continue_token: str) -> NodePage:
+        return await (await self._real()).list_nodes(limit, continue_token)
+
+    async def get_node(self, name: str, timeout: float) -> NodeMeta | None:
+        return await (await self._real()).get_node(name, timeout)
+
+    async def watch_nodes(self, resource_version: str, timeout_seconds: int) -> "_HeldWatch":
+        stream = await (await self._real()).watch_nodes(resource_version, timeout_seconds)
+        assert self._released is not None
+        return _HeldWatch(stream, self._released)
+
+    async def close(self) -> None:
+        if self._api is not None:
+            await self._api.close()
+
+    def release(self) -> None:
+        """Let the watch deliver its events (called from the test's thread)."""
+        assert self._loop is not None, "the extender has not used the client yet"
+        assert self._released is not None
+        self._loop.call_soon_threadsafe(self._released.set)
+
+
+class _HeldWatch:
+    def __init__(self, stream: kube_node_api.KubeWatch, released: asyncio.Event) -> None:
+        self._stream = stream
+        self._released = released
+
+    def __aiter__(self) -> "_HeldWatch":
+        return self
+
+    async def __anext__(self) -> WatchEvent:
+        await self._released.wait()
+        return await self._stream.__anext__()
+
+    async def close(self) -> None:
+        await self._stream.close()

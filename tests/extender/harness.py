@@ -19,6 +19,7 @@ from pathlib import Path
 import orjson
 
 from extender_app.json_log import JsonLineFormatter
+from extender_app.node_lookup import NodeReader
 from extender_app.service import BoundPorts, ExtenderService
 from extender_app.settings import ExtenderSettings
 from tests.extender.pki import Pki
@@ -60,7 +61,7 @@ class LogCapture(logging.Handler):
 class ThreadedExtender:
     """The real service on its own event loop in a daemon thread."""
 
-    def __init__(self, settings: ExtenderSettings, pki: Pki) -> None:
+    def __init__(self, settings: ExtenderSettings, pki: Pki, node_api: NodeReader | None = None) -> None:
         self.settings = settings
         self.pki = pki
         self.logs = LogCapture()
@@ -68,7 +69,7 @@ class ThreadedExtender:
         self.logger.addHandler(self.logs)
         self.logger.setLevel(logging.INFO)
         self.logger.propagate = False
-        self.service = ExtenderService(settings, self.logger)
+        self.service = ExtenderService(settings, self.logger, node_api)
         self.ports = BoundPorts(0, 0)
         self._started = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -2,7 +2,7 @@
 
 import pytest
 
-from extender_app.node_cache import ListChanges, NodeCache, NodeChange
+from extender_app.node_cache import ListChanges, NodeCache, NodeChange, resource_version_number
 from extender_app.node_metadata import ADDED, BOOKMARK, DELETED, MODIFIED, NodeMeta, WatchEvent
 
 KEY = "example.com/gpu-memory-mib"
@@ -74,3 +74,59 @@ def test_an_error_event_is_not_applied():
     listed(cache, [])
     with pytest.raises(ValueError, match="ERROR"):
         cache.apply(WatchEvent("ERROR", node=NodeMeta("x", None)), 1.0)
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("1", 1),
+        ("42", 42),
+        ("123456789012345678901234", 123456789012345678901234),
+        *[(text, None) for text in ("0", "", "007", "-3", "1e3", "\u0663", " 5")],
+    ],
+)
+def test_resource_versions_compare_as_kube_apiserver_defines_it(text, number):
+    assert resource_version_number(text) == number
+
+
+def test_a_node_learned_ahead_of_the_watch_is_kept_until_the_watch_reaches_it():
+    cache = NodeCache(KEY)
+    listed(cache, [("a", "1")], resource_version="10")
+    assert cache.learn(NodeMeta("new", "81920", "15")) == NodeMeta("new", "81920", "15")
+    assert cache.labels["new"] == "81920"
+    assert cache.apply(event(ADDED, "new", "16384", resource_version="12"), 1.0) is None  # older: ignored
+    assert cache.labels["new"] == "81920"
+    assert cache.apply(event(MODIFIED, "new", "81920", resource_version="15"), 2.0) is None  # the same
+    change = cache.apply(event(MODIFIED, "new", "40960", resource_version="16"), 3.0)
+    assert change == NodeChange(MODIFIED, "new", "40960", "81920")  # newer: the watch wins
+
+
+def test_a_lookup_older_than_the_watch_changes_nothing_and_a_deleted_node_stays_deleted():
+    cache = NodeCache(KEY)
+    listed(cache, [("a", "1")], resource_version="10")
+    cache.apply(event(MODIFIED, "a", "2", resource_version="20"), 1.0)
+    assert cache.learn(NodeMeta("a", "1", "10")) == NodeMeta("a", "2", "20")  # the cache is newer
+    assert cache.labels["a"] == "2"
+    cache.apply(event(DELETED, "a", "2", resource_version="21"), 2.0)
+    assert cache.learn(NodeMeta("a", "2", "20")) is None  # read before the delete: gone
+    assert "a" not in cache.labels
+
+
+def test_a_learned_node_newer_than_a_relist_survives_it_and_an_older_one_does_not():
+    cache = NodeCache(KEY)
+    listed(cache, [], resource_version="10")
+    cache.learn(NodeMeta("newer", "81920", "30"))
+    cache.learn(NodeMeta("older", "81920", "15"))
+    listed(cache, [("older", "16384")], resource_version="20")
+    assert dict(cache.labels) == {"newer": "81920", "older": "16384"}
+    assert cache.apply(event(ADDED, "newer", "1", resource_version="25"), 1.0) is None  # still ahead
+
+
+def test_a_node_learned_before_the_first_list_and_an_uncomparable_version():
+    cache = NodeCache(KEY)
+    assert cache.learn(NodeMeta("early", "81920", "7")) == NodeMeta("early", "81920", "7")
+    listed(cache, [], resource_version="5")
+    assert dict(cache.labels) == {"early": "81920"}  # created after the list was taken
+    odd = NodeMeta("odd", "81920", "not-a-number")
+    assert cache.learn(odd) == odd  # judged as read, but the cache is left to the watch
+    assert "odd" not in cache.labels

@@ -14,8 +14,9 @@ import orjson
 import pytest
 
 from extender_app.cached_handlers import UNKNOWN_NODE
+from extender_app.node_lookup import LOOKUP_FAILED, NODE_NOT_FOUND, lookup_skipped, lookup_timed_out
 from policy import BELOW_MINIMUM, INVALID_NODE_LABEL
-from tests.extender.cluster import Nodes, kubeconfig_via, node_reader, proxy_to
+from tests.extender.cluster import HeldWatchApi, Nodes, kubeconfig_via, node_reader, proxy_to, silent_port
 from tests.extender.harness import (
     DEADLINE,
     ThreadedExtender,
@@ -101,7 +102,7 @@ def test_the_cache_follows_nodes_and_the_verbs_answer_by_name(control_plane, pki
         ]
 
         late = nodes.name("l40s")
-        assert verdicts(server, [late]) == ([], {late: UNKNOWN_NODE}, {})  # not created yet: resolvable
+        assert verdicts(server, [late]) == ([], {late: NODE_NOT_FOUND}, {})  # not created yet: resolvable
         nodes.create("l40s", "45776")
         wait_for(lambda: verdicts(server, [late])[0] == [late], "the new node in the cache")
 
@@ -110,7 +111,7 @@ def test_the_cache_follows_nodes_and_the_verbs_answer_by_name(control_plane, pki
         nodes.relabel("h100", None)
         wait_for(lambda: verdicts(server, [big])[2] == {big: INVALID_NODE_LABEL}, "the removed label")
         nodes.delete("l40s")
-        wait_for(lambda: verdicts(server, [late])[1] == {late: UNKNOWN_NODE}, "the deleted node to be gone")
+        wait_for(lambda: verdicts(server, [late])[1] == {late: NODE_NOT_FOUND}, "the deleted node to be gone")
 
         assert metric(server, "gpu_extender_node_cache_synced") == 1
         assert metric(server, "gpu_extender_node_cache_nodes") >= 2
@@ -120,6 +121,76 @@ def test_the_cache_follows_nodes_and_the_verbs_answer_by_name(control_plane, pki
         events = [line for line in server.logs.lines if line["msg"] == "node cache event"]
         assert {(line["type"], line["node"]) for line in events} >= {("ADDED", late), ("DELETED", late)}
         assert any(line["msg"] == "node cache listed" for line in server.logs.lines)
+    finally:
+        server.stop()
+
+
+def test_a_node_offered_before_the_watch_delivers_it_is_accepted_on_the_first_filter(
+    control_plane, pki, reader, nodes
+):
+    """An autoscaler's new node, offered by the scheduler before the extender's watch has delivered
+    it, is read from the API server and judged at once; the cache keeps it, and the watch, once it
+    catches up, still wins with anything newer."""
+    old = nodes.create("old", "16384")
+    api = HeldWatchApi(reader.kubeconfig, FAST_RETRIES["api_timeout"])
+    settings = settings_for(pki, node_cache="watch", kubeconfig=str(reader.kubeconfig), **FAST_RETRIES)
+    server = ThreadedExtender(settings, pki, api).start()
+    try:
+        wait_for(lambda: readyz(server)[0] == 200, "the first list")
+        launched = nodes.create("launched", "81920")  # the watch holds its ADDED event back
+
+        assert verdicts(server, [old, launched]) == ([launched], {}, {old: BELOW_MINIMUM})
+        looked_up = [line for line in server.logs.lines if line["msg"] == "node looked up"]
+        assert [(line["node"], line["result"]) for line in looked_up] == [(launched, "found")]
+        assert metric(server, "gpu_extender_node_cache_events_total", type="ADDED") == 0  # still held
+        # The cache learned it: /prioritize reads the cache only, and no second lookup is made.
+        assert names_request(server, "/prioritize", make_pod(min_memory_mib=1), [launched]) == [
+            {"Host": launched, "Score": 10}
+        ]
+        assert verdicts(server, [launched])[0] == [launched]
+        assert metric(server, "gpu_extender_node_cache_lookups_total", result="found") == 1
+
+        api.release()  # the watch delivers the same version (kept), then the newer relabel
+        nodes.relabel("launched", "16384")
+        wait_for(lambda: verdicts(server, [launched])[2] == {launched: BELOW_MINIMUM}, "the relabel")
+        assert metric(server, "gpu_extender_node_cache_lookups_total", result="found") == 1
+    finally:
+        server.stop()
+
+
+def test_a_node_that_does_not_exist_is_refused_and_says_so(control_plane, pki, reader, nodes):
+    server = start_watching(pki, reader.kubeconfig, node_lookup_max_per_request=2)
+    try:
+        wait_for(lambda: readyz(server)[0] == 200, "the first list")
+        ghosts = [nodes.name(f"ghost-{index}") for index in range(3)]
+        passed, unknown, failed = verdicts(server, ghosts)
+        assert (passed, failed) == ([], {})
+        assert unknown == {ghosts[0]: NODE_NOT_FOUND, ghosts[1]: NODE_NOT_FOUND, ghosts[2]: lookup_skipped(2)}
+        assert metric(server, "gpu_extender_node_cache_lookups_total", result="not_found") == 2
+        assert metric(server, "gpu_extender_node_cache_lookups_total", result="skipped") == 1
+    finally:
+        server.stop()
+
+
+def test_a_lookup_the_api_server_does_not_answer_in_time_is_refused_and_says_so(
+    control_plane, pki, reader, tmp_path
+):
+    with silent_port() as port:  # accepts connections, never answers (nor does the TLS handshake)
+        kubeconfig = kubeconfig_via(control_plane, reader, port, tmp_path / "kc")
+        server = start_watching(pki, kubeconfig, node_lookup_timeout=0.2)
+        try:
+            assert verdicts(server, ["launched"]) == ([], {"launched": lookup_timed_out(0.2)}, {})
+            assert metric(server, "gpu_extender_node_cache_lookups_total", result="timeout") == 1
+        finally:
+            server.stop()
+
+
+def test_with_lookups_off_an_unknown_node_is_refused_at_once(control_plane, pki, reader, nodes):
+    server = start_watching(pki, reader.kubeconfig, node_lookup_concurrency=0)
+    try:
+        wait_for(lambda: readyz(server)[0] == 200, "the first list")
+        assert verdicts(server, ["ghost"]) == ([], {"ghost": UNKNOWN_NODE}, {})
+        assert metric(server, "gpu_extender_node_cache_lookups_total", result="not_found") == 0
     finally:
         server.stop()
 
@@ -143,7 +214,9 @@ def test_unreachable_api_server_at_start_is_unready_not_fatal_then_recovers(
             assert "node cache has not completed its first list" in text
             assert "cannot reach the API server" in text
             assert [line["failures"] for line in failures()[:3]] == [1, 2, 3]
-            assert verdicts(server, [name]) == ([], {name: UNKNOWN_NODE}, {})  # serving, honestly
+            assert verdicts(server, [name]) == ([], {name: LOOKUP_FAILED}, {})  # serving, honestly
+            looked_up = [line for line in server.logs.lines if line["msg"] == "node looked up"]
+            assert "get: cannot reach the API server" in looked_up[-1]["error"]
             assert metric(server, "gpu_extender_node_cache_synced") == 0
 
             proxy.start()
@@ -169,7 +242,7 @@ def test_a_cut_connection_is_relisted_and_a_long_outage_turns_readyz_503(
             assert "node cache last confirmed in sync" in readyz(server)[1]
             assert "--max-cache-staleness" in readyz(server)[1]
             during = nodes.create("during", "81920")  # made while the extender cannot see
-            assert verdicts(server, [during])[1] == {during: UNKNOWN_NODE}
+            assert verdicts(server, [during])[1][during] in {LOOKUP_FAILED, lookup_timed_out(1.0)}
 
             proxy.start()
             wait_for(lambda: verdicts(server, [during])[0] == [during], "the relist to bring the new node")
@@ -222,7 +295,7 @@ def test_the_process_serves_names_only_requests_in_watch_mode(control_plane, pki
         assert reply.json() == {
             "Nodes": None,
             "NodeNames": [name],
-            "FailedNodes": {"x": UNKNOWN_NODE},
+            "FailedNodes": {"x": NODE_NOT_FOUND},
             "FailedAndUnresolvableNodes": {},
             "Error": "",
         }

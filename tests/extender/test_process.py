@@ -106,9 +106,14 @@ def test_node_cache_flags_and_their_checks():
             ["--relist-backoff-initial", "5", "--relist-backoff-max", "1"],
             "relist_backoff_max must be at least",
         ),
+        (["--node-lookup-timeout", "0"], "node_lookup_timeout must be greater than 0"),
+        (["--node-lookup-concurrency", "-1"], r"node_lookup_concurrency must be 0 \(no lookups\) or more"),
+        (["--node-lookup-max-per-request", "0"], "node_lookup_max_per_request must be at least 1"),
     ]:
         with pytest.raises(ValueError, match=message):
             settings_from(argv, {})
+    lookups = settings_from(["--node-lookup-timeout", "0.5"], {"EXTENDER_NODE_LOOKUP_CONCURRENCY": "0"})
+    assert (lookups.node_lookup_timeout, lookups.node_lookup_concurrency) == (0.5, 0)
     # a watch timeout above the staleness limit only matters when watching
     assert settings_from(["--watch-timeout", "30"], {}).watch_timeout == 30
 
