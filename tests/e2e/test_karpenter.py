@@ -156,9 +156,12 @@ def test_the_eks_stacks_node_pools_launch_the_smallest_gpu_memory_that_fits(
     core = kubernetes.client.CoreV1Api(cluster.api)
     work_dir = cluster.plane.work_dir / "karpenter-eks-pools"
     with running_karpenter(cluster.plane, autoscaler_bin_dir, work_dir, node_pools=pools):
+        # One pod at a time: each choice is then Karpenter's for that pod alone (in one batch a
+        # 24 GiB pod once landed on the largest class, seen in one cold run and not reproduced).
+        outcomes = {}
         for name, minimum in MINIMUMS_MIB.items():
             core.create_namespaced_pod(WORKLOAD_NAMESPACE, spread_pod(name, minimum))
-        outcomes = cluster.outcomes(list(MINIMUMS_MIB), bound_only=True, timeout=BIND_SECONDS)
+            outcomes |= cluster.outcomes([name], bound_only=True, timeout=BIND_SECONDS)
         nodes = {node.metadata.name: node.metadata.labels for node in karpenter_nodes(cluster.api)}
         for name, outcome in outcomes.items():
             labels = nodes[outcome.node]
