@@ -17,7 +17,7 @@ import kubernetes.client
 
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, pod_manifest
 from policy import NODE_MEMORY_LABEL
-from tests.fixtures.eks_nodes import make_nodes
+from tests.fixtures.eks_nodes import INSTANCE_TYPES, GpuInstanceType, make_nodes
 
 API_WORKERS = 8
 """Parallel API calls while creating or deleting objects (kube-apiserver and etcd share the 2 cores)."""
@@ -38,10 +38,12 @@ class GpuPod:
     min_memory_mib: int | None
 
 
-def realistic_nodes(count: int) -> list[dict[str, Any]]:
+def realistic_nodes(
+    count: int, instance_types: tuple[GpuInstanceType, ...] = INSTANCE_TYPES
+) -> list[dict[str, Any]]:
     """``count`` fixture nodes, ready to create: no server-owned metadata, a fresh Ready condition."""
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    nodes = make_nodes(count)
+    nodes = make_nodes(count, instance_types)
     for node in nodes:
         metadata = node["metadata"]
         for key in ("uid", "resourceVersion", "creationTimestamp", "managedFields"):
