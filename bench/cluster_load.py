@@ -54,16 +54,16 @@ def realistic_nodes(
 
 
 def create_nodes(api: kubernetes.client.ApiClient, nodes: list[dict[str, Any]]) -> None:
-    """Create the nodes with their status, and lift the not-ready taint TaintNodesByCondition adds."""
+    """Create the nodes with their status, and lift the not-ready taint TaintNodesByCondition adds.
+
+    Two calls a node: the API server keeps the status a Node is created with (as when a kubelet
+    registers), and a strategic merge patch replaces the taint list whole (taints have no merge key).
+    """
     core = kubernetes.client.CoreV1Api(api)
 
     def create(node: dict[str, Any]) -> None:
-        name = node["metadata"]["name"]
-        core.create_node({key: value for key, value in node.items() if key != "status"})
-        core.patch_node_status(name, {"status": node["status"]})
-        current = core.read_node(name)
-        current.spec.taints = node["spec"].get("taints")
-        core.replace_node(name, current)
+        core.create_node(node)
+        core.patch_node(node["metadata"]["name"], {"spec": {"taints": node["spec"].get("taints")}})
 
     parallel(create, nodes)
 

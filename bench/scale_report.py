@@ -4,14 +4,22 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from matplotlib.figure import Figure  # the object API: no pyplot state, no display backend
+from matplotlib.ticker import FormatStrFormatter
 
 from bench.scale_results import ScaleDocument, ScaleRow, SizeInfo, VerbLatency
 
-SCALE_HEADING = "## Scale: 1,000 to 5,000 GPU nodes, every mode beside vanilla"
+SCALE_HEADING = "## Scale: every mode beside vanilla as the cluster grows"
 FINDINGS_HEADING = "## Findings"
 THROUGHPUT_PLOT = "scale-pods-per-second.png"
 LATENCY_PLOT = "scale-extender-p99.png"
 MODE_ORDER = ("vanilla", "extender", "extender-cached", "plugin")
+MODE_COLOURS = {
+    "vanilla": "tab:gray",
+    "extender": "tab:red",
+    "extender-cached": "tab:blue",
+    "plugin": "tab:green",
+}
+VERB_MARKERS = {"filter": "o", "prioritize": "s"}
 PLOT_DPI = 110
 
 
@@ -131,7 +139,7 @@ def draw_plots(document: ScaleDocument, directory: Path) -> list[Path]:
                 if (row.mode, row.qps) == (mode, qps)
             )
             if points:
-                panel.plot([x for x, _ in points], [y for _, y in points], marker="o", label=mode)
+                panel.plot(*zip(*points, strict=True), marker="o", color=MODE_COLOURS[mode], label=mode)
         panel.set_title(_qps_label(qps))
         panel.set_xlabel("GPU nodes")
         panel.set_ylabel("pods/s (first to last bind)")
@@ -142,25 +150,33 @@ def draw_plots(document: ScaleDocument, directory: Path) -> list[Path]:
     throughput = directory / THROUGHPUT_PLOT
     figure.savefig(throughput, dpi=PLOT_DPI)
 
-    figure = Figure(figsize=(7, 4.2))
+    figure = Figure(figsize=(7.5, 4.5))
     panel = figure.subplots()
-    for mode in ("extender", "extender-cached"):
-        for verb in ("filter", "prioritize"):
-            points = sorted(
-                (row.nodes, latency.p99_ms)
-                for row in document.rows
-                if row.mode == mode and (latency := getattr(row, verb)) is not None
-            )
-            if points:
-                panel.plot(
-                    [x for x, _ in points], [y for _, y in points], marker="o", label=f"{mode} /{verb}"
+    for qps in qps_values:
+        for mode in ("extender", "extender-cached"):
+            for verb, marker in VERB_MARKERS.items():
+                points = sorted(
+                    (row.nodes, latency.p99_ms)
+                    for row in document.rows
+                    if (row.mode, row.qps) == (mode, qps) and (latency := getattr(row, verb)) is not None
                 )
+                if points:
+                    panel.plot(
+                        *zip(*points, strict=True),
+                        marker=marker,
+                        color=MODE_COLOURS[mode],
+                        linestyle="-" if verb == "filter" else "--",
+                        alpha=1.0 if qps == qps_values[0] else 0.45,
+                        label=f"{mode} /{verb}, {_qps_label(qps)}",
+                    )
     panel.set_yscale("log")
+    for axis_format in (panel.yaxis.set_major_formatter, panel.yaxis.set_minor_formatter):
+        axis_format(FormatStrFormatter("%g"))
     panel.set_xlabel("GPU nodes")
-    panel.set_ylabel("extender p99, ms (server side, log scale)")
-    panel.set_title("extender p99 per verb (all client QPS settings)")
+    panel.set_ylabel("p99 ms, server side (log scale)")
+    panel.set_title("extender p99 per verb")
     panel.grid(alpha=0.3, which="both")
-    panel.legend()
+    panel.legend(fontsize="small")
     figure.tight_layout()
     latency_plot = directory / LATENCY_PLOT
     figure.savefig(latency_plot, dpi=PLOT_DPI)
