@@ -62,10 +62,17 @@ def create_nodes(api: kubernetes.client.ApiClient, nodes: list[dict[str, Any]]) 
     core = kubernetes.client.CoreV1Api(api)
 
     def create(node: dict[str, Any]) -> None:
-        core.create_node(node)
-        core.patch_node(node["metadata"]["name"], {"spec": {"taints": node["spec"].get("taints")}})
+        taints = {"spec": {"taints": node["spec"].get("taints")}}
+        _discard(core.create_node(node, _preload_content=False))
+        _discard(core.patch_node(node["metadata"]["name"], taints, _preload_content=False))
 
     parallel(create, nodes)
+
+
+def _discard(response: Any) -> None:
+    """Read a raw answer to its end (not decoded into models: that costs more CPU than the call)."""
+    response.drain_conn()
+    response.release_conn()
 
 
 def node_labels(nodes: list[dict[str, Any]]) -> dict[str, int]:

@@ -108,6 +108,8 @@ class RunResult:
     extender_candidates: list[int] = field(default_factory=list)
     cpu_seconds: dict[str, float] = field(default_factory=dict)
     """CPU used from the scheduler's start to the last bind, by process (bench.process_cpu)."""
+    startup_cpu_seconds: dict[str, float] = field(default_factory=dict)
+    """The part of ``cpu_seconds`` used before the first bind (the scheduler lists every node and pod)."""
     rss_mib: dict[str, float] = field(default_factory=dict)
     """Resident memory at the last bind, by process (VmRSS)."""
     peak_rss_mib: dict[str, float] = field(default_factory=dict)
@@ -122,6 +124,13 @@ class RunResult:
     def cpu_ms_per_pod(self, process: str) -> float | None:
         used = self.cpu_seconds.get(process)
         return None if used is None or not self.bound else used * 1000 / self.bound
+
+    def steady_cpu_ms_per_pod(self, process: str) -> float | None:
+        """CPU per pod from the first bind to the last: scheduling alone, without the start-up."""
+        used = self.cpu_seconds.get(process)
+        if used is None or self.bound < 2:  # two binds make an interval
+            return None
+        return (used - self.startup_cpu_seconds.get(process, 0.0)) * 1000 / (self.bound - 1)
 
     @property
     def pods_per_second(self) -> float:
@@ -264,8 +273,10 @@ def run_once(  # noqa: PLR0917 - mirrors one run's inputs
     )
     failure = ""
     try:
-        complete = watch.wait_for(len(pods), BIND_TIMEOUT_SECONDS, process.running)
         measured = {**others, "scheduler": process.popen.pid}
+        complete = watch.wait_for(1, BIND_TIMEOUT_SECONDS, process.running)
+        cpu_at_first_bind = process_cpu.snapshot(measured)
+        complete = complete and watch.wait_for(len(pods), BIND_TIMEOUT_SECONDS, process.running)
         cpu_used = process_cpu.spent(cpu_before, process_cpu.snapshot(measured))
         memory = _resident_memory(measured)
         if not complete:
@@ -288,6 +299,7 @@ def run_once(  # noqa: PLR0917 - mirrors one run's inputs
         seconds_start_to_last=times[-1] - started if times else 0.0,
         wrong_placements=wrong,
         cpu_seconds=cpu_used,
+        startup_cpu_seconds=process_cpu.spent(cpu_before, cpu_at_first_bind),
         rss_mib={name: current for name, (current, _) in memory.items()},
         peak_rss_mib={name: peak for name, (_, peak) in memory.items()},
         complete=complete,

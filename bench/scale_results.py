@@ -42,6 +42,9 @@ class ScaleRow:
     pods_per_second: float
     seconds_start_to_last: float
     cpu_ms_per_pod: dict[str, float]
+    """By process, from the first bind to the last (the same window as pods/s)."""
+    startup_cpu_seconds: dict[str, float]
+    """By process, from the scheduler's start to the first bind (its lists of every node and pod)."""
     rss_mib: dict[str, float]
     peak_rss_mib: dict[str, float]
     filter: VerbLatency | None = None
@@ -102,7 +105,7 @@ def verb_latency(durations_ms: Sequence[float]) -> VerbLatency | None:
 
 
 def row_from_run(nodes: int, run: RunResult) -> ScaleRow:
-    cpu = {name: value for name in run.cpu_seconds if (value := run.cpu_ms_per_pod(name)) is not None}
+    cpu = {name: value for name in run.cpu_seconds if (value := run.steady_cpu_ms_per_pod(name)) is not None}
     return ScaleRow(
         nodes=nodes,
         mode=run.setting.mode,
@@ -114,6 +117,7 @@ def row_from_run(nodes: int, run: RunResult) -> ScaleRow:
         pods_per_second=run.pods_per_second,
         seconds_start_to_last=run.seconds_start_to_last,
         cpu_ms_per_pod=cpu,
+        startup_cpu_seconds=dict(run.startup_cpu_seconds),
         rss_mib=dict(run.rss_mib),
         peak_rss_mib=dict(run.peak_rss_mib),
         filter=verb_latency(run.extender_filter_ms),

@@ -116,6 +116,7 @@ def _row(mode: str, rate: float, *, complete: bool = True, below: int = 0) -> Sc
         pods_per_second=rate,
         seconds_start_to_last=1.0,
         cpu_ms_per_pod={"scheduler": 2.0},
+        startup_cpu_seconds={"scheduler": 1.5},
         rss_mib={"kube-apiserver": 900.0},
         peak_rss_mib={"kube-apiserver": 950.0},
         filter=VerbLatency(calls=10, p50_ms=1.0, p99_ms=3.0) if mode != "vanilla" else None,
