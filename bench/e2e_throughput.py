@@ -80,12 +80,17 @@ class Setting:
     rendered_profile: bool = True
     """Plugin mode: the rendered plugins (GPUScheduler first at preFilter and filter, and at score).
     False: the earlier profile, GPUScheduler only at filter and score, after the default plugins."""
+    percentage_of_nodes_to_score: int | None = None
+    """kube-scheduler's percentageOfNodesToScore; None = its adaptive default (50% - nodes/125, >= 5%)."""
 
     @property
     def slug(self) -> str:
         """A file-name-safe name for the setting's config and log."""
         order = "grouped" if self.grouped else "mixed"
-        return f"{self.mode}-{self.qps}-{order}-{'rendered' if self.rendered_profile else 'appended'}"
+        scored = (
+            "" if self.percentage_of_nodes_to_score is None else f"-score{self.percentage_of_nodes_to_score}"
+        )
+        return f"{self.mode}-{self.qps}-{order}-{'rendered' if self.rendered_profile else 'appended'}{scored}"
 
     @property
     def label(self) -> str:
@@ -93,6 +98,8 @@ class Setting:
         extras = ", grouped minimums" if self.grouped else ""
         if self.mode == "plugin" and not self.rendered_profile:
             extras += ", only filter+score, last"
+        if self.percentage_of_nodes_to_score is not None:
+            extras += f", percentageOfNodesToScore {self.percentage_of_nodes_to_score}"
         return f"{self.mode}{extras}, qps {qps}"
 
 
@@ -187,6 +194,8 @@ def scheduler_document(plane: ControlPlane, setting: Setting, link: ExtenderLink
             del plugins[point]
     if setting.qps is not None:
         document["clientConnection"].update({"qps": setting.qps, "burst": setting.qps})
+    if setting.percentage_of_nodes_to_score is not None:
+        document["percentageOfNodesToScore"] = setting.percentage_of_nodes_to_score
     return document
 
 

@@ -65,6 +65,10 @@ class ScalePlan:
     """GPU pods per extender-mode run: at a few pods/s on 2 cores, 500 would take minutes per size."""
     qps: tuple[int | None, ...] = (None, 1000)
     """kube-scheduler client QPS/burst settings: None = the default 50/100 (as deployed), then lifted."""
+    modes: tuple[Mode, ...] = RUN_ORDER
+    """The modes run at each size and QPS, in this order (vanilla first: the ratios need it)."""
+    percentage_of_nodes_to_score: int | None = None
+    """Every scheduler's percentageOfNodesToScore; None = kube-scheduler's adaptive default."""
 
 
 QUICK = ScalePlan(sizes=(200, 500), pods=300, extender_pods=60, qps=(None, 1000))
@@ -89,6 +93,14 @@ def _parse_qps(text: str) -> tuple[int | None, ...]:
     return tuple(values)
 
 
+def _parse_modes(text: str) -> tuple[Mode, ...]:
+    chosen = {part.strip() for part in text.split(",") if part.strip()}
+    unknown = chosen - set(RUN_ORDER)
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"modes are some of {', '.join(RUN_ORDER)}")
+    return tuple(mode for mode in RUN_ORDER if mode in chosen)
+
+
 def build_parser() -> argparse.ArgumentParser:
     defaults = ScalePlan()
     parser = argparse.ArgumentParser(
@@ -110,6 +122,18 @@ def build_parser() -> argparse.ArgumentParser:
         type=_parse_qps,
         default=None,
         help="scheduler client QPS settings, comma-separated, 'default' = 50/100 (default: default,1000)",
+    )
+    parser.add_argument(
+        "--modes", type=_parse_modes, default=None, help=f"comma-separated subset of {', '.join(RUN_ORDER)}"
+    )
+    parser.add_argument(
+        "--percentage-of-nodes-to-score",
+        type=int,
+        choices=range(1, 101),
+        metavar="1..100",
+        default=None,
+        help="set kube-scheduler's percentageOfNodesToScore (default: its adaptive default; 100 sends the"
+        " extender every feasible node)",
     )
     parser.add_argument(
         "--quick",
@@ -136,6 +160,8 @@ def plan_from(arguments: argparse.Namespace) -> ScalePlan:
             ("pods", arguments.pods),
             ("extender_pods", arguments.extender_pods),
             ("qps", arguments.qps),
+            ("modes", arguments.modes),
+            ("percentage_of_nodes_to_score", arguments.percentage_of_nodes_to_score),
         )
         if value is not None
     }
@@ -178,11 +204,13 @@ def run_scale(
             links = _start_extenders(plane, size)
             try:
                 for qps in plan.qps:
-                    for mode in RUN_ORDER:
+                    for mode in plan.modes:
                         if mode == "extender" and qps != plan.qps[0]:
                             continue
                         count = plan.extender_pods if mode == "extender" else plan.pods
-                        setting = Setting(mode, qps)
+                        setting = Setting(
+                            mode, qps, percentage_of_nodes_to_score=plan.percentage_of_nodes_to_score
+                        )
                         result = run_once(
                             plane, bin_dir, setting, links.get(mode), scale_pods(count), labels, str(size)
                         )
@@ -243,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         elapsed_seconds=0.0,
         instance_types=list(SCALE_INSTANCE_TYPES),
         minimums_mib=list(SCALE_MINIMUMS_MIB),
+        percentage_of_nodes_to_score=plan.percentage_of_nodes_to_score,
     )
     started = time.monotonic()
     try:

@@ -46,6 +46,12 @@ def _mib(row: ScaleRow, process: str) -> str:
     return f"{current:.0f} (peak {row.peak_rss_mib.get(process, current):.0f})"
 
 
+def _scored(percentage: int | None) -> str:
+    if percentage is None:
+        return "unset (kube-scheduler's adaptive default: 50% - nodes/125, at least 5%, at least 100 nodes)"
+    return f"{percentage}%"
+
+
 def _size_made(size: SizeInfo) -> str:
     return (
         f"{size.nodes:,} in {size.seconds_to_create_nodes:.0f} s ({size.bytes_per_node / 1024:.1f} KiB each)"
@@ -77,6 +83,9 @@ def render_scale_section(document: ScaleDocument) -> list[str]:
         " from its start to the first bind (start-up: it lists every node) apart; RSS (VmRSS, and VmHWM"
         " since the process started) at the last bind; extender p50 / p99 are its own `duration_ms` over"
         " every request of the run (its log).",
+        "- kube-scheduler: the shared renderer's configuration (vanilla: without `extenders`),"
+        f" percentageOfNodesToScore {_scored(document.percentage_of_nodes_to_score)}; extender mode runs at"
+        " the first client QPS only, with fewer pods (it is CPU-bound at a few pods/s).",
         "",
         "| nodes | mode | client QPS | pods bound | pods/s | ratio to vanilla | scheduler CPU ms/pod |"
         " extender CPU ms/pod | API server CPU ms/pod | scheduler start-up CPU s | filter p50 / p99 ms |"

@@ -71,6 +71,8 @@ class ScaleDocument:
     elapsed_seconds: float
     instance_types: list[str]
     minimums_mib: list[int | None]
+    percentage_of_nodes_to_score: int | None = None
+    """kube-scheduler's setting in every run; None = its adaptive default."""
     sizes: list[SizeInfo] = field(default_factory=list)
     rows: list[ScaleRow] = field(default_factory=list)
 
