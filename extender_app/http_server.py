@@ -446,12 +446,19 @@ class HttpServer:
             pieces = [b"".join(pieces)]
         # Handed over in slices with a drain after each: asyncio's TLS transport passes one large
         # write straight into the socket's unbounded buffer, and drain() would then not wait.
+        # drain() returns at once while the socket takes data, so a failed send is only noticed
+        # once the loop has run: yield after each slice, and stop before the next one if the
+        # client is gone (else every later slice is written into the void, each logged by
+        # asyncio, and the answer counted as delivered).
         async with asyncio.timeout(self._limits.write_timeout):
             for piece in pieces:
                 view = memoryview(piece)
                 for offset in range(0, len(view), WRITE_CHUNK_BYTES):
+                    if writer.transport.is_closing():
+                        raise _ClientGone
                     writer.write(view[offset : offset + WRITE_CHUNK_BYTES])
                     await writer.drain()
+                    await asyncio.sleep(0)
 
 
 MALFORMED = "malformed"

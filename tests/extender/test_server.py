@@ -3,7 +3,9 @@
 import contextlib
 import io
 import select
+import socket
 import ssl
+import struct
 from typing import Any
 
 import orjson
@@ -12,6 +14,8 @@ import pytest
 from extender_app import service as service_module
 from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY, NODE_MEMORY_LABEL
 from tests.extender.harness import (
+    DEADLINE,
+    LOOPBACK,
     ThreadedExtender,
     read_response,
     refusal,
@@ -417,3 +421,20 @@ def test_unreadable_heads_are_logged_and_counted(extender):
     assert extender.logs.requests()[0]["verb"] == "malformed"
     metrics = request(extender.ports.health_port, None, "/metrics", method="GET").body.decode()
     assert 'gpu_extender_requests_total{status="400",verb="malformed"} 1.0' in metrics
+
+
+def test_a_client_gone_before_a_large_answer_is_one_log_line(extender, caplog):
+    """The answer stops at the first write that fails: no flood of asyncio's per-write warnings."""
+    body = extender_body(make_pod(), make_nodes(600))  # every node passes: a 12 MB answer
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: a small window
+    raw.settimeout(DEADLINE)
+    raw.connect((LOOPBACK, extender.ports.port))
+    with scheduler_context(extender.pki).wrap_socket(raw, server_hostname=LOOPBACK) as gone:
+        gone.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        assert gone.recv(1) == b"H"  # the answer has begun; most of it cannot have left the server yet
+        gone.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close = reset
+    wait_for(lambda: len(extender.logs.requests()) == 1, "the request's log line")
+    assert extender.logs.requests()[0].get("delivery") == "client went away"
+    flood = [record for record in caplog.records if record.name == "asyncio"]
+    assert not flood, f"{len(flood)} asyncio records, the first: {flood[0].getMessage()}"
