@@ -66,7 +66,7 @@ DEFAULT_DEVICE_PLUGIN_CHART_VERSION = "0.17.4"
 """nvidia-device-plugin chart: the newest 0.17.x release (NVIDIA/gpu-operator#1671 moved to it)."""
 DEFAULT_KARPENTER_CHART_VERSION = "1.14.1"
 """Karpenter (AWS provider) chart and CRDs: the release whose core the local kwok build runs
-(plugin/karpenter/go.mod, sigs.k8s.io/karpenter v1.14.1), so both are the same Karpenter."""
+(toolchain/karpenter/go.mod, sigs.k8s.io/karpenter v1.14.1), so both are the same Karpenter."""
 DEFAULT_KARPENTER_AMI_ALIAS = "al2023@latest"
 """EKS-optimised AL2023; Karpenter picks its NVIDIA variant for GPU instance types."""
 DEFAULT_CLUSTER_AUTOSCALER_CHART_VERSION = "9.59.0"

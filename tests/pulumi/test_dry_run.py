@@ -275,7 +275,7 @@ def test_the_node_reader_grants_reading_nodes_and_nothing_else(
 
 
 AWS_CRD_DIR = "karpenter-aws-crds"
-"""Under the binaries' directory: the AWS provider's CRDs at the chart's release (build-binaries.sh)."""
+"""Under the binaries' directory: the AWS provider's CRDs at the chart's release (toolchain/build.sh)."""
 
 
 @pytest.fixture(scope="module")
