@@ -49,12 +49,11 @@ from components.render.webhook_config import (
     DEFAULT_FAILURE_POLICY,
     DEFAULT_TIMEOUT_SECONDS,
     FAILURE_POLICIES,
-    INVALID_ANNOTATION_CHOICES,
     MAX_TIMEOUT_SECONDS,
     WEBHOOK_SERVICE_HOST,
     FailurePolicy,
-    InvalidAnnotation,
 )
+from contracts.server import INVALID_ANNOTATION_ACTIONS, InvalidAnnotation
 from policy import SCORING_STRATEGIES, SCORING_STRATEGY, PolicyError, ScoringStrategy, parse_quantity
 
 PROJECT = "gpu-scheduler-eks"
@@ -805,7 +804,7 @@ def _webhook(value: _Value) -> WebhookSettings:
             "timeoutSeconds", default.timeout_seconds, lambda v: v.integer(1, MAX_TIMEOUT_SECONDS)
         ),
         invalid_annotation=fields.read(
-            "invalidAnnotation", default.invalid_annotation, lambda v: v.choice(INVALID_ANNOTATION_CHOICES)
+            "invalidAnnotation", default.invalid_annotation, lambda v: v.choice(INVALID_ANNOTATION_ACTIONS)
         ),
         allowed_source_cidrs=fields.read("allowedSourceCidrs", default.allowed_source_cidrs, _cidr_blocks),
         resources=fields.read("resources", default.resources, lambda v: _resources(v, default.resources)),

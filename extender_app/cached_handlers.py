@@ -15,6 +15,7 @@ from collections import ChainMap
 from collections.abc import Mapping
 from typing import cast
 
+from contracts.server import FILTER_PATH, PRIORITIZE_PATH
 from extender_app.handlers import (
     AsyncVerbHandler,
     Computed,
@@ -60,7 +61,7 @@ def cached_verbs(cache: NodeCache, metrics: NodeCacheMetrics | None = None) -> M
 
         return count_unknown(answer(body, limits, parse_names_args, compute, zero_scores))
 
-    return {"/filter": filter_names, "/prioritize": prioritize_names}
+    return {FILTER_PATH: filter_names, PRIORITIZE_PATH: prioritize_names}
 
 
 def verifying_verbs(
@@ -92,9 +93,9 @@ def verifying_verbs(
 
     async def prioritize_names(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
         """POST /prioritize with NodeNames (the cache only)."""
-        return plain["/prioritize"](body, limits)
+        return plain[PRIORITIZE_PATH](body, limits)
 
-    return {"/filter": filter_names, "/prioritize": prioritize_names}
+    return {FILTER_PATH: filter_names, PRIORITIZE_PATH: prioritize_names}
 
 
 def _counted(metrics: NodeCacheMetrics | None, result: VerbResult) -> VerbResult:

@@ -13,10 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from contracts.server import ROLE_WEBHOOK, option
 from extender_app.json_log import configure_logging
 from extender_app.node_sync import NodeApiConfigError
 from extender_app.service import ExtenderService, install_signal_handlers
-from extender_app.settings import ROLE_WEBHOOK, WEBHOOK_DEFAULTS, ExtenderSettings
+from extender_app.settings import WEBHOOK_DEFAULTS, ExtenderSettings
 from extender_app.tls_material import TlsMaterialError
 from policy import PolicySettings
 
@@ -36,7 +37,7 @@ class Flag:
 
     @property
     def option(self) -> str:
-        return "--" + self.name.replace("_", "-")
+        return option(self.name)
 
     @property
     def env(self) -> str:

@@ -14,7 +14,16 @@ from typing import cast
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from extender_app.admission import MUTATE_PATH, AdmissionSettings, InvalidAnnotation, answer
+from contracts.server import (
+    HEALTHZ_PATH,
+    METRICS_PATH,
+    MUTATE_PATH,
+    NODE_CACHE_WATCH,
+    READYZ_PATH,
+    ROLE_WEBHOOK,
+    InvalidAnnotation,
+)
+from extender_app.admission import AdmissionSettings, answer
 from extender_app.cached_handlers import cached_verbs, verifying_verbs
 from extender_app.handlers import VERBS, AsyncVerbHandler, VerbHandler, VerbLimits, VerbResult
 from extender_app.http_server import HttpServer, RequestRecord, Response, Route, ServerLimits, text_response
@@ -22,7 +31,7 @@ from extender_app.metrics import ExtenderMetrics, NodeCacheMetrics, create_metri
 from extender_app.node_cache import NodeCache
 from extender_app.node_lookup import LookupSettings, NodeLookup, NodeReader
 from extender_app.node_sync import NodeSync, SyncSettings
-from extender_app.settings import NODE_CACHE_WATCH, ROLE_WEBHOOK, ExtenderSettings
+from extender_app.settings import ExtenderSettings
 from extender_app.tls_material import ReloadingTlsContext, TlsPaths
 from extender_app.wire import WireError
 
@@ -288,9 +297,9 @@ class ExtenderService:
 
     def _route_health(self, method: str, path: str) -> Route:
         answers: dict[str, Callable[[], Response]] = {
-            "/healthz": lambda: text_response(HTTPStatus.OK, "ok"),
-            "/readyz": self._readiness,
-            "/metrics": lambda: Response(int(HTTPStatus.OK), self.metrics.render(), CONTENT_TYPE_LATEST),
+            HEALTHZ_PATH: lambda: text_response(HTTPStatus.OK, "ok"),
+            READYZ_PATH: self._readiness,
+            METRICS_PATH: lambda: Response(int(HTTPStatus.OK), self.metrics.render(), CONTENT_TYPE_LATEST),
         }
         answer = answers.get(path)
         if answer is None:

@@ -8,11 +8,23 @@ the scheduler extender (``--role extender``, the default) and the pod admission 
 
 from dataclasses import dataclass, field, fields
 
-from extender_app.admission import INVALID_ANNOTATION, INVALID_ANNOTATION_ACTIONS
+from contracts.server import (
+    CLIENT_CA_FILE,
+    EXTENDER_TLS_DIR,
+    HEALTH_PORT,
+    INVALID_ANNOTATION,
+    INVALID_ANNOTATION_ACTIONS,
+    NODE_CACHE_MODES,
+    NODE_CACHE_OFF,
+    NODE_CACHE_WATCH,
+    ROLE_EXTENDER,
+    ROLE_WEBHOOK,
+    ROLES,
+    TLS_CERT_FILE,
+    TLS_KEY_FILE,
+    TLS_PORT,
+)
 from policy import PolicySettings
-
-TLS_DIR = "/etc/extender-tls"
-"""Where the Deployment mounts the Secret ``extender-server-tls``."""
 
 BYTES_PER_REALISTIC_NODE = 20_523
 """Compact JSON size of tests/fixtures/eks_gpu_node.json (g5.2xlarge, GFD/NFD labels, 20 images,
@@ -24,14 +36,7 @@ MAX_CLUSTER_NODES = 5_000
 
 MIB = 1024 * 1024
 
-NODE_CACHE_OFF = "off"
-NODE_CACHE_WATCH = "watch"
-NODE_CACHE_MODES = (NODE_CACHE_OFF, NODE_CACHE_WATCH)
 POD_ERROR_STATUSES = (200, 400)
-
-ROLE_EXTENDER = "extender"
-ROLE_WEBHOOK = "webhook"
-ROLES = (ROLE_EXTENDER, ROLE_WEBHOOK)
 
 WEBHOOK_MAX_BODY_BYTES = 4 * MIB
 """The webhook role's default body cap: kube-apiserver refuses request bodies above 3 MiB
@@ -50,18 +55,18 @@ class ExtenderSettings:
     role: str = ROLE_EXTENDER
     """extender: POST /filter and /prioritize over mutual TLS. webhook: POST /mutate (pod
     admission, ``admission.k8s.io/v1``) over TLS, client certificate optional (``client_ca``)."""
-    tls_cert: str = f"{TLS_DIR}/tls.crt"
+    tls_cert: str = f"{EXTENDER_TLS_DIR}/{TLS_CERT_FILE}"
     """PEM server certificate (chain); re-read when the file changes."""
-    tls_key: str = f"{TLS_DIR}/tls.key"
+    tls_key: str = f"{EXTENDER_TLS_DIR}/{TLS_KEY_FILE}"
     """PEM private key of the server certificate."""
-    client_ca: str = f"{TLS_DIR}/client-ca.crt"
+    client_ca: str = f"{EXTENDER_TLS_DIR}/{CLIENT_CA_FILE}"
     """PEM bundle of CAs whose client certificates are accepted (must hold at least one). Empty:
     no client certificate is requested (webhook role only, and its default)."""
     bind: str = "0.0.0.0"  # noqa: S104 - the container must be reachable through its Service
     """Address both listeners bind to."""
-    port: int = 8443
+    port: int = TLS_PORT
     """Mutual-TLS port for POST /filter and /prioritize."""
-    health_port: int = 8080
+    health_port: int = HEALTH_PORT
     """Plain-HTTP port for /healthz, /readyz and /metrics (no policy data)."""
     max_body_bytes: int = 128 * MIB
     """Largest request body: 5,000 realistic nodes (~98 MiB) plus 30% headroom."""
