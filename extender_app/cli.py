@@ -15,10 +15,10 @@ from typing import Any
 
 from contracts.server import ROLE_WEBHOOK, option
 from extender_app.json_log import configure_logging
-from extender_app.node_sync import NodeApiConfigError
+from extender_app.node_cache.sync import NodeApiConfigError
 from extender_app.service import ExtenderService, install_signal_handlers
+from extender_app.serving.tls_material import TlsMaterialError
 from extender_app.settings import WEBHOOK_DEFAULTS, ExtenderSettings
-from extender_app.tls_material import TlsMaterialError
 from policy import PolicySettings
 
 ENV_PREFIX = "EXTENDER_"

@@ -23,17 +23,24 @@ from contracts.server import (
     ROLE_WEBHOOK,
     InvalidAnnotation,
 )
-from extender_app.admission import AdmissionSettings, answer
-from extender_app.cached_handlers import cached_verbs, verifying_verbs
-from extender_app.handlers import VERBS, AsyncVerbHandler, VerbHandler, VerbLimits, VerbResult
-from extender_app.http_server import HttpServer, RequestRecord, Response, Route, ServerLimits, text_response
 from extender_app.metrics import ExtenderMetrics, NodeCacheMetrics, create_metrics
-from extender_app.node_cache import NodeCache
-from extender_app.node_lookup import LookupSettings, NodeLookup, NodeReader
-from extender_app.node_sync import NodeSync, SyncSettings
+from extender_app.node_cache.cache import NodeCache
+from extender_app.node_cache.lookup import LookupSettings, NodeLookup, NodeReader
+from extender_app.node_cache.sync import NodeSync, SyncSettings
+from extender_app.serving.http_server import (
+    HttpServer,
+    RequestRecord,
+    Response,
+    Route,
+    ServerLimits,
+    text_response,
+)
+from extender_app.serving.tls_material import ReloadingTlsContext, TlsPaths
 from extender_app.settings import ExtenderSettings
-from extender_app.tls_material import ReloadingTlsContext, TlsPaths
-from extender_app.wire import WireError
+from extender_app.verbs.cached_handlers import cached_verbs, verifying_verbs
+from extender_app.verbs.handlers import VERBS, AsyncVerbHandler, VerbHandler, VerbLimits, VerbResult
+from extender_app.verbs.wire import WireError
+from extender_app.webhook.admission import AdmissionSettings, answer
 
 JSON = "application/json"
 Endpoint = Callable[[bytearray], Awaitable[Response]]
@@ -160,9 +167,9 @@ class ExtenderService:
         settings = self.settings
         api = self._node_api
         if api is None:
-            from extender_app import kube_node_api  # noqa: PLC0415 - the client library only in watch mode
+            from extender_app.node_cache import kube_api  # noqa: PLC0415 - the client library only in watch mode
 
-            api = await kube_node_api.connect(settings.kubeconfig, cache.label_key, settings.api_timeout)
+            api = await kube_api.connect(settings.kubeconfig, cache.label_key, settings.api_timeout)
         if settings.node_lookup_concurrency:
             lookup = NodeLookup(
                 api,

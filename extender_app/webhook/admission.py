@@ -23,7 +23,7 @@ from contracts.server import (
     INVALID_ANNOTATION_WARN,
     InvalidAnnotation,
 )
-from extender_app.wire import WireError, check_utf8
+from extender_app.verbs.wire import WireError, check_utf8
 from policy import DEFAULT_SETTINGS, PolicyError, PolicySettings, memory_affinity_patch
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"

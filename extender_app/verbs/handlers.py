@@ -10,7 +10,13 @@ from http import HTTPStatus
 from typing import Any, Generic, Protocol, TypeVar
 
 from contracts.server import FILTER_PATH, PRIORITIZE_PATH
-from extender_app.wire import ExtenderArgs, WireError, encode_filter_result, encode_priorities, parse_args
+from extender_app.verbs.wire import (
+    ExtenderArgs,
+    WireError,
+    encode_filter_result,
+    encode_priorities,
+    parse_args,
+)
 from policy import PolicyError, PolicySettings, Requirement, extender_score, fits_memory, requirement_from_pod
 
 

@@ -16,7 +16,11 @@ from collections.abc import Mapping
 from typing import cast
 
 from contracts.server import FILTER_PATH, PRIORITIZE_PATH
-from extender_app.handlers import (
+from extender_app.metrics import NodeCacheMetrics
+from extender_app.node_cache.cache import NodeCache
+from extender_app.node_cache.lookup import NodeLookup
+from extender_app.node_cache.metadata import NodeMeta, policy_view
+from extender_app.verbs.handlers import (
     AsyncVerbHandler,
     Computed,
     VerbHandler,
@@ -27,12 +31,8 @@ from extender_app.handlers import (
     prepare,
     zero_scores,
 )
-from extender_app.metrics import NodeCacheMetrics
-from extender_app.node_cache import NodeCache
-from extender_app.node_lookup import NodeLookup
-from extender_app.node_metadata import NodeMeta, policy_view
-from extender_app.wire import encode_priorities
-from extender_app.wire_names import NamesArgs, encode_names_filter_result, parse_names_args
+from extender_app.verbs.wire import encode_priorities
+from extender_app.verbs.wire_names import NamesArgs, encode_names_filter_result, parse_names_args
 from policy import PolicySettings, Requirement, extender_score, fits_memory
 
 UNKNOWN_NODE = "node not yet in the extender's node cache"
