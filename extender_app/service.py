@@ -86,16 +86,9 @@ class ExtenderService:
         )
         self.node_cache = NodeCache(settings.policy.node_memory_label) if watch else None
         """The node cache (``--node-cache watch``), else None."""
-        self._verbs: Mapping[str, VerbHandler] = VERBS
-        if self.node_cache is not None:
-            self._verbs = cached_verbs(self.node_cache, self.metrics.node_cache)
-        self._waiting_verbs: Mapping[str, AsyncVerbHandler] = {}
-        """Verbs that may wait for the API server (node lookups), served before ``_verbs``; set in run."""
-        self._admission: AdmissionSettings | None = None
-        """The webhook role's settings (it serves MUTATE_PATH instead of the verbs), else None."""
-        if settings.role == ROLE_WEBHOOK:
-            action = cast(InvalidAnnotation, settings.invalid_annotation)  # checked by ExtenderSettings
-            self._admission = AdmissionSettings(action, settings.policy)
+        self._routes: Mapping[str, Endpoint] = self._role_routes()
+        """Path -> endpoint of the TLS listener: the role's one route table (with node lookups,
+        ``run`` swaps in the verbs that may wait for the API server once its client exists)."""
         self._node_api = node_api
         self.node_sync: NodeSync | None = None
         """The list/watch loop, once running."""
@@ -182,7 +175,7 @@ class ExtenderService:
                 self.log,
                 metrics,
             )
-            self._waiting_verbs = verifying_verbs(cache, lookup, metrics)
+            self._routes = self._verb_routes(verifying_verbs(cache, lookup, metrics))
         self.node_sync = NodeSync(
             api,
             cache,
@@ -222,18 +215,21 @@ class ExtenderService:
             max_buffered_body_bytes=max_buffered_body_bytes,
         )
 
-    def _endpoint(self, path: str) -> Endpoint | None:
-        """What serves ``path`` on the TLS listener in this role, if anything."""
-        if self._admission is not None:
-            return _mutate_endpoint(self._admission) if path == MUTATE_PATH else None
-        waiting = self._waiting_verbs.get(path)
-        if waiting is not None:
-            return self._verb_endpoint(waiting)
-        verb = self._verbs.get(path)
-        return None if verb is None else self._verb_endpoint(_awaitable(verb))
+    def _role_routes(self) -> Mapping[str, Endpoint]:
+        """The webhook role serves MUTATE_PATH; the extender role its two verbs, on full Nodes or,
+        with the node cache, on node names."""
+        settings = self.settings
+        if settings.role == ROLE_WEBHOOK:
+            action = cast(InvalidAnnotation, settings.invalid_annotation)  # checked by ExtenderSettings
+            return {MUTATE_PATH: _mutate_endpoint(AdmissionSettings(action, settings.policy))}
+        verbs = VERBS if self.node_cache is None else cached_verbs(self.node_cache, self.metrics.node_cache)
+        return self._verb_routes({path: _awaitable(verb) for path, verb in verbs.items()})
+
+    def _verb_routes(self, verbs: Mapping[str, AsyncVerbHandler]) -> Mapping[str, Endpoint]:
+        return {path: self._verb_endpoint(verb) for path, verb in verbs.items()}
 
     def _route_verb(self, method: str, path: str) -> Route:
-        endpoint = self._endpoint(path)
+        endpoint = self._routes.get(path)
         if endpoint is None:
             return Route("other", answer=text_response(HTTPStatus.NOT_FOUND, f"no such path: {path}"))
         label = path.lstrip("/")
