@@ -15,7 +15,7 @@
 #     karpenter-crds/ Karpenter's CRDs from its module (kwok/charts/crds, kwok/apis/crds)
 #     karpenter-aws-crds/  the AWS provider's CRDs (EC2NodeClass, NodePool, ...) from
 #                     github.com/aws/karpenter-provider-aws at the release the stack's
-#                     Karpenter chart pins (components/stack_config.py), downloaded only:
+#                     Karpenter chart pins (components/stack_config/autoscaling.py), downloaded only:
 #                     the dry run of the stack's NodePools and EC2NodeClass installs them
 #     karpenter-aws-chart/  that release's chart values.yaml (the stack's values are checked
 #                     against its keys)
