@@ -32,14 +32,9 @@ from bench.cluster_load import (
     realistic_nodes,
 )
 from bench.extender_server import rss_mib
-from components.render.scheduler_config import (
-    NAMESPACE,
-    SCHEDULER_NAME,
-    ExtenderEndpoint,
-    SchedulerConfig,
-    SchedulerMode,
-)
+from components.render.scheduler_config import ExtenderEndpoint, SchedulerConfig, SchedulerMode
 from components.render.scheduler_config import render_scheduler_config as render
+from contracts.cluster import NAMESPACE, SCHEDULER_NAME
 from localcluster.control_plane import ControlPlane, start_control_plane
 from localcluster.custom_scheduler import (
     ExtenderTLS,

@@ -20,9 +20,10 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.cluster import NODE_POOL_LABEL, SYSTEM_POOL, Cluster
-from components.gpu_node_group import GPU_PRESENT_LABEL, GPU_TAINT_KEY, GPU_TAINT_VALUE, GpuNodeGroup
+from components.gpu_node_group import GPU_TAINT_KEY, GPU_TAINT_VALUE, GpuNodeGroup
 from components.pod_identity import pod_identity_role
 from components.stack_config import ClusterAutoscalerSettings
+from contracts.cluster import GPU_PRESENT_LABEL
 from policy import GPU_RESOURCE, NODE_MEMORY_LABEL
 
 CHART = "cluster-autoscaler"
@@ -125,14 +126,15 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         settings: ClusterAutoscalerSettings,
         cluster: Cluster,
         *,
-        gpu_groups: Sequence[tuple[str, GpuNodeGroup]],
+        gpu_groups: Sequence[GpuNodeGroup],
         gpu_taint: bool,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        """``gpu_groups``: each GPU group's configured name and its component."""
+        """``gpu_groups``: the GPU node groups it scales (their Auto Scaling groups get its tags)."""
         super().__init__("gpu-scheduler-eks:index:ClusterAutoscaler", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        for group_name, group in gpu_groups:
+        for group in gpu_groups:
+            group_name = group.settings.name
             asg = group.node_group.resources.apply(_asg_name)
             template = pulumi.Output.all(group.memory_label, group.gpus_per_node).apply(
                 partial(_group_tags, cluster.name, f"gpu-{group_name}", gpu_taint)

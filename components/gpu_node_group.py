@@ -15,12 +15,12 @@ from components.render.gpu_memory import (
     require_architecture,
 )
 from components.stack_config import GpuNodeGroup as GpuNodeGroupSettings
+from contracts.cluster import GPU_PRESENT_LABEL
 from policy import GPU_RESOURCE, NODE_MEMORY_LABEL
 
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 """EKS-optimised Amazon Linux 2023 with the NVIDIA driver and container toolkit."""
 GPU_AMI_ARCHITECTURE = NVIDIA_AMI_ARCHITECTURE
-GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 """The device plugin chart's node affinity matches this label (NFD is not installed)."""
 GPU_TAINT_KEY = GPU_RESOURCE
 GPU_TAINT_VALUE = "true"
@@ -59,6 +59,8 @@ class GpuNodeGroup(pulumi.ComponentResource):
     gpus_per_node: pulumi.Output[int]
     """The fewest GPUs any of the group's types has (what a scale-from-zero template may promise)."""
     node_group: aws.eks.NodeGroup
+    settings: GpuNodeGroupSettings
+    """The group as configured (the autoscalers read its name, types and capacity type)."""
 
     def __init__(
         self,
@@ -69,6 +71,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpu-scheduler-eks:index:GpuNodeGroup", name, None, opts)
+        self.settings = settings
         lookups = [
             aws.ec2.get_instance_type_output(
                 instance_type=instance_type, opts=pulumi.InvokeOutputOptions(parent=self)
