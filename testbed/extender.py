@@ -22,12 +22,12 @@ from extender_app.json_log import JsonLineFormatter
 from extender_app.node_cache.lookup import NodeReader
 from extender_app.service import BoundPorts, ExtenderService
 from extender_app.settings import ExtenderSettings
-from tests.extender.pki import Pki
+from testbed.pki import Pki
 
 LOOPBACK = "127.0.0.1"
 DEADLINE = 20.0
 """Seconds any wait in these tests may take before it counts as stalled."""
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def settings_for(pki: Pki, **overrides: object) -> ExtenderSettings:
@@ -189,7 +189,7 @@ def wait_for(condition: Callable[[], bool], what: str, deadline: float = DEADLIN
 
 def start_process(args: list[str], env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
     """``python -m extender_app ARGS`` from the repository root, stdout piped."""
-    return subprocess.Popen(
+    return subprocess.Popen(  # noqa: S603 - argv is built here, never by a shell
         [sys.executable, "-m", "extender_app", *args],
         cwd=REPO_ROOT,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},

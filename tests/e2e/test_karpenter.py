@@ -43,7 +43,7 @@ from localcluster.nodes import GPU_TAINT, SimulatedNode
 from localcluster.webhook import created_affinity, start_webhook
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, pod_manifest
 from policy import NODE_MEMORY_LABEL
-from tests.e2e.harness import INVENTORY, E2ECluster
+from testbed.e2e_cluster import INVENTORY, E2ECluster
 
 SYSTEM = SimulatedNode("system-1", INVENTORY["m5.xlarge"], "us-east-1a")
 MINIMUMS_MIB = {

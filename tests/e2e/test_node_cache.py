@@ -16,8 +16,8 @@ from localcluster.probes import http_status
 from localcluster.waiting import wait_for
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification
 from policy import NODE_MEMORY_LABEL
-from tests.e2e.harness import INVENTORY, E2ECluster, shaped_like
-from tests.e2e.tcp_gate import TcpGate, tcp_gate
+from testbed.e2e_cluster import INVENTORY, E2ECluster, shaped_like
+from testbed.tcp_gate import TcpGate, tcp_gate
 
 SYSTEM = SimulatedNode("system-1", INVENTORY["m5.xlarge"], "us-east-1a")
 CACHE_DEADLINE = 30.0

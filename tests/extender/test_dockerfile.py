@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from localcluster.ports import reserve_port
-from tests.extender.harness import (
+from testbed.extender import (
     DEADLINE,
     LOOPBACK,
     REPO_ROOT,

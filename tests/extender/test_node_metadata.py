@@ -16,7 +16,7 @@ from extender_app.node_cache.metadata import (
     policy_view,
 )
 from policy import NODE_MEMORY_LABEL, fits_memory, requirement_from_pod
-from tests.fixtures.eks_nodes import base_node, make_pod
+from testbed.eks_nodes import base_node, make_pod
 
 KEY = NODE_MEMORY_LABEL
 

@@ -20,7 +20,7 @@ from extender_app.node_cache.metadata import (
     WatchEvent,
 )
 from extender_app.node_cache.sync import NodeApiError, NodeSync, ResourceExpired, SyncSettings, backoff_delay
-from tests.extender.harness import LogCapture
+from testbed.extender import LogCapture
 
 KEY = "example.com/gpu-memory-mib"
 SETTINGS = SyncSettings(

@@ -11,7 +11,8 @@ import pytest
 
 from extender_app import service as service_module
 from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY, NODE_MEMORY_LABEL
-from tests.extender.harness import (
+from testbed.eks_nodes import extender_body, make_nodes, make_pod
+from testbed.extender import (
     ThreadedExtender,
     read_response,
     refusal,
@@ -21,7 +22,6 @@ from tests.extender.harness import (
     tls_socket,
     wait_for,
 )
-from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod
 
 FILTER_KEYS = ["Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"]
 

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from tests.extender.harness import (
+from testbed.eks_nodes import extender_body, make_nodes, make_pod
+from testbed.extender import (
     DEADLINE,
     ThreadedExtender,
     read_response,
@@ -20,7 +21,6 @@ from tests.extender.harness import (
     tls_socket,
     wait_for,
 )
-from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod
 
 SLOW_BYTE_INTERVAL = 0.05
 """Seconds between the bytes a slowloris client sends."""
