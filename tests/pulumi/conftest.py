@@ -1,4 +1,7 @@
-"""Fixtures: the whole program run once per scheduler mode under the mocks, inside moto."""
+"""Fixtures: the whole program run once per scheduler mode under the mocks, inside moto.
+
+Each mode's run is made once per session and shared by every module that reads it: a run is a
+record, and every read of it (``plain``, ``kubernetes_object``) returns a fresh copy."""
 
 import asyncio
 import base64
@@ -94,19 +97,19 @@ def existing_run_with(values: Mapping[str, object]) -> StackRun:
     return run_with(values, secret_keys={"existingCluster"})
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def extender_run() -> StackRun:
     """Extender mode, two GPU groups (one of mixed types), the GPU taint on (the default)."""
     return run_with({"schedulerMode": "extender", "gpuNodeGroups": [MIXED_GROUP, SINGLE_GROUP]})
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def extender_cached_run() -> StackRun:
     """extender-cached mode, same groups."""
     return run_with({"schedulerMode": "extender-cached", "gpuNodeGroups": [MIXED_GROUP, SINGLE_GROUP]})
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def plugin_run() -> StackRun:
     """Plugin mode, same groups."""
     return run_with({"schedulerMode": "plugin", "gpuNodeGroups": [MIXED_GROUP, SINGLE_GROUP]})

@@ -30,6 +30,7 @@ from typing import Any
 import boto3
 import pulumi
 from botocore.exceptions import ClientError
+from moto import mock_aws
 from pulumi.runtime import MockCallArgs, MockResourceArgs, Mocks
 from pulumi.runtime.mocks import MockMonitor
 
@@ -40,6 +41,24 @@ PROJECT = "gpu-scheduler-eks"
 STACK = "test"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 SIG_KEY = "4dabf18193072939515e22adb298388d"
+
+
+def moto_per_gpu_memory(instance_types: list[str]) -> int:
+    """The smallest per-GPU memory among the types, read from moto's EC2 through boto3 (the
+    catalogue the mocks answer ``get_instance_type`` from), as the tests' own expectation."""
+    with mock_aws():
+        ec2 = boto3.client("ec2", region_name=REGION)
+        described = ec2.describe_instance_types(InstanceTypes=instance_types)["InstanceTypes"]
+    return min(gpu["MemoryInfo"]["SizeInMiB"] for item in described for gpu in item["GpuInfo"]["Gpus"])
+
+
+def moto_registry_credentials() -> tuple[str, str]:
+    """(user, password) of moto's ECR authorization token, decoded as ECR clients do."""
+    with mock_aws():
+        ecr = boto3.client("ecr", region_name=REGION)
+        token = ecr.get_authorization_token()["authorizationData"][0]["authorizationToken"]
+    user, password = base64.b64decode(token).decode().split(":", 1)
+    return user, password
 
 
 def is_secret(value: object) -> bool:
