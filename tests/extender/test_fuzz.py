@@ -1,6 +1,6 @@
 """Property-based fuzzing of request bodies: every body gets 200, 400 or 413, never a crash or a 5xx."""
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from http import HTTPStatus
 
 import orjson
@@ -78,7 +78,7 @@ def mutated_args(draw: st.DrawFn) -> bytes:
     return orjson.dumps(document)
 
 
-def _replace(target: object, path: list[object], value: object) -> None:
+def _replace(target: object, path: Sequence[object], value: object) -> None:
     for index, step in enumerate(path):
         last = index == len(path) - 1
         if isinstance(target, dict) and isinstance(step, str):

@@ -104,6 +104,7 @@ def run_until_done(api, *, rng=lambda: 1.0):
     """Run the loop until the script ends; (cache, sync, metrics, sleeps, logs)."""
     cache = NodeCache(KEY)
     metrics = create_metrics(node_cache=True).node_cache
+    assert metrics is not None
     logs = LogCapture()
     logger = logging.getLogger(f"node-sync-test-{id(api)}")
     logger.addHandler(logs)

@@ -165,6 +165,7 @@ def test_sigterm_finishes_the_request_in_flight_then_exits_zero(pki):
             int(n["metadata"]["labels"]["training.example.com/gpu-memory-mib"]) >= 40960 for n in nodes
         )
         assert process.wait(DEADLINE) == 0
+        assert process.stdout is not None
         lines = [orjson.loads(line) for line in process.stdout.read().splitlines()]
         messages = [line["msg"] for line in lines]
         assert "request" in messages

@@ -7,6 +7,7 @@ import asyncio
 import base64
 import json
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pytest
 import yaml
@@ -18,9 +19,19 @@ from components.stack import build_stack
 from components.stack_config import StackConfig, parse_stack_config
 from tests.pulumi.mocks import STACK, StackRun, run_stack
 
-MIXED_GROUP = {"name": "mixed", "instanceTypes": ["g5.xlarge", "g4dn.xlarge"], "capacityType": "spot"}
+MIXED_GROUP: dict[str, Any] = {
+    "name": "mixed",
+    "instanceTypes": ["g5.xlarge", "g4dn.xlarge"],
+    "capacityType": "spot",
+}
 """A group whose types have different GPUs: its label must be the smaller memory."""
-SINGLE_GROUP = {"name": "l40s", "instanceTypes": ["g6e.xlarge"], "minSize": 1, "desiredSize": 1, "maxSize": 4}
+SINGLE_GROUP: dict[str, Any] = {
+    "name": "l40s",
+    "instanceTypes": ["g6e.xlarge"],
+    "minSize": 1,
+    "desiredSize": 1,
+    "maxSize": 4,
+}
 
 
 @pytest.fixture(scope="session", autouse=True)

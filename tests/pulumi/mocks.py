@@ -49,7 +49,10 @@ def moto_per_gpu_memory(instance_types: list[str]) -> int:
     with mock_aws():
         ec2 = boto3.client("ec2", region_name=REGION)
         described = ec2.describe_instance_types(InstanceTypes=instance_types)["InstanceTypes"]
-    return min(gpu["MemoryInfo"]["SizeInMiB"] for item in described for gpu in item["GpuInfo"]["Gpus"])
+    sizes: list[int] = [
+        gpu["MemoryInfo"]["SizeInMiB"] for item in described for gpu in item["GpuInfo"]["Gpus"]
+    ]
+    return min(sizes)
 
 
 def moto_registry_credentials() -> tuple[str, str]:
@@ -113,7 +116,8 @@ class Declared:
 
     @property
     def plain(self) -> dict[str, Any]:
-        return reveal(self.inputs)
+        revealed: dict[str, Any] = reveal(self.inputs)
+        return revealed
 
 
 class StackMocks(Mocks):
@@ -349,11 +353,10 @@ def run_stack(program: Callable[[], Mapping[str, Any]]) -> StackRun:
             if await output.is_secret():
                 secret.add(name)
 
-    @pulumi.runtime.test
     def declare() -> pulumi.Output[None]:
         return pulumi.Output.from_input(asyncio.ensure_future(collect(program())))
 
-    declare()
+    pulumi.runtime.test(declare)()
     declared = []
     for urn in monitor.get_registered_resources():
         qualified_type, name = urn.split("::")[2:4]

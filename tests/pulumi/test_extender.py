@@ -3,7 +3,8 @@ its own parser), the API token and the node-reader RBAC only in extender-cached 
 PodDisruptionBudget, Service and NetworkPolicy."""
 
 from components.certificates import SERVER_SECRET
-from components.extender import NODE_READER_ROLE, extender_args
+from components.extender import extender_args
+from components.render.node_reader import NODE_READER_ROLE
 from components.render.scheduler_config import EXTENDER_PORT
 from components.stack_config import EXTENDER_RESOURCES, ExtenderSettings
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME

@@ -11,7 +11,7 @@ from components.custom_scheduler import (
     CONFIG_DIR,
     CONFIG_FILE,
 )
-from components.extender import NODE_READER_ROLE
+from components.render.node_reader import NODE_READER_ROLE
 from components.render.scheduler_config import (
     SchedulerConfig,
     config_checksum,
