@@ -6,9 +6,12 @@ record, and every read of it (``plain``, ``kubernetes_object``) returns a fresh 
 import asyncio
 import base64
 import json
-from collections.abc import Iterable, Mapping
+import runpy
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
 import yaml
 from moto import mock_aws
@@ -19,6 +22,7 @@ from components.stack import build_stack
 from components.stack_config import StackConfig, parse_stack_config
 from tests.pulumi.mocks import STACK, StackRun, run_stack
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
 MIXED_GROUP: dict[str, Any] = {
     "name": "mixed",
     "instanceTypes": ["g5.xlarge", "g4dn.xlarge"],
@@ -59,6 +63,27 @@ def run_with(values: Mapping[str, object], secret_keys: Iterable[str] = ()) -> S
     config = stack_config(values, secret_keys)
     with mock_aws():
         return run_stack(lambda: build_stack(config))
+
+
+@pytest.fixture
+def pulumi_config() -> Iterator[Any]:
+    """``pulumi.runtime.set_all_config``: the config (and secret keys) ``__main__.py`` will read;
+    cleared after the test."""
+    yield pulumi.runtime.set_all_config
+    pulumi.runtime.set_all_config({}, [])
+
+
+def run_main() -> StackRun:
+    """Run ``__main__.py`` itself under the mocks, in a fresh moto account."""
+
+    def program() -> dict[str, Any]:
+        root = pulumi.runtime.get_root_resource()
+        root.outputs.clear()  # type: ignore[union-attr]
+        runpy.run_path(str(REPO_ROOT / "__main__.py"), run_name="__main__")
+        return dict(root.outputs)  # type: ignore[union-attr]
+
+    with mock_aws():
+        return run_stack(program)
 
 
 CLIENT_KEY_DATA = base64.b64encode(b"-----BEGIN EC PRIVATE KEY-----\nnot-a-real-key\n").decode()
