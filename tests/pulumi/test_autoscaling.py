@@ -18,7 +18,7 @@ from components.render.karpenter_pools import DISCOVERY_TAG
 from components.stack_config import DEFAULT_KARPENTER_CHART_VERSION
 from policy import GPU_RESOURCE, NODE_MEMORY_LABEL
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, run_with
-from tests.pulumi.mocks import Declared, StackRun
+from tests.pulumi.mocks import EKS_SECURITY_GROUP, PULUMI_EKS_SECURITY_GROUP, Declared, StackRun
 from tests.pulumi.test_program import moto_per_gpu_memory
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -238,10 +238,16 @@ def test_the_node_class_finds_subnets_and_security_group_by_the_discovery_tag(
         if subnet["type"] == "Private"
     ]
     assert private["tags"][DISCOVERY_TAG] == CLUSTER
-    tag = karpenter_run.one("aws:ec2/tag:Tag").plain
-    assert (tag["resourceId"], tag["key"], tag["value"]) == ("sg-0123456789abcdef0", DISCOVERY_TAG, CLUSTER)
     # Not pulumi-eks' extra groups: changing them would replace an existing cluster.
     assert "skipDefaultSecurityGroups" not in karpenter_run.one("eks:index:Cluster").plain
+
+
+def test_the_discovery_tag_is_on_the_security_group_eks_creates(karpenter_run: StackRun) -> None:
+    """The group managed nodes get (EKS' own), not pulumi-eks' cluster group, which admits 443
+    only from pulumi-eks' node group: Karpenter's nodes in it could not reach the API or CoreDNS."""
+    tag = karpenter_run.one("aws:ec2/tag:Tag").plain
+    assert (tag["resourceId"], tag["key"], tag["value"]) == (EKS_SECURITY_GROUP, DISCOVERY_TAG, CLUSTER)
+    assert tag["resourceId"] != PULUMI_EKS_SECURITY_GROUP
 
 
 def test_an_existing_vpcs_subnets_get_the_discovery_tag() -> None:
