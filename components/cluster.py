@@ -63,6 +63,8 @@ class Cluster(pulumi.ComponentResource):
     its members, so those nodes reach the private API endpoint, CoreDNS on the system nodes, and are
     reached by the kubelet API."""
     system_node_group: aws.eks.NodeGroup
+    coredns: aws.eks.Addon
+    """Cluster DNS: controllers that call AWS APIs (the autoscalers) resolve their endpoints through it."""
     pod_identity_agent: aws.eks.Addon | None
     """Installed when an autoscaler runs (its controller's AWS credentials come through it)."""
 
@@ -163,7 +165,7 @@ class Cluster(pulumi.ComponentResource):
         )
         # pulumi-eks adds the CoreDNS add-on only with a default node group or Fargate (it would
         # wait for nodes that do not exist yet); manage it here, once the system nodes exist.
-        aws.eks.Addon(
+        self.coredns = aws.eks.Addon(
             f"{name}-coredns",
             cluster_name=config.cluster_name,
             addon_name="coredns",

@@ -41,7 +41,7 @@ from components.render.karpenter_pools import (
     node_class_manifest,
     node_pool_manifest,
 )
-from components.stack_config import GpuNodeGroup, KarpenterSettings
+from components.stack_config import GpuNodeGroup, KarpenterSettings, Resources
 from policy import NODE_MEMORY_LABEL
 
 CHART_REGISTRY = "oci://public.ecr.aws/karpenter"
@@ -71,6 +71,9 @@ INTERRUPTION_EVENTS = {
 }
 """EventBridge rule name suffix -> (event source, detail-type) sent to the queue."""
 GPU_TAINT_EFFECT = "NoSchedule"
+SPOT_SERVICE = "spot.amazonaws.com"
+"""EC2 Spot's service principal: its service-linked role must exist before Karpenter's CreateFleet
+may launch spot instances (``AuthFailure.ServiceLinkedRoleCreationNotPermitted`` otherwise)."""
 
 
 def controller_policy(
@@ -272,12 +275,14 @@ def queue_policy(queue_arn: str) -> dict[str, Any]:
     }
 
 
-def karpenter_values(cluster_name: str, queue_name: str) -> dict[str, Any]:
-    """Chart values: the cluster and queue, the Pod Identity ServiceAccount, on the system nodes."""
+def karpenter_values(cluster_name: str, queue_name: str, resources: Resources) -> dict[str, Any]:
+    """Chart values: the cluster and queue, the Pod Identity ServiceAccount, on the system nodes,
+    the controller's requests and memory limit (the chart sets none)."""
     return {
         "settings": {"clusterName": cluster_name, "interruptionQueue": queue_name},
         "serviceAccount": {"name": SERVICE_ACCOUNT},
         "nodeSelector": {NODE_POOL_LABEL: SYSTEM_POOL},
+        "controller": {"resources": {"requests": resources.requests, "limits": resources.limits}},
     }
 
 
@@ -348,6 +353,13 @@ class Karpenter(pulumi.ComponentResource):
             type="EC2_LINUX",
             opts=pulumi.ResourceOptions(parent=self, depends_on=cluster.node_group_dependencies),
         )
+        if settings.create_spot_service_linked_role:
+            # Account-wide and shared with every Spot user of the account: kept on destroy.
+            aws.iam.ServiceLinkedRole(
+                f"{name}-spot-service-linked-role",
+                aws_service_name=SPOT_SERVICE,
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
+            )
         aws.ec2.Tag(
             f"{name}-security-group-discovery",
             resource_id=cluster.node_security_group_id,
@@ -396,14 +408,14 @@ class Karpenter(pulumi.ComponentResource):
             )
         )
         agent = [cluster.pod_identity_agent] if cluster.pod_identity_agent is not None else []
-        _, association = pod_identity_role(
+        identity = pod_identity_role(
             f"{name}-controller",
             cluster_name=cluster_name,
             namespace=NAMESPACE,
             service_account=SERVICE_ACCOUNT,
             policy=policy,
             parent=self,
-            depends_on=[*agent, *cluster.node_group_dependencies],
+            depends_on=[*agent, cluster.coredns, *cluster.node_group_dependencies],
         )
 
         kubernetes = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
@@ -423,12 +435,22 @@ class Karpenter(pulumi.ComponentResource):
             version=settings.chart_version,
             namespace=NAMESPACE,
             skip_crds=True,
-            values=queue.name.apply(lambda queue_name: karpenter_values(cluster_name, queue_name)),
+            values=queue.name.apply(
+                lambda queue_name: karpenter_values(cluster_name, queue_name, settings.resources)
+            ),
             atomic=True,
+            # The controller resolves AWS endpoints through CoreDNS and calls them with the role's
+            # policy at once; started earlier it crash-loops and the atomic release times out.
             opts=pulumi.ResourceOptions.merge(
                 kubernetes,
                 pulumi.ResourceOptions(
-                    depends_on=[crds, association, access_entry, cluster.system_node_group]
+                    depends_on=[
+                        crds,
+                        *identity.ready,
+                        cluster.coredns,
+                        access_entry,
+                        cluster.system_node_group,
+                    ]
                 ),
             ),
         )

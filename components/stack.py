@@ -165,10 +165,7 @@ def _eks_target(config: StackConfig) -> ClusterTarget:
             "cluster-autoscaler",
             config.cluster_autoscaler,
             cluster,
-            gpu_groups=[
-                (group.name, node_group)
-                for group, node_group in zip(config.gpu_node_groups, gpu_groups, strict=True)
-            ],
+            gpu_groups=list(zip(config.gpu_node_groups, gpu_groups, strict=True)),
             gpu_taint=config.gpu_taint,
         )
     extender_mode = uses_extender(config.scheduler_mode)

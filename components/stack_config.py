@@ -67,12 +67,15 @@ DEFAULT_DEVICE_PLUGIN_CHART_VERSION = "0.17.4"
 DEFAULT_KARPENTER_CHART_VERSION = "1.14.1"
 """Karpenter (AWS provider) chart and CRDs: the release whose core the local kwok build runs
 (plugin/karpenter/go.mod, sigs.k8s.io/karpenter v1.14.1), so both are the same Karpenter."""
-DEFAULT_KARPENTER_AMI_ALIAS = "al2023@latest"
-"""EKS-optimised AL2023; Karpenter picks its NVIDIA variant for GPU instance types."""
+DEFAULT_KARPENTER_AMI_ALIAS = "al2023@v20260903"
+"""EKS-optimised AL2023 of one release (Karpenter picks its NVIDIA variant for GPU instance types),
+pinned: with ``al2023@latest`` every AMI release would mark every node drifted. The release that
+ships Kubernetes 1.35.7; moving it is a deliberate ``pulumi up`` (docs/deploy-eks.md)."""
 DEFAULT_CLUSTER_AUTOSCALER_CHART_VERSION = "9.59.0"
-"""kubernetes/autoscaler's cluster-autoscaler chart whose appVersion is 1.35.0."""
-DEFAULT_CLUSTER_AUTOSCALER_IMAGE_TAG = "v1.35.0"
-"""Cluster Autoscaler's minor must equal the cluster's (it embeds the scheduler's code)."""
+"""kubernetes/autoscaler's cluster-autoscaler chart (appVersion 1.35.0; the image tag is set apart)."""
+DEFAULT_CLUSTER_AUTOSCALER_IMAGE_TAG = "v1.35.2"
+"""Cluster Autoscaler's newest 1.35 patch; its minor must equal the cluster's (it embeds the
+scheduler's code)."""
 DEFAULT_SCALE_DOWN_UNNEEDED_TIME = "10m"
 MAX_GPU_LIMIT = 100_000
 MAX_SQS_QUEUE_NAME = 80
@@ -207,6 +210,9 @@ EXTENDER_RESOURCES = Resources(cpu_request="100m", memory_request="256Mi", memor
 SCHEDULER_RESOURCES = Resources(cpu_request="100m", memory_request="256Mi", memory_limit="1Gi")
 """kube-scheduler caches every node and pod; raise the limit for large clusters."""
 
+KARPENTER_RESOURCES = Resources(cpu_request="1", memory_request="1Gi", memory_limit="1Gi")
+"""Karpenter's getting-started figures (1 CPU, 1Gi); like every container here, no CPU limit."""
+
 
 @dataclass(frozen=True)
 class ExtenderSettings:
@@ -306,6 +312,11 @@ class KarpenterSettings:
     ami_alias: str = DEFAULT_KARPENTER_AMI_ALIAS
     disk_size_gib: int = 100
     node_pools: NodePoolSettings = field(default_factory=NodePoolSettings)
+    resources: Resources = KARPENTER_RESOURCES
+    """The controller's requests and memory limit."""
+    create_spot_service_linked_role: bool = False
+    """Declare EC2 Spot's service-linked role (an account that never used Spot lacks it, and
+    Karpenter may not create it). Off by default: creating it fails where it already exists."""
 
 
 @dataclass(frozen=True)
@@ -974,7 +985,8 @@ def _cluster_access(value: _Value) -> ClusterAccess:
 def _karpenter(value: _Value) -> KarpenterSettings:
     fields = value.fields(
         {"chartVersion", "amiAlias", "diskSizeGib", "gpuLimit", "consolidationPolicy"}
-        | {"consolidateAfter", "disruptionBudget", "expireAfter"}
+        | {"consolidateAfter", "disruptionBudget", "driftBudget", "expireAfter", "terminationGracePeriod"}
+        | {"resources", "createSpotServiceLinkedRole"}
     )
     default = KarpenterSettings()
     pools = default.node_pools
@@ -1009,7 +1021,21 @@ def _karpenter(value: _Value) -> KarpenterSettings:
                 pools.disruption_budget,
                 lambda v: v.string(_BUDGET, "a node count such as 1 or a percentage such as 10%"),
             ),
+            drift_budget=fields.read(
+                "driftBudget",
+                pools.drift_budget,
+                lambda v: v.string(_BUDGET, "a node count such as 0 or a percentage such as 10%"),
+            ),
             expire_after=duration("expireAfter", pools.expire_after),
+            termination_grace_period=fields.read(
+                "terminationGracePeriod",
+                pools.termination_grace_period,
+                lambda v: v.string(_DURATION, "a duration such as 30m or 48h"),
+            ),
+        ),
+        resources=fields.read("resources", default.resources, lambda v: _resources(v, default.resources)),
+        create_spot_service_linked_role=fields.read(
+            "createSpotServiceLinkedRole", default.create_spot_service_linked_role, _Value.boolean
         ),
     )
 

@@ -181,6 +181,8 @@ class StackMocks(Mocks):
                 for gpu in gpus
             ],
             "totalGpuMemory": (described.get("GpuInfo") or {}).get("TotalGpuMemoryInMiB", 0),
+            "defaultVcpus": described["VCpuInfo"]["DefaultVCpus"],
+            "memorySize": described["MemoryInfo"]["SizeInMiB"],
             "supportedArchitectures": described["ProcessorInfo"]["SupportedArchitectures"],
         }, []
 
