@@ -238,6 +238,9 @@ class WebhookSettings:
     failure_policy: FailurePolicy = DEFAULT_FAILURE_POLICY
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS
     invalid_annotation: InvalidAnnotation = "deny"
+    disruption_protection: bool = True
+    """Pods with a minimum also get ``karpenter.sh/do-not-disrupt`` and Cluster Autoscaler's
+    ``safe-to-evict: "false"``: their node stays (and is paid for) while they run."""
     allowed_source_cidrs: tuple[str, ...] = ()
     """Where the API server calls from (the NetworkPolicy's ipBlocks); empty: any source, port only."""
     resources: Resources = WEBHOOK_RESOURCES
@@ -539,6 +542,15 @@ class _Value:
             self.fail(f"{self.raw!r} is not valid: {description}")
         return self.raw
 
+    def budget(self) -> str:
+        """A Karpenter disruption budget: a node count (a YAML number is taken too) or a percentage."""
+        description = "a node count such as 0 or 1, or a percentage such as 10%"
+        if isinstance(self.raw, int) and not isinstance(self.raw, bool):
+            if self.raw < 0:
+                self.fail(f"{self.raw} is not valid: {description}")
+            return str(self.raw)
+        return self.string(_BUDGET, description)
+
     def integer(self, low: int, high: int) -> int:
         value = self.raw
         if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,12}", value):
@@ -800,7 +812,7 @@ def _extender(value: _Value) -> ExtenderSettings:
 def _webhook(value: _Value) -> WebhookSettings:
     fields = value.fields(
         {"enabled", "replicas", "failurePolicy", "timeoutSeconds", "invalidAnnotation"}
-        | {"allowedSourceCidrs", "resources"}
+        | {"disruptionProtection", "allowedSourceCidrs", "resources"}
     )
     default = WebhookSettings()
 
@@ -817,6 +829,9 @@ def _webhook(value: _Value) -> WebhookSettings:
         ),
         invalid_annotation=fields.read(
             "invalidAnnotation", default.invalid_annotation, lambda v: v.choice(INVALID_ANNOTATION_CHOICES)
+        ),
+        disruption_protection=fields.read(
+            "disruptionProtection", default.disruption_protection, _Value.boolean
         ),
         allowed_source_cidrs=fields.read("allowedSourceCidrs", default.allowed_source_cidrs, _cidr_blocks),
         resources=fields.read("resources", default.resources, lambda v: _resources(v, default.resources)),
@@ -1016,16 +1031,8 @@ def _karpenter(value: _Value) -> KarpenterSettings:
                 "consolidationPolicy", pools.consolidation_policy, lambda v: v.choice(CONSOLIDATION_POLICIES)
             ),
             consolidate_after=duration("consolidateAfter", pools.consolidate_after),
-            disruption_budget=fields.read(
-                "disruptionBudget",
-                pools.disruption_budget,
-                lambda v: v.string(_BUDGET, "a node count such as 1 or a percentage such as 10%"),
-            ),
-            drift_budget=fields.read(
-                "driftBudget",
-                pools.drift_budget,
-                lambda v: v.string(_BUDGET, "a node count such as 0 or a percentage such as 10%"),
-            ),
+            disruption_budget=fields.read("disruptionBudget", pools.disruption_budget, _Value.budget),
+            drift_budget=fields.read("driftBudget", pools.drift_budget, _Value.budget),
             expire_after=duration("expireAfter", pools.expire_after),
             termination_grace_period=fields.read(
                 "terminationGracePeriod",

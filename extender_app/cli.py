@@ -154,6 +154,13 @@ FLAGS = (
         " (deny) or admitted with it as an admission warning (warn)",
         metavar="deny|warn",
     ),
+    Flag(
+        "disruption_protection",
+        str,
+        "webhook role: on = pods with a minimum also get karpenter.sh/do-not-disrupt=true and"
+        " cluster-autoscaler.kubernetes.io/safe-to-evict=false (their node stays while they run)",
+        metavar="on|off",
+    ),
     Flag("min_memory_annotation", str, "pod annotation holding the minimum MiB per GPU", policy=True),
     Flag("node_memory_label", str, "node label holding the MiB of each GPU", policy=True),
     Flag("gpu_resource", str, "extended resource that makes a pod a GPU pod", policy=True),

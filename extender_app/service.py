@@ -79,7 +79,9 @@ class ExtenderService:
         """The webhook role's settings (it serves MUTATE_PATH instead of the verbs), else None."""
         if settings.role == ROLE_WEBHOOK:
             action = cast(InvalidAnnotation, settings.invalid_annotation)  # checked by ExtenderSettings
-            self._admission = AdmissionSettings(action, settings.policy)
+            self._admission = AdmissionSettings(
+                action, settings.policy, protect_from_disruption=settings.disruption_protection == "on"
+            )
         self._node_api = node_api
         self.node_sync: NodeSync | None = None
         """The list/watch loop, once running."""

@@ -8,7 +8,12 @@ the scheduler extender (``--role extender``, the default) and the pod admission 
 
 from dataclasses import dataclass, field, fields
 
-from extender_app.admission import INVALID_ANNOTATION, INVALID_ANNOTATION_ACTIONS
+from extender_app.admission import (
+    DISRUPTION_PROTECTION,
+    DISRUPTION_PROTECTION_CHOICES,
+    INVALID_ANNOTATION,
+    INVALID_ANNOTATION_ACTIONS,
+)
 from policy import PolicySettings
 
 TLS_DIR = "/etc/extender-tls"
@@ -132,6 +137,10 @@ class ExtenderSettings:
     invalid_annotation: str = INVALID_ANNOTATION
     """Webhook role: a pod whose annotation the policy refuses (not 1..1048576, or no GPU request)
     is denied with the policy's message (deny) or admitted with it as an admission warning (warn)."""
+    disruption_protection: str = DISRUPTION_PROTECTION
+    """Webhook role: ``on`` adds ``karpenter.sh/do-not-disrupt: "true"`` and
+    ``cluster-autoscaler.kubernetes.io/safe-to-evict: "false"`` to pods with a minimum, so neither
+    autoscaler removes their node while they run; ``off`` adds only the affinity."""
     policy: PolicySettings = field(default_factory=PolicySettings)
     """Keys and scale of the GPU-memory policy."""
 
@@ -174,6 +183,11 @@ class ExtenderSettings:
             raise ValueError(
                 f"invalid_annotation must be one of {', '.join(INVALID_ANNOTATION_ACTIONS)}, "
                 f"not {self.invalid_annotation!r}"
+            )
+        if self.disruption_protection not in DISRUPTION_PROTECTION_CHOICES:
+            raise ValueError(
+                f"disruption_protection must be one of {', '.join(DISRUPTION_PROTECTION_CHOICES)}, "
+                f"not {self.disruption_protection!r}"
             )
         if self.role == ROLE_EXTENDER and not self.client_ca:
             raise ValueError("client_ca must be a file path: the extender requires client certificates")

@@ -38,8 +38,13 @@ class TemplateShape:
 
 
 def mixed_template_warning(where: str, shapes: Sequence[TemplateShape]) -> str | None:
-    """A warning for a group whose types differ in anything the template holds; None if they agree."""
-    if len({(shape.vcpus, shape.memory_mib, shape.gpus) for shape in shapes}) <= 1:
+    """A warning for a group whose types differ in size (vCPUs, memory, GPU count or GPU memory);
+    None if they agree. Types of one size with different GPU models (A10G and L4) pass."""
+    sizes = {
+        (shape.vcpus, shape.memory_mib, tuple((count, memory) for _, count, memory in shape.gpus))
+        for shape in shapes
+    }
+    if len(sizes) <= 1:
         return None
     return (
         f"{where}: its instance types differ ({'; '.join(shape.describe() for shape in shapes)}). "

@@ -140,8 +140,11 @@ def mutating_webhook_configuration(webhook: Mapping[str, Any]) -> dict[str, Any]
     }
 
 
-def webhook_args(invalid_annotation: InvalidAnnotation = "deny") -> list[str]:
-    """The container's flags: the extender image in its webhook role, server certificate only."""
+def webhook_args(
+    invalid_annotation: InvalidAnnotation = "deny", disruption_protection: bool = True
+) -> list[str]:
+    """The container's flags: the extender image in its webhook role, server certificate only;
+    ``disruption_protection``: pods with a minimum also get the autoscalers' opt-out annotations."""
     return [
         "--role=webhook",
         f"--tls-cert={WEBHOOK_TLS_DIR}/tls.crt",
@@ -149,4 +152,5 @@ def webhook_args(invalid_annotation: InvalidAnnotation = "deny") -> list[str]:
         f"--port={WEBHOOK_PORT}",
         f"--health-port={WEBHOOK_HEALTH_PORT}",
         f"--invalid-annotation={invalid_annotation}",
+        f"--disruption-protection={'on' if disruption_protection else 'off'}",
     ]
