@@ -131,6 +131,10 @@ def _asg_name(resources: Sequence[aws.eks.outputs.NodeGroupResource] | None) -> 
     return str(group.name)
 
 
+def _template_tags(values: dict[str, Any], *, disk_size_gib: int, gpu_taint: bool) -> dict[str, str]:
+    return node_template_tags(**values, disk_size_gib=disk_size_gib, gpu_taint=gpu_taint)
+
+
 def _warn_if_mixed(where: str, group: GpuNodeGroup, shapes: list[TemplateShape]) -> None:
     warning = mixed_template_warning(where, shapes)
     if warning is not None:
@@ -163,11 +167,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
                 gpus_per_node=group.gpus_per_node,
                 pool=group.node_pool,
                 accelerator=group.accelerator,
-            ).apply(
-                lambda values, disk=group.disk_size_gib: node_template_tags(
-                    **values, disk_size_gib=disk, gpu_taint=gpu_taint
-                )
-            )
+            ).apply(partial(_template_tags, disk_size_gib=group.disk_size_gib, gpu_taint=gpu_taint))
             group.template_shapes.apply(partial(_warn_if_mixed, group_key(settings_of_group), group))
             keys = node_template_tags(
                 memory_label="",

@@ -408,7 +408,7 @@ class Karpenter(pulumi.ComponentResource):
             )
         )
         agent = [cluster.pod_identity_agent] if cluster.pod_identity_agent is not None else []
-        identity = pod_identity_role(
+        controller_identity = pod_identity_role(
             f"{name}-controller",
             cluster_name=cluster_name,
             namespace=NAMESPACE,
@@ -446,7 +446,7 @@ class Karpenter(pulumi.ComponentResource):
                 pulumi.ResourceOptions(
                     depends_on=[
                         crds,
-                        *identity.ready,
+                        *controller_identity.ready,
                         cluster.coredns,
                         access_entry,
                         cluster.system_node_group,
