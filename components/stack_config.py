@@ -1022,7 +1022,7 @@ def _karpenter(value: _Value) -> KarpenterSettings:
         ami_alias=fields.read(
             "amiAlias",
             default.ami_alias,
-            lambda v: v.string(_AMI_ALIAS, "al2023@latest or a pinned release such as al2023@v20260901"),
+            lambda v: v.string(_AMI_ALIAS, "al2023@latest or a pinned release such as al2023@v20260903"),
         ),
         disk_size_gib=fields.read("diskSizeGib", default.disk_size_gib, _disk_size),
         node_pools=NodePoolSettings(
