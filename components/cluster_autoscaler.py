@@ -25,13 +25,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.cluster import NODE_POOL_LABEL, SYSTEM_POOL, Cluster
-from components.gpu_node_group import (
-    GPU_PRESENT_LABEL,
-    GPU_TAINT_KEY,
-    GPU_TAINT_VALUE,
-    GpuNodeGroup,
-    group_key,
-)
+from components.gpu_node_group import GPU_TAINT_KEY, GPU_TAINT_VALUE, GpuNodeGroup, group_key
 from components.pod_identity import pod_identity_role
 from components.render.accelerator_label import ACCELERATOR_LABEL
 from components.render.autoscaler_template import (
@@ -42,6 +36,7 @@ from components.render.autoscaler_template import (
 )
 from components.stack_config import ClusterAutoscalerSettings
 from components.stack_config import GpuNodeGroup as GpuNodeGroupSettings
+from contracts.cluster import GPU_PRESENT_LABEL
 from policy import GPU_RESOURCE, NODE_MEMORY_LABEL
 
 CHART = "cluster-autoscaler"

@@ -15,7 +15,7 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from components.render.webhook_config import WEBHOOK_NAME
-from extender_app.disruption_protection import PROTECTION_ANNOTATIONS
+from extender_app.webhook.disruption_protection import PROTECTION_ANNOTATIONS
 from localcluster.nodes import SimulatedNode
 from localcluster.webhook import RunningWebhook, start_webhook, unregister_webhook
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, ensure_namespace, pod_manifest

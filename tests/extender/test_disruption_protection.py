@@ -6,7 +6,7 @@ from typing import Any
 import jsonpatch
 import pytest
 
-from extender_app.disruption_protection import PROTECTION_ANNOTATIONS, protection_patch
+from extender_app.webhook.disruption_protection import PROTECTION_ANNOTATIONS, protection_patch
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"

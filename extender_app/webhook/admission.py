@@ -15,29 +15,23 @@ import base64
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 
-from extender_app.disruption_protection import protection_patch
-from extender_app.wire import WireError, check_utf8
+from contracts.server import (
+    INVALID_ANNOTATION,
+    INVALID_ANNOTATION_ACTIONS,
+    INVALID_ANNOTATION_WARN,
+    InvalidAnnotation,
+)
+from extender_app.verbs.wire import WireError, check_utf8
+from extender_app.webhook.disruption_protection import protection_patch
 from policy import DEFAULT_SETTINGS, PolicyError, PolicySettings, memory_affinity_patch, requirement_from_pod
 
-MUTATE_PATH = "/mutate"
-"""Where the webhook role answers AdmissionReviews (the MutatingWebhookConfiguration's path)."""
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 ADMISSION_REVIEW = "AdmissionReview"
 POD_KIND = {"group": "", "version": "v1", "kind": "Pod"}
-
-InvalidAnnotation = Literal["deny", "warn"]
-INVALID_ANNOTATION_ACTIONS: tuple[InvalidAnnotation, ...] = ("deny", "warn")
-INVALID_ANNOTATION: InvalidAnnotation = "deny"
-"""Default: deny, so `kubectl apply` shows the policy's message instead of a pod that waits forever."""
-
-DisruptionProtection = Literal["on", "off"]
-DISRUPTION_PROTECTION_CHOICES: tuple[DisruptionProtection, ...] = ("on", "off")
-DISRUPTION_PROTECTION: DisruptionProtection = "on"
-"""Default: pods with a minimum get the autoscalers' opt-out annotations (disruption_protection)."""
 
 DENIED_STATUS = HTTPStatus.UNPROCESSABLE_ENTITY
 """The status code a denial carries (Kubernetes' own for an invalid field value)."""
@@ -126,7 +120,7 @@ def _pod_answer(pod: object, settings: AdmissionSettings) -> dict[str, Any]:
         minimum = requirement_from_pod(pod, settings.policy).min_memory_mib
     except PolicyError as error:
         message = f"{settings.policy.min_memory_annotation}: {error}"
-        if settings.invalid_annotation == "warn":
+        if settings.invalid_annotation == INVALID_ANNOTATION_WARN:
             return {"warnings": [message]}
         return {"allowed": False, "status": {"code": int(DENIED_STATUS), "message": message}}
     if minimum and settings.protect_from_disruption:
