@@ -5,9 +5,10 @@ docs/deploy-eks.md#autoscaling-the-gpu-node-groups explains the choice.
 What it declares, after Karpenter's getting-started CloudFormation template at the pinned
 release: the node role (and its EKS access entry, type EC2_LINUX, so its nodes may join), the
 controller's role through EKS Pod Identity with the template's scoped policies, the SQS
-interruption queue and the EventBridge rules that feed it, the discovery tag on the node
-security group (the subnets get it from ``Network``), the chart's CRDs and controller from
-Karpenter's OCI registry, one EC2NodeClass and one NodePool per GPU memory class.
+interruption queue and the EventBridge rules that feed it, the discovery tag on the cluster
+security group EKS creates (the one managed nodes get; the subnets get the tag from ``Network``),
+the chart's CRDs and controller from Karpenter's OCI registry, one EC2NodeClass and one NodePool
+per GPU memory class, and, when asked, EC2 Spot's service-linked role.
 
 The managed GPU node groups stay as configured (a fixed baseline; sizes 0 leave all GPU capacity
 to Karpenter). The memory classes come from the same ``aws.ec2.get_instance_type`` data as their
