@@ -35,7 +35,6 @@ from components.render.autoscaler_template import (
     mixed_template_warning,
 )
 from components.stack_config import ClusterAutoscalerSettings
-from components.stack_config import GpuNodeGroup as GpuNodeGroupSettings
 from contracts.cluster import GPU_PRESENT_LABEL
 from policy import GPU_RESOURCE, NODE_MEMORY_LABEL
 
@@ -147,23 +146,23 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         settings: ClusterAutoscalerSettings,
         cluster: Cluster,
         *,
-        gpu_groups: Sequence[tuple[GpuNodeGroupSettings, GpuNodeGroup]],
+        gpu_groups: Sequence[GpuNodeGroup],
         gpu_taint: bool,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        """``gpu_groups``: each GPU group's settings and its component."""
+        """``gpu_groups``: the GPU node groups it scales (their Auto Scaling groups get its tags)."""
         super().__init__("gpu-scheduler-eks:index:ClusterAutoscaler", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        for settings_of_group, group in gpu_groups:
-            group_name = settings_of_group.name
+        for group in gpu_groups:
+            group_name = group.settings.name
             asg = group.node_group.resources.apply(_asg_name)
             template = pulumi.Output.all(
                 memory_label=group.memory_label,
                 gpus_per_node=group.gpus_per_node,
                 pool=group.node_pool,
                 accelerator=group.accelerator,
-            ).apply(partial(_template_tags, disk_size_gib=group.disk_size_gib, gpu_taint=gpu_taint))
-            group.template_shapes.apply(partial(_warn_if_mixed, group_key(settings_of_group), group))
+            ).apply(partial(_template_tags, disk_size_gib=group.settings.disk_size_gib, gpu_taint=gpu_taint))
+            group.template_shapes.apply(partial(_warn_if_mixed, group_key(group.settings), group))
             keys = node_template_tags(
                 memory_label="",
                 gpus_per_node=0,
@@ -196,7 +195,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             cluster.system_node_group.resources.apply(_asg_name),
             *(
                 pulumi.Output.all(group.node_group.resources.apply(_asg_name), group.memory_label)
-                for _, group in gpu_groups
+                for group in gpu_groups
             ),
         ).apply(lambda asgs: expander_priorities([asgs[0]], [(asg, int(memory)) for asg, memory in asgs[1:]]))
         self.release = k8s.helm.v3.Release(

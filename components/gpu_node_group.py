@@ -77,8 +77,9 @@ class GpuNodeGroup(pulumi.ComponentResource):
     """Cluster Autoscaler's ``k8s.amazonaws.com/accelerator`` value for the group's nodes."""
     node_pool: pulumi.Output[str]
     """The nodes' ``training.example.com/node-pool``: their memory class, named as Karpenter's NodePool."""
-    disk_size_gib: int
     node_group: aws.eks.NodeGroup
+    settings: GpuNodeGroupSettings
+    """The group as configured (the autoscalers read its name, types and capacity type)."""
 
     def __init__(
         self,
@@ -89,6 +90,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpu-scheduler-eks:index:GpuNodeGroup", name, None, opts)
+        self.settings = settings
         lookups = [
             aws.ec2.get_instance_type_output(
                 instance_type=instance_type, opts=pulumi.InvokeOutputOptions(parent=self)
@@ -113,7 +115,6 @@ class GpuNodeGroup(pulumi.ComponentResource):
             lambda checked: accelerator_name(group_key(settings), checked[1])
         )
         self.node_pool = self.memory_label.apply(lambda memory: memory_class_name(int(memory)))
-        self.disk_size_gib = settings.disk_size_gib
         self.gpus_per_node = self.instance_gpus.apply(
             lambda described: min(sum(gpu.count for gpu in item.gpus) for item in described)
         )
