@@ -24,8 +24,10 @@ cache=$(realpath -m "${1:-.cache/images}")
 python=${PYTHON_FOR_TAGS:-.venv/bin/python}
 platform=linux/amd64          # components/container_image.py PLATFORM
 suite=bookworm                # the distroless pins are -debian12 images
-base_recipe=1                 # bump when a base's recipe below changes: the bases are made again
-packages=(buildah podman mmdebstrap docker-registry)
+# A base's revision: bump it when its recipe in make_base changes, and it is made again.
+declare -A base_revision=([python-builder]=1 [python-runtime]=1 [go-builder]=1 [static]=2)
+# runc, not crun: crun refuses this machine's hybrid cgroup hierarchy.
+packages=(buildah podman mmdebstrap docker-registry runc)
 
 step() { printf '%s\n' "$*"; }
 elapsed() { printf '%3ss' $((SECONDS - $1)); }
@@ -63,6 +65,7 @@ EOF
 default_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]
 
 [engine]
+runtime = "runc"
 cgroup_manager = "cgroupfs"
 events_logger = "file"
 EOF
@@ -127,7 +130,7 @@ make_base() { # kind image
     printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$tree/etc/passwd"
     printf 'root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n' >"$tree/etc/group"
     cp /etc/ssl/certs/ca-certificates.crt "$tree/etc/ssl/certs/"
-    chmod 1777 "$tree/tmp" && chown 65532:65532 "$tree/home/nonroot"
+    chmod 755 "$tree" && chmod 1777 "$tree/tmp" && chown 65532:65532 "$tree/home/nonroot"
     tar -C "$tree" --numeric-owner -cf - . | podman import --quiet \
       --change 'ENV=PATH=/usr/local/bin:/usr/bin:/bin' --change 'ENV=SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt' \
       --change 'USER=65532' --change 'WORKDIR=/home/nonroot' - "$image" >/dev/null
@@ -149,8 +152,8 @@ base_for() { # a Dockerfile's FROM reference -> the local base kind that answers
 
 base_image() { # kind -> local image name; the Go builder is per Go version
   case $1 in
-  go-builder) echo "localhost/gse-base/go-builder:r$base_recipe-$(go env GOVERSION)" ;;
-  *) echo "localhost/gse-base/$1:r$base_recipe" ;;
+  go-builder) echo "localhost/gse-base/go-builder:r${base_revision[go-builder]}-$(go env GOVERSION)" ;;
+  *) echo "localhost/gse-base/$1:r${base_revision[$1]}" ;;
   esac
 }
 
