@@ -255,8 +255,10 @@ def start_scheduler(
     wait_for_lease: bool = True,
     verbosity: int = 2,
     scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
+    images: LocalImages | None = None,
 ) -> CustomScheduler:
-    """Write the configuration and start the scheduler binary; wait until it holds its Lease."""
+    """Write the configuration and start the scheduler binary (in plugin mode with ``images``, the
+    gpu-scheduler image); wait until it holds its Lease."""
     config = SchedulerConfig(
         mode=mode, kubeconfig=str(plane.scheduler.kubeconfig), scoring_strategy=scoring_strategy
     )
@@ -284,7 +286,7 @@ def start_scheduler(
             f"--v={verbosity}",
         ]
         return launch_scheduler(
-            plane, bin_dir, mode, args, config_path, extender=extender, wait_for_lease=wait_for_lease
+            plane, bin_dir, mode, args, config_path, extender=extender, wait_for_lease=wait_for_lease, images=images
         )
 
     return plane.processes.retry_on_address_in_use(start, SCHEDULER_BINARIES[mode])
