@@ -53,12 +53,15 @@ write_container_config() {
   # One storage for the bases, the builds and the tests' containers. vfs, cgroupfs and a
   # file event log work in this sandbox; the ulimits fit under its hard limits (podman's
   # defaults do not).
-  mkdir -p "$cache/storage" "$cache/run"
+  # podman refuses a run root longer than 50 characters: a short one per store, under /tmp.
+  local runroot
+  runroot=/tmp/gse-images-$(printf '%s' "$cache" | sha256sum | cut -c1-12)
+  mkdir -p "$cache/storage" "$runroot"
   cat >"$cache/storage.conf" <<EOF
 [storage]
 driver = "vfs"
 graphroot = "$cache/storage"
-runroot = "$cache/run"
+runroot = "$runroot"
 EOF
   cat >"$cache/containers.conf" <<EOF
 [containers]

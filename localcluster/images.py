@@ -48,6 +48,13 @@ def podman_env(store: Path = IMAGE_STORE) -> dict[str, str]:
     }
 
 
+class PodmanFailed(subprocess.CalledProcessError):
+    """A podman command failed; its message carries podman's own error output."""
+
+    def __str__(self) -> str:
+        return f"{super().__str__()}\n{self.stderr}"
+
+
 def podman_binary() -> str:
     """The podman executable (``make images`` installs it)."""
     found = shutil.which("podman")
@@ -61,13 +68,13 @@ PODMAN_TIMEOUT_SECONDS = 120.0
 
 
 def podman(*args: str, store: Path = IMAGE_STORE, timeout: float = PODMAN_TIMEOUT_SECONDS) -> str:
-    """Run ``podman args`` on the store; its standard output, or CalledProcessError with stderr."""
+    """Run ``podman args`` on the store; its standard output, or PodmanFailed."""
     argv = [podman_binary(), *args]
     done = subprocess.run(  # noqa: S603 - podman itself, arguments from this package
         argv, env=podman_env(store), capture_output=True, text=True, timeout=timeout, check=False
     )
     if done.returncode != 0:
-        raise subprocess.CalledProcessError(done.returncode, argv, done.stdout, done.stderr)
+        raise PodmanFailed(done.returncode, argv, done.stdout, done.stderr)
     return done.stdout
 
 
