@@ -286,7 +286,14 @@ def start_scheduler(
             f"--v={verbosity}",
         ]
         return launch_scheduler(
-            plane, bin_dir, mode, args, config_path, extender=extender, wait_for_lease=wait_for_lease, images=images
+            plane,
+            bin_dir,
+            mode,
+            args,
+            config_path,
+            extender=extender,
+            wait_for_lease=wait_for_lease,
+            images=images,
         )
 
     return plane.processes.retry_on_address_in_use(start, SCHEDULER_BINARIES[mode])
