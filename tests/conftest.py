@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from localcluster.control_plane import ControlPlane, start_control_plane
+from localcluster.images import ImagesNotBuilt, LocalImages
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BIN_DIR = Path(os.environ.get("LOCALCLUSTER_BIN_DIR", REPO_ROOT / ".cache" / "bin"))
@@ -27,3 +28,13 @@ def control_plane(bin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> It
     """One etcd + kube-apiserver (RBAC, PodSecurity admission) for the whole session."""
     with start_control_plane(bin_dir, tmp_path_factory.mktemp("control-plane")) as plane:
         yield plane
+
+
+@pytest.fixture(scope="session")
+def images() -> LocalImages:
+    """The container images built from the current sources (`make images`); not built is a
+    failure, never a skip."""
+    try:
+        return LocalImages.for_current_sources()
+    except ImagesNotBuilt as missing:
+        pytest.fail(str(missing))

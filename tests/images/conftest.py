@@ -1,22 +1,12 @@
-"""Fixtures for the tests of the built images (``make images`` builds them; missing ones fail)."""
+"""Fixtures for the tests of the built images (the ``images`` fixture is in tests/conftest.py)."""
 
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from localcluster.images import ImagesNotBuilt, LocalImages
 from localcluster.processes import ProcessGroup
 from tests.extender.pki import Pki, make_pki
-
-
-@pytest.fixture(scope="session")
-def images() -> LocalImages:
-    """The images built from the current sources; not built is a failure, never a skip."""
-    try:
-        return LocalImages.for_current_sources()
-    except ImagesNotBuilt as missing:
-        pytest.fail(str(missing))
 
 
 @pytest.fixture
