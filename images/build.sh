@@ -13,13 +13,13 @@
 #   golang:*                           go-builder      the machine's Go toolchain
 #   gcr.io/distroless/static-*         static          passwd, group, CA bundle; no files else
 # The bases are made once (mmdebstrap, Debian bookworm, like the -debian12 pins) and kept
-# with the built images in a container storage under $1 (default ../.cache/images). A
-# rerun reuses both and takes seconds.
+# with the built images in a container storage under $1 (default .cache/images). A rerun
+# reuses both and takes seconds.
 #
-# Also installs, once, what it needs from Debian: buildah, podman, mmdebstrap, docker-registry.
+# Also installs, once, what it needs from Debian (as root): buildah, podman, mmdebstrap,
+# docker-registry (the push-path test's registry) and runc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$(pwd)
 cache=$(realpath -m "${1:-.cache/images}")
 python=${PYTHON_FOR_TAGS:-.venv/bin/python}
 platform=linux/amd64          # components/container_image.py PLATFORM
