@@ -25,8 +25,6 @@ from components.container_image import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, Imag
 REPO_ROOT = Path(__file__).resolve().parent.parent
 IMAGE_STORE = REPO_ROOT / ".cache" / "images"
 """Where ``make images`` keeps its container storage and the podman configuration for it."""
-IMAGE_USER = 65532
-"""The user both images run as (distroless ``nonroot``)."""
 STOP_SIGNAL_TIMEOUT = 10
 """Seconds ``podman stop`` waits after SIGTERM before SIGKILL (the pod's grace period)."""
 

@@ -10,8 +10,9 @@ import orjson
 import pytest
 
 import policy
+from components.pod_security import NONROOT_UID
 from localcluster.custom_scheduler import RunningExtender, launch_extender
-from localcluster.images import IMAGE_USER, LocalImages, podman
+from localcluster.images import LocalImages, podman
 from localcluster.processes import ProcessGroup
 from localcluster.webhook import launch_webhook
 from tests.extender.admission_reviews import UID, admission_review, gpu_pod
@@ -54,7 +55,7 @@ def extender(images: LocalImages, processes: ProcessGroup, pki: Pki) -> RunningE
 
 def test_runs_as_nonroot_on_a_read_only_root(extender: RunningExtender) -> None:
     name = container_name(extender)
-    assert process_uid(name) == IMAGE_USER
+    assert process_uid(name) == NONROOT_UID, "the user the Deployments run as"
     with pytest.raises(subprocess.CalledProcessError) as refused:
         podman("exec", name, "python3", "-c", "open('/app/written-at-run-time', 'w')")
     assert "Read-only file system" in refused.value.stderr

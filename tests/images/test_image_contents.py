@@ -1,12 +1,14 @@
-"""What each image holds: the extender's /app is exactly the two packages it copies and the
-installed requirements; the gpu-scheduler image is its binary on the static base, nothing else.
-A file the build context should have kept out (tests/, .venv, .cache, a build tree) fails here."""
+"""What each image holds: the extender's /app is exactly the packages it copies (the image's
+sources, as the content tag hashes them) and the installed requirements; the gpu-scheduler image
+is its binary on the static base, nothing else. A file the build context should have kept out
+(tests/, .venv, .cache, a build tree) fails here."""
 
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from components.container_image import EXTENDER_IMAGE
 from components.content_tag import source_files
 from localcluster.images import LocalImages, podman
 
@@ -49,10 +51,10 @@ def test_extender_app_holds_exactly_its_sources_and_requirements(
     images: LocalImages, mounted: dict[str, Path]
 ) -> None:
     app = mounted[images.extender] / "app"
-    assert {path.name for path in app.iterdir()} == {"extender_app", "policy", "site-packages"}
+    assert {path.name for path in app.iterdir()} == {*EXTENDER_IMAGE.sources, "site-packages"}
     in_image = {f for f in files_under(app) if not f.startswith("site-packages/") and "__pycache__" not in f}
     sources = {
-        path.relative_to(REPO_ROOT).as_posix() for path in source_files(REPO_ROOT, ("extender_app", "policy"))
+        path.relative_to(REPO_ROOT).as_posix() for path in source_files(REPO_ROOT, EXTENDER_IMAGE.sources)
     }
     assert in_image == sources
     assert not [
