@@ -62,7 +62,7 @@ def podman_binary() -> str:
 
 
 PODMAN_TIMEOUT_SECONDS = 120.0
-"""How long one podman command (not a running container) may take; vfs storage is slow."""
+"""How long one podman command (not a running container) may take."""
 
 
 def podman(*args: str, store: Path = IMAGE_STORE, timeout: float = PODMAN_TIMEOUT_SECONDS) -> str:

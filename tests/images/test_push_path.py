@@ -15,7 +15,7 @@ from localcluster.processes import ProcessGroup
 from tests.images.registry import start_registry
 
 TRANSFER_SECONDS = 600.0
-"""How long one push or pull may take (vfs storage copies every layer in full)."""
+"""How long one push or pull may take (under load)."""
 PROBES = {
     EXTENDER_IMAGE.repository: (("--help",), "usage: python -m extender_app"),
     GPU_SCHEDULER_IMAGE.repository: (("--version",), "Kubernetes v1.35."),
@@ -49,7 +49,7 @@ def test_push_then_pull_the_pinned_reference_into_an_empty_store_and_run_it(
     assert registry.manifest_digest(source.repository, tag) == pushed
 
     pinned = f"{target}@{pushed}"
-    empty_store = ("--root", str(tmp_path / "store"), "--runroot", str(short_runroot), "--storage-driver=vfs")
+    empty_store = ("--root", str(tmp_path / "store"), "--runroot", str(short_runroot), "--storage-driver=overlay")
     podman(*empty_store, "pull", "--quiet", "--tls-verify=false", pinned, timeout=TRANSFER_SECONDS)
     assert podman(*empty_store, "image", "inspect", "--format", "{{.Digest}}", pinned).strip() == pushed
     args, expected = PROBES[source.repository]
