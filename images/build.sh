@@ -160,13 +160,28 @@ base_image() { # kind -> local image name; the Go builder is per Go version
   esac
 }
 
+make_bases() { # every base the Dockerfiles' FROM lines name; the missing ones made side by side
+  local dockerfile ref kind pid failed=0 pids=()
+  local -A seen=()
+  for dockerfile in "$@"; do
+    for ref in $(awk 'toupper($1) == "FROM" { print $2 }' "$dockerfile"); do
+      kind=$(base_for "$ref")
+      [ -z "${seen[$kind]:-}" ] || continue
+      seen[$kind]=1
+      make_base "$kind" "$(base_image "$kind")" &
+      pids+=($!)
+    done
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  [ $failed -eq 0 ] || { echo "a base image could not be made (its output is above)" >&2; exit 1; }
+}
+
 build_image() { # repository dockerfile context ignorefile [buildah options]
   local repository=$1 dockerfile=$2 context=$3 ignorefile=$4 start=$SECONDS ref kind tag
   shift 4
   local contexts=() bases=()
   for ref in $(awk 'toupper($1) == "FROM" { print $2 }' "$dockerfile"); do
     kind=$(base_for "$ref")
-    make_base "$kind" "$(base_image "$kind")"
     contexts+=(--build-context "$ref=container-image://$(base_image "$kind")")
     bases+=("$(podman image inspect --format '{{.Id}}' "$(base_image "$kind")")")
   done
@@ -192,10 +207,11 @@ summary() { # image -> "id, size"
   podman image inspect --format '{{.Id}} {{.Size}}' "$1" | awk '{ printf "%s, %.1f MB", substr($1, 1, 12), $2 / 1e6 }'
 }
 
-echo "Building the container images into $cache (cold: bases about 2 minutes, the Go compile"
-echo "most of the rest; a rerun takes seconds)"
+echo "Building the container images into $cache (cold: a few minutes, most of it making the"
+echo "four bases side by side; a rerun takes seconds)"
 install_packages
 write_container_config
+make_bases extender_app/Dockerfile plugin/Dockerfile
 build_image scheduler-extender extender_app/Dockerfile . extender_app/Dockerfile.dockerignore
 # The Go builds share this machine's module and build caches (bind-mounted into the build's
 # RUN steps, outside the image): the compile is Go's own up-to-date check, not a cold build.
