@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from localcluster.probes import LOOPBACK
+from localcluster.probes import LOOPBACK, http_status
 from localcluster.processes import ManagedProcess, ProcessGroup, raise_if_exited
 from localcluster.waiting import wait_for
 
@@ -44,17 +44,6 @@ class LocalRegistry:
             conn.close()
 
 
-def _answers(port: int) -> bool:
-    conn = http.client.HTTPConnection(LOOPBACK, port, timeout=1.0)
-    try:
-        conn.request("GET", "/v2/")
-        return conn.getresponse().status == 200
-    except OSError:
-        return False
-    finally:
-        conn.close()
-
-
 def start_registry(processes: ProcessGroup, work_dir: Path) -> LocalRegistry:
     """Write the registry's configuration under ``work_dir``, start it, wait until ``/v2/`` answers;
     started again on a fresh port if another program took the chosen one."""
@@ -74,7 +63,10 @@ def start_registry(processes: ProcessGroup, work_dir: Path) -> LocalRegistry:
         config.write_text(yaml.safe_dump(document))
         process = processes.start("docker-registry", [binary, "serve", str(config)])
         wait_for(
-            lambda: _answers(port), READY_SECONDS, "the registry's /v2/", also_check=raise_if_exited(process)
+            lambda: http_status(port, "/v2/") == 200,
+            READY_SECONDS,
+            "the registry's /v2/",
+            also_check=raise_if_exited(process),
         )
         return LocalRegistry(process, port)
 

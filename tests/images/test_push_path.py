@@ -49,7 +49,13 @@ def test_push_then_pull_the_pinned_reference_into_an_empty_store_and_run_it(
     assert registry.manifest_digest(source.repository, tag) == pushed
 
     pinned = f"{target}@{pushed}"
-    empty_store = ("--root", str(tmp_path / "store"), "--runroot", str(short_runroot), "--storage-driver=overlay")
+    empty_store = (
+        "--root",
+        str(tmp_path / "store"),
+        "--runroot",
+        str(short_runroot),
+        "--storage-driver=overlay",
+    )
     podman(*empty_store, "pull", "--quiet", "--tls-verify=false", pinned, timeout=TRANSFER_SECONDS)
     assert podman(*empty_store, "image", "inspect", "--format", "{{.Digest}}", pinned).strip() == pushed
     args, expected = PROBES[source.repository]

@@ -24,21 +24,10 @@ def demo_command(bin_dir: Path, mode: str) -> list[str]:
     return [sys.executable, "-m", "localcluster.demo", "--mode", mode, "--bin-dir", str(bin_dir)]
 
 
-@pytest.mark.parametrize("mode", SCHEDULER_MODES)
-def test_demo_prints_every_pod_and_exits_zero(bin_dir: Path, mode: str) -> None:
+def run_demo(bin_dir: Path, mode: str, *extra: str) -> str:
+    """The demo's output; a non-zero exit fails the test with all of it."""
     result = subprocess.run(
-        demo_command(bin_dir, mode), cwd=REPO_ROOT, capture_output=True, text=True, timeout=240, check=False
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert_every_pod_reported(result.stdout, mode)
-
-
-@pytest.mark.parametrize("mode", ["extender", "plugin"])
-def test_demo_from_the_built_images(bin_dir: Path, images: LocalImages, mode: str) -> None:
-    """``make demo IMAGES=1``: the extender (extender mode), the webhook, and gpu-scheduler (plugin
-    mode) from the images, with the same report as from source."""
-    result = subprocess.run(
-        [*demo_command(bin_dir, mode), "--images"],
+        [*demo_command(bin_dir, mode), *extra],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -46,10 +35,23 @@ def test_demo_from_the_built_images(bin_dir: Path, images: LocalImages, mode: st
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+@pytest.mark.parametrize("mode", SCHEDULER_MODES)
+def test_demo_prints_every_pod_and_exits_zero(bin_dir: Path, mode: str) -> None:
+    assert_every_pod_reported(run_demo(bin_dir, mode), mode)
+
+
+@pytest.mark.parametrize("mode", ["extender", "plugin"])
+def test_demo_from_the_built_images(bin_dir: Path, images: LocalImages, mode: str) -> None:
+    """``make demo IMAGES=1``: the extender (extender mode), the webhook, and gpu-scheduler (plugin
+    mode) from the images, with the same report as from source."""
+    stdout = run_demo(bin_dir, mode, "--images")
     ours = images.extender if mode == "extender" else images.gpu_scheduler
-    assert f"our programs from the built images (podman, host network): {images.extender}" in result.stdout
-    assert ours in result.stdout
-    assert_every_pod_reported(result.stdout, mode)
+    assert f"our programs from the built images (podman, host network): {images.extender}" in stdout
+    assert ours in stdout
+    assert_every_pod_reported(stdout, mode)
 
 
 def assert_every_pod_reported(stdout: str, mode: str) -> None:
