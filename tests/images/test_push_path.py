@@ -24,17 +24,27 @@ PROBES = {
 
 
 @pytest.fixture
-def short_runroot() -> Iterator[Path]:
-    """A run root for the empty store (podman refuses one longer than 50 characters)."""
-    with tempfile.TemporaryDirectory(prefix="gse-run-") as directory:
-        yield Path(directory)
+def empty_store(tmp_path: Path) -> Iterator[tuple[str, ...]]:
+    """podman's global options for a store of its own, empty at first; reset (its containers'
+    mounts released, its files removed) after the test. The run root is short: podman refuses
+    one longer than 50 characters."""
+    with tempfile.TemporaryDirectory(prefix="gse-run-") as runroot:
+        store = ("--root", str(tmp_path / "store"), "--runroot", runroot, "--storage-driver=overlay")
+        try:
+            yield store
+        finally:
+            podman(*store, "system", "reset", "--force")
 
 
 @pytest.mark.parametrize(
     "source", [EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE], ids=lambda source: source.repository
 )
 def test_push_then_pull_the_pinned_reference_into_an_empty_store_and_run_it(
-    source: ImageSource, images: LocalImages, processes: ProcessGroup, tmp_path: Path, short_runroot: Path
+    source: ImageSource,
+    images: LocalImages,
+    processes: ProcessGroup,
+    tmp_path: Path,
+    empty_store: tuple[str, ...],
 ) -> None:
     registry = start_registry(processes, tmp_path)
     local = images.extender if source is EXTENDER_IMAGE else images.gpu_scheduler
@@ -49,13 +59,6 @@ def test_push_then_pull_the_pinned_reference_into_an_empty_store_and_run_it(
     assert registry.manifest_digest(source.repository, tag) == pushed
 
     pinned = f"{target}@{pushed}"
-    empty_store = (
-        "--root",
-        str(tmp_path / "store"),
-        "--runroot",
-        str(short_runroot),
-        "--storage-driver=overlay",
-    )
     podman(*empty_store, "pull", "--quiet", "--tls-verify=false", pinned, timeout=TRANSFER_SECONDS)
     assert podman(*empty_store, "image", "inspect", "--format", "{{.Digest}}", pinned).strip() == pushed
     args, expected = PROBES[source.repository]
