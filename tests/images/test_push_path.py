@@ -12,8 +12,11 @@ import pytest
 from components.container_image import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, ImageSource, image_tag
 from localcluster.images import LocalImages, podman
 from localcluster.processes import ProcessGroup
+from localcluster.waiting import wait_for
 from tests.images.registry import start_registry
 
+CLEANUP_SECONDS = 60.0
+"""How long podman may take to remove the test's exited container."""
 TRANSFER_SECONDS = 600.0
 """How long one push or pull may take (under load)."""
 PROBES = {
@@ -25,15 +28,16 @@ PROBES = {
 
 @pytest.fixture
 def empty_store(tmp_path: Path) -> Iterator[tuple[str, ...]]:
-    """podman's global options for a store of its own, empty at first; reset (its containers'
-    mounts released, its files removed) after the test. The run root is short: podman refuses
-    one longer than 50 characters."""
+    """podman's global options for a store of its own, empty at first. Afterwards its run root is
+    removed once no container is left (podman cleans up a ``--rm`` container, and releases its
+    mounts there, after ``run`` has returned). The run root is short: podman refuses one longer
+    than 50 characters."""
     with tempfile.TemporaryDirectory(prefix="gse-run-") as runroot:
         store = ("--root", str(tmp_path / "store"), "--runroot", runroot, "--storage-driver=overlay")
-        try:
-            yield store
-        finally:
-            podman(*store, "system", "reset", "--force")
+        yield store
+        wait_for(
+            lambda: not podman(*store, "ps", "--all", "--quiet").strip(), CLEANUP_SECONDS, "podman's cleanup"
+        )
 
 
 @pytest.mark.parametrize(
