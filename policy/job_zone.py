@@ -56,7 +56,7 @@ RECENTLY_FAILED = "recently failed"
 
 @dataclass(frozen=True)
 class JobZoneSettings:
-    """The keys the same-zone rule reads and the largest job size; every field defaults to the constant above."""
+    """The keys the same-zone rule reads and the largest job size; each defaults to the constant above."""
 
     job_label: str = JOB_LABEL
     pod_group_label: str = POD_GROUP_LABEL
@@ -66,7 +66,13 @@ class JobZoneSettings:
     max_job_size: int = MAX_JOB_SIZE
 
     def __post_init__(self) -> None:
-        for name in ("job_label", "pod_group_label", "zone_policy_annotation", "job_size_annotation", "zone_label"):
+        for name in (
+            "job_label",
+            "pod_group_label",
+            "zone_policy_annotation",
+            "job_size_annotation",
+            "zone_label",
+        ):
             value = getattr(self, name)
             if not isinstance(value, str) or not value:
                 raise ValueError(f"job zone setting {name} must be a non-empty string")
@@ -91,7 +97,7 @@ class ZoneJob:
 
 
 def job_from_pod(pod: object, settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS) -> ZoneJob | None:
-    """The same-zone job the pod belongs to, or None for a pod without the zone-policy and job-size annotations.
+    """The same-zone job the pod belongs to; None for a pod without the zone-policy and job-size annotations.
 
     Raises PolicyError with ``INVALID_ZONE_POLICY`` for a zone policy other than ``same-zone``,
     the formatted ``INVALID_JOB_SIZE`` for a job size that is not a base-10 integer in
@@ -147,7 +153,7 @@ def plan_zone(copies: Mapping[str, int], job_size: int, failed: Collection[str] 
     if holding:
         return ZonePlan(zone=min(holding)[1])
     zones = ", ".join(
-        f"{zone} {copies[zone]}" + (f" ({RECENTLY_FAILED})" if zone in failed else "") for zone in sorted(copies)
+        f"{zone} {copies[zone]}" + (f" ({RECENTLY_FAILED})" if zone in failed else "")
+        for zone in sorted(copies)
     )
     return ZonePlan(zone="", message=NO_ZONE_FITS.format(size=job_size, zones=zones or NO_ZONES))
-

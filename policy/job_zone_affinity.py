@@ -29,7 +29,9 @@ def zone_affinity_term(job: ZoneJob, settings: JobZoneSettings = DEFAULT_JOB_ZON
     }
 
 
-def zone_affinity_patch(pod: object, settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS) -> list[dict[str, Any]]:
+def zone_affinity_patch(
+    pod: object, settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS
+) -> list[dict[str, Any]]:
     """The RFC 6902 JSON Patch that adds the job's same-zone pod affinity to a pod.
 
     Empty for a pod that is not in a same-zone job or already carries the term. Raises
@@ -47,9 +49,17 @@ def zone_affinity_patch(pod: object, settings: JobZoneSettings = DEFAULT_JOB_ZON
     if term in terms:
         return []
     if spec.get("affinity") is None:
-        return [{"op": "add", "path": "/spec/affinity", "value": {"podAffinity": {REQUIRED_POD_TERMS_FIELD: [term]}}}]
+        return [
+            {
+                "op": "add",
+                "path": "/spec/affinity",
+                "value": {"podAffinity": {REQUIRED_POD_TERMS_FIELD: [term]}},
+            }
+        ]
     if affinity.get("podAffinity") is None:
-        return [{"op": "add", "path": "/spec/affinity/podAffinity", "value": {REQUIRED_POD_TERMS_FIELD: [term]}}]
+        return [
+            {"op": "add", "path": "/spec/affinity/podAffinity", "value": {REQUIRED_POD_TERMS_FIELD: [term]}}
+        ]
     path = f"/spec/affinity/podAffinity/{REQUIRED_POD_TERMS_FIELD}"
     if pod_affinity.get(REQUIRED_POD_TERMS_FIELD) is None:
         return [{"op": "add", "path": path, "value": [term]}]

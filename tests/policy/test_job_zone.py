@@ -85,14 +85,19 @@ def test_settings_refuse_bad_values(overrides: dict[str, Any], message: str) -> 
 
 
 def same_zone_pod(affinity: object = None, **labels: str) -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": [{"name": "main", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}
+    spec: dict[str, Any] = {
+        "containers": [{"name": "main", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]
+    }
     if affinity is not None:
         spec["affinity"] = affinity
     return {
         "metadata": {
             "name": "w",
             "labels": labels or {JOB_LABEL: "llm"},
-            "annotations": {"training.example.com/zone-policy": "same-zone", "training.example.com/job-size": "8"},
+            "annotations": {
+                "training.example.com/zone-policy": "same-zone",
+                "training.example.com/job-size": "8",
+            },
         },
         "spec": spec,
     }
@@ -100,24 +105,38 @@ def same_zone_pod(affinity: object = None, **labels: str) -> dict[str, Any]:
 
 TERM = {"labelSelector": {"matchLabels": {JOB_LABEL: "llm"}}, "topologyKey": ZONE_LABEL}
 OTHER_TERM = {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": "kubernetes.io/hostname"}
-NODE_AFFINITY = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": []}]}}
+NODE_AFFINITY = {
+    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": []}]}
+}
 
 
 @pytest.mark.parametrize(
     ("affinity", "want"),
     [
         (None, {"podAffinity": {REQUIRED_POD_TERMS_FIELD: [TERM]}}),
-        ({"nodeAffinity": NODE_AFFINITY}, {"nodeAffinity": NODE_AFFINITY, "podAffinity": {REQUIRED_POD_TERMS_FIELD: [TERM]}}),
+        (
+            {"nodeAffinity": NODE_AFFINITY},
+            {"nodeAffinity": NODE_AFFINITY, "podAffinity": {REQUIRED_POD_TERMS_FIELD: [TERM]}},
+        ),
         ({"podAffinity": {}}, {"podAffinity": {REQUIRED_POD_TERMS_FIELD: [TERM]}}),
-        ({"podAffinity": {REQUIRED_POD_TERMS_FIELD: [OTHER_TERM]}}, {"podAffinity": {REQUIRED_POD_TERMS_FIELD: [OTHER_TERM, TERM]}}),
-        ({"podAntiAffinity": {REQUIRED_POD_TERMS_FIELD: [OTHER_TERM]}}, {"podAntiAffinity": {REQUIRED_POD_TERMS_FIELD: [OTHER_TERM]}, "podAffinity": {REQUIRED_POD_TERMS_FIELD: [TERM]}}),
+        (
+            {"podAffinity": {REQUIRED_POD_TERMS_FIELD: [OTHER_TERM]}},
+            {"podAffinity": {REQUIRED_POD_TERMS_FIELD: [OTHER_TERM, TERM]}},
+        ),
+        (
+            {"podAntiAffinity": {REQUIRED_POD_TERMS_FIELD: [OTHER_TERM]}},
+            {
+                "podAntiAffinity": {REQUIRED_POD_TERMS_FIELD: [OTHER_TERM]},
+                "podAffinity": {REQUIRED_POD_TERMS_FIELD: [TERM]},
+            },
+        ),
     ],
 )
 def test_zone_affinity_patch_adds_the_term_once(affinity: object, want: dict[str, Any]) -> None:
     pod = same_zone_pod(affinity)
     before = copy.deepcopy(pod)
     patch = zone_affinity_patch(pod)
-    assert len(patch) == 1 and patch[0]["op"] == "add"
+    assert [operation["op"] for operation in patch] == ["add"]
     assert pod == before, "the pod given is not modified"
     patched = jsonpatch.apply_patch(pod, patch)
     assert patched["spec"]["affinity"] == want
@@ -142,5 +161,8 @@ def test_zone_affinity_patch_leaves_other_pods_and_refuses_bad_ones() -> None:
     bad["metadata"]["annotations"]["training.example.com/job-size"] = "0"
     with pytest.raises(PolicyError, match="job size must be"):
         zone_affinity_patch(bad)
-    with pytest.raises(PolicyError, match=r"spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution must be a list"):
+    with pytest.raises(
+        PolicyError,
+        match=r"spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution must be a list",
+    ):
         zone_affinity_patch(same_zone_pod({"podAffinity": {REQUIRED_POD_TERMS_FIELD: {"x": 1}}}))
