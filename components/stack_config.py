@@ -44,7 +44,15 @@ from components.render.karpenter_pools import (
     CONSOLIDATION_POLICIES,
     NodePoolSettings,
 )
-from components.render.scheduler_config import SCHEDULER_MODES, ExtenderEndpoint, SchedulerMode, uses_extender
+from components.render.scheduler_config import (
+    MAX_FAILED_ZONE_SECONDS,
+    MAX_PERMIT_TIMEOUT_SECONDS,
+    SCHEDULER_MODES,
+    ExtenderEndpoint,
+    JobZoneArgs,
+    SchedulerMode,
+    uses_extender,
+)
 from components.render.webhook_config import (
     DEFAULT_FAILURE_POLICY,
     DEFAULT_TIMEOUT_SECONDS,
@@ -56,6 +64,7 @@ from components.render.webhook_config import (
     InvalidAnnotation,
 )
 from policy import SCORING_STRATEGIES, SCORING_STRATEGY, PolicyError, ScoringStrategy, parse_quantity
+from policy.job_zone import JOB_SIZE_LIMIT
 
 PROJECT = "gpu-scheduler-eks"
 """The Pulumi project name (Pulumi.yaml) and so the namespace of every key below."""
@@ -247,6 +256,8 @@ class SchedulerSettings:
     resources: Resources = SCHEDULER_RESOURCES
     extender_weight: int = ExtenderEndpoint().weight
     """The extender's weight in the scheduler's configuration (both extender modes)."""
+    job_zone: JobZoneArgs = field(default_factory=JobZoneArgs)
+    """Plugin mode: the JobZone plugin's hold timeout, failed-zone duration and largest job."""
 
 
 @dataclass(frozen=True)
@@ -753,8 +764,12 @@ def _resources(value: _Value, default: Resources) -> Resources:
 
 
 def _scheduler(value: _Value) -> SchedulerSettings:
-    fields = value.fields({"replicas", "kubeSchedulerImage", "resources", "extenderWeight"})
+    fields = value.fields(
+        {"replicas", "kubeSchedulerImage", "resources", "extenderWeight"}
+        | {"jobPermitTimeoutSeconds", "failedZoneSeconds", "maxJobSize"}
+    )
     default = SchedulerSettings()
+    zone = default.job_zone
     return SchedulerSettings(
         replicas=fields.read("replicas", default.replicas, lambda v: v.integer(1, MAX_SCHEDULER_REPLICAS)),
         kube_scheduler_image=fields.read(
@@ -767,6 +782,17 @@ def _scheduler(value: _Value) -> SchedulerSettings:
         resources=fields.read("resources", default.resources, lambda v: _resources(v, default.resources)),
         extender_weight=fields.read(
             "extenderWeight", default.extender_weight, lambda v: v.integer(1, MAX_EXTENDER_WEIGHT)
+        ),
+        job_zone=JobZoneArgs(
+            permit_timeout_seconds=fields.read(
+                "jobPermitTimeoutSeconds",
+                zone.permit_timeout_seconds,
+                lambda v: v.integer(1, MAX_PERMIT_TIMEOUT_SECONDS),
+            ),
+            failed_zone_seconds=fields.read(
+                "failedZoneSeconds", zone.failed_zone_seconds, lambda v: v.integer(1, MAX_FAILED_ZONE_SECONDS)
+            ),
+            max_job_size=fields.read("maxJobSize", zone.max_job_size, lambda v: v.integer(1, JOB_SIZE_LIMIT)),
         ),
     )
 

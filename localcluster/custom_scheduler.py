@@ -20,6 +20,7 @@ from components.render.scheduler_config import (
     NAMESPACE,
     SCHEDULER_NAME,
     ExtenderEndpoint,
+    JobZoneArgs,
     SchedulerConfig,
     SchedulerMode,
     scheduler_config_yaml,
@@ -249,10 +250,16 @@ def start_scheduler(
     wait_for_lease: bool = True,
     verbosity: int = 2,
     scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
+    job_zone: JobZoneArgs | None = None,
 ) -> CustomScheduler:
-    """Write the configuration and start the scheduler binary; wait until it holds its Lease."""
+    """Write the configuration and start the scheduler binary; wait until it holds its Lease.
+
+    ``job_zone``: plugin mode's JobZone args (None: the defaults)."""
     config = SchedulerConfig(
-        mode=mode, kubeconfig=str(plane.scheduler.kubeconfig), scoring_strategy=scoring_strategy
+        mode=mode,
+        kubeconfig=str(plane.scheduler.kubeconfig),
+        scoring_strategy=scoring_strategy,
+        job_zone=job_zone or JobZoneArgs(),
     )
     if uses_extender(mode):
         if extender is None or client_tls is None or extender_ca is None:
@@ -328,6 +335,7 @@ def running_custom_scheduler(
     bin_dir: Path,
     mode: SchedulerMode,
     scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
+    job_zone: JobZoneArgs | None = None,
 ) -> Iterator[CustomScheduler]:
     """Lease RBAC, then (extender modes) TLS + extender, then the scheduler; stopped on exit.
 
@@ -347,6 +355,7 @@ def running_custom_scheduler(
         client_tls=tls.client if tls else None,
         extender_ca=tls.ca.ca_file if tls else None,
         scoring_strategy=scoring_strategy,
+        job_zone=job_zone,
     )
     try:
         yield scheduler
