@@ -68,5 +68,5 @@ def test_a_bad_value_fails_with_its_key(key: str, value: int, problem: str) -> N
 
 
 def test_the_renderer_refuses_out_of_range_args() -> None:
-    with pytest.raises(ValueError, match="job zone permit_timeout_seconds must be 1..900"):
+    with pytest.raises(ValueError, match=r"job zone permit_timeout_seconds must be 1\.\.900"):
         JobZoneArgs(permit_timeout_seconds=901)

@@ -46,7 +46,8 @@ def test_the_rendered_plugin_config_is_the_one_the_go_test_loads() -> None:
 
 def test_plugin_mode_names_the_strategy_and_extender_mode_has_no_plugin_config() -> None:
     default = render_scheduler_config(SchedulerConfig(mode="plugin"))["profiles"][0]
-    assert default["pluginConfig"][0] == {"name": "GPUScheduler", "args": {"scoringStrategy": "prefer-larger"}}
+    gpu_scheduler = default["pluginConfig"][0]
+    assert gpu_scheduler == {"name": "GPUScheduler", "args": {"scoringStrategy": "prefer-larger"}}
     for strategy in (PREFER_LARGER, BEST_FIT):
         extender = render_scheduler_config(SchedulerConfig(mode="extender", scoring_strategy=strategy))
         assert "pluginConfig" not in extender["profiles"][0]
