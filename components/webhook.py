@@ -38,6 +38,7 @@ from components.render.webhook_config import (
 from components.stack_config import WebhookSettings
 from components.tls_server_workload import disruption_budget, https_service, tls_server_deployment
 from components.workload_parts import APP_LABEL, object_metadata
+from policy.job_zone import MAX_JOB_SIZE
 
 
 def webhook_ingress(settings: WebhookSettings) -> list[k8s.networking.v1.NetworkPolicyIngressRuleArgs]:
@@ -71,9 +72,11 @@ class AdmissionWebhook(pulumi.ComponentResource):
         provider: k8s.Provider,
         depends_on: list[pulumi.Resource],
         object_annotations: Mapping[str, str] | None = None,
+        max_job_size: int = MAX_JOB_SIZE,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        """``object_annotations`` go on every object (``kubernetes_await.await_annotations``)."""
+        """``object_annotations`` go on every object (``kubernetes_await.await_annotations``);
+        ``max_job_size`` is the largest job size the webhook admits (the scheduler's)."""
         super().__init__("gpu-scheduler-eks:index:AdmissionWebhook", name, None, opts)
         child = pulumi.ResourceOptions(
             parent=self, provider=provider, depends_on=[*depends_on, certificates.webhook_secret]
@@ -94,7 +97,7 @@ class AdmissionWebhook(pulumi.ComponentResource):
             labels=labels,
             container="webhook",
             image=image,
-            args=webhook_args(settings.invalid_annotation),
+            args=webhook_args(settings.invalid_annotation, max_job_size),
             port=WEBHOOK_PORT,
             replicas=settings.replicas,
             resources=settings.resources,

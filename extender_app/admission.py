@@ -3,7 +3,8 @@
 kube-apiserver POSTs an AdmissionReview for each pod CREATE the webhook configuration
 sends; the answer carries the request's ``uid`` and, when the pod declares a minimum,
 the JSON Patch that writes it into the pod's required node affinity (so autoscalers
-launch a node type whose label is large enough). A pod whose annotation the policy
+launch a node type whose label is large enough); for a member of a same-zone job, the
+required pod affinity that keeps the job in one zone. A pod whose annotations the policy
 refuses is denied with the policy's own message, or admitted with a warning when the
 operator chose ``warn``. What is not a pod CREATE is admitted unchanged: a webhook must
 never block what it was not written for. A body that is not an AdmissionReview is a
@@ -19,6 +20,8 @@ import orjson
 
 from extender_app.wire import WireError, check_utf8
 from policy import DEFAULT_SETTINGS, PolicyError, PolicySettings, memory_affinity_patch
+from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings
+from policy.job_zone_affinity import combined_affinity_patch, zone_affinity_patch
 
 MUTATE_PATH = "/mutate"
 """Where the webhook role answers AdmissionReviews (the MutatingWebhookConfiguration's path)."""
@@ -31,6 +34,9 @@ INVALID_ANNOTATION_ACTIONS: tuple[InvalidAnnotation, ...] = ("deny", "warn")
 INVALID_ANNOTATION: InvalidAnnotation = "deny"
 """Default: deny, so `kubectl apply` shows the policy's message instead of a pod that waits forever."""
 
+JOB_REFUSAL_PREFIX = "same-zone job"
+"""What a refusal of a pod's job annotations starts with (the policy's reason follows)."""
+
 DENIED_STATUS = HTTPStatus.UNPROCESSABLE_ENTITY
 """The status code a denial carries (Kubernetes' own for an invalid field value)."""
 
@@ -41,6 +47,7 @@ class AdmissionSettings:
 
     invalid_annotation: InvalidAnnotation = INVALID_ANNOTATION
     policy: PolicySettings = field(default_factory=lambda: DEFAULT_SETTINGS)
+    job_zone: JobZoneSettings = field(default_factory=lambda: DEFAULT_JOB_ZONE_SETTINGS)
 
     def __post_init__(self) -> None:
         if self.invalid_annotation not in INVALID_ANNOTATION_ACTIONS:
@@ -110,15 +117,24 @@ def _pod_name(request: dict[str, Any]) -> str:
 
 def _pod_answer(pod: object, settings: AdmissionSettings) -> dict[str, Any]:
     try:
-        patch = memory_affinity_patch(pod, settings.policy)
+        memory_patch = memory_affinity_patch(pod, settings.policy)
     except PolicyError as error:
-        message = f"{settings.policy.min_memory_annotation}: {error}"
-        if settings.invalid_annotation == "warn":
-            return {"warnings": [message]}
-        return {"allowed": False, "status": {"code": int(DENIED_STATUS), "message": message}}
+        return _refusal(f"{settings.policy.min_memory_annotation}: {error}", settings)
+    try:
+        zone_patch = zone_affinity_patch(pod, settings.job_zone)
+    except PolicyError as error:
+        return _refusal(f"{JOB_REFUSAL_PREFIX}: {error}", settings)
+    patch = combined_affinity_patch(memory_patch, zone_patch)
     if not patch:
         return {}
     return {"patchType": "JSONPatch", "patch": base64.b64encode(orjson.dumps(patch)).decode("ascii")}
+
+
+def _refusal(message: str, settings: AdmissionSettings) -> dict[str, Any]:
+    """Deny with ``message``, or admit with it as a warning (``invalid_annotation: warn``)."""
+    if settings.invalid_annotation == "warn":
+        return {"warnings": [message]}
+    return {"allowed": False, "status": {"code": int(DENIED_STATUS), "message": message}}
 
 
 def _request(body: bytes | bytearray) -> dict[str, Any]:

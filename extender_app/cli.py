@@ -154,6 +154,12 @@ FLAGS = (
         " (deny) or admitted with it as an admission warning (warn)",
         metavar="deny|warn",
     ),
+    Flag(
+        "max_job_size",
+        int,
+        "webhook role: the largest job-size annotation a same-zone pod may declare (the scheduler's"
+        " JobZone maxJobSize)",
+    ),
     Flag("min_memory_annotation", str, "pod annotation holding the minimum MiB per GPU", policy=True),
     Flag("node_memory_label", str, "node label holding the MiB of each GPU", policy=True),
     Flag("gpu_resource", str, "extended resource that makes a pod a GPU pod", policy=True),

@@ -25,6 +25,7 @@ from extender_app.node_sync import NodeSync, SyncSettings
 from extender_app.settings import NODE_CACHE_WATCH, ROLE_WEBHOOK, ExtenderSettings
 from extender_app.tls_material import ReloadingTlsContext, TlsPaths
 from extender_app.wire import WireError
+from policy.job_zone import JobZoneSettings
 
 JSON = "application/json"
 Endpoint = Callable[[bytearray], Awaitable[Response]]
@@ -79,7 +80,8 @@ class ExtenderService:
         """The webhook role's settings (it serves MUTATE_PATH instead of the verbs), else None."""
         if settings.role == ROLE_WEBHOOK:
             action = cast(InvalidAnnotation, settings.invalid_annotation)  # checked by ExtenderSettings
-            self._admission = AdmissionSettings(action, settings.policy)
+            job_zone = JobZoneSettings(max_job_size=settings.max_job_size)
+            self._admission = AdmissionSettings(action, settings.policy, job_zone)
         self._node_api = node_api
         self.node_sync: NodeSync | None = None
         """The list/watch loop, once running."""

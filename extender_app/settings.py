@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields
 
 from extender_app.admission import INVALID_ANNOTATION, INVALID_ANNOTATION_ACTIONS
 from policy import PolicySettings
+from policy.job_zone import JOB_SIZE_LIMIT, MAX_JOB_SIZE
 
 TLS_DIR = "/etc/extender-tls"
 """Where the Deployment mounts the Secret ``extender-server-tls``."""
@@ -134,6 +135,9 @@ class ExtenderSettings:
     is denied with the policy's message (deny) or admitted with it as an admission warning (warn)."""
     policy: PolicySettings = field(default_factory=PolicySettings)
     """Keys and scale of the GPU-memory policy."""
+    max_job_size: int = MAX_JOB_SIZE
+    """Webhook role: the largest ``training.example.com/job-size`` a same-zone pod may declare
+    (the JobZone plugin's ``maxJobSize``, the stack's ``scheduler.maxJobSize``)."""
 
     @property
     def body_budget_bytes(self) -> int:
@@ -175,6 +179,8 @@ class ExtenderSettings:
                 f"invalid_annotation must be one of {', '.join(INVALID_ANNOTATION_ACTIONS)}, "
                 f"not {self.invalid_annotation!r}"
             )
+        if not 1 <= self.max_job_size <= JOB_SIZE_LIMIT:
+            raise ValueError(f"max_job_size must be 1..{JOB_SIZE_LIMIT}")
         if self.role == ROLE_EXTENDER and not self.client_ca:
             raise ValueError("client_ca must be a file path: the extender requires client certificates")
         if self.role == ROLE_WEBHOOK and self.node_cache != NODE_CACHE_OFF:

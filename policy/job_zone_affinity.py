@@ -64,3 +64,24 @@ def zone_affinity_patch(
     if pod_affinity.get(REQUIRED_POD_TERMS_FIELD) is None:
         return [{"op": "add", "path": path, "value": [term]}]
     return [{"op": "add", "path": f"{path}/-", "value": term}]
+
+
+def combined_affinity_patch(
+    memory_patch: list[dict[str, Any]], zone_patch: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One JSON Patch doing both ``memory_affinity_patch``'s and ``zone_affinity_patch``'s work.
+
+    Both are computed on the same pod. They touch different members of ``spec.affinity``
+    (``nodeAffinity`` and ``podAffinity``), so they apply one after the other, except when the
+    pod has no affinity at all: then each adds ``/spec/affinity`` and the second would replace
+    the first, so the two values are joined into one operation.
+    """
+    if memory_patch and zone_patch and memory_patch[0]["path"] == zone_patch[0]["path"] == "/spec/affinity":
+        return [
+            {
+                "op": "add",
+                "path": "/spec/affinity",
+                "value": {**memory_patch[0]["value"], **zone_patch[0]["value"]},
+            }
+        ]
+    return [*memory_patch, *zone_patch]

@@ -6,7 +6,8 @@ on loopback instead of the Service, which a control plane without kube-proxy can
 
 Why each field is what it is (docs/webhook.md has the long form):
 
-- ``matchConditions``: only pods that carry the minimum annotation are sent. Every other pod is
+- ``matchConditions``: only pods that carry the minimum annotation or a same-zone job annotation
+  (zone policy, job size) are sent. Every other pod is
   admitted without a call, so neither the webhook's latency nor its outage touches them (with
   ``failurePolicy: Fail`` too), and the webhook's own pods, which carry no annotation, never wait
   on it.
@@ -26,6 +27,7 @@ from typing import Any, Literal
 
 from components.render.scheduler_config import NAMESPACE
 from policy import MIN_MEMORY_ANNOTATION
+from policy.job_zone import JOB_SIZE_ANNOTATION, MAX_JOB_SIZE, ZONE_POLICY_ANNOTATION
 
 WEBHOOK_SERVICE = "gpu-memory-webhook"
 """The webhook's Service, Deployment, ServiceAccount and MutatingWebhookConfiguration name."""
@@ -64,12 +66,19 @@ INVALID_ANNOTATION_CHOICES: tuple[InvalidAnnotation, ...] = ("deny", "warn")
 """The webhook's ``--invalid-annotation`` values (extender_app.admission; a test checks they agree)."""
 
 
-def annotation_condition(annotation: str = MIN_MEMORY_ANNOTATION) -> dict[str, str]:
-    """The CEL match condition: the object carries ``annotation``."""
-    key = json.dumps(annotation)  # a CEL string literal: annotation keys hold no quotes or escapes
+WEBHOOK_ANNOTATIONS = (MIN_MEMORY_ANNOTATION, ZONE_POLICY_ANNOTATION, JOB_SIZE_ANNOTATION)
+"""The annotations that get a pod sent to the webhook: the GPU-memory minimum and the same-zone job's."""
+
+
+def annotation_condition(annotations: tuple[str, ...] = WEBHOOK_ANNOTATIONS) -> dict[str, str]:
+    """The CEL match condition: the object carries at least one of ``annotations``."""
+    # CEL string literals: annotation keys hold no quotes or escapes.
+    present = " || ".join(f"{json.dumps(key)} in object.metadata.annotations" for key in annotations)
+    if len(annotations) > 1:
+        present = f"({present})"
     return {
-        "name": "has-min-gpu-memory-annotation",
-        "expression": f"has(object.metadata.annotations) && {key} in object.metadata.annotations",
+        "name": "has-scheduling-annotation",
+        "expression": f"has(object.metadata.annotations) && {present}",
     }
 
 
@@ -101,7 +110,7 @@ def mutating_webhook(
     *,
     failure_policy: FailurePolicy = DEFAULT_FAILURE_POLICY,
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
-    annotation: str = MIN_MEMORY_ANNOTATION,
+    annotations: tuple[str, ...] = WEBHOOK_ANNOTATIONS,
 ) -> dict[str, Any]:
     """The configuration's one webhook: pod CREATE, annotated pods only, kube-system excluded."""
     return {
@@ -117,7 +126,7 @@ def mutating_webhook(
                 "scope": "Namespaced",
             }
         ],
-        "matchConditions": [annotation_condition(annotation)],
+        "matchConditions": [annotation_condition(annotations)],
         "namespaceSelector": {
             "matchExpressions": [
                 {"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": list(EXCLUDED_NAMESPACES)}
@@ -140,7 +149,9 @@ def mutating_webhook_configuration(webhook: Mapping[str, Any]) -> dict[str, Any]
     }
 
 
-def webhook_args(invalid_annotation: InvalidAnnotation = "deny") -> list[str]:
+def webhook_args(
+    invalid_annotation: InvalidAnnotation = "deny", max_job_size: int = MAX_JOB_SIZE
+) -> list[str]:
     """The container's flags: the extender image in its webhook role, server certificate only."""
     return [
         "--role=webhook",
@@ -149,4 +160,5 @@ def webhook_args(invalid_annotation: InvalidAnnotation = "deny") -> list[str]:
         f"--port={WEBHOOK_PORT}",
         f"--health-port={WEBHOOK_HEALTH_PORT}",
         f"--invalid-annotation={invalid_annotation}",
+        f"--max-job-size={max_job_size}",
     ]

@@ -17,7 +17,13 @@ from policy.job_zone import (
     job_from_pod,
     plan_zone,
 )
-from policy.job_zone_affinity import REQUIRED_POD_TERMS_FIELD, zone_affinity_patch, zone_affinity_term
+from policy.job_zone_affinity import (
+    REQUIRED_POD_TERMS_FIELD,
+    combined_affinity_patch,
+    zone_affinity_patch,
+    zone_affinity_term,
+)
+from policy.node_affinity import memory_affinity_patch
 from policy.requirement import MISSING_POD
 from tests.vectors import load_file
 
@@ -166,3 +172,19 @@ def test_zone_affinity_patch_leaves_other_pods_and_refuses_bad_ones() -> None:
         match=r"spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution must be a list",
     ):
         zone_affinity_patch(same_zone_pod({"podAffinity": {REQUIRED_POD_TERMS_FIELD: {"x": 1}}}))
+
+
+@pytest.mark.parametrize("affinity", [None, {}, {"nodeAffinity": NODE_AFFINITY}, {"podAffinity": {}}])
+def test_combined_patch_applies_both_rules(affinity: object) -> None:
+    pod = same_zone_pod(affinity)
+    pod["metadata"]["annotations"]["training.example.com/min-gpu-memory-mib"] = "40960"
+    combined = combined_affinity_patch(memory_affinity_patch(pod), zone_affinity_patch(pod))
+    patched = jsonpatch.apply_patch(pod, combined)
+    assert memory_affinity_patch(patched) == [], "the memory rule is already in the patched pod"
+    assert zone_affinity_patch(patched) == [], "the zone rule is already in the patched pod"
+
+
+def test_combined_patch_with_one_rule_is_that_rule() -> None:
+    operation = {"op": "add", "path": "/spec/affinity", "value": {"podAffinity": {}}}
+    assert combined_affinity_patch([], [operation]) == [operation]
+    assert combined_affinity_patch([operation], []) == [operation]

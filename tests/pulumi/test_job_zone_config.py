@@ -13,7 +13,9 @@ from components.render.scheduler_config import (
     SchedulerConfig,
     render_scheduler_config,
 )
+from components.render.webhook_config import WEBHOOK_SERVICE
 from components.stack_config import PROJECT, StackConfigError
+from extender_app.cli import settings_from
 from tests.pulumi.conftest import SINGLE_GROUP, run_with, stack_config
 
 
@@ -70,3 +72,11 @@ def test_a_bad_value_fails_with_its_key(key: str, value: int, problem: str) -> N
 def test_the_renderer_refuses_out_of_range_args() -> None:
     with pytest.raises(ValueError, match=r"job zone permit_timeout_seconds must be 1\.\.900"):
         JobZoneArgs(permit_timeout_seconds=901)
+
+
+def test_the_webhook_admits_the_schedulers_largest_job() -> None:
+    run = run_with({"scheduler": {"maxJobSize": 64}})
+    [container] = run.kubernetes_object("Deployment", WEBHOOK_SERVICE)["spec"]["template"]["spec"][
+        "containers"
+    ]
+    assert settings_from(container["args"], {}).max_job_size == 64
