@@ -94,12 +94,14 @@ func isMember(other *v1.Pod, namespace string, job *zonepolicy.Job) bool {
 }
 
 // memberZone is the zone holding most of the job's members that are bound or assumed
-// (ties to the first by name), and "" when there are none. self is left out.
-func memberZone(nodes []fwk.NodeInfo, self *v1.Pod, job *zonepolicy.Job, s zonepolicy.Settings) string {
+// (ties to the first by name), and "" when there are none. self is left out, and so are
+// the zones in skip (where the job timed out: members still assumed there are being
+// rejected and unreserved).
+func memberZone(nodes []fwk.NodeInfo, self *v1.Pod, job *zonepolicy.Job, s zonepolicy.Settings, skip map[string]bool) string {
 	counts := map[string]int{}
 	for _, info := range nodes {
 		zone := zoneOf(info.Node(), s)
-		if zone == "" {
+		if zone == "" || skip[zone] {
 			continue
 		}
 		for _, podInfo := range info.GetPods() {

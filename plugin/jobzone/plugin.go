@@ -120,7 +120,8 @@ func (pl *JobZone) jobOf(state fwk.CycleState, pod *v1.Pod) *zonepolicy.Job {
 func jobKey(pod *v1.Pod, job *zonepolicy.Job) string { return pod.Namespace + "/" + job.Name }
 
 // PreFilter restricts a same-zone pod to its job's zone: the zone of members already
-// bound or assumed, or for the first member the zone planned for the whole job. A pod
+// bound or assumed, or for the first member the zone planned for the whole job. Members
+// in a zone the job just timed out in are being given up and do not count. A pod
 // in no job is skipped (this plugin costs it nothing more); a pod whose zone-policy
 // or job-size annotation is invalid, or whose job fits no zone, is unschedulable with
 // the reason.
@@ -134,11 +135,12 @@ func (pl *JobZone) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	logger := klog.FromContext(ctx)
-	zone := memberZone(nodes, pod, job, pl.config.zone)
+	failed := pl.failedZones(jobKey(pod, job))
+	zone := memberZone(nodes, pod, job, pl.config.zone, failed)
 	if zone == "" {
 		shape := newPodShape(pod, pl.config.gpu)
 		copies := copiesByZone(logger, nodes, shape, pl.config)
-		plan := zonepolicy.PlanZone(copies, job.Size, pl.failedZones(jobKey(pod, job)))
+		plan := zonepolicy.PlanZone(copies, job.Size, failed)
 		if plan.Zone == "" {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, plan.Message)
 		}

@@ -213,6 +213,12 @@ func TestTimeoutRejectsEveryHeldMemberAndSkipsTheZone(t *testing.T) {
 	if status.IsSuccess() || !strings.Contains(status.Message(), want) {
 		t.Fatalf("second member: %v, want rejected with %q", status, want)
 	}
+	// Before the scheduler has unreserved the second member, it is still assumed in b: a
+	// member planned now must not follow it there.
+	h.lister.set(append(pods, member("llm", 1, 8, "b1")), nodes)
+	if result, _ := h.preFilter(first); !result.NodeNames.Equal(sets.New("c1", "c2")) {
+		t.Fatalf("plan beside a member being given up: %v, want zone c", result.NodeNames)
+	}
 	h.unreserve(second, "b1")
 
 	// Planned again: zone b is skipped, c holds the job.

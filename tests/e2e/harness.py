@@ -11,7 +11,7 @@ from pathlib import Path
 
 import kubernetes.client
 
-from components.render.scheduler_config import SchedulerMode, uses_extender
+from components.render.scheduler_config import JobZoneArgs, SchedulerMode, uses_extender
 from localcluster.control_plane import ControlPlane, start_control_plane
 from localcluster.custom_scheduler import (
     CustomScheduler,
@@ -63,12 +63,18 @@ class E2ECluster:
         self.nodes.update({node.name: node for node in nodes})
 
     def start(
-        self, verbosity: int = 2, extender_args: tuple[str, ...] = (), extender_api_server: str = ""
+        self,
+        verbosity: int = 2,
+        extender_args: tuple[str, ...] = (),
+        extender_api_server: str = "",
+        job_zone: JobZoneArgs | None = None,
     ) -> CustomScheduler:
-        """Start the extender (extender modes) and the scheduler."""
+        """Start the extender (extender modes) and the scheduler.
+
+        ``job_zone``: plugin mode's JobZone args (None: the defaults)."""
         if uses_extender(self.mode):
             self.start_extender(extender_args, extender_api_server)
-        return self.start_scheduler(verbosity)
+        return self.start_scheduler(verbosity, job_zone)
 
     def start_extender(
         self, extra_args: tuple[str, ...] = (), api_server: str = "", *, wait_ready: bool = True
@@ -80,7 +86,7 @@ class E2ECluster:
         )
         return self.extender
 
-    def start_scheduler(self, verbosity: int = 2) -> CustomScheduler:
+    def start_scheduler(self, verbosity: int = 2, job_zone: JobZoneArgs | None = None) -> CustomScheduler:
         self.scheduler = start_scheduler(
             self.plane,
             self.bin_dir,
@@ -89,6 +95,7 @@ class E2ECluster:
             client_tls=self.tls.client if self.tls else None,
             extender_ca=self.tls.ca.ca_file if self.tls else None,
             verbosity=verbosity,
+            job_zone=job_zone,
         )
         return self.scheduler
 
