@@ -1,10 +1,7 @@
 package zonepolicy_test
 
 import (
-	"encoding/json"
 	"testing"
-
-	v1 "k8s.io/api/core/v1"
 
 	"example.com/gpu-scheduler-eks/plugin/internal/policyvectors"
 	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
@@ -32,26 +29,13 @@ func TestZoneVectors(t *testing.T) {
 }
 
 func checkPodCase(t *testing.T, c policyvectors.ZonePodCase) {
-	pod := &v1.Pod{}
-	err := json.Unmarshal(c.Pod, pod)
-	if c.Expect.DecodeError == "pod" {
-		if err == nil {
-			t.Fatalf("the pod decoded, but the vector says Go must refuse it")
-		}
+	pod, ok := policyvectors.MustDecodePod(t, c.Pod, c.Expect.DecodeError)
+	if !ok {
 		return
-	}
-	if err != nil {
-		t.Fatalf("decoding the pod: %v", err)
 	}
 	job, err := zonepolicy.JobFromPod(pod, c.Settings)
-	if c.Expect.Error != nil {
-		if err == nil || err.Error() != *c.Expect.Error {
-			t.Fatalf("error = %v, want %q", err, *c.Expect.Error)
-		}
+	if !policyvectors.MustMatchError(t, err, c.Expect.Error) {
 		return
-	}
-	if err != nil {
-		t.Fatalf("error = %v, want none", err)
 	}
 	want := c.Expect.Job
 	switch {

@@ -3,7 +3,6 @@ package policyvectors
 import (
 	"bytes"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 
 	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
@@ -67,17 +66,8 @@ type ZonePlanCase struct {
 // MustLoadZone loads zone_cases.json (each pod case with its settings) for a test.
 func MustLoadZone(t testing.TB) ZoneCases {
 	t.Helper()
-	dir, err := Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var file ZoneCases
-	if err := load(filepath.Join(dir, ZoneFile), &file); err != nil {
-		t.Fatal(err)
-	}
-	if file.Schema != Schema {
-		t.Fatalf("%s: schema %d, this loader reads %d", ZoneFile, file.Schema, Schema)
-	}
+	mustLoadFile(t, ZoneFile, &file)
 	for i := range file.Pods {
 		c := &file.Pods[i]
 		fields := file.Settings
