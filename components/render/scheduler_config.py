@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 import yaml
 
+from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
+from contracts.server import FILTER_PATH, PRIORITIZE_PATH, TLS_PORT
 from policy import SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
 from policy.job_zone import JOB_SIZE_LIMIT, MAX_JOB_SIZE
 
@@ -23,16 +25,12 @@ itself. ``plugin``: the gpu-scheduler build with the GPUScheduler plugin, no ext
 EXTENDER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached")
 """The modes that run the upstream kube-scheduler with our HTTP extender."""
 
-SCHEDULER_NAME = "custom-scheduler"
-NAMESPACE = "scheduler-lab"
 PLUGIN_NAME = "GPUScheduler"
 JOB_ZONE_PLUGIN = "JobZone"
 """Plugin mode: keeps each same-zone job in one zone chosen for the whole job (plugin/jobzone)."""
 CONFIG_API_VERSION = "kubescheduler.config.k8s.io/v1"
 
-EXTENDER_SERVICE = "scheduler-extender"
-"""The extender's Service (and Deployment) name in NAMESPACE."""
-EXTENDER_PORT = 8443
+EXTENDER_PORT = TLS_PORT
 """The extender's HTTPS port, on the Service and the container."""
 EXTENDER_SERVICE_HOST = f"{EXTENDER_SERVICE}.{NAMESPACE}.svc"
 """The name kube-scheduler dials; the extender's server certificate must carry it."""
@@ -202,8 +200,8 @@ def render_scheduler_config(config: SchedulerConfig) -> dict[str, Any]:
         document["extenders"] = [
             {
                 "urlPrefix": endpoint.url_prefix,
-                "filterVerb": "filter",
-                "prioritizeVerb": "prioritize",
+                "filterVerb": FILTER_PATH.lstrip("/"),
+                "prioritizeVerb": PRIORITIZE_PATH.lstrip("/"),
                 "weight": endpoint.weight,
                 "enableHTTPS": True,
                 "tlsConfig": {

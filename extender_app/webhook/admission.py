@@ -14,25 +14,24 @@ never block what it was not written for. A body that is not an AdmissionReview i
 import base64
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 
-from extender_app.wire import WireError, check_utf8
+from contracts.server import (
+    INVALID_ANNOTATION,
+    INVALID_ANNOTATION_ACTIONS,
+    INVALID_ANNOTATION_WARN,
+    InvalidAnnotation,
+)
+from extender_app.verbs.wire import WireError, check_utf8
 from policy import DEFAULT_SETTINGS, PolicyError, PolicySettings, memory_affinity_patch
 from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings
 from policy.job_zone_affinity import combined_affinity_patch, zone_affinity_patch
 
-MUTATE_PATH = "/mutate"
-"""Where the webhook role answers AdmissionReviews (the MutatingWebhookConfiguration's path)."""
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 ADMISSION_REVIEW = "AdmissionReview"
 POD_KIND = {"group": "", "version": "v1", "kind": "Pod"}
-
-InvalidAnnotation = Literal["deny", "warn"]
-INVALID_ANNOTATION_ACTIONS: tuple[InvalidAnnotation, ...] = ("deny", "warn")
-INVALID_ANNOTATION: InvalidAnnotation = "deny"
-"""Default: deny, so `kubectl apply` shows the policy's message instead of a pod that waits forever."""
 
 JOB_REFUSAL_PREFIX = "same-zone job"
 """What a refusal of a pod's job annotations starts with (the policy's reason follows)."""
@@ -132,7 +131,7 @@ def _pod_answer(pod: object, settings: AdmissionSettings) -> dict[str, Any]:
 
 def _refusal(message: str, settings: AdmissionSettings) -> dict[str, Any]:
     """Deny with ``message``, or admit with it as a warning (``invalid_annotation: warn``)."""
-    if settings.invalid_annotation == "warn":
+    if settings.invalid_annotation == INVALID_ANNOTATION_WARN:
         return {"warnings": [message]}
     return {"allowed": False, "status": {"code": int(DENIED_STATUS), "message": message}}
 
