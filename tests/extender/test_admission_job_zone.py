@@ -7,7 +7,7 @@ import jsonpatch
 import orjson
 import pytest
 
-from extender_app.admission import JOB_REFUSAL_PREFIX, AdmissionSettings, review
+from extender_app.webhook.admission import JOB_REFUSAL_PREFIX, AdmissionSettings, review
 from policy.job_zone import (
     INVALID_JOB_SIZE,
     INVALID_ZONE_POLICY,
