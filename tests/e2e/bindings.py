@@ -4,10 +4,14 @@ and a pod bound (``spec.nodeName``, written by the Binding)."""
 
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import kubernetes.client
 import kubernetes.watch
+from kubernetes.client.rest import ApiException
+
+from localcluster.waiting import wait_for
 
 WATCH_SECONDS = 5
 """Each watch request's server-side timeout; the watcher reopens it until stopped."""
@@ -63,6 +67,13 @@ class BindingWatch:
         """Pod name -> the node it was bound to."""
         return {event.pod: event.node for event in self.snapshot() if event.kind == "bound"}
 
+    def wait_for_bindings(self, names: Iterable[str], timeout: float = 30) -> dict[str, str]:
+        """The bindings, once the watch has seen each of ``names`` bound (the API may have shown
+        it earlier: the watch delivers events a little later than a list)."""
+        wanted = set(names)
+        wait_for(lambda: wanted <= set(self.bindings()), timeout, f"the watch to see {sorted(wanted)} bound")
+        return self.bindings()
+
     def _run(self) -> None:
         core = kubernetes.client.CoreV1Api(self.api)
         held: dict[str, _Hold] = {}
@@ -70,17 +81,25 @@ class BindingWatch:
         version = core.list_namespaced_pod(self.namespace).metadata.resource_version
         while not self._stop.is_set():
             watch = kubernetes.watch.Watch()
-            for change in watch.stream(
-                core.list_namespaced_pod,
-                self.namespace,
-                resource_version=version,
-                timeout_seconds=WATCH_SECONDS,
-            ):
-                pod = change["object"]
-                version = pod.metadata.resource_version
-                self._observe(pod, held, bound)
-                if self._stop.is_set():
-                    watch.stop()
+            try:
+                for change in watch.stream(
+                    core.list_namespaced_pod,
+                    self.namespace,
+                    resource_version=version,
+                    timeout_seconds=WATCH_SECONDS,
+                ):
+                    pod = change["object"]
+                    version = pod.metadata.resource_version
+                    self._observe(pod, held, bound)
+                    if self._stop.is_set():
+                        watch.stop()
+            except ApiException:
+                # The watch's resourceVersion expired: list again (what changed meanwhile is seen
+                # in the list, with the list's time) and watch from there.
+                listed = core.list_namespaced_pod(self.namespace)
+                for pod in listed.items:
+                    self._observe(pod, held, bound)
+                version = listed.metadata.resource_version
 
     def _observe(self, pod: kubernetes.client.V1Pod, held: dict[str, _Hold], bound: set[str]) -> None:
         """A nomination for a node the pod was not held on holds it; a new PodScheduled=False

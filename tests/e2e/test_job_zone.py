@@ -22,27 +22,13 @@ from localcluster.workloads import (
     create_through_admission,
     pod_manifest,
 )
-from policy.job_zone import JOB_LABEL, JOB_SIZE_ANNOTATION, SAME_ZONE, ZONE_POLICY_ANNOTATION
+from localcluster.zone_scene import BASE_TYPE, FREE_GPUS, ZONE_A, ZONE_B, same_zone_member, scene_nodes
 from tests.e2e.bindings import BindingWatch, gpu_seconds_held
 from tests.e2e.harness import E2ECluster, shaped_like
 
 pytestmark = pytest.mark.e2e
 
-ZONE_A, ZONE_B, ZONE_C = "us-east-1a", "us-east-1b", "us-east-1c"
-BASE = "p5.48xlarge"
-"""Every node has this type's CPU and memory, so only GPUs tell the zones apart."""
-FREE_GPUS = {ZONE_A: 6, ZONE_B: 8, ZONE_C: 2}
-"""The six-versus-eight cluster's free GPUs by zone."""
-
-
-def member(job: str, index: int, size: int) -> dict[str, Any]:
-    """Pod ``<job>-<index>`` of a same-zone job of ``size`` pods, one GPU with at least 40 GiB."""
-    manifest = pod_manifest(PodSpecification(f"{job}-{index}", min_memory="40960", gpus=1))
-    manifest["metadata"]["labels"] = {JOB_LABEL: job}
-    manifest["metadata"]["annotations"].update(
-        {ZONE_POLICY_ANNOTATION: SAME_ZONE, JOB_SIZE_ANNOTATION: str(size)}
-    )
-    return manifest
+member = same_zone_member
 
 
 def pinned_filler(name: str, node: str, gpus: int) -> dict[str, Any]:
@@ -75,22 +61,14 @@ def test_six_free_in_a_eight_in_b(cluster: E2ECluster, watch: BindingWatch, tmp_
     Plugin mode binds all 8 in B. The extender modes keep the job in one zone through the pod
     affinity alone: the first pod goes where the scores say, and the rest follow it there, so
     the job is whole only if that zone happens to hold it.
+    The nodes are the demo's same-zone scene: A 4 + 2 GPUs of 80 GiB, B 8 of 45 GiB, C 2 of 80 GiB.
     """
-    a_large = shaped_like(BASE, 81920, gpu_count=4)  # A: 4 + 2 GPUs of 80 GiB
-    a_small = shaped_like(BASE, 81920, gpu_count=2)
-    b = shaped_like(BASE, 45776, gpu_count=8)
-    c = shaped_like(BASE, 81920, gpu_count=2)
-    cluster.add_nodes(
-        SimulatedNode("a-1", a_large, ZONE_A),
-        SimulatedNode("a-2", a_small, ZONE_A),
-        SimulatedNode("b-1", b, ZONE_B),
-        SimulatedNode("c-1", c, ZONE_C),
-    )
+    cluster.add_nodes(*scene_nodes())
     start_webhook(cluster.plane, tmp_path / "webhook")
     cluster.start()
     names = create(cluster, *(member("llm", index, 8) for index in range(8)))
     outcomes = cluster.outcomes(names)
-    bindings = watch.bindings()
+    bindings = watch.wait_for_bindings(name for name, outcome in outcomes.items() if outcome.bound)
     zones = zones_of(cluster, bindings)
     pending = sorted(name for name, outcome in outcomes.items() if not outcome.bound)
     print(f"\n{cluster.mode}: bound by zone {dict(zones)}, pending {len(pending)}")
@@ -114,8 +92,8 @@ def test_a_zone_that_fills_while_the_job_waits(
     job, and all four bind in B: never a binding of the job outside B."""
     timeout = 5
     cluster.add_nodes(
-        SimulatedNode("a-1", shaped_like(BASE, 81920, gpu_count=4), ZONE_A),
-        SimulatedNode("b-1", shaped_like(BASE, 81920, gpu_count=6), ZONE_B),
+        SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=4), ZONE_A),
+        SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=6), ZONE_B),
     )
     start_webhook(cluster.plane, tmp_path / "webhook")
     cluster.start(job_zone=JobZoneArgs(permit_timeout_seconds=timeout, failed_zone_seconds=600))
@@ -130,6 +108,7 @@ def test_a_zone_that_fills_while_the_job_waits(
     assert cluster.outcomes(filler, bound_only=True)["filler"].node == "a-1"
     rest = create(cluster, member("llm", 2, 4), member("llm", 3, 4))
     outcomes = cluster.outcomes(first + rest, bound_only=True, timeout=60)
+    watch.wait_for_bindings(first + rest)
 
     events = watch.snapshot()
     job_bindings = {
