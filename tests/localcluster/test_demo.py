@@ -39,6 +39,12 @@ def test_demo_prints_every_pod_and_exits_zero(bin_dir: Path, mode: str) -> None:
         elif pod.minimum_mib:  # the webhook's affinity, read back from the stored pod
             affinity = f"created with required node affinity {NODE_MEMORY_LABEL} Gt {pod.minimum_mib - 1}"
             assert f"  {pod.spec.name}: {affinity}\n" in result.stdout
+    # The same-zone scene: plugin mode places the whole job in the one zone that holds it.
+    assert "Same-zone job: 8 pods of 1 GPU" in result.stdout
+    if mode == "plugin":
+        assert "JobZone placed the whole job in us-east-1b" in result.stdout
+    else:
+        assert "One zone, as the pod affinity demands" in result.stdout
     assert f"{mode} mode: every pod ended as expected" in result.stdout
 
 
