@@ -99,14 +99,14 @@ func (l *swappableLister) StorageInfos() fwk.StorageInfoLister { return l.curren
 // harness is a real framework with the plugin at PreFilter, Reserve and Permit, a
 // snapshot the test sets, and the plugin's clock under the test's control.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	fw     framework.Framework
 	plugin *JobZone
 	lister *swappableLister
 	clock  *clocktesting.FakeClock
 }
 
-func newHarness(t *testing.T, args runtime.Object) *harness {
+func newHarness(t testing.TB, args runtime.Object) *harness {
 	t.Helper()
 	metrics.Register() // the framework records its plugins' metrics
 	ctx, cancel := context.WithCancel(context.Background())
@@ -160,7 +160,7 @@ func (h *harness) unreserve(pod *v1.Pod, nodeName string) {
 }
 
 // receive is the status a WaitOnPermit returned; the test fails if it never returns.
-func receive(t *testing.T, what string, result <-chan *fwk.Status) *fwk.Status {
+func receive(t testing.TB, what string, result <-chan *fwk.Status) *fwk.Status {
 	t.Helper()
 	select {
 	case status := <-result:
