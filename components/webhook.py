@@ -95,7 +95,7 @@ class AdmissionWebhook(pulumi.ComponentResource):
             labels=labels,
             container="webhook",
             image=image,
-            args=webhook_args(settings.invalid_annotation, max_job_size),
+            args=webhook_args(settings.invalid_annotation, settings.disruption_protection, max_job_size),
             port=TLS_PORT,
             replicas=settings.replicas,
             resources=settings.resources,

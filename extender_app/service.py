@@ -15,6 +15,7 @@ from typing import cast
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from contracts.server import (
+    DISRUPTION_PROTECTION_ON,
     HEALTHZ_PATH,
     METRICS_PATH,
     MUTATE_PATH,
@@ -222,8 +223,12 @@ class ExtenderService:
         settings = self.settings
         if settings.role == ROLE_WEBHOOK:
             action = cast(InvalidAnnotation, settings.invalid_annotation)  # checked by ExtenderSettings
+            protect = settings.disruption_protection == DISRUPTION_PROTECTION_ON
             job_zone = JobZoneSettings(max_job_size=settings.max_job_size)
-            return {MUTATE_PATH: _mutate_endpoint(AdmissionSettings(action, settings.policy, job_zone))}
+            admission = AdmissionSettings(
+                action, settings.policy, protect_from_disruption=protect, job_zone=job_zone
+            )
+            return {MUTATE_PATH: _mutate_endpoint(admission)}
         verbs = VERBS if self.node_cache is None else cached_verbs(self.node_cache, self.metrics.node_cache)
         return self._verb_routes({path: _awaitable(verb) for path, verb in verbs.items()})
 

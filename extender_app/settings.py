@@ -11,6 +11,8 @@ from typing import Any
 
 from contracts.server import (
     CLIENT_CA_FILE,
+    DISRUPTION_PROTECTION,
+    DISRUPTION_PROTECTION_CHOICES,
     EXTENDER_TLS_DIR,
     HEALTH_PORT,
     INVALID_ANNOTATION,
@@ -162,6 +164,12 @@ class ExtenderSettings:
         " (deny) or admitted with it as an admission warning (warn)",
         metavar="deny|warn",
     )
+    disruption_protection: str = setting(
+        DISRUPTION_PROTECTION,
+        "webhook role: on = pods with a minimum also get karpenter.sh/do-not-disrupt=true and"
+        " cluster-autoscaler.kubernetes.io/safe-to-evict=false (their node stays while they run)",
+        metavar="on|off",
+    )
     # The JobZone plugin's maxJobSize (the stack's scheduler.maxJobSize).
     max_job_size: int = setting(
         MAX_JOB_SIZE,
@@ -213,6 +221,11 @@ class ExtenderSettings:
             )
         if not 1 <= self.max_job_size <= JOB_SIZE_LIMIT:
             raise ValueError(f"max_job_size must be 1..{JOB_SIZE_LIMIT}")
+        if self.disruption_protection not in DISRUPTION_PROTECTION_CHOICES:
+            raise ValueError(
+                f"disruption_protection must be one of {', '.join(DISRUPTION_PROTECTION_CHOICES)}, "
+                f"not {self.disruption_protection!r}"
+            )
         if self.role == ROLE_EXTENDER and not self.client_ca:
             raise ValueError("client_ca must be a file path: the extender requires client certificates")
         if self.role == ROLE_WEBHOOK and self.node_cache != NODE_CACHE_OFF:
