@@ -116,7 +116,7 @@ def test_the_deployment_is_hardened_like_the_extender(extender_run: StackRun) ->
 
 
 def test_the_flags_are_ones_the_program_accepts_in_its_webhook_role() -> None:
-    settings = settings_from(webhook_args("warn", 64), {})
+    settings = settings_from(webhook_args("warn", max_job_size=64), {})
     assert settings.role == ROLE_WEBHOOK
     assert settings.max_job_size == 64
     assert (settings.tls_cert, settings.tls_key) == (
