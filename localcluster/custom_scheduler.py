@@ -18,6 +18,7 @@ import kubernetes.client
 from components.render.node_reader import NODE_READER_ROLE, NODE_READER_RULES
 from components.render.scheduler_config import (
     ExtenderEndpoint,
+    JobZoneArgs,
     SchedulerConfig,
     SchedulerMode,
     scheduler_config_yaml,
@@ -256,11 +257,17 @@ def start_scheduler(
     verbosity: int = 2,
     scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
     images: LocalImages | None = None,
+    job_zone: JobZoneArgs | None = None,
 ) -> CustomScheduler:
     """Write the configuration and start the scheduler binary (in plugin mode with ``images``, the
-    gpu-scheduler image); wait until it holds its Lease."""
+    gpu-scheduler image); wait until it holds its Lease.
+
+    ``job_zone``: plugin mode's JobZone args (None: the defaults)."""
     config = SchedulerConfig(
-        mode=mode, kubeconfig=str(plane.scheduler.kubeconfig), scoring_strategy=scoring_strategy
+        mode=mode,
+        kubeconfig=str(plane.scheduler.kubeconfig),
+        scoring_strategy=scoring_strategy,
+        job_zone=job_zone or JobZoneArgs(),
     )
     if uses_extender(mode):
         if extender is None or client_tls is None or extender_ca is None:
@@ -348,6 +355,7 @@ def running_custom_scheduler(
     bin_dir: Path,
     mode: SchedulerMode,
     scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
+    job_zone: JobZoneArgs | None = None,
 ) -> Iterator[CustomScheduler]:
     """Lease RBAC, then (extender modes) TLS + extender, then the scheduler; stopped on exit.
 
@@ -367,6 +375,7 @@ def running_custom_scheduler(
         client_tls=tls.client if tls else None,
         extender_ca=tls.ca.ca_file if tls else None,
         scoring_strategy=scoring_strategy,
+        job_zone=job_zone,
     )
     try:
         yield scheduler

@@ -11,7 +11,8 @@ server (``localcluster.deployed_scheduler`` lists what it changes to run outside
 The stack's admission webhook runs from its Deployment too, and the API server calls it on
 loopback (``localcluster.webhook``): the sample pods are created through it, and the demo prints
 the node affinity each annotated pod was created with, or the webhook's refusal. Submits sample
-pods, waits for each outcome and prints it. Exits 0 when every pod ended as expected.
+pods, waits for each outcome and prints it, then a same-zone job on nodes in three zones
+(``localcluster.zone_scene``). Exits 0 when every pod ended as expected.
 
 With ``--images`` (``make demo IMAGES=1``) the extender, the webhook and (plugin mode)
 gpu-scheduler run from the images ``make images`` built, with podman on the host network
@@ -61,6 +62,7 @@ from localcluster.workloads import (
     restricted_namespace_labels,
     submit_pods_through_admission,
 )
+from localcluster.zone_scene import run_zone_scene
 from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY, SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
 
 GIB = 1024
@@ -303,6 +305,11 @@ def _fixed_fleet_pods(
         if not outcomes[name].bound:
             answer = render_pod_explanation(api, WORKLOAD_NAMESPACE, name)
             text += f"\n\n$ python -m explain pod {WORKLOAD_NAMESPACE}/{name}\n{answer}"
+    if deployed.webhook is not None:
+        print("Submitting a same-zone job of 8 pods to nodes in three zones...", flush=True)
+        scene, scene_failures = run_zone_scene(api, mode)
+        text += f"\n\n{scene}"
+        failures += scene_failures
     return text, failures
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import kubernetes.client
 
-from components.render.scheduler_config import SchedulerMode, uses_extender
+from components.render.scheduler_config import JobZoneArgs, SchedulerMode, uses_extender
 from localcluster.control_plane import ControlPlane, start_control_plane
 from localcluster.custom_scheduler import (
     CustomScheduler,
@@ -67,12 +67,18 @@ class E2ECluster:
         self.nodes.update({node.name: node for node in nodes})
 
     def start(
-        self, verbosity: int = 2, extender_args: tuple[str, ...] = (), extender_api_server: str = ""
+        self,
+        verbosity: int = 2,
+        extender_args: tuple[str, ...] = (),
+        extender_api_server: str = "",
+        job_zone: JobZoneArgs | None = None,
     ) -> CustomScheduler:
-        """Start the extender (extender modes) and the scheduler."""
+        """Start the extender (extender modes) and the scheduler.
+
+        ``job_zone``: plugin mode's JobZone args (None: the defaults)."""
         if uses_extender(self.mode):
             self.start_extender(extender_args, extender_api_server)
-        return self.start_scheduler(verbosity)
+        return self.start_scheduler(verbosity, job_zone)
 
     def start_extender(
         self, extra_args: tuple[str, ...] = (), api_server: str = "", *, wait_ready: bool = True
@@ -84,7 +90,7 @@ class E2ECluster:
         )
         return self.extender
 
-    def start_scheduler(self, verbosity: int = 2) -> CustomScheduler:
+    def start_scheduler(self, verbosity: int = 2, job_zone: JobZoneArgs | None = None) -> CustomScheduler:
         self.scheduler = start_scheduler(
             self.plane,
             self.bin_dir,
@@ -94,6 +100,7 @@ class E2ECluster:
             extender_ca=self.tls.ca.ca_file if self.tls else None,
             verbosity=verbosity,
             images=self.images,
+            job_zone=job_zone,
         )
         return self.scheduler
 

@@ -66,6 +66,12 @@ def assert_every_pod_reported(stdout: str, mode: str) -> None:
         elif pod.minimum_mib:  # the webhook's affinity, read back from the stored pod
             affinity = f"created with required node affinity {NODE_MEMORY_LABEL} Gt {pod.minimum_mib - 1}"
             assert f"  {pod.spec.name}: {affinity}\n" in stdout
+    # The same-zone scene: plugin mode places the whole job in the one zone that holds it.
+    assert "Same-zone job: 8 pods of 1 GPU" in stdout
+    if mode == "plugin":
+        assert "JobZone placed the whole job in us-east-1b" in stdout
+    else:
+        assert "One zone, as the pod affinity demands" in stdout
     assert f"{mode} mode: every pod ended as expected" in stdout
 
 

@@ -82,7 +82,8 @@ def test_scheduler_config_map_holds_the_rendered_configuration(run: StackRun) ->
         for point in ("preFilter", "filter"):
             assert document["profiles"][0]["plugins"][point]["enabled"] == [{"name": "GPUScheduler"}]
         assert document["profiles"][0]["plugins"]["multiPoint"]["enabled"] == [
-            {"name": "GPUScheduler", "weight": 10}
+            {"name": "GPUScheduler", "weight": 10},
+            {"name": "JobZone"},
         ]
 
 
