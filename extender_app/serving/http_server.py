@@ -2,10 +2,10 @@
 
 h11 parses and frames HTTP; this module adds what a server facing a hostile network needs and
 what no maintained Python server offers together (docs/design/own-http-loop.md): a header
-deadline from a request's first byte, a deadline for the whole request, a write deadline, an idle timeout, a body cap enforced
-while reading (also for chunked bodies), a bound on the body bytes held at once, a bound on
-concurrent work, TLS with a context chosen per connection (so rotated certificates apply
-without a restart) and a graceful shutdown.
+deadline from a request's first byte, a deadline for the whole request, a write deadline, an
+idle timeout, a body cap enforced while reading (also for chunked bodies), a bound on the body
+bytes held at once, a bound on concurrent work, TLS with a context chosen per connection (so
+rotated certificates apply without a restart) and a graceful shutdown.
 """
 
 import asyncio
