@@ -155,25 +155,24 @@ def _no_room_changes(verdicts: PodVerdicts, settings: PolicySettings) -> list[st
             "or add nodes with more GPUs"
         )
     elif short:
-        listed = ", ".join(
-            f"{row.node.name} ({_count(row.node.gpus_free)} of {_count(row.node.gpus_allocatable)} free)"
-            for row in short[:LISTED_NODES]
+        listed = _listed(
+            [
+                f"{row.node.name} ({_count(row.node.gpus_free)} of {_count(row.node.gpus_allocatable)} free)"
+                for row in short
+            ]
         )
-        more = f", +{len(short) - LISTED_NODES} more" if len(short) > LISTED_NODES else ""
         changes.append(
             f"nodes with enough GPU memory exist but have too few free GPUs for the pod's "
-            f"{_count(needed)} {settings.gpu_resource}: {listed}{more}; wait for GPU pods there to "
+            f"{_count(needed)} {settings.gpu_resource}: {listed}; wait for GPU pods there to "
             "finish, ask for fewer GPUs, or add nodes of those types"
         )
     tainted = [row for row in fitting if not row.tolerated]
     if tainted:
-        listed = ", ".join(
-            f"{row.node.name} ({', '.join(str(taint) for taint in row.untolerated)})"
-            for row in tainted[:LISTED_NODES]
+        listed = _listed(
+            [f"{row.node.name} ({', '.join(str(taint) for taint in row.untolerated)})" for row in tainted]
         )
-        more = f", +{len(tainted) - LISTED_NODES} more" if len(tainted) > LISTED_NODES else ""
         changes.append(
-            f"nodes with enough GPU memory have taints the pod does not tolerate: {listed}{more}; "
+            f"nodes with enough GPU memory have taints the pod does not tolerate: {listed}; "
             "add tolerations for them to the pod"
         )
     return changes
@@ -201,8 +200,13 @@ def _is_gpu_node(node: NodeFacts) -> bool:
 
 
 def _names(nodes: Sequence[NodeFacts]) -> str:
-    names = ", ".join(node.name for node in nodes[:LISTED_NODES])
-    return names + (f", +{len(nodes) - LISTED_NODES} more" if len(nodes) > LISTED_NODES else "")
+    return _listed([node.name for node in nodes])
+
+
+def _listed(items: Sequence[str]) -> str:
+    """The first LISTED_NODES items, and how many more there are."""
+    listed = ", ".join(items[:LISTED_NODES])
+    return listed + (f", +{len(items) - LISTED_NODES} more" if len(items) > LISTED_NODES else "")
 
 
 def _count(value: Decimal) -> str:
