@@ -9,9 +9,12 @@ from explain.pod_verdicts import JsonObject, PodVerdicts, judge_pod
 from policy import PolicySettings
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PodExplanation(PodVerdicts):
-    """Everything ``explain pod`` reports: the verdicts, what would have to change, the EC2 data's source."""
+    """Everything ``explain pod`` reports: the verdicts, what would have to change, the EC2 data's source.
+
+    Keyword-only, as ``PodVerdicts``: a field with a default may be added to either.
+    """
 
     changes: tuple[str, ...]
     ec2_source: str

@@ -71,7 +71,7 @@ class NodeVerdict:
         return self.fits and self.gpu_count_fits and self.tolerated
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PodVerdicts:
     """The pod's requirement, every node's verdict and the overall one."""
 
