@@ -18,7 +18,7 @@ ARGS ?= nodes
 AUTOSCALER ?= none
 AFFINITY ?= webhook
 
-.PHONY: help setup lock lint go-check binaries autoscaler-binaries pulumi-engine test test-policy test-python test-engine demo explain bench clean
+.PHONY: help setup lock lint check go-check binaries autoscaler-binaries pulumi-engine test test-policy test-python test-engine demo explain bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -42,6 +42,9 @@ lint: setup ## ruff (lint + format check) and mypy
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+
+check: lint ## the inner loop: lint, types and every test that needs no Go build, no control-plane binaries and no Pulumi engine (all but the e2e marker; docs/testing.md#the-inner-loop-make-check)
+	$(PY) -m pytest tests -m "not e2e" -q -p no:cacheprovider $(PYTEST_ARGS)
 
 go-check: setup ## gofmt, go vet, hadolint and go test for the Go modules; prints how many shared vectors agreed
 	@out=$$(gofmt -l plugin bench/loadgen) && { [ -z "$$out" ] || { echo "gofmt: $$out"; exit 1; }; }

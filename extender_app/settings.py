@@ -30,7 +30,7 @@ from contracts.server import (
 from policy import PolicySettings
 
 BYTES_PER_REALISTIC_NODE = 20_523
-"""Compact JSON size of tests/fixtures/eks_gpu_node.json (g5.2xlarge, GFD/NFD labels, 20 images,
+"""Compact JSON size of testbed/eks_gpu_node.json (g5.2xlarge, GFD/NFD labels, 20 images,
 managedFields, which kube-scheduler's node informer keeps). Measured:
 docs/serving.md#sizing-the-limits."""
 

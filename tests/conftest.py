@@ -13,6 +13,15 @@ BIN_DIR = Path(os.environ.get("LOCALCLUSTER_BIN_DIR", REPO_ROOT / ".cache" / "bi
 CONTROL_PLANE_BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "gpu-scheduler")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that needs the control-plane binaries (the ``bin_dir`` fixture, itself or through
+    another fixture: a control plane, a cluster, the Pulumi engine suite's) is an ``e2e`` test, so
+    ``make check`` (``-m "not e2e"``) never starts one and ``make test`` runs them all."""
+    for item in items:
+        if "bin_dir" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.e2e)
+
+
 @pytest.fixture(scope="session")
 def bin_dir() -> Path:
     """The control-plane binaries (`make binaries`); missing ones fail the run, never skip it."""

@@ -8,6 +8,7 @@ import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import kubernetes.client
 
@@ -129,7 +130,7 @@ class E2ECluster:
     def pod(self, name: str) -> kubernetes.client.V1Pod:
         return kubernetes.client.CoreV1Api(self.api).read_namespaced_pod(name, WORKLOAD_NAMESPACE)
 
-    def cached_filter(self, minimum_mib: int, *node_names: str) -> dict[str, object]:
+    def cached_filter(self, minimum_mib: int, *node_names: str) -> dict[str, Any]:
         """Ask the running extender-cached extender directly (names only, as the scheduler does).
 
         Tests use it to see what the extender's node cache holds now, e.g. to wait until it has
@@ -147,7 +148,7 @@ class E2ECluster:
             connection.request("POST", "/filter", body, {"Content-Type": "application/json"})
             response = connection.getresponse()
             assert response.status == 200, response.read()
-            answer: dict[str, object] = json.loads(response.read())
+            answer: dict[str, Any] = json.loads(response.read())
             return answer
         finally:
             connection.close()
