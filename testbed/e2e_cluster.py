@@ -23,6 +23,7 @@ from localcluster.custom_scheduler import (
     start_extender_for,
     start_scheduler,
 )
+from localcluster.images import LocalImages
 from localcluster.inventory import InstanceType, load_inventory
 from localcluster.nodes import SimulatedNode, create_nodes
 from localcluster.outcomes import PodOutcome, wait_for_outcomes
@@ -58,6 +59,8 @@ class E2ECluster:
     extender: RunningExtender | None = None
     scheduler: CustomScheduler | None = None
     nodes: dict[str, SimulatedNode] = field(default_factory=dict)
+    images: LocalImages | None = None
+    """Run the scheduler (plugin mode) from the built gpu-scheduler image instead of the binary."""
 
     def add_nodes(self, *nodes: SimulatedNode) -> None:
         create_nodes(self.api, list(nodes))
@@ -90,6 +93,7 @@ class E2ECluster:
             client_tls=self.tls.client if self.tls else None,
             extender_ca=self.tls.ca.ca_file if self.tls else None,
             verbosity=verbosity,
+            images=self.images,
         )
         return self.scheduler
 
