@@ -93,7 +93,7 @@ class Cluster(pulumi.ComponentResource):
             fargate=False,
             authentication_mode=eks.AuthenticationMode.API,
             create_oidc_provider=False,
-            # pulumi-eks' own security groups stay (skipping them now would change the cluster's
+            # pulumi-eks' own security groups stay (skipping them would change an existing cluster's
             # vpcConfig and replace an existing cluster); Karpenter's nodes find only the group EKS
             # creates, the one managed nodes get, by its discovery tag (components/karpenter.py).
             endpoint_private_access=access.endpoint_private_access,

@@ -251,9 +251,9 @@ class ExtenderService:
         limits = self._verb_limits
 
         async def handle(body: bytearray) -> Response:
-            # Inline on the event loop: measured as fast as a thread pool at 500 nodes and much
-            # faster at 5,000, and orjson holds the GIL while parsing, so threads would not keep
-            # the loop responsive anyway (docs/serving.md#serving-why-our-own-loop-over-h11).
+            # Inline on the event loop: as fast as a thread pool at 500 nodes and faster at
+            # 5,000, and decoding holds the GIL, so threads would not keep the loop responsive
+            # anyway (docs/design/own-http-loop.md).
             result = await verb(body, limits)
             fields: dict[str, object] = {
                 "pod": result.pod,

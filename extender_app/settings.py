@@ -111,7 +111,7 @@ class ExtenderSettings:
     pod_error_status: int = setting(
         200,
         "answer to a pod the policy cannot judge: 200 = every candidate unresolvable with the policy's"
-        " message (prioritize: score 0), 400 = the message as plain text (the seed's contract)",
+        " message (prioritize: score 0), 400 = the message as plain text (kube-scheduler drops it)",
         metavar="200|400",
     )
     node_cache: str = setting(

@@ -19,7 +19,7 @@ from policy.job_zone import JOB_SIZE_LIMIT, MAX_JOB_SIZE
 SchedulerMode = Literal["extender", "extender-cached", "plugin"]
 SCHEDULER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached", "plugin")
 """``extender``: upstream kube-scheduler calls the extender with every candidate Node in each
-request (the seed's stateless contract). ``extender-cached``: the same, but
+request (the stateless contract, ``nodeCacheCapable: false``). ``extender-cached``: the same, but
 ``nodeCacheCapable: true``: requests carry only node names and the extender watches the Nodes
 itself. ``plugin``: the gpu-scheduler build with the GPUScheduler plugin, no extender."""
 EXTENDER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached")

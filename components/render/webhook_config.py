@@ -57,7 +57,7 @@ DEFAULT_FAILURE_POLICY: FailurePolicy = "Fail"
 """Fail: an annotated pod is created only with the affinity, so the annotation can be trusted by
 every autoscaler; during an outage annotated pods are refused (their controllers retry) and no
 other pod is touched. Ignore would admit them without it: the autoscaler may then launch a node
-too small, and the pod waits there forever (issue 17's measurement)."""
+too small, and the pod waits there forever (docs/design/webhook-failure-policy.md)."""
 DEFAULT_TIMEOUT_SECONDS = 5
 """An answer takes about a millisecond; 5 s covers a TLS handshake and a slow node many times
 over and bounds how long a pod CREATE waits for a webhook that does not answer."""

@@ -24,7 +24,7 @@ REFERENCE_DEFINITION = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$"
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 HTML_ANCHOR = re.compile(r"<a\s+(?:name|id)=\"([^\"]+)\"")
 CODE_SPAN = re.compile(r"(`+).*?\1")
-CITED_PAGE = re.compile(r"(?<![\w/.-])((?:docs/[\w.-]+|bench/README)\.md)(#[\w-]+)?")
+CITED_PAGE = re.compile(r"(?<![\w/.-])((?:docs/(?:[\w.-]+/)*[\w.-]+|bench/README)\.md)(#[\w-]+)?")
 README_SECTION = re.compile(r"README(?:\.md)?(?:,| section|)\s*\(?\"[A-Z]")
 EXTERNAL = ("http://", "https://", "mailto:")
 CODE_SUFFIXES = {".py", ".go", ".sh", ".yaml", ".yml", ".toml", ".txt", ".cfg", ".mod"}
