@@ -111,7 +111,7 @@ def same_zone_pod(affinity: object = None, **labels: str) -> dict[str, Any]:
 
 TERM = {"labelSelector": {"matchLabels": {JOB_LABEL: "llm"}}, "topologyKey": ZONE_LABEL}
 OTHER_TERM = {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": "kubernetes.io/hostname"}
-NODE_AFFINITY = {
+NODE_AFFINITY: dict[str, Any] = {
     "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": []}]}
 }
 

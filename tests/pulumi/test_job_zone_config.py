@@ -8,13 +8,12 @@ import yaml
 from components.custom_scheduler import CONFIG_FILE
 from components.render.scheduler_config import (
     JOB_ZONE_PLUGIN,
-    SCHEDULER_NAME,
     JobZoneArgs,
     SchedulerConfig,
     render_scheduler_config,
 )
-from components.render.webhook_config import WEBHOOK_SERVICE
 from components.stack_config import PROJECT, StackConfigError
+from contracts.cluster import SCHEDULER_NAME, WEBHOOK_SERVICE
 from extender_app.cli import settings_from
 from tests.pulumi.conftest import SINGLE_GROUP, run_with, stack_config
 
@@ -37,7 +36,7 @@ def test_defaults_are_rendered_in_plugin_mode_only() -> None:
     }
     assert {"name": JOB_ZONE_PLUGIN} in plugin["profiles"][0]["plugins"]["multiPoint"]["enabled"]
     for mode in ("extender", "extender-cached"):
-        document = render_scheduler_config(SchedulerConfig(mode=mode))  # type: ignore[arg-type]
+        document = render_scheduler_config(SchedulerConfig(mode=mode))
         assert job_zone_args(document) is None
         assert "plugins" not in document["profiles"][0]
 
