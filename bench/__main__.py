@@ -45,8 +45,8 @@ class Plan:
     extender_rounds: int = 1
     """Rounds that also run extender mode (at both QPS settings): at about 7 pods/s a run takes over
     3 minutes, and its figure varies little (see FINDINGS.md)."""
-    earlier_variants: bool = False
-    """Also run the plugin with grouped minimums and with the earlier (appended) profile."""
+    plugin_variants: bool = False
+    """Also run the plugin with grouped minimums, and with GPUScheduler only at filter and score."""
 
 
 QUICK = Plan(
@@ -67,7 +67,7 @@ def e2e_settings(plan: Plan, round_index: int) -> list[Setting]:
     ]
     if round_index < plan.extender_rounds:
         settings += [Setting("extender", None), Setting("extender", raised)]
-    if plan.earlier_variants:
+    if plan.plugin_variants:
         settings += [
             Setting("plugin", raised, grouped=True),
             Setting("plugin", raised, rendered_profile=False),
@@ -96,9 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--extender-rounds", type=int, default=None, help="rounds that also run extender mode (both QPS)"
     )
     parser.add_argument(
-        "--earlier-variants",
+        "--plugin-variants",
         action="store_true",
-        help="also run the plugin with grouped minimums and with the earlier appended profile",
+        help="also run the plugin with grouped minimums, and with GPUScheduler only at filter and score"
+        " (after the default plugins)",
     )
     return parser
 
@@ -113,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     plan = QUICK if arguments.quick else Plan()
     if arguments.extender_rounds is not None:
         plan = dataclasses.replace(plan, extender_rounds=arguments.extender_rounds)
-    if arguments.earlier_variants:
-        plan = dataclasses.replace(plan, earlier_variants=True)
+    if arguments.plugin_variants:
+        plan = dataclasses.replace(plan, plugin_variants=True)
     command = "python -m bench " + " ".join(argv if argv is not None else sys.argv[1:])
 
     def progress(line: str) -> None:

@@ -74,7 +74,7 @@ class Setting:
     """Pods with equal minimums submitted together (as a Job's pods are) instead of interleaved."""
     rendered_profile: bool = True
     """Plugin mode: the rendered plugins (GPUScheduler first at preFilter and filter, and at score).
-    False: the earlier profile, GPUScheduler only at filter and score, after the default plugins."""
+    False: GPUScheduler only at filter and score, after the default plugins."""
     percentage_of_nodes_to_score: int | None = None
     """kube-scheduler's percentageOfNodesToScore; None = its adaptive default (50% - nodes/125, >= 5%)."""
 

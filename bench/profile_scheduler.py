@@ -50,7 +50,8 @@ def main() -> None:
     parser.add_argument(
         "--appended-profile",
         action="store_true",
-        help="plugin mode, earlier profile: GPUScheduler only at filter and score, after the defaults",
+        help="plugin mode with GPUScheduler only at filter and score, after the default plugins"
+        " (the rendered profile runs it first, and at preFilter too)",
     )
     parser.add_argument("--top", type=int, default=35)
     parser.add_argument(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from bench.cluster_load import GpuPod
 from components.render.ec2_catalogue import Snapshot, load_snapshot
 from localcluster.inventory import instance_type_from_ec2
-from tests.fixtures.eks_nodes import GpuInstanceType
+from testbed.eks_nodes import GpuInstanceType
 
 SCALE_INSTANCE_TYPES = (
     "g4dn.xlarge",  # 1 x T4

@@ -95,6 +95,7 @@ class CustomScheduler(pulumi.ComponentResource):
                 mode=mode,
                 extender=ExtenderEndpoint(weight=settings.extender_weight),
                 scoring_strategy=scoring_strategy,
+                job_zone=settings.job_zone,
             )
         )
         config_map = k8s.core.v1.ConfigMap(

@@ -6,7 +6,8 @@ from typing import Any
 
 from explain.node_facts import NodeFacts
 from explain.nodes_report import NodeInventory, NodeRow, Problem
-from explain.pod_report import NodeVerdict, PodExplanation
+from explain.pod_report import PodExplanation
+from explain.pod_verdicts import NodeVerdict
 from explain.settings import SCHEMA_VERSION
 from policy import PolicySettings
 

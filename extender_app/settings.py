@@ -11,6 +11,8 @@ from typing import Any
 
 from contracts.server import (
     CLIENT_CA_FILE,
+    DISRUPTION_PROTECTION,
+    DISRUPTION_PROTECTION_CHOICES,
     EXTENDER_TLS_DIR,
     HEALTH_PORT,
     INVALID_ANNOTATION,
@@ -26,9 +28,10 @@ from contracts.server import (
     TLS_PORT,
 )
 from policy import PolicySettings
+from policy.job_zone import JOB_SIZE_LIMIT, MAX_JOB_SIZE
 
 BYTES_PER_REALISTIC_NODE = 20_523
-"""Compact JSON size of tests/fixtures/eks_gpu_node.json (g5.2xlarge, GFD/NFD labels, 20 images,
+"""Compact JSON size of testbed/eks_gpu_node.json (g5.2xlarge, GFD/NFD labels, 20 images,
 managedFields, which kube-scheduler's node informer keeps). Measured:
 docs/serving.md#sizing-the-limits."""
 
@@ -108,7 +111,7 @@ class ExtenderSettings:
     pod_error_status: int = setting(
         200,
         "answer to a pod the policy cannot judge: 200 = every candidate unresolvable with the policy's"
-        " message (prioritize: score 0), 400 = the message as plain text (the seed's contract)",
+        " message (prioritize: score 0), 400 = the message as plain text (kube-scheduler drops it)",
         metavar="200|400",
     )
     node_cache: str = setting(
@@ -161,6 +164,18 @@ class ExtenderSettings:
         " (deny) or admitted with it as an admission warning (warn)",
         metavar="deny|warn",
     )
+    disruption_protection: str = setting(
+        DISRUPTION_PROTECTION,
+        "webhook role: on = pods with a minimum also get karpenter.sh/do-not-disrupt=true and"
+        " cluster-autoscaler.kubernetes.io/safe-to-evict=false (their node stays while they run)",
+        metavar="on|off",
+    )
+    # The JobZone plugin's maxJobSize (the stack's scheduler.maxJobSize).
+    max_job_size: int = setting(
+        MAX_JOB_SIZE,
+        "webhook role: the largest job-size annotation a same-zone pod may declare (the scheduler's"
+        " JobZone maxJobSize)",
+    )
     policy: PolicySettings = field(default_factory=PolicySettings)
     """Keys and scale of the GPU-memory policy."""
 
@@ -203,6 +218,13 @@ class ExtenderSettings:
             raise ValueError(
                 f"invalid_annotation must be one of {', '.join(INVALID_ANNOTATION_ACTIONS)}, "
                 f"not {self.invalid_annotation!r}"
+            )
+        if not 1 <= self.max_job_size <= JOB_SIZE_LIMIT:
+            raise ValueError(f"max_job_size must be 1..{JOB_SIZE_LIMIT}")
+        if self.disruption_protection not in DISRUPTION_PROTECTION_CHOICES:
+            raise ValueError(
+                f"disruption_protection must be one of {', '.join(DISRUPTION_PROTECTION_CHOICES)}, "
+                f"not {self.disruption_protection!r}"
             )
         if self.role == ROLE_EXTENDER and not self.client_ca:
             raise ValueError("client_ca must be a file path: the extender requires client certificates")

@@ -14,17 +14,20 @@ import yaml
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
 from contracts.server import FILTER_PATH, PRIORITIZE_PATH, TLS_PORT
 from policy import SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
+from policy.job_zone import JOB_SIZE_LIMIT, MAX_JOB_SIZE
 
 SchedulerMode = Literal["extender", "extender-cached", "plugin"]
 SCHEDULER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached", "plugin")
 """``extender``: upstream kube-scheduler calls the extender with every candidate Node in each
-request (the seed's stateless contract). ``extender-cached``: the same, but
+request (the stateless contract, ``nodeCacheCapable: false``). ``extender-cached``: the same, but
 ``nodeCacheCapable: true``: requests carry only node names and the extender watches the Nodes
 itself. ``plugin``: the gpu-scheduler build with the GPUScheduler plugin, no extender."""
 EXTENDER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached")
 """The modes that run the upstream kube-scheduler with our HTTP extender."""
 
 PLUGIN_NAME = "GPUScheduler"
+JOB_ZONE_PLUGIN = "JobZone"
+"""Plugin mode: keeps each same-zone job in one zone chosen for the whole job (plugin/jobzone)."""
 CONFIG_API_VERSION = "kubescheduler.config.k8s.io/v1"
 
 EXTENDER_PORT = TLS_PORT
@@ -58,6 +61,41 @@ class LeaderElection:
     retry_period: str = "2s"
 
 
+PERMIT_TIMEOUT_SECONDS = 15 * 60
+"""JobZone's ``permitTimeout``: how long a job's members are held for the rest (longer than a GPU
+node launch; kube-scheduler caps any Permit wait at 15 minutes)."""
+MAX_PERMIT_TIMEOUT_SECONDS = 15 * 60
+FAILED_ZONE_SECONDS = 10 * 60
+"""JobZone's ``failedZoneDuration``: how long a zone where a job timed out is skipped for that job."""
+MAX_FAILED_ZONE_SECONDS = 24 * 3600
+
+
+@dataclass(frozen=True)
+class JobZoneArgs:
+    """JobZone's pluginConfig args (plugin mode)."""
+
+    permit_timeout_seconds: int = PERMIT_TIMEOUT_SECONDS
+    failed_zone_seconds: int = FAILED_ZONE_SECONDS
+    max_job_size: int = MAX_JOB_SIZE
+
+    def __post_init__(self) -> None:
+        for name, high in (
+            ("permit_timeout_seconds", MAX_PERMIT_TIMEOUT_SECONDS),
+            ("failed_zone_seconds", MAX_FAILED_ZONE_SECONDS),
+            ("max_job_size", JOB_SIZE_LIMIT),
+        ):
+            if not 1 <= getattr(self, name) <= high:
+                raise ValueError(f"job zone {name} must be 1..{high}")
+
+    def render(self) -> dict[str, Any]:
+        """The args as the plugin reads them."""
+        return {
+            "permitTimeout": f"{self.permit_timeout_seconds}s",
+            "failedZoneDuration": f"{self.failed_zone_seconds}s",
+            "maxJobSize": self.max_job_size,
+        }
+
+
 @dataclass(frozen=True)
 class SchedulerConfig:
     """Everything the rendered configuration depends on."""
@@ -71,6 +109,8 @@ class SchedulerConfig:
     """Empty in the cluster (in-cluster credentials); a file path for a local run."""
     scoring_strategy: ScoringStrategy = SCORING_STRATEGY
     """Plugin mode: GPUScheduler's ``scoringStrategy`` arg (extender mode: the extender's flag)."""
+    job_zone: JobZoneArgs = field(default_factory=JobZoneArgs)
+    """Plugin mode: JobZone's args."""
 
     def __post_init__(self) -> None:
         if self.mode not in SCHEDULER_MODES:
@@ -108,7 +148,8 @@ def scheduler_mode_flags(mode: SchedulerMode) -> tuple[str, ...]:
 
 
 def plugin_mode_plugins(weight: int) -> dict[str, Any]:
-    """GPUScheduler at preFilter, filter and score, running first at preFilter and filter.
+    """GPUScheduler at preFilter, filter and score, running first at preFilter and filter; JobZone
+    at its own points (preFilter, reserve, permit) through ``multiPoint``.
 
     preFilter reads the pod's requirement once per cycle (and skips pods without a minimum);
     without it Filter and Score recompute it for every node. A plugin enabled only at an
@@ -119,7 +160,7 @@ def plugin_mode_plugins(weight: int) -> dict[str, Any]:
     filters run on it, and the reason recorded is the permanent one.
     """
     return {
-        "multiPoint": {"enabled": [{"name": PLUGIN_NAME, "weight": weight}]},
+        "multiPoint": {"enabled": [{"name": PLUGIN_NAME, "weight": weight}, {"name": JOB_ZONE_PLUGIN}]},
         "preFilter": {"enabled": [{"name": PLUGIN_NAME}]},
         "filter": {"enabled": [{"name": PLUGIN_NAME}]},
         "score": {"enabled": [{"name": PLUGIN_NAME, "weight": weight}]},
@@ -149,7 +190,8 @@ def render_scheduler_config(config: SchedulerConfig) -> dict[str, Any]:
     if not uses_extender(config.mode):
         profile["plugins"] = plugin_mode_plugins(config.plugin_weight)
         profile["pluginConfig"] = [
-            {"name": PLUGIN_NAME, "args": {"scoringStrategy": config.scoring_strategy}}
+            {"name": PLUGIN_NAME, "args": {"scoringStrategy": config.scoring_strategy}},
+            {"name": JOB_ZONE_PLUGIN, "args": config.job_zone.render()},
         ]
     else:
         endpoint = config.extender

@@ -6,7 +6,8 @@ on loopback instead of the Service, which a control plane without kube-proxy can
 
 Why each field is what it is (docs/webhook.md has the long form):
 
-- ``matchConditions``: only pods that carry the minimum annotation are sent. Every other pod is
+- ``matchConditions``: only pods that carry the minimum annotation or a same-zone job annotation
+  (zone policy, job size) are sent. Every other pod is
   admitted without a call, so neither the webhook's latency nor its outage touches them (with
   ``failurePolicy: Fail`` too), and the webhook's own pods, which carry no annotation, never wait
   on it.
@@ -26,6 +27,8 @@ from typing import Any, Literal
 
 from contracts.cluster import NAMESPACE, NAMESPACE_NAME_LABEL, WEBHOOK_SERVICE
 from contracts.server import (
+    DISRUPTION_PROTECTION_OFF,
+    DISRUPTION_PROTECTION_ON,
     HEALTH_PORT,
     INVALID_ANNOTATION,
     MUTATE_PATH,
@@ -37,6 +40,7 @@ from contracts.server import (
     tls_flags,
 )
 from policy import MIN_MEMORY_ANNOTATION
+from policy.job_zone import JOB_SIZE_ANNOTATION, MAX_JOB_SIZE, ZONE_POLICY_ANNOTATION
 
 WEBHOOK_SERVICE_HOST = f"{WEBHOOK_SERVICE}.{NAMESPACE}.svc"
 """The name kube-apiserver verifies in the server certificate when it calls the Service."""
@@ -53,7 +57,7 @@ DEFAULT_FAILURE_POLICY: FailurePolicy = "Fail"
 """Fail: an annotated pod is created only with the affinity, so the annotation can be trusted by
 every autoscaler; during an outage annotated pods are refused (their controllers retry) and no
 other pod is touched. Ignore would admit them without it: the autoscaler may then launch a node
-too small, and the pod waits there forever (issue 17's measurement)."""
+too small, and the pod waits there forever (docs/design/webhook-failure-policy.md)."""
 DEFAULT_TIMEOUT_SECONDS = 5
 """An answer takes about a millisecond; 5 s covers a TLS handshake and a slow node many times
 over and bounds how long a pod CREATE waits for a webhook that does not answer."""
@@ -61,12 +65,19 @@ MAX_TIMEOUT_SECONDS = 30
 """The API's limit for ``timeoutSeconds``."""
 
 
-def annotation_condition(annotation: str = MIN_MEMORY_ANNOTATION) -> dict[str, str]:
-    """The CEL match condition: the object carries ``annotation``."""
-    key = json.dumps(annotation)  # a CEL string literal: annotation keys hold no quotes or escapes
+WEBHOOK_ANNOTATIONS = (MIN_MEMORY_ANNOTATION, ZONE_POLICY_ANNOTATION, JOB_SIZE_ANNOTATION)
+"""The annotations that get a pod sent to the webhook: the GPU-memory minimum and the same-zone job's."""
+
+
+def annotation_condition(annotations: tuple[str, ...] = WEBHOOK_ANNOTATIONS) -> dict[str, str]:
+    """The CEL match condition: the object carries at least one of ``annotations``."""
+    # CEL string literals: annotation keys hold no quotes or escapes.
+    present = " || ".join(f"{json.dumps(key)} in object.metadata.annotations" for key in annotations)
+    if len(annotations) > 1:
+        present = f"({present})"
     return {
-        "name": "has-min-gpu-memory-annotation",
-        "expression": f"has(object.metadata.annotations) && {key} in object.metadata.annotations",
+        "name": "has-scheduling-annotation",
+        "expression": f"has(object.metadata.annotations) && {present}",
     }
 
 
@@ -98,7 +109,7 @@ def mutating_webhook(
     *,
     failure_policy: FailurePolicy = DEFAULT_FAILURE_POLICY,
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
-    annotation: str = MIN_MEMORY_ANNOTATION,
+    annotations: tuple[str, ...] = WEBHOOK_ANNOTATIONS,
 ) -> dict[str, Any]:
     """The configuration's one webhook: pod CREATE, annotated pods only, kube-system excluded."""
     return {
@@ -114,7 +125,7 @@ def mutating_webhook(
                 "scope": "Namespaced",
             }
         ],
-        "matchConditions": [annotation_condition(annotation)],
+        "matchConditions": [annotation_condition(annotations)],
         "namespaceSelector": {
             "matchExpressions": [
                 {"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": list(EXCLUDED_NAMESPACES)}
@@ -137,12 +148,23 @@ def mutating_webhook_configuration(webhook: Mapping[str, Any]) -> dict[str, Any]
     }
 
 
-def webhook_args(invalid_annotation: InvalidAnnotation = INVALID_ANNOTATION) -> list[str]:
-    """The container's flags: the extender image in its webhook role, server certificate only."""
+def webhook_args(
+    invalid_annotation: InvalidAnnotation = INVALID_ANNOTATION,
+    disruption_protection: bool = True,
+    max_job_size: int = MAX_JOB_SIZE,
+) -> list[str]:
+    """The container's flags: the extender image in its webhook role, server certificate only;
+    ``disruption_protection``: pods with a minimum also get the autoscalers' opt-out annotations;
+    ``max_job_size``: the largest same-zone job admitted (the scheduler's)."""
     return [
         flag("role", ROLE_WEBHOOK),
         *tls_flags(WEBHOOK_TLS_DIR, client_ca=False),
         flag("port", TLS_PORT),
         flag("health_port", HEALTH_PORT),
         flag("invalid_annotation", invalid_annotation),
+        flag(
+            "disruption_protection",
+            DISRUPTION_PROTECTION_ON if disruption_protection else DISRUPTION_PROTECTION_OFF,
+        ),
+        flag("max_job_size", max_job_size),
     ]

@@ -1,12 +1,11 @@
 """A small HTTP/1.1 server: asyncio sockets, optional TLS per connection, h11 for the protocol.
 
 h11 parses and frames HTTP; this module adds what a server facing a hostile network needs and
-what no maintained Python server offers together
-(docs/serving.md#serving-why-our-own-loop-over-h11): a header deadline from a request's first
-byte, a deadline for the whole request, a write deadline, an idle timeout, a body cap enforced
-while reading (also for chunked bodies), a bound on the body bytes held at once, a bound on
-concurrent work, TLS with a context chosen per connection (so rotated certificates apply
-without a restart) and a graceful shutdown.
+what no maintained Python server offers together (docs/design/own-http-loop.md): a header
+deadline from a request's first byte, a deadline for the whole request, a write deadline, an
+idle timeout, a body cap enforced while reading (also for chunked bodies), a bound on the body
+bytes held at once, a bound on concurrent work, TLS with a context chosen per connection (so
+rotated certificates apply without a restart) and a graceful shutdown.
 """
 
 import asyncio

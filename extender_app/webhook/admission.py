@@ -3,7 +3,9 @@
 kube-apiserver POSTs an AdmissionReview for each pod CREATE the webhook configuration
 sends; the answer carries the request's ``uid`` and, when the pod declares a minimum,
 the JSON Patch that writes it into the pod's required node affinity (so autoscalers
-launch a node type whose label is large enough). A pod whose annotation the policy
+launch a node type whose label is large enough) and, with disruption protection on,
+adds the autoscalers' opt-out annotations (``disruption_protection``); for a member of a
+same-zone job, the required pod affinity that keeps the job in one zone. A pod whose annotations the policy
 refuses is denied with the policy's own message, or admitted with a warning when the
 operator chose ``warn``. What is not a pod CREATE is admitted unchanged: a webhook must
 never block what it was not written for. A body that is not an AdmissionReview is a
@@ -11,6 +13,7 @@ never block what it was not written for. A body that is not an AdmissionReview i
 """
 
 import base64
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
@@ -24,11 +27,17 @@ from contracts.server import (
     InvalidAnnotation,
 )
 from extender_app.verbs.wire import WireError, check_utf8
-from policy import DEFAULT_SETTINGS, PolicyError, PolicySettings, memory_affinity_patch
+from extender_app.webhook.disruption_protection import protection_patch
+from policy import DEFAULT_SETTINGS, PolicyError, PolicySettings, memory_affinity_patch, requirement_from_pod
+from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings
+from policy.job_zone_affinity import combined_affinity_patch, zone_affinity_patch
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 ADMISSION_REVIEW = "AdmissionReview"
 POD_KIND = {"group": "", "version": "v1", "kind": "Pod"}
+
+JOB_REFUSAL_PREFIX = "same-zone job"
+"""What a refusal of a pod's job annotations starts with (the policy's reason follows)."""
 
 DENIED_STATUS = HTTPStatus.UNPROCESSABLE_ENTITY
 """The status code a denial carries (Kubernetes' own for an invalid field value)."""
@@ -40,6 +49,11 @@ class AdmissionSettings:
 
     invalid_annotation: InvalidAnnotation = INVALID_ANNOTATION
     policy: PolicySettings = field(default_factory=lambda: DEFAULT_SETTINGS)
+    protect_from_disruption: bool = True
+    """Pods with a minimum also get the annotations that keep autoscalers from removing their node
+    while they run (``disruption_protection``): on by default, a training job is not restarted
+    for a consolidation; the cost is a node kept, and paid for, until its jobs end."""
+    job_zone: JobZoneSettings = field(default_factory=lambda: DEFAULT_JOB_ZONE_SETTINGS)
 
     def __post_init__(self) -> None:
         if self.invalid_annotation not in INVALID_ANNOTATION_ACTIONS:
@@ -109,15 +123,28 @@ def _pod_name(request: dict[str, Any]) -> str:
 
 def _pod_answer(pod: object, settings: AdmissionSettings) -> dict[str, Any]:
     try:
-        patch = memory_affinity_patch(pod, settings.policy)
+        memory_patch = memory_affinity_patch(pod, settings.policy)
+        minimum = requirement_from_pod(pod, settings.policy).min_memory_mib
     except PolicyError as error:
-        message = f"{settings.policy.min_memory_annotation}: {error}"
-        if settings.invalid_annotation == INVALID_ANNOTATION_WARN:
-            return {"warnings": [message]}
-        return {"allowed": False, "status": {"code": int(DENIED_STATUS), "message": message}}
+        return _refusal(f"{settings.policy.min_memory_annotation}: {error}", settings)
+    try:
+        zone_patch = zone_affinity_patch(pod, settings.job_zone)
+    except PolicyError as error:
+        return _refusal(f"{JOB_REFUSAL_PREFIX}: {error}", settings)
+    patch = combined_affinity_patch(memory_patch, zone_patch)
+    if minimum and settings.protect_from_disruption:
+        assert isinstance(pod, Mapping)  # requirement_from_pod accepted it
+        patch = [*patch, *protection_patch(pod)]
     if not patch:
         return {}
     return {"patchType": "JSONPatch", "patch": base64.b64encode(orjson.dumps(patch)).decode("ascii")}
+
+
+def _refusal(message: str, settings: AdmissionSettings) -> dict[str, Any]:
+    """Deny with ``message``, or admit with it as a warning (``invalid_annotation: warn``)."""
+    if settings.invalid_annotation == INVALID_ANNOTATION_WARN:
+        return {"warnings": [message]}
+    return {"allowed": False, "status": {"code": int(DENIED_STATUS), "message": message}}
 
 
 def _request(body: bytes | bytearray) -> dict[str, Any]:

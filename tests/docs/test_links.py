@@ -24,7 +24,7 @@ REFERENCE_DEFINITION = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$"
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 HTML_ANCHOR = re.compile(r"<a\s+(?:name|id)=\"([^\"]+)\"")
 CODE_SPAN = re.compile(r"(`+).*?\1")
-CITED_PAGE = re.compile(r"(?<![\w/.-])((?:docs/[\w.-]+|bench/README)\.md)(#[\w-]+)?")
+CITED_PAGE = re.compile(r"(?<![\w/.-])((?:docs/(?:[\w.-]+/)*[\w.-]+|bench/README)\.md)(#[\w-]+)?")
 README_SECTION = re.compile(r"README(?:\.md)?(?:,| section|)\s*\(?\"[A-Z]")
 EXTERNAL = ("http://", "https://", "mailto:")
 CODE_SUFFIXES = {".py", ".go", ".sh", ".yaml", ".yml", ".toml", ".txt", ".cfg", ".mod"}
@@ -117,7 +117,7 @@ def check_target(source: Path, target: str, base: Path) -> str | None:
 
 
 def links_of(page: Path) -> list[tuple[int, str]]:
-    result = []
+    result: list[tuple[int, str]] = []
     for number, line in prose_lines(page.read_text(encoding="utf-8")):
         without_code = CODE_SPAN.sub("", line)
         targets = INLINE_LINK.findall(without_code)

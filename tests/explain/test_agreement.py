@@ -27,7 +27,7 @@ from policy import (
     INVALID_NODE_LABEL,
     REQUIRES_GPU_REQUEST,
 )
-from tests.e2e.harness import INVENTORY, E2ECluster, e2e_cluster
+from testbed.e2e_cluster import INVENTORY, E2ECluster, e2e_cluster
 
 POLICY_REASONS = (BELOW_MINIMUM, INVALID_NODE_LABEL, INVALID_MIN_MEMORY, REQUIRES_GPU_REQUEST)
 EXTENDER_REFUSED = "code 400"

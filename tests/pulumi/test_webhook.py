@@ -25,6 +25,7 @@ from contracts.server import (
 from extender_app.cli import settings_from
 from extender_app.settings import WEBHOOK_MAX_BODY_BYTES
 from policy import MIN_MEMORY_ANNOTATION
+from policy.job_zone import JOB_SIZE_ANNOTATION, ZONE_POLICY_ANNOTATION
 from tests.pulumi.conftest import run_with, stack_config
 from tests.pulumi.mocks import StackRun
 
@@ -53,7 +54,9 @@ def test_every_mode_registers_the_webhook_for_annotated_pod_creates(run: StackRu
     ]
     [condition] = webhook["matchConditions"]
     assert condition["expression"] == (
-        f'has(object.metadata.annotations) && "{MIN_MEMORY_ANNOTATION}" in object.metadata.annotations'
+        f'has(object.metadata.annotations) && ("{MIN_MEMORY_ANNOTATION}" in object.metadata.annotations'
+        f' || "{ZONE_POLICY_ANNOTATION}" in object.metadata.annotations'
+        f' || "{JOB_SIZE_ANNOTATION}" in object.metadata.annotations)'
     )
     assert webhook["namespaceSelector"] == {
         "matchExpressions": [
@@ -113,8 +116,9 @@ def test_the_deployment_is_hardened_like_the_extender(extender_run: StackRun) ->
 
 
 def test_the_flags_are_ones_the_program_accepts_in_its_webhook_role() -> None:
-    settings = settings_from(webhook_args("warn"), {})
+    settings = settings_from(webhook_args("warn", max_job_size=64), {})
     assert settings.role == ROLE_WEBHOOK
+    assert settings.max_job_size == 64
     assert (settings.tls_cert, settings.tls_key) == (
         f"{WEBHOOK_TLS_DIR}/tls.crt",
         f"{WEBHOOK_TLS_DIR}/tls.key",
@@ -122,6 +126,8 @@ def test_the_flags_are_ones_the_program_accepts_in_its_webhook_role() -> None:
     assert settings.client_ca == "", "kube-apiserver presents no client certificate by default"
     assert (settings.port, settings.health_port) == (TLS_PORT, HEALTH_PORT)
     assert settings.invalid_annotation == "warn"
+    assert settings.disruption_protection == "on", "on by default: annotated jobs keep their node"
+    assert settings_from(webhook_args(disruption_protection=False), {}).disruption_protection == "off"
     assert settings.max_body_bytes == WEBHOOK_MAX_BODY_BYTES
 
 
@@ -152,6 +158,7 @@ def test_the_settings_reach_the_objects() -> None:
                 "failurePolicy": "Ignore",
                 "timeoutSeconds": 2,
                 "invalidAnnotation": "warn",
+                "disruptionProtection": False,
                 "allowedSourceCidrs": ["10.0.0.0/16", "192.168.4.0/24"],
                 "resources": {"limits": {"memory": "128Mi"}},
             },
@@ -163,6 +170,7 @@ def test_the_settings_reach_the_objects() -> None:
     assert deployment["spec"]["replicas"] == 3
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     assert "--invalid-annotation=warn" in container["args"]
+    assert "--disruption-protection=off" in container["args"]
     assert container["resources"]["limits"] == {"memory": "128Mi"}
     [rule] = run.kubernetes_object("NetworkPolicy", WEBHOOK_SERVICE)["spec"]["ingress"]
     assert rule["from"] == [{"ipBlock": {"cidr": "10.0.0.0/16"}}, {"ipBlock": {"cidr": "192.168.4.0/24"}}]
@@ -190,6 +198,7 @@ def test_the_defaults() -> None:
         ({"replicas": 1}, "webhook.replicas", "must be 2..20"),
         ({"allowedSourceCidrs": ["10.0.0.0/33"]}, "webhook.allowedSourceCidrs[0]", "is not a CIDR block"),
         ({"enabled": "yes"}, "webhook.enabled", "must be true or false"),
+        ({"disruptionProtection": "on"}, "webhook.disruptionProtection", "must be true or false"),
         ({"port": 443}, "webhook", "unknown key 'port'"),
     ],
 )

@@ -1,0 +1,223 @@
+"""What the scheduler decides for a pod on each node, and why: the verdicts of ``explain pod``.
+
+Pure: the pod, the nodes and the bound pods are the API's JSON; every fit, reason and
+score comes from ``policy`` with the caller's PolicySettings. The GPU-count and taint
+columns are informational: the scheduler's NodeResourcesFit and TaintToleration filters
+decide those, and the tool only repeats their arithmetic to explain a Pending pod. What to
+change is not decided here but in ``explain.pod_advice``, from these verdicts.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Literal
+
+from explain.ec2_gpu_data import Ec2GpuData
+from explain.node_facts import NodeFacts, allocated_gpus, node_facts, pod_gpu_request, pod_key
+from explain.settings import EXIT
+from explain.tolerations import Taint, untolerated_taints
+from policy import (
+    PolicyError,
+    PolicySettings,
+    Requirement,
+    extender_score,
+    fits_memory,
+    requirement_from_pod,
+    score_100,
+)
+
+JsonObject = Mapping[str, Any]
+Verdict = Literal["bound", "fits", "no-room", "no-fit", "invalid"]
+
+
+@dataclass(frozen=True)
+class PodState:
+    """Where the pod is now: bound to a node, or Pending with the scheduler's condition."""
+
+    namespace: str
+    name: str
+    scheduler_name: str
+    phase: str
+    node_name: str | None
+    scheduled_status: str
+    """The PodScheduled condition's status ('True', 'False'), '' when there is none."""
+    scheduled_reason: str
+    scheduled_message: str
+
+
+@dataclass(frozen=True)
+class NodeVerdict:
+    """The policy's answer for one node, with the informational GPU-count and taint checks."""
+
+    node: NodeFacts
+    gpu: str
+    """The GPU model: the GPU-product label, else EC2's GPUs of the instance type."""
+    fits: bool
+    reason: str
+    score: int
+    """0..100, as the plugin reports it."""
+    extender_score: int
+    """0..10, as the extender reports it."""
+    gpu_count_fits: bool
+    untolerated: tuple[Taint, ...]
+
+    @property
+    def tolerated(self) -> bool:
+        return not self.untolerated
+
+    @property
+    def has_room(self) -> bool:
+        """Passes the policy, has enough free GPUs, and the pod tolerates its taints."""
+        return self.fits and self.gpu_count_fits and self.tolerated
+
+
+@dataclass(frozen=True, kw_only=True)
+class PodVerdicts:
+    """The pod's requirement, every node's verdict and the overall one."""
+
+    state: PodState
+    governed: bool
+    """The pod names the scheduler the policy runs in."""
+    expected_scheduler: str
+    annotation: str | None
+    """The raw minimum-memory annotation; None when absent."""
+    gpu_request: Decimal | None
+    """The aggregated GPU request; None when the pod's requests cannot be read."""
+    requirement: Requirement | None
+    error: str
+    """The policy's message when the pod itself is invalid, else ''."""
+    nodes: tuple[NodeVerdict, ...]
+    verdict: Verdict
+
+    @property
+    def exit_code(self) -> int:
+        return {
+            "bound": EXIT.fits,
+            "fits": EXIT.fits,
+            "no-room": EXIT.no_room,
+            "no-fit": EXIT.no_fit,
+            "invalid": EXIT.invalid_pod,
+        }[self.verdict]
+
+    @property
+    def fitting_nodes(self) -> tuple[str, ...]:
+        """Nodes that pass the policy."""
+        return tuple(row.node.name for row in self.nodes if row.fits)
+
+
+def pod_state(pod: JsonObject) -> PodState:
+    """The pod's scheduling state from its spec and status."""
+    namespace, name = pod_key(pod)
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    condition: Mapping[str, Any] = next(
+        (item for item in status.get("conditions") or () if (item or {}).get("type") == "PodScheduled"), {}
+    )
+    return PodState(
+        namespace=namespace,
+        name=name,
+        scheduler_name=str(spec.get("schedulerName") or ""),
+        phase=str(status.get("phase") or ""),
+        node_name=spec.get("nodeName") or None,
+        scheduled_status=str(condition.get("status") or ""),
+        scheduled_reason=str(condition.get("reason") or ""),
+        scheduled_message=str(condition.get("message") or ""),
+    )
+
+
+def judge_pod(
+    pod: JsonObject,
+    nodes: Sequence[JsonObject],
+    assigned_pods: Sequence[JsonObject],
+    *,
+    settings: PolicySettings,
+    ec2: Ec2GpuData,
+    scheduler_name: str,
+) -> PodVerdicts:
+    """The policy's verdict on every node for ``pod``, and the overall verdict."""
+    state = pod_state(pod)
+    annotation = ((pod.get("metadata") or {}).get("annotations") or {}).get(settings.min_memory_annotation)
+    try:
+        gpu_request: Decimal | None = pod_gpu_request(pod, settings)
+    except PolicyError:
+        gpu_request = None
+    try:
+        requirement: Requirement | None = requirement_from_pod(pod, settings)
+        error = ""
+    except PolicyError as failure:
+        requirement, error = None, str(failure)
+
+    allocated = allocated_gpus(assigned_pods, settings, exclude=pod_key(pod))
+    facts = [node_facts(node, allocated, settings) for node in nodes]
+    rows = tuple(
+        sorted(
+            (
+                _node_verdict(
+                    pod,
+                    node,
+                    fact,
+                    requirement=requirement,
+                    error=error,
+                    gpu_request=gpu_request,
+                    settings=settings,
+                    ec2=ec2,
+                )
+                for node, fact in zip(nodes, facts, strict=True)
+            ),
+            key=lambda row: (not row.has_room, not row.fits, -row.score, row.node.name),
+        )
+    )
+    verdict = _verdict(state, requirement, rows)
+    return PodVerdicts(
+        state=state,
+        governed=state.scheduler_name == scheduler_name,
+        expected_scheduler=scheduler_name,
+        annotation=None if annotation is None else str(annotation),
+        gpu_request=gpu_request,
+        requirement=requirement,
+        error=error,
+        nodes=rows,
+        verdict=verdict,
+    )
+
+
+def _node_verdict(
+    pod: JsonObject,
+    node: JsonObject,
+    facts: NodeFacts,
+    *,
+    requirement: Requirement | None,
+    error: str,
+    gpu_request: Decimal | None,
+    settings: PolicySettings,
+    ec2: Ec2GpuData,
+) -> NodeVerdict:
+    needed = gpu_request or Decimal(0)
+    gpu_count_fits = needed <= 0 or facts.gpus_free >= needed
+    untolerated = untolerated_taints(pod, node)
+    gpu = facts.gpu_model(ec2)
+    if requirement is None:
+        return NodeVerdict(facts, gpu, False, error, 0, 0, gpu_count_fits, untolerated)
+    fits, reason = fits_memory(requirement, node, settings)
+    return NodeVerdict(
+        facts,
+        gpu,
+        fits,
+        reason,
+        score_100(requirement, node, settings),
+        extender_score(requirement, node, settings),
+        gpu_count_fits,
+        untolerated,
+    )
+
+
+def _verdict(state: PodState, requirement: Requirement | None, rows: Sequence[NodeVerdict]) -> Verdict:
+    if state.node_name:
+        return "bound"
+    if requirement is None:
+        return "invalid"
+    if any(row.has_room for row in rows):
+        return "fits"
+    if any(row.fits for row in rows):
+        return "no-room"
+    return "no-fit"
