@@ -89,11 +89,12 @@ VENDOR_VALUES = [
     "x",
     "",
 ]
+VENDOR_KEYS = [EKS_CAPACITY_TYPE_LABEL, KARPENTER_CAPACITY_TYPE_LABEL]
 
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    itertools.product([EKS_CAPACITY_TYPE_LABEL, KARPENTER_CAPACITY_TYPE_LABEL], VENDOR_VALUES),
+    list(itertools.product(VENDOR_KEYS, VENDOR_VALUES)),
 )
 def test_both_vendor_keys_read_the_same_spellings(key: str, value: str) -> None:
     eks = policy.node_capacity_type(node_of({EKS_CAPACITY_TYPE_LABEL: value}))
