@@ -1,6 +1,6 @@
-// Command gpu-scheduler is the upstream kube-scheduler with the GPUScheduler plugin
-// compiled in. Every built-in plugin is already registered by the upstream command;
-// only GPUScheduler is added, and a profile enables it like any other plugin.
+// Command gpu-scheduler is the upstream kube-scheduler with the GPUScheduler and
+// CapacityType plugins compiled in. Every built-in plugin is already registered by the
+// upstream command; only ours are added, and a profile enables them like any other plugin.
 package main
 
 import (
@@ -9,12 +9,16 @@ import (
 	"k8s.io/component-base/cli"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
+	"example.com/gpu-scheduler-eks/plugin/capacitytype"
 	"example.com/gpu-scheduler-eks/plugin/gpuscheduler"
 )
 
 // registryOptions adds this binary's out-of-tree plugins to the scheduler's registry.
 func registryOptions() []app.Option {
-	return []app.Option{app.WithPlugin(gpuscheduler.Name, gpuscheduler.New)}
+	return []app.Option{
+		app.WithPlugin(gpuscheduler.Name, gpuscheduler.New),
+		app.WithPlugin(capacitytype.Name, capacitytype.New),
+	}
 }
 
 func main() {
