@@ -5,10 +5,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	kjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 
 	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
+	"example.com/gpu-scheduler-eks/plugin/pluginargs"
 )
 
 // Args are the plugin's optional pluginConfig args in a KubeSchedulerConfiguration
@@ -43,46 +42,14 @@ type Args struct {
 // (no pluginConfig entry) or the raw args of a profile (*runtime.Unknown, JSON or YAML).
 func settingsFromArgs(obj runtime.Object) (gpupolicy.Settings, error) {
 	var args Args
-	switch typed := obj.(type) {
-	case nil:
-	case *runtime.Unknown:
-		if err := decodeArgs(typed, &args); err != nil {
-			return gpupolicy.Settings{}, fmt.Errorf("%s args: %w", Name, err)
-		}
-	default:
-		return gpupolicy.Settings{}, fmt.Errorf("%s args: want *runtime.Unknown, got %T", Name, obj)
+	if err := pluginargs.Decode(obj, &args); err != nil {
+		return gpupolicy.Settings{}, fmt.Errorf("%s args: %w", Name, err)
 	}
 	settings := args.apply(gpupolicy.DefaultSettings())
 	if err := settings.Validate(); err != nil {
 		return gpupolicy.Settings{}, fmt.Errorf("%s args: %w", Name, err)
 	}
 	return settings, nil
-}
-
-func decodeArgs(raw *runtime.Unknown, into *Args) error {
-	data := raw.Raw
-	switch raw.ContentType {
-	case runtime.ContentTypeJSON, "":
-	case runtime.ContentTypeYAML:
-		converted, err := yaml.YAMLToJSON(data)
-		if err != nil {
-			return err
-		}
-		data = converted
-	default:
-		return fmt.Errorf("unsupported content type %q", raw.ContentType)
-	}
-	if len(data) == 0 {
-		return nil
-	}
-	strict, err := kjson.UnmarshalStrict(data, into)
-	if err != nil {
-		return err
-	}
-	if len(strict) > 0 {
-		return fmt.Errorf("%v", strict)
-	}
-	return nil
 }
 
 func (a Args) apply(s gpupolicy.Settings) gpupolicy.Settings {
