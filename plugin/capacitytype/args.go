@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
-	"example.com/gpu-scheduler-eks/plugin/internal/pluginargs"
+	"example.com/gpu-scheduler-eks/plugin/pluginargs"
 )
 
 // Args are the plugin's optional pluginConfig args in a KubeSchedulerConfiguration
