@@ -1,13 +1,13 @@
 """Pod admission: the policy's node-affinity rule as an ``admission.k8s.io/v1`` AdmissionReview answer.
 
 kube-apiserver POSTs an AdmissionReview for each pod CREATE the webhook configuration
-sends; the answer carries the request's ``uid`` and, when the pod declares a minimum,
-the JSON Patch that writes it into the pod's required node affinity (so autoscalers
-launch a node type whose label is large enough). A pod whose annotation the policy
-refuses is denied with the policy's own message, or admitted with a warning when the
-operator chose ``warn``. What is not a pod CREATE is admitted unchanged: a webhook must
-never block what it was not written for. A body that is not an AdmissionReview is a
-``WireError`` (400), as the extender's verbs answer.
+sends; the answer carries the request's ``uid`` and, when the pod declares a minimum or
+a capacity-type choice, the JSON Patch that writes them into the pod's node affinity (so
+autoscalers launch a node type whose label is large enough, of the capacity type chosen).
+A pod whose annotation the policy refuses is denied with the policy's own message, or
+admitted with a warning when the operator chose ``warn``. What is not a pod CREATE is
+admitted unchanged: a webhook must never block what it was not written for. A body that
+is not an AdmissionReview is a ``WireError`` (400), as the extender's verbs answer.
 """
 
 import base64
@@ -18,7 +18,15 @@ from typing import Any, Literal
 import orjson
 
 from extender_app.wire import WireError, check_utf8
-from policy import DEFAULT_SETTINGS, PolicyError, PolicySettings, memory_affinity_patch
+from policy import (
+    DEFAULT_CAPACITY_SETTINGS,
+    DEFAULT_SETTINGS,
+    INVALID_CAPACITY_CHOICE,
+    CapacityTypeSettings,
+    PolicyError,
+    PolicySettings,
+    node_affinity_patch,
+)
 
 MUTATE_PATH = "/mutate"
 """Where the webhook role answers AdmissionReviews (the MutatingWebhookConfiguration's path)."""
@@ -41,6 +49,7 @@ class AdmissionSettings:
 
     invalid_annotation: InvalidAnnotation = INVALID_ANNOTATION
     policy: PolicySettings = field(default_factory=lambda: DEFAULT_SETTINGS)
+    capacity: CapacityTypeSettings = field(default_factory=lambda: DEFAULT_CAPACITY_SETTINGS)
 
     def __post_init__(self) -> None:
         if self.invalid_annotation not in INVALID_ANNOTATION_ACTIONS:
@@ -110,9 +119,11 @@ def _pod_name(request: dict[str, Any]) -> str:
 
 def _pod_answer(pod: object, settings: AdmissionSettings) -> dict[str, Any]:
     try:
-        patch = memory_affinity_patch(pod, settings.policy)
+        patch = node_affinity_patch(pod, settings.policy, settings.capacity)
     except PolicyError as error:
-        message = f"{settings.policy.min_memory_annotation}: {error}"
+        capacity_error = str(error) == INVALID_CAPACITY_CHOICE
+        annotation = settings.capacity.annotation if capacity_error else settings.policy.min_memory_annotation
+        message = f"{annotation}: {error}"
         if settings.invalid_annotation == "warn":
             return {"warnings": [message]}
         return {"allowed": False, "status": {"code": int(DENIED_STATUS), "message": message}}

@@ -28,7 +28,7 @@ from policy.capacity_type import (
 )
 from policy.errors import PolicyError
 from policy.integers import parse_go_int64
-from policy.node_affinity import memory_affinity_patch, memory_expression
+from policy.node_affinity import capacity_expression, memory_expression, node_affinity_patch
 from policy.node_fit import (
     BELOW_MINIMUM,
     INVALID_NODE_LABEL,
@@ -97,13 +97,14 @@ __all__ = [
     "Requirement",
     "ScoringStrategy",
     "capacity_choice",
+    "capacity_expression",
     "capacity_extender_score",
     "capacity_score_100",
     "extender_score",
     "fits_capacity_type",
     "fits_memory",
-    "memory_affinity_patch",
     "memory_expression",
+    "node_affinity_patch",
     "node_capacity_type",
     "node_gpu_memory_mib",
     "parse_go_int64",
