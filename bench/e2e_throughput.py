@@ -30,12 +30,13 @@ from components.render.scheduler_config import (
     SchedulerMode,
 )
 from components.render.scheduler_config import render_scheduler_config as render
-from localcluster.control_plane import ControlPlane, free_port, start_control_plane
+from localcluster.control_plane import ControlPlane, start_control_plane
 from localcluster.custom_scheduler import (
     ExtenderTLS,
     RunningExtender,
     extender_tls,
     grant_scheduler_lease,
+    scheduler_process_flags,
     start_extender_for,
 )
 from localcluster.probes import LOOPBACK
@@ -217,7 +218,7 @@ def _one_run(  # noqa: PLR0917 - one private call site
     config_path = plane.work_dir / f"bench-{setting.slug}-{round_index}.yaml"
     config_path.write_text(yaml.safe_dump(scheduler_document(plane, setting, link), sort_keys=False))
     log_mark = link.extender.process.log_path.stat().st_size if link is not None else 0
-    kubeconfig = str(plane.scheduler.kubeconfig)
+    (secure_port,) = plane.processes.reserve_ports(1)
     others = {"etcd": plane.etcd.popen.pid, "kube-apiserver": plane.apiserver.popen.pid}
     if link is not None:
         others["extender"] = link.extender.process.popen.pid
@@ -228,10 +229,7 @@ def _one_run(  # noqa: PLR0917 - one private call site
         [
             str(bin_dir / BINARIES[setting.mode]),
             f"--config={config_path}",
-            f"--bind-address={LOOPBACK}",
-            f"--secure-port={free_port()}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
+            *scheduler_process_flags(plane.scheduler.kubeconfig, secure_port),
             f"--v={SCHEDULER_VERBOSITY}",
         ],
     )

@@ -25,8 +25,13 @@ import yaml
 from bench.bind_watch import BindWatch
 from bench.cluster_load import create_nodes, create_pods, gpu_pods, realistic_nodes
 from bench.e2e_throughput import BINARIES, SCHEDULER_VERBOSITY, ExtenderLink, Setting, scheduler_document
-from localcluster.control_plane import ControlPlane, free_port, start_control_plane
-from localcluster.custom_scheduler import extender_tls, grant_scheduler_lease, start_extender_for
+from localcluster.control_plane import ControlPlane, start_control_plane
+from localcluster.custom_scheduler import (
+    extender_tls,
+    grant_scheduler_lease,
+    scheduler_process_flags,
+    start_extender_for,
+)
 from localcluster.probes import LOOPBACK
 from localcluster.workloads import WORKLOAD_NAMESPACE, ensure_namespace, restricted_namespace_labels
 
@@ -70,18 +75,14 @@ def main() -> None:
         )
         config = Path(directory) / "config.yaml"
         config.write_text(yaml.safe_dump(scheduler_document(plane, setting, link), sort_keys=False))
-        port = free_port()
-        kubeconfig = str(plane.scheduler.kubeconfig)
+        (port,) = plane.processes.reserve_ports(1)
         watch = BindWatch(api, WORKLOAD_NAMESPACE).start()
         plane.processes.start(
             "scheduler",
             [
                 str(arguments.bin_dir / BINARIES[setting.mode]),
                 f"--config={config}",
-                f"--bind-address={LOOPBACK}",
-                f"--secure-port={port}",
-                f"--authentication-kubeconfig={kubeconfig}",
-                f"--authorization-kubeconfig={kubeconfig}",
+                *scheduler_process_flags(plane.scheduler.kubeconfig, port),
                 f"--v={SCHEDULER_VERBOSITY}",
             ],
         )

@@ -2,7 +2,7 @@
 
 import contextlib
 import http.client
-import socket
+import shutil
 import ssl
 import tempfile
 from collections.abc import Iterator
@@ -26,14 +26,6 @@ SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
 ADMIN_USER = "local-admin"
 SCHEDULER_USER = "system:kube-scheduler"
 """The identity upstream RBAC already grants what a kube-scheduler needs."""
-
-
-def free_port() -> int:
-    """A TCP port on loopback that is free right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((LOOPBACK, 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @dataclass(frozen=True)
@@ -95,45 +87,58 @@ def start_control_plane(bin_dir: Path, work_dir: Path | None = None) -> Iterator
         work_dir.mkdir(parents=True, exist_ok=True)
         processes = stack.enter_context(ProcessGroup(log_dir=work_dir))
         ca = CertificateAuthority.create(work_dir, "cluster")
-
-        etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
-        etcd = processes.start("etcd", _etcd_argv(bin_dir, work_dir, etcd_port, peer_port))
-        wait_for(
-            lambda: http_status(etcd_port, "/health") == 200,
-            ETCD_READY_SECONDS,
-            "etcd to report healthy",
-            also_check=raise_if_exited(etcd),
+        etcd, etcd_port = processes.retry_on_address_in_use(
+            lambda: _start_etcd(processes, bin_dir, work_dir), "etcd"
         )
-
         serving = ca.issue(work_dir, "apiserver", "kube-apiserver", server_names=(LOOPBACK, "localhost"))
         signing_key = write_signing_key(work_dir, "service-account")
-        apiserver = processes.start(
-            "kube-apiserver",
-            _apiserver_argv(
+
+        def start_apiserver() -> ControlPlane:
+            (api_port,) = processes.reserve_ports(1)
+            argv = _apiserver_argv(
                 bin_dir, ca, serving=serving, signing_key=signing_key, etcd_port=etcd_port, api_port=api_port
-            ),
-        )
-        server = f"https://{LOOPBACK}:{api_port}"
-        plane = ControlPlane(
-            server=server,
-            ca=ca,
-            work_dir=work_dir,
-            processes=processes,
-            admin=_credentials(
-                work_dir, server, ca, user=ADMIN_USER, stem="admin", groups=("system:masters",)
-            ),
-            scheduler=_credentials(work_dir, server, ca, user=SCHEDULER_USER, stem="scheduler", groups=()),
-            etcd=etcd,
-            apiserver=apiserver,
-        )
-        wait_for(
-            lambda: _api_ready(plane),
-            APISERVER_READY_SECONDS,
-            "kube-apiserver /readyz",
-            interval=0.25,
-            also_check=raise_if_exited(apiserver),
-        )
-        yield plane
+            )
+            apiserver = processes.start("kube-apiserver", argv)
+            server = f"https://{LOOPBACK}:{api_port}"
+            plane = ControlPlane(
+                server=server,
+                ca=ca,
+                work_dir=work_dir,
+                processes=processes,
+                admin=_credentials(
+                    work_dir, server, ca, user=ADMIN_USER, stem="admin", groups=("system:masters",)
+                ),
+                scheduler=_credentials(
+                    work_dir, server, ca, user=SCHEDULER_USER, stem="scheduler", groups=()
+                ),
+                etcd=etcd,
+                apiserver=apiserver,
+            )
+            wait_for(
+                lambda: _api_ready(plane),
+                APISERVER_READY_SECONDS,
+                "kube-apiserver /readyz",
+                interval=0.25,
+                also_check=raise_if_exited(apiserver),
+            )
+            return plane
+
+        yield processes.retry_on_address_in_use(start_apiserver, "kube-apiserver")
+
+
+def _start_etcd(processes: ProcessGroup, bin_dir: Path, work_dir: Path) -> tuple[ManagedProcess, int]:
+    """etcd on fresh client and peer ports with an empty data directory, waited for until healthy."""
+    etcd_port, peer_port = processes.reserve_ports(2)
+    data_dir = work_dir / "etcd-data"
+    shutil.rmtree(data_dir, ignore_errors=True)  # a failed attempt's member data names its old ports
+    etcd = processes.start("etcd", _etcd_argv(bin_dir, data_dir, etcd_port, peer_port))
+    wait_for(
+        lambda: http_status(etcd_port, "/health") == 200,
+        ETCD_READY_SECONDS,
+        "etcd to report healthy",
+        also_check=raise_if_exited(etcd),
+    )
+    return etcd, etcd_port
 
 
 def write_kubeconfig(path: Path, server: str, ca_file: Path, files: CertFiles) -> None:
@@ -161,13 +166,13 @@ def _credentials(
     return Credentials(user=user, files=files, kubeconfig=kubeconfig)
 
 
-def _etcd_argv(bin_dir: Path, work_dir: Path, client_port: int, peer_port: int) -> list[str]:
+def _etcd_argv(bin_dir: Path, data_dir: Path, client_port: int, peer_port: int) -> list[str]:
     client_url = f"http://{LOOPBACK}:{client_port}"
     peer_url = f"http://{LOOPBACK}:{peer_port}"
     return [
         str(bin_dir / "etcd"),
         "--name=local",
-        f"--data-dir={work_dir / 'etcd-data'}",
+        f"--data-dir={data_dir}",
         f"--listen-client-urls={client_url}",
         f"--advertise-client-urls={client_url}",
         f"--listen-peer-urls={peer_url}",

@@ -26,7 +26,7 @@ from components.render.scheduler_config import (
     scheduler_mode_flags,
     uses_extender,
 )
-from localcluster.control_plane import ControlPlane, Credentials, free_port, write_kubeconfig
+from localcluster.control_plane import ControlPlane, Credentials, write_kubeconfig
 from localcluster.pki import CertFiles, CertificateAuthority
 from localcluster.probes import LOOPBACK, http_status
 from localcluster.processes import ManagedProcess, ProcessGroup, python_module_argv, raise_if_exited
@@ -90,18 +90,23 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 def start_extender(
     processes: ProcessGroup, tls: ExtenderTLS, extra_args: tuple[str, ...] = (), *, wait_ready: bool = True
 ) -> RunningExtender:
-    """Start ``python -m extender_app`` on loopback and (unless told not to) wait until /readyz is 200."""
-    port, health_port = free_port(), free_port()
-    args = (
-        f"--tls-cert={tls.server.cert}",
-        f"--tls-key={tls.server.key}",
-        f"--client-ca={tls.ca.ca_file}",
-        f"--bind={LOOPBACK}",
-        f"--port={port}",
-        f"--health-port={health_port}",
-        *extra_args,
-    )
-    return launch_extender(processes, args, port, health_port, wait_ready=wait_ready)
+    """Start ``python -m extender_app`` on loopback and (unless told not to) wait until /readyz is 200;
+    started again on fresh ports if another program took one first."""
+
+    def start() -> RunningExtender:
+        port, health_port = processes.reserve_ports(2)
+        args = (
+            f"--tls-cert={tls.server.cert}",
+            f"--tls-key={tls.server.key}",
+            f"--client-ca={tls.ca.ca_file}",
+            f"--bind={LOOPBACK}",
+            f"--port={port}",
+            f"--health-port={health_port}",
+            *extra_args,
+        )
+        return launch_extender(processes, args, port, health_port, wait_ready=wait_ready)
+
+    return processes.retry_on_address_in_use(start, "the extender")
 
 
 def launch_extender(
@@ -263,24 +268,29 @@ def start_scheduler(
         )
     config_path = plane.work_dir / config_name
     config_path.write_text(scheduler_config_yaml(config))
-    args = [
-        f"--config={config_path}",
-        *scheduler_mode_flags(mode),
-        *scheduler_process_flags(plane.scheduler.kubeconfig),
-        f"--v={verbosity}",
-    ]
-    return launch_scheduler(
-        plane, bin_dir, mode, args, config_path, extender=extender, wait_for_lease=wait_for_lease
-    )
+
+    def start() -> CustomScheduler:
+        (secure_port,) = plane.processes.reserve_ports(1)
+        args = [
+            f"--config={config_path}",
+            *scheduler_mode_flags(mode),
+            *scheduler_process_flags(plane.scheduler.kubeconfig, secure_port),
+            f"--v={verbosity}",
+        ]
+        return launch_scheduler(
+            plane, bin_dir, mode, args, config_path, extender=extender, wait_for_lease=wait_for_lease
+        )
+
+    return plane.processes.retry_on_address_in_use(start, SCHEDULER_BINARIES[mode])
 
 
-def scheduler_process_flags(kubeconfig: Path) -> tuple[str, ...]:
-    """What a local scheduler process needs besides its configuration: loopback and a free secure
+def scheduler_process_flags(kubeconfig: Path, secure_port: int) -> tuple[str, ...]:
+    """What a local scheduler process needs besides its configuration: loopback and its own secure
     port (many processes share this host), and ``kubeconfig`` for the delegated authentication and
     authorization of that port (a pod would use its service account)."""
     return (
         f"--bind-address={LOOPBACK}",
-        f"--secure-port={free_port()}",
+        f"--secure-port={secure_port}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
     )

@@ -46,7 +46,7 @@ from components.render.scheduler_config import (
     uses_extender,
 )
 from components.render.webhook_config import WEBHOOK_SERVICE
-from localcluster.control_plane import ControlPlane, Credentials, free_port
+from localcluster.control_plane import ControlPlane, Credentials
 from localcluster.custom_scheduler import (
     SCHEDULER_BINARIES,
     CustomScheduler,
@@ -257,9 +257,13 @@ def run_deployed_webhook(
         if error.status == HTTPStatus.NOT_FOUND:
             return None, None, []  # webhook.enabled is false
         raise
-    port, health_port = free_port(), free_port()
-    args, rewrites = extender_args_outside(pod, port, health_port, None, who="webhook")
-    webhook = launch_webhook(plane.processes, args, port, health_port)
+
+    def start() -> tuple[RunningWebhook, list[Rewrite]]:
+        port, health_port = plane.processes.reserve_ports(2)
+        args, rewrites = extender_args_outside(pod, port, health_port, None, who="webhook")
+        return launch_webhook(plane.processes, args, port, health_port), rewrites
+
+    webhook, rewrites = plane.processes.retry_on_address_in_use(start, "the webhook")
     try:
         before = point_configuration_at(api, webhook.url)
         wait_until_called(api)
@@ -327,10 +331,15 @@ def running_deployed_scheduler(
             pod = read_deployed_container(api, EXTENDER_SERVICE, work_dir / EXTENDER_SERVICE)
             containers.append(pod)
             token = service_account_credentials(plane, pod.service_account) if pod.automount_token else None
-            port, health_port = free_port(), free_port()
-            args, changed = extender_args_outside(pod, port, health_port, token.kubeconfig if token else None)
+            kubeconfig = token.kubeconfig if token else None
+
+            def start_extender() -> tuple[RunningExtender, list[Rewrite]]:
+                port, health_port = plane.processes.reserve_ports(2)
+                args, changed = extender_args_outside(pod, port, health_port, kubeconfig)
+                return launch_extender(plane.processes, args, port, health_port), changed
+
+            extender, changed = plane.processes.retry_on_address_in_use(start_extender, "the extender")
             rewrites += changed
-            extender = launch_extender(plane.processes, args, port, health_port)
         pod = read_deployed_container(api, SCHEDULER_NAME, work_dir / SCHEDULER_NAME)
         containers.append(pod)
         identity = service_account_credentials(plane, pod.service_account)
@@ -342,10 +351,21 @@ def running_deployed_scheduler(
         )
         rewrites += changed
         _write_private(outside_config, text.encode())
-        for flag in scheduler_process_flags(identity.kubeconfig):
-            name, _, value = flag.partition("=")
-            _set_flag(args, name, value, "scheduler", rewrites)
-        scheduler = launch_scheduler(plane, bin_dir, mode, args, outside_config, extender=extender)
+
+        def start_scheduler() -> tuple[CustomScheduler, list[Rewrite]]:
+            (secure_port,) = plane.processes.reserve_ports(1)
+            local_args, changed = list(args), list[Rewrite]()
+            for flag in scheduler_process_flags(identity.kubeconfig, secure_port):
+                name, _, value = flag.partition("=")
+                _set_flag(local_args, name, value, "scheduler", changed)
+            return launch_scheduler(
+                plane, bin_dir, mode, local_args, outside_config, extender=extender
+            ), changed
+
+        scheduler, changed = plane.processes.retry_on_address_in_use(
+            start_scheduler, SCHEDULER_BINARIES[mode]
+        )
+        rewrites += changed
     except BaseException:
         _stop_servers(extender, webhook)
         raise

@@ -35,13 +35,13 @@ from typing import Any
 import kubernetes.client
 import yaml
 
-from localcluster.control_plane import ControlPlane, free_port
+from localcluster.control_plane import ControlPlane
 from localcluster.custom_scheduler import REPO_ROOT
 from localcluster.inventory import InstanceType, load_inventory
 from localcluster.karpenter_instance_types import KARPENTER_INSTANCE_TYPES, karpenter_instance_types
 from localcluster.nodes import GPU_PRESENT_LABEL, GPU_TAINT
 from localcluster.probes import LOOPBACK, http_status
-from localcluster.processes import ManagedProcess, python_module_argv, raise_if_exited
+from localcluster.processes import ManagedProcess, ProcessGroup, python_module_argv, raise_if_exited
 from localcluster.waiting import wait_for
 
 KARPENTER_BINARY = "karpenter-kwok"
@@ -65,6 +65,9 @@ KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node=fake"
 CRD_ESTABLISHED_SECONDS = 30.0
 KARPENTER_READY_SECONDS = 60.0
 KWOK_READY_SECONDS = 30.0
+NODE_POOLS_READY_SECONDS = 60.0
+"""How long Karpenter may take to mark every NodePool Ready; it ignores a pool until then, so a pod
+submitted earlier can get a lower-weight pool."""
 KARPENTER_LOG_LEVEL = "info"
 
 
@@ -188,40 +191,23 @@ def running_karpenter(
     stages_file.write_text(kwok_stages_config(bin_dir / KWOK_STAGES_DIR))
 
     processes = plane.processes
-    kwok_port = free_port()
-    kwok = processes.start(
-        "kwok",
-        [
-            str(bin_dir / KWOK_BINARY),
-            f"--kubeconfig={plane.kubeconfig}",
-            f"--config={stages_file}",
-            f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}",
-            f"--server-address={LOOPBACK}:{kwok_port}",
-        ],
+    kwok = processes.retry_on_address_in_use(
+        lambda: _start_kwok(processes, bin_dir, plane.kubeconfig, stages_file), "kwok"
     )
     readiness = processes.start(
         "node-readiness",
         python_module_argv("localcluster.node_readiness", f"--kubeconfig={plane.kubeconfig}"),
         cwd=REPO_ROOT,
     )
-    metrics_port, health_port = free_port(), free_port()
-    karpenter = processes.start(
-        "karpenter",
-        [str(bin_dir / KARPENTER_BINARY)],
-        env=karpenter_env(plane.kubeconfig, instance_types_file, metrics_port, health_port),
+    karpenter = processes.retry_on_address_in_use(
+        lambda: _start_karpenter(processes, bin_dir, plane.kubeconfig, instance_types_file), "Karpenter"
     )
     running = RunningKarpenter(karpenter, kwok, readiness, instance_types_file, offered)
     try:
         wait_for(
-            lambda: http_status(kwok_port, "/healthz") == 200,
-            KWOK_READY_SECONDS,
-            "kwok's /healthz",
-            also_check=raise_if_exited(kwok),
-        )
-        wait_for(
-            lambda: http_status(health_port, "/readyz") == 200,
-            KARPENTER_READY_SECONDS,
-            "Karpenter's /readyz",
+            lambda: _unready_node_pools(custom) == [],
+            NODE_POOLS_READY_SECONDS,
+            "Karpenter to mark every NodePool Ready",
             interval=0.25,
             also_check=raise_if_exited(karpenter),
         )
@@ -231,6 +217,63 @@ def running_karpenter(
         for process in (karpenter, readiness, kwok):
             process.stop()
             processes.forget(process)
+
+
+def _unready_node_pools(custom: kubernetes.client.CustomObjectsApi) -> list[str]:
+    """The NodePools whose Ready condition is not True (Karpenter's provisioner skips them)."""
+    listed = custom.list_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodepools")
+    return [
+        pool["metadata"]["name"]
+        for pool in listed["items"]
+        if not any(
+            condition.get("type") == "Ready" and condition.get("status") == "True"
+            for condition in pool.get("status", {}).get("conditions", [])
+        )
+    ]
+
+
+def _start_kwok(
+    processes: ProcessGroup, bin_dir: Path, kubeconfig: Path, stages_file: Path
+) -> ManagedProcess:
+    """kwok on a fresh server port, waited for until /healthz is 200."""
+    (port,) = processes.reserve_ports(1)
+    kwok = processes.start(
+        "kwok",
+        [
+            str(bin_dir / KWOK_BINARY),
+            f"--kubeconfig={kubeconfig}",
+            f"--config={stages_file}",
+            f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}",
+            f"--server-address={LOOPBACK}:{port}",
+        ],
+    )
+    wait_for(
+        lambda: http_status(port, "/healthz") == 200,
+        KWOK_READY_SECONDS,
+        "kwok's /healthz",
+        also_check=raise_if_exited(kwok),
+    )
+    return kwok
+
+
+def _start_karpenter(
+    processes: ProcessGroup, bin_dir: Path, kubeconfig: Path, instance_types_file: Path
+) -> ManagedProcess:
+    """Karpenter on fresh metrics and health ports, waited for until /readyz is 200."""
+    metrics_port, health_port = processes.reserve_ports(2)
+    karpenter = processes.start(
+        "karpenter",
+        [str(bin_dir / KARPENTER_BINARY)],
+        env=karpenter_env(kubeconfig, instance_types_file, metrics_port, health_port),
+    )
+    wait_for(
+        lambda: http_status(health_port, "/readyz") == 200,
+        KARPENTER_READY_SECONDS,
+        "Karpenter's /readyz",
+        interval=0.25,
+        also_check=raise_if_exited(karpenter),
+    )
+    return karpenter
 
 
 def node_claims(api: kubernetes.client.ApiClient) -> list[Mapping[str, Any]]:

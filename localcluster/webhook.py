@@ -32,7 +32,7 @@ from components.render.webhook_config import (
     mutating_webhook_configuration,
     url_client_config,
 )
-from localcluster.control_plane import ControlPlane, free_port
+from localcluster.control_plane import ControlPlane
 from localcluster.custom_scheduler import RunningExtender, launch_extender
 from localcluster.pki import CertificateAuthority
 from localcluster.probes import LOOPBACK
@@ -97,17 +97,21 @@ def start_webhook(
     work_dir.mkdir(parents=True, exist_ok=True)
     ca = CertificateAuthority.create(work_dir, "webhook")
     server = ca.issue(work_dir, "webhook-server", WEBHOOK_SERVICE, server_names=(LOOPBACK,))
-    port, health_port = free_port(), free_port()
-    args = (
-        "--role=webhook",
-        f"--tls-cert={server.cert}",
-        f"--tls-key={server.key}",
-        f"--bind={LOOPBACK}",
-        f"--port={port}",
-        f"--health-port={health_port}",
-        f"--invalid-annotation={invalid_annotation}",
-    )
-    webhook = launch_webhook(plane.processes, args, port, health_port)
+
+    def start() -> RunningWebhook:
+        port, health_port = plane.processes.reserve_ports(2)
+        args = (
+            "--role=webhook",
+            f"--tls-cert={server.cert}",
+            f"--tls-key={server.key}",
+            f"--bind={LOOPBACK}",
+            f"--port={port}",
+            f"--health-port={health_port}",
+            f"--invalid-annotation={invalid_annotation}",
+        )
+        return launch_webhook(plane.processes, args, port, health_port)
+
+    webhook = plane.processes.retry_on_address_in_use(start, "the webhook")
     api = plane.api_client()
     webhook_entry = mutating_webhook(
         url_client_config(webhook.url, ca_bundle(ca.ca_file.read_text())),

@@ -16,7 +16,8 @@ import explain.cluster
 from explain.cli import main
 from explain.nodes_report import LABEL_ABOVE_EC2, LABEL_INVALID, LABEL_MISSING, LABEL_NOT_EXPECTED
 from explain.settings import EXIT
-from localcluster.control_plane import free_port, write_kubeconfig
+from localcluster.control_plane import write_kubeconfig
+from localcluster.ports import reserve_port
 from localcluster.workloads import WORKLOAD_NAMESPACE
 from policy import INVALID_MIN_MEMORY, NODE_MEMORY_LABEL
 from tests.explain.conftest import MISLABELLED, SPARE, Cluster
@@ -219,7 +220,7 @@ def test_an_unreachable_server_is_an_error(
     cluster: Cluster, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     kubeconfig = tmp_path / "closed.kubeconfig"
-    server = f"https://127.0.0.1:{free_port()}"
+    server = f"https://127.0.0.1:{reserve_port()}"
     write_kubeconfig(kubeconfig, server, cluster.plane.ca.ca_file, cluster.plane.admin.files)
     code = main(["nodes", "--kubeconfig", str(kubeconfig), "--request-timeout", "5"])
     err = capsys.readouterr().err

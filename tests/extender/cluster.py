@@ -14,8 +14,9 @@ import kubernetes.client
 
 from extender_app import kube_node_api
 from extender_app.node_metadata import NodeMeta, NodePage, WatchEvent
-from localcluster.control_plane import ControlPlane, Credentials, free_port, write_kubeconfig
+from localcluster.control_plane import ControlPlane, Credentials, write_kubeconfig
 from localcluster.custom_scheduler import grant_node_reader
+from localcluster.ports import reserve_port
 from localcluster.probes import LOOPBACK
 from policy import NODE_MEMORY_LABEL
 
@@ -77,7 +78,7 @@ class TcpProxy:
     def __init__(self, target: str) -> None:
         host, port = target.removeprefix("https://").rsplit(":", 1)
         self.target = (host, int(port))
-        self.port = free_port()
+        self.port = reserve_port()
         self._listener: socket.socket | None = None
         self._sockets: set[socket.socket] = set()
         self._lock = threading.Lock()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from localcluster.control_plane import free_port
+from localcluster.ports import reserve_port
 from tests.extender.harness import (
     DEADLINE,
     LOOPBACK,
@@ -146,7 +146,7 @@ def test_watch_mode_imports_its_client_from_the_image_layout(image_layout, pki, 
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(
         "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        f"clusters: [{{name: k, cluster: {{server: 'https://{LOOPBACK}:{free_port()}'}}}}]\n"
+        f"clusters: [{{name: k, cluster: {{server: 'https://{LOOPBACK}:{reserve_port()}'}}}}]\n"
         "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
     )
     env = {

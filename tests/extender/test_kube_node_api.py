@@ -18,7 +18,7 @@ from extender_app import kube_node_api
 from extender_app.kube_node_api import LIST_ACCEPT, WATCH_ACCEPT, connect
 from extender_app.node_metadata import BOOKMARK, ERROR, MODIFIED, NodeMeta
 from extender_app.node_sync import NodeApiConfigError, NodeApiError, ResourceExpired
-from localcluster.control_plane import free_port
+from localcluster.ports import reserve_port
 
 KEY = "example.com/gpu-memory-mib"
 TOKEN = "test-token-123"  # a made-up bearer token for the fake server
@@ -47,7 +47,7 @@ def run_against(tmp_path: Path, handler: Handler | None, scenario, *, timeout: f
     seen: list[web.Request] = []
 
     async def main():
-        port = free_port()
+        port = reserve_port()
         runner = None
         if handler is not None:
 
