@@ -95,6 +95,7 @@ class CustomScheduler(pulumi.ComponentResource):
             SchedulerConfig(
                 mode=mode,
                 extender=ExtenderEndpoint(weight=settings.extender_weight),
+                capacity_type_weight=settings.capacity_type_weight,
                 scoring_strategy=scoring_strategy,
             )
         )

@@ -44,7 +44,13 @@ from components.render.karpenter_pools import (
     CONSOLIDATION_POLICIES,
     NodePoolSettings,
 )
-from components.render.scheduler_config import SCHEDULER_MODES, ExtenderEndpoint, SchedulerMode, uses_extender
+from components.render.scheduler_config import (
+    CAPACITY_TYPE_WEIGHT,
+    SCHEDULER_MODES,
+    ExtenderEndpoint,
+    SchedulerMode,
+    uses_extender,
+)
 from components.render.webhook_config import (
     DEFAULT_FAILURE_POLICY,
     DEFAULT_TIMEOUT_SECONDS,
@@ -93,6 +99,8 @@ MAX_KEEP_IMAGES = 1000
 MAX_BODY_BYTES = 2**40
 MAX_NODES = 10**6
 MAX_EXTENDER_WEIGHT = 100
+MAX_PLUGIN_WEIGHT = 100
+"""The largest score weight the stack accepts for one of our plugins."""
 """kube-scheduler multiplies the extender's 0-10 priorities by this weight and adds them to the
 plugins' scores (default plugins weigh 1-3); 100 already lets the extender outvote all of them."""
 
@@ -247,6 +255,8 @@ class SchedulerSettings:
     resources: Resources = SCHEDULER_RESOURCES
     extender_weight: int = ExtenderEndpoint().weight
     """The extender's weight in the scheduler's configuration (both extender modes)."""
+    capacity_type_weight: int = CAPACITY_TYPE_WEIGHT
+    """Plugin mode: the CapacityType plugin's score weight."""
 
 
 @dataclass(frozen=True)
@@ -753,7 +763,9 @@ def _resources(value: _Value, default: Resources) -> Resources:
 
 
 def _scheduler(value: _Value) -> SchedulerSettings:
-    fields = value.fields({"replicas", "kubeSchedulerImage", "resources", "extenderWeight"})
+    fields = value.fields(
+        {"replicas", "kubeSchedulerImage", "resources", "extenderWeight", "capacityTypeWeight"}
+    )
     default = SchedulerSettings()
     return SchedulerSettings(
         replicas=fields.read("replicas", default.replicas, lambda v: v.integer(1, MAX_SCHEDULER_REPLICAS)),
@@ -767,6 +779,9 @@ def _scheduler(value: _Value) -> SchedulerSettings:
         resources=fields.read("resources", default.resources, lambda v: _resources(v, default.resources)),
         extender_weight=fields.read(
             "extenderWeight", default.extender_weight, lambda v: v.integer(1, MAX_EXTENDER_WEIGHT)
+        ),
+        capacity_type_weight=fields.read(
+            "capacityTypeWeight", default.capacity_type_weight, lambda v: v.integer(1, MAX_PLUGIN_WEIGHT)
         ),
     )
 
