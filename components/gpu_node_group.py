@@ -15,7 +15,7 @@ from components.render.gpu_memory import (
     require_architecture,
 )
 from components.stack_config import GpuNodeGroup as GpuNodeGroupSettings
-from policy import GPU_RESOURCE, NODE_MEMORY_LABEL
+from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL, vendor_capacity_type
 
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 """EKS-optimised Amazon Linux 2023 with the NVIDIA driver and container toolkit."""
@@ -82,6 +82,8 @@ class GpuNodeGroup(pulumi.ComponentResource):
             ]
         )
         self.memory_label = self.instance_gpus.apply(lambda described: gpu_memory_label(settings, described))
+        self.capacity_type = vendor_capacity_type(settings.capacity_type)
+        """Our capacity-type label of the group's nodes (``on-demand`` or ``spot``)."""
         self.gpus_per_node = self.instance_gpus.apply(
             lambda described: min(sum(gpu.count for gpu in item.gpus) for item in described)
         )
@@ -111,6 +113,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
                 NODE_MEMORY_LABEL: self.memory_label,
                 GPU_PRESENT_LABEL: "true",
                 NODE_POOL_LABEL: f"gpu-{settings.name}",
+                CAPACITY_TYPE_LABEL: self.capacity_type,
             },
             taints=taints,
             opts=pulumi.ResourceOptions(

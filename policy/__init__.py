@@ -25,6 +25,7 @@ from policy.capacity_type import (
     capacity_score_100,
     fits_capacity_type,
     node_capacity_type,
+    vendor_capacity_type,
 )
 from policy.errors import PolicyError
 from policy.integers import parse_go_int64
@@ -112,4 +113,5 @@ __all__ = [
     "pod_requests",
     "requirement_from_pod",
     "score_100",
+    "vendor_capacity_type",
 ]

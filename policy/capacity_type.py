@@ -149,7 +149,7 @@ def node_capacity_type(node: object, settings: CapacityTypeSettings = DEFAULT_CA
     for key in (EKS_CAPACITY_TYPE_LABEL, KARPENTER_CAPACITY_TYPE_LABEL):
         value = map_entry(labels, key, "metadata.labels")
         if value is not None:
-            return _vendor_capacity_type(value)
+            return vendor_capacity_type(value)
     return ""
 
 
@@ -217,7 +217,9 @@ def capacity_extender_score(
     return capacity_score_100(choice, node, settings) // (MAX_SCORE // MAX_EXTENDER_SCORE)
 
 
-def _vendor_capacity_type(value: str) -> str:
+def vendor_capacity_type(value: str) -> str:
+    """A vendor label's value (``ON_DEMAND``, ``SPOT``, ``CAPACITY_BLOCK``, ``on-demand``, ...) as
+    one of ``NODE_CAPACITY_TYPES``; "" for a value the rule does not know."""
     if not value.isascii():
         return ""
     return VENDOR_SPELLINGS.get(value.lower().replace("-", "").replace("_", ""), "")

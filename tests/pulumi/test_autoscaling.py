@@ -16,7 +16,7 @@ from components.cluster_autoscaler import NODE_TEMPLATE, SCALING_ACTIONS
 from components.karpenter import INTERRUPTION_EVENTS, NODE_POLICIES
 from components.render.karpenter_pools import DISCOVERY_TAG
 from components.stack_config import DEFAULT_KARPENTER_CHART_VERSION
-from policy import GPU_RESOURCE, NODE_MEMORY_LABEL
+from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, run_with
 from tests.pulumi.mocks import Declared, StackRun
 from tests.pulumi.test_program import moto_per_gpu_memory
@@ -141,6 +141,7 @@ def test_each_gpu_group_asg_carries_discovery_and_scale_from_zero_tags(
         f"{NODE_TEMPLATE}/label/training.example.com/node-pool": f"gpu-{group['name']}",
         f"{NODE_TEMPLATE}/resources/{GPU_RESOURCE}": "1",
         f"{NODE_TEMPLATE}/taint/nvidia.com/gpu": "true:NoSchedule",
+        f"{NODE_TEMPLATE}/label/{CAPACITY_TYPE_LABEL}": group.get("capacityType", "on-demand"),
     }
 
 
