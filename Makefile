@@ -53,10 +53,10 @@ go-check: setup ## gofmt, go vet, hadolint and go test for the Go modules; print
 	@cd plugin && go test -v -run 'Vectors$$' ./gpupolicy ./gpuscheduler ./capacitytype | grep -E ' vectors: [0-9]+ of [0-9]+'
 
 binaries: ## build etcd, kube-apiserver, kube-scheduler and gpu-scheduler into .cache/bin
-	@plugin/build-binaries.sh $(CURDIR)/$(BIN)
+	@toolchain/build.sh $(CURDIR)/$(BIN)
 
 autoscaler-binaries: ## build Karpenter (kwok provider) and kwok into .cache/bin, with Karpenter's CRDs, kwok's Stages and the AWS provider's CRDs and chart values (docs/karpenter-local.md)
-	@plugin/build-binaries.sh $(CURDIR)/$(BIN) autoscalers
+	@toolchain/build.sh $(CURDIR)/$(BIN) autoscalers
 
 pulumi-engine: ## build the Pulumi CLI and the Kubernetes provider into .cache/pulumi (pulumi-engine/environment.md)
 	@pulumi-engine/build.sh $(CURDIR)/$(PULUMI_ENGINE)

@@ -22,14 +22,9 @@ import yaml
 from bench import process_cpu
 from bench.bind_watch import BindWatch
 from bench.cluster_load import create_nodes, create_pods, delete_pods, gpu_pods, node_labels, realistic_nodes
-from components.render.scheduler_config import (
-    NAMESPACE,
-    SCHEDULER_NAME,
-    ExtenderEndpoint,
-    SchedulerConfig,
-    SchedulerMode,
-)
+from components.render.scheduler_config import ExtenderEndpoint, SchedulerConfig, SchedulerMode
 from components.render.scheduler_config import render_scheduler_config as render
+from contracts.cluster import NAMESPACE, SCHEDULER_NAME
 from localcluster.control_plane import ControlPlane, start_control_plane
 from localcluster.custom_scheduler import (
     ExtenderTLS,

@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 
 from bench.extender_server import rss_mib
+from contracts.server import FILTER_PATH, MUTATE_PATH, ROLE_WEBHOOK, flag
 from extender_app.settings import WEBHOOK_MAX_BODY_BYTES
 from tests.extender.admission_reviews import admission_review, gpu_pod
 from tests.extender.harness import read_json_line, request, scheduler_context, start_process, tls_args
@@ -114,7 +115,7 @@ def probes(arguments: argparse.Namespace) -> None:
             done = threading.Event()
 
             def big() -> None:
-                assert request(server.port, scheduler_context(pki), "/filter", body).status == 200
+                assert request(server.port, scheduler_context(pki), FILTER_PATH, body).status == 200
                 done.set()
 
             sender = threading.Thread(target=big)
@@ -158,7 +159,7 @@ def memory(arguments: argparse.Namespace) -> None:
 
             def send() -> None:
                 started = time.perf_counter()
-                reply = request(server.port, context, "/filter", body)
+                reply = request(server.port, context, FILTER_PATH, body)
                 results.append((reply.status, len(reply.body), time.perf_counter() - started))
 
             for _ in range(arguments.rounds):
@@ -191,7 +192,7 @@ def padded_review(target_bytes: int) -> bytes:
 def webhook(arguments: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as directory:
         pki = make_pki(Path(directory))
-        server = Server(pki, ["--role", "webhook", "--client-ca", ""])
+        server = Server(pki, [flag("role", ROLE_WEBHOOK), flag("client_ca", "")])
         try:
             context = scheduler_context(pki)
             typical = admission_review(gpu_pod())
@@ -199,7 +200,7 @@ def webhook(arguments: argparse.Namespace) -> None:
             timings: list[float] = []
             for _ in range(arguments.rounds):
                 started = time.perf_counter()
-                reply = request(server.port, context, "/mutate", typical)
+                reply = request(server.port, context, MUTATE_PATH, typical)
                 timings.append(time.perf_counter() - started)
                 assert reply.status == 200, reply.body
             time.sleep(0.2)  # let the last log line arrive
@@ -213,7 +214,7 @@ def webhook(arguments: argparse.Namespace) -> None:
             statuses: list[int] = []
 
             def send() -> None:
-                statuses.append(request(server.port, context, "/mutate", body).status)
+                statuses.append(request(server.port, context, MUTATE_PATH, body).status)
 
             threads = [threading.Thread(target=send) for _ in range(arguments.concurrent)]
             for thread in threads:

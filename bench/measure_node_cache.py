@@ -25,6 +25,7 @@ import orjson
 
 from bench.extender_server import rss_mib
 from bench.measure_extender import Server
+from contracts.server import NODE_CACHE_WATCH_FLAG, flag
 from localcluster.control_plane import start_control_plane
 from tests.extender.cluster import node_reader
 from tests.extender.harness import request, scheduler_context, wait_for
@@ -85,7 +86,7 @@ def main() -> None:
         off.stop()
         with start_control_plane(arguments.bin_dir, work / "plane") as plane:
             reader = node_reader(plane)
-            watch = ["--node-cache", "watch", "--kubeconfig", str(reader.kubeconfig)]
+            watch = [NODE_CACHE_WATCH_FLAG, flag("kubeconfig", reader.kubeconfig)]
             server = Server(pki, watch)
             try:
                 wait_for(lambda: metric(server, "gpu_extender_node_cache_synced") == 1, "the first list")

@@ -20,9 +20,10 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.cluster import NODE_POOL_LABEL, SYSTEM_POOL, Cluster
-from components.gpu_node_group import GPU_PRESENT_LABEL, GPU_TAINT_KEY, GPU_TAINT_VALUE, GpuNodeGroup
+from components.gpu_node_group import GPU_TAINT_KEY, GPU_TAINT_VALUE, GpuNodeGroup
 from components.pod_identity import pod_identity_role
 from components.stack_config import ClusterAutoscalerSettings
+from contracts.cluster import GPU_PRESENT_LABEL
 from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL
 
 CHART = "cluster-autoscaler"

@@ -46,7 +46,7 @@ EXTENDER_IMAGE = ImageSource(
     repository="scheduler-extender",
     context=".",
     dockerfile="extender_app/Dockerfile",
-    sources=("extender_app", "policy"),
+    sources=("extender_app", "contracts", "policy"),
 )
 GPU_SCHEDULER_IMAGE = ImageSource(
     repository="gpu-scheduler",

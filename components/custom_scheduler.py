@@ -19,8 +19,6 @@ from components.certificates import CLIENT_SECRET
 from components.pod_security import container_security_context, pod_security_context
 from components.render.scheduler_config import (
     EXTENDER_CLIENT_DIR,
-    NAMESPACE,
-    SCHEDULER_NAME,
     ExtenderEndpoint,
     SchedulerConfig,
     SchedulerMode,
@@ -39,6 +37,7 @@ from components.workload_parts import (
     spread,
     system_pool_selector,
 )
+from contracts.cluster import NAMESPACE, SCHEDULER_NAME
 from policy import SCORING_STRATEGY, ScoringStrategy
 
 CONFIG_DIR = "/etc/kubernetes/custom-scheduler"

@@ -8,7 +8,8 @@ groups) and tolerates the GPU taint.
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.gpu_node_group import GPU_PRESENT_LABEL, GPU_TAINT_KEY
+from components.gpu_node_group import GPU_TAINT_KEY
+from contracts.cluster import GPU_PRESENT_LABEL
 
 CHART = "nvidia-device-plugin"
 CHART_REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"

@@ -17,31 +17,14 @@ import pulumi_kubernetes as k8s
 
 from components.certificates import SERVER_SECRET
 from components.render.node_reader import NODE_READER_ROLE, NODE_READER_RULES
-from components.render.scheduler_config import (
-    EXTENDER_PORT,
-    EXTENDER_SERVICE,
-    NAMESPACE,
-    SCHEDULER_NAME,
-    SchedulerMode,
-    node_cache_capable,
-    uses_extender,
-)
+from components.render.scheduler_config import EXTENDER_PORT, SchedulerMode, node_cache_capable, uses_extender
 from components.stack_config import ExtenderSettings
-from components.tls_server_workload import (
-    HEALTH_PORT,
-    disruption_budget,
-    https_service,
-    tls_server_deployment,
-)
+from components.tls_server_workload import disruption_budget, https_service, tls_server_deployment
 from components.workload_parts import APP_LABEL, object_metadata, role_ref
+from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, NAMESPACE_NAME_LABEL, SCHEDULER_NAME
+from contracts.server import EXTENDER_TLS_DIR, HEALTH_PORT, NODE_CACHE_WATCH_FLAG, flag, tls_flags
 from policy import SCORING_STRATEGY, ScoringStrategy
 
-TLS_DIR = "/etc/extender-tls"
-"""Where the server certificate, key and client CA are mounted (the extender's defaults)."""
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-"""Set by the API server on every namespace; a namespaceSelector on it names one namespace."""
-NODE_CACHE_WATCH_FLAG = "--node-cache=watch"
-"""extender-cached mode: the extender lists and watches Nodes (in-cluster credentials)."""
 API_SERVER_PORT = 443
 """The port of the ``kubernetes`` Service on EKS, and of its endpoints (the API server)."""
 
@@ -54,17 +37,15 @@ def extender_args(
     extender-cached adds ``--node-cache=watch``; extender mode leaves the default (``off``).
     """
     args = [
-        f"--tls-cert={TLS_DIR}/tls.crt",
-        f"--tls-key={TLS_DIR}/tls.key",
-        f"--client-ca={TLS_DIR}/client-ca.crt",
-        f"--port={EXTENDER_PORT}",
-        f"--health-port={HEALTH_PORT}",
-        f"--scoring-strategy={scoring_strategy}",
+        *tls_flags(EXTENDER_TLS_DIR, client_ca=True),
+        flag("port", EXTENDER_PORT),
+        flag("health_port", HEALTH_PORT),
+        flag("scoring_strategy", scoring_strategy),
     ]
     if settings.max_body_bytes is not None:
-        args.append(f"--max-body-bytes={settings.max_body_bytes}")
+        args.append(flag("max_body_bytes", settings.max_body_bytes))
     if settings.max_nodes is not None:
-        args.append(f"--max-nodes={settings.max_nodes}")
+        args.append(flag("max_nodes", settings.max_nodes))
     if node_cache_capable(mode):
         args.append(NODE_CACHE_WATCH_FLAG)
     return args
@@ -144,7 +125,7 @@ class Extender(pulumi.ComponentResource):
             service_account=account.metadata.name,
             automount_token=token,
             tls_secret=SERVER_SECRET,
-            tls_dir=TLS_DIR,
+            tls_dir=EXTENDER_TLS_DIR,
             opts=child,
         )
         disruption_budget(f"{name}-pdb", metadata=metadata(), labels=labels, opts=child)

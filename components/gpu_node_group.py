@@ -15,12 +15,12 @@ from components.render.gpu_memory import (
     require_architecture,
 )
 from components.stack_config import GpuNodeGroup as GpuNodeGroupSettings
+from contracts.cluster import GPU_PRESENT_LABEL
 from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL, vendor_capacity_type
 
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 """EKS-optimised Amazon Linux 2023 with the NVIDIA driver and container toolkit."""
 GPU_AMI_ARCHITECTURE = NVIDIA_AMI_ARCHITECTURE
-GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 """The device plugin chart's node affinity matches this label (NFD is not installed)."""
 GPU_TAINT_KEY = GPU_RESOURCE
 GPU_TAINT_VALUE = "true"

@@ -23,13 +23,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.cluster import NODE_POOL_LABEL, NODE_TRUST_POLICY, SYSTEM_POOL, Cluster
-from components.gpu_node_group import (
-    GPU_PRESENT_LABEL,
-    GPU_TAINT_KEY,
-    GPU_TAINT_VALUE,
-    group_key,
-    instance_gpus_from_invoke,
-)
+from components.gpu_node_group import GPU_TAINT_KEY, GPU_TAINT_VALUE, group_key, instance_gpus_from_invoke
 from components.pod_identity import pod_identity_role
 from components.render.karpenter_pools import (
     DISCOVERY_TAG,
@@ -42,6 +36,7 @@ from components.render.karpenter_pools import (
     node_pool_manifest,
 )
 from components.stack_config import GpuNodeGroup, KarpenterSettings
+from contracts.cluster import GPU_PRESENT_LABEL
 from policy import NODE_MEMORY_LABEL
 
 CHART_REGISTRY = "oci://public.ecr.aws/karpenter"

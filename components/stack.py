@@ -29,9 +29,10 @@ from components.karpenter import Karpenter
 from components.kubernetes_await import await_annotations
 from components.network import Network
 from components.render.karpenter_pools import DISCOVERY_TAG
-from components.render.scheduler_config import NAMESPACE, uses_extender
+from components.render.scheduler_config import uses_extender
 from components.stack_config import StackConfig
 from components.webhook import AdmissionWebhook
+from contracts.cluster import NAMESPACE
 
 POD_SECURITY_LEVEL = "restricted"
 POD_SECURITY_MODES = ("enforce", "audit", "warn")

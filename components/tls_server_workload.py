@@ -14,10 +14,9 @@ import pulumi_kubernetes as k8s
 from components.pod_security import container_security_context, pod_security_context
 from components.stack_config import Resources
 from components.workload_parts import container_resources, http_probe, spread, system_pool_selector
+from contracts.server import HEALTH_PORT, HEALTHZ_PATH, READYZ_PATH
 
 TLS_FILE_MODE = 0o440
-HEALTH_PORT = 8080
-"""Plain-HTTP port for /healthz and /readyz (kubelet probes; no TLS, no client certificate)."""
 PROBE_TIMEOUT_SECONDS = 3
 """The health port waits while a 5,000-node request is parsed (up to 1.5 s measured)."""
 MIN_AVAILABLE = 1
@@ -75,8 +74,8 @@ def tls_server_deployment(
                                 k8s.core.v1.ContainerPortArgs(name="https", container_port=port),
                                 k8s.core.v1.ContainerPortArgs(name="health", container_port=HEALTH_PORT),
                             ],
-                            readiness_probe=health_probe("/readyz"),
-                            liveness_probe=health_probe("/healthz"),
+                            readiness_probe=health_probe(READYZ_PATH),
+                            liveness_probe=health_probe(HEALTHZ_PATH),
                             resources=container_resources(resources),
                             security_context=container_security_context(),
                             volume_mounts=[

@@ -12,7 +12,7 @@ plane's cross-account ENIs in the cluster's subnets (with the cluster security g
 addresses change when EKS replaces them and which the program does not know. No NetworkPolicy
 peer can name the API server, and with the VPC CNI pods take their addresses from the same VPC
 CIDR, so an ipBlock of the VPC would admit every pod anyway. The policy therefore admits TCP
-WEBHOOK_PORT only (from anywhere, unless ``webhook.allowedSourceCidrs`` names the control
+TLS_PORT only (from anywhere, unless ``webhook.allowedSourceCidrs`` names the control
 plane's subnets) and no egress at all; what a caller can get from ``POST /mutate`` is a patch
 computed from what it sent, with no side effects.
 """
@@ -23,12 +23,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.certificates import Certificates
-from components.render.scheduler_config import NAMESPACE
 from components.render.webhook_config import (
-    WEBHOOK_PORT,
-    WEBHOOK_SERVICE,
     WEBHOOK_SERVICE_PORT,
-    WEBHOOK_TLS_DIR,
     WEBHOOK_TLS_SECRET,
     ca_bundle,
     mutating_webhook,
@@ -38,10 +34,12 @@ from components.render.webhook_config import (
 from components.stack_config import WebhookSettings
 from components.tls_server_workload import disruption_budget, https_service, tls_server_deployment
 from components.workload_parts import APP_LABEL, object_metadata
+from contracts.cluster import NAMESPACE, WEBHOOK_SERVICE
+from contracts.server import TLS_PORT, WEBHOOK_TLS_DIR
 
 
 def webhook_ingress(settings: WebhookSettings) -> list[k8s.networking.v1.NetworkPolicyIngressRuleArgs]:
-    """TCP WEBHOOK_PORT, from ``allowedSourceCidrs`` when given, else from any address."""
+    """TCP TLS_PORT, from ``allowedSourceCidrs`` when given, else from any address."""
     sources = [
         k8s.networking.v1.NetworkPolicyPeerArgs(ip_block=k8s.networking.v1.IPBlockArgs(cidr=cidr))
         for cidr in settings.allowed_source_cidrs
@@ -49,7 +47,7 @@ def webhook_ingress(settings: WebhookSettings) -> list[k8s.networking.v1.Network
     return [
         k8s.networking.v1.NetworkPolicyIngressRuleArgs(
             from_=sources or None,
-            ports=[k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP", port=WEBHOOK_PORT)],
+            ports=[k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP", port=TLS_PORT)],
         )
     ]
 
@@ -95,7 +93,7 @@ class AdmissionWebhook(pulumi.ComponentResource):
             container="webhook",
             image=image,
             args=webhook_args(settings.invalid_annotation),
-            port=WEBHOOK_PORT,
+            port=TLS_PORT,
             replicas=settings.replicas,
             resources=settings.resources,
             service_account=account.metadata.name,

@@ -11,8 +11,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.cluster import NODE_POOL_LABEL, SYSTEM_POOL
-from components.render.scheduler_config import NAMESPACE
 from components.stack_config import Resources
+from contracts.cluster import NAMESPACE
 
 APP_LABEL = "app"
 """The label that names a workload (``app=<name>``): pod selectors and NetworkPolicy peers use it."""

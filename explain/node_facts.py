@@ -10,14 +10,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from contracts.cluster import GPU_PRESENT_LABEL
 from explain.ec2_gpu_data import Ec2GpuData
-from explain.settings import (
-    GPU_PRESENT_LABEL,
-    GPU_PRODUCT_LABELS,
-    INSTANCE_TYPE_LABELS,
-    NO_NODE_GROUP,
-    NODE_GROUP_LABEL,
-)
+from explain.settings import GPU_PRODUCT_LABELS, INSTANCE_TYPE_LABELS, NO_NODE_GROUP, NODE_GROUP_LABEL
 from policy import PolicyError, PolicySettings, node_gpu_memory_mib, parse_quantity, pod_requests
 
 JsonObject = Mapping[str, Any]

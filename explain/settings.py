@@ -2,16 +2,13 @@
 
 from dataclasses import dataclass
 
-from components.render.scheduler_config import SCHEDULER_NAME
+from contracts.cluster import SCHEDULER_NAME
 
 GPU_PRODUCT_LABELS = ("nvidia.com/gpu.product",)
 """Node labels that name the GPU model (NVIDIA GPU Feature Discovery), read in this order."""
 
 INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
 """Node labels that name the EC2 instance type, read in this order."""
-
-GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
-"""Node label the Pulumi program (and GPU Feature Discovery) sets to "true" on GPU nodes."""
 
 NODE_GROUP_LABEL = "eks.amazonaws.com/nodegroup"
 """Node label naming the EKS managed node group."""

@@ -1,6 +1,8 @@
 """The GPU-memory scheduler extender: kube-scheduler's HTTP extender protocol over mutual TLS.
 
-Layers, each in its own module: ``cli`` (flags) -> ``service`` (listeners, TLS reloads,
-shutdown) -> ``http_server`` (sockets, TLS, h11, limits) -> ``handlers`` (the verbs) ->
-``wire`` (the extender JSON) -> ``policy`` (the rule, a separate package).
+Layers: ``cli`` (flags, described once in ``settings``) -> ``service`` (listeners, one route
+table per role, TLS reloads, shutdown) -> ``serving`` (sockets, TLS, h11, limits) -> ``verbs``
+(filter, prioritize and their JSON), ``node_cache`` (``--node-cache watch``) or ``webhook``
+(``--role webhook``) -> ``policy`` (the rule, a separate package). What deployments must agree
+on with the program (paths, ports, TLS files, flag values) is in ``contracts``.
 """

@@ -11,13 +11,14 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, cast
 
+from contracts.server import ROLE_WEBHOOK, option
 from extender_app.json_log import configure_logging
-from extender_app.node_sync import NodeApiConfigError
+from extender_app.node_cache.sync import NodeApiConfigError
 from extender_app.service import ExtenderService, install_signal_handlers
-from extender_app.settings import ROLE_WEBHOOK, WEBHOOK_DEFAULTS, ExtenderSettings
-from extender_app.tls_material import TlsMaterialError
+from extender_app.serving.tls_material import TlsMaterialError
+from extender_app.settings import WEBHOOK_DEFAULTS, ExtenderSettings
 from policy import PolicySettings
 
 ENV_PREFIX = "EXTENDER_"
@@ -36,124 +37,14 @@ class Flag:
 
     @property
     def option(self) -> str:
-        return "--" + self.name.replace("_", "-")
+        return option(self.name)
 
     @property
     def env(self) -> str:
         return ENV_PREFIX + self.name.upper()
 
 
-FLAGS = (
-    Flag(
-        "role",
-        str,
-        "extender = POST /filter and /prioritize (scheduler extender); webhook = POST /mutate (pod"
-        " admission webhook: the GPU-memory minimum as a required node affinity)",
-        metavar="extender|webhook",
-    ),
-    Flag("tls_cert", str, "PEM server certificate chain; re-read when it changes"),
-    Flag("tls_key", str, "PEM private key of the server certificate"),
-    Flag(
-        "client_ca",
-        str,
-        "PEM CA bundle for client certificates (at least one certificate); empty = no client"
-        " certificate requested (webhook role only)",
-    ),
-    Flag("bind", str, "address both listeners bind to"),
-    Flag("port", int, "TLS port for POST /filter and /prioritize (extender) or /mutate (webhook)"),
-    Flag("health_port", int, "plain-HTTP port for /healthz, /readyz, /metrics"),
-    Flag("max_body_bytes", int, "largest request body in bytes (larger -> 413, refused while reading)"),
-    Flag("max_nodes", int, "most candidate nodes per request (more -> 413)"),
-    Flag("max_concurrent_requests", int, "requests judged and answered at once; others wait"),
-    Flag(
-        "max_buffered_body_bytes",
-        int,
-        "request-body bytes held at once across connections; 0 means twice --max-body-bytes",
-    ),
-    Flag("queue_timeout", float, "seconds a request waits for a slot or for body room before 503"),
-    Flag("max_connections", int, "open client connections; more are closed at once"),
-    Flag("max_header_bytes", int, "largest request line plus headers in bytes (larger -> 431)"),
-    Flag(
-        "header_timeout",
-        float,
-        "seconds from a request's first byte (or accept, incl. TLS) to its last header",
-    ),
-    Flag(
-        "read_timeout",
-        float,
-        "seconds from a request's first byte (or accept) to the end of its body; then 408",
-    ),
-    Flag("write_timeout", float, "seconds to write one response"),
-    Flag("idle_timeout", float, "seconds a keep-alive connection may wait for its next request"),
-    Flag(
-        "linger_timeout",
-        float,
-        "seconds spent discarding an unread body after an early 4xx, so the client reads the answer",
-    ),
-    Flag("shutdown_timeout", float, "seconds SIGTERM waits for requests in flight"),
-    Flag("tls_reload_interval", float, "seconds between checks of the TLS files for a change"),
-    Flag(
-        "pod_error_status",
-        int,
-        "answer to a pod the policy cannot judge: 200 = every candidate unresolvable with the policy's"
-        " message (prioritize: score 0), 400 = the message as plain text (the seed's contract)",
-        metavar="200|400",
-    ),
-    Flag(
-        "node_cache",
-        str,
-        "off = full Nodes in each request (nodeCacheCapable: false); watch = list and watch Nodes and"
-        " take NodeNames (nodeCacheCapable: true)",
-        metavar="off|watch",
-    ),
-    Flag("kubeconfig", str, "kubeconfig for --node-cache watch; empty = in-cluster service account"),
-    Flag(
-        "max_cache_staleness",
-        float,
-        "/readyz is 503 when the node cache was last confirmed in sync longer ago than this (seconds),"
-        " and until the first list",
-    ),
-    Flag(
-        "watch_timeout",
-        int,
-        "seconds after which the API server ends a watch (reopened at once from the last"
-        " resourceVersion); must be below --max-cache-staleness",
-    ),
-    Flag("api_timeout", float, "seconds for a list page, a watch connect, and watch silence past its end"),
-    Flag("list_page_size", int, "nodes per page when listing (client-go's default)"),
-    Flag(
-        "relist_backoff_initial",
-        float,
-        "seconds before the second of consecutive retries (the first is immediate); doubles",
-    ),
-    Flag(
-        "relist_backoff_max",
-        float,
-        "most seconds between retries; every wait is jittered down to between half and all of it",
-    ),
-    Flag(
-        "node_lookup_timeout",
-        float,
-        "seconds the API-server lookups of one /filter may take in all (candidates the node cache does"
-        " not know yet, e.g. a node an autoscaler just launched); keep it below the scheduler's httpTimeout",
-    ),
-    Flag(
-        "node_lookup_concurrency",
-        int,
-        "node lookups in flight at once across all requests; 0 = no lookups (unknown candidates refused)",
-    ),
-    Flag(
-        "node_lookup_max_per_request",
-        int,
-        "most unknown candidates one /filter looks up; the rest are refused with a reason",
-    ),
-    Flag(
-        "invalid_annotation",
-        str,
-        "webhook role: a pod whose annotation the policy refuses is denied with the policy's message"
-        " (deny) or admitted with it as an admission warning (warn)",
-        metavar="deny|warn",
-    ),
+POLICY_FLAGS = (
     Flag("min_memory_annotation", str, "pod annotation holding the minimum MiB per GPU", policy=True),
     Flag("node_memory_label", str, "node label holding the MiB of each GPU", policy=True),
     Flag("gpu_resource", str, "extended resource that makes a pod a GPU pod", policy=True),
@@ -162,6 +53,24 @@ FLAGS = (
     ),
     Flag("scoring_strategy", str, "prefer-larger or best-fit (smallest sufficient GPU first)", policy=True),
 )
+"""The policy's keys and scale (``policy.PolicySettings``), described here: the policy has no CLI."""
+
+
+def _settings_flags() -> tuple[Flag, ...]:
+    """One flag per ExtenderSettings field, its help written once, in the field (``settings.setting``)."""
+    return tuple(
+        Flag(
+            item.name,
+            cast(Callable[[str], Any], item.type),
+            item.metadata["help"],
+            metavar=item.metadata["metavar"],
+        )
+        for item in fields(ExtenderSettings)
+        if "help" in item.metadata
+    )
+
+
+FLAGS = (*_settings_flags(), *POLICY_FLAGS)
 
 
 def flag_default(flag: Flag) -> object:
@@ -217,9 +126,6 @@ def settings_from(argv: Sequence[str], environ: dict[str, str]) -> ExtenderSetti
             (policy_chosen if flag.policy else chosen)[flag.name] = value
     if chosen.get("role") == ROLE_WEBHOOK:
         chosen = {**WEBHOOK_DEFAULTS, **chosen}
-    assert {flag.name for flag in FLAGS if not flag.policy} == {
-        item.name for item in fields(ExtenderSettings)
-    } - {"policy"}
     return ExtenderSettings(**chosen, policy=PolicySettings(**policy_chosen))
 
 

@@ -14,17 +14,33 @@ from typing import cast
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from extender_app.admission import MUTATE_PATH, AdmissionSettings, InvalidAnnotation, answer
-from extender_app.cached_handlers import cached_verbs, verifying_verbs
-from extender_app.handlers import VERBS, AsyncVerbHandler, VerbHandler, VerbLimits, VerbResult
-from extender_app.http_server import HttpServer, RequestRecord, Response, Route, ServerLimits, text_response
+from contracts.server import (
+    HEALTHZ_PATH,
+    METRICS_PATH,
+    MUTATE_PATH,
+    NODE_CACHE_WATCH,
+    READYZ_PATH,
+    ROLE_WEBHOOK,
+    InvalidAnnotation,
+)
 from extender_app.metrics import ExtenderMetrics, NodeCacheMetrics, create_metrics
-from extender_app.node_cache import NodeCache
-from extender_app.node_lookup import LookupSettings, NodeLookup, NodeReader
-from extender_app.node_sync import NodeSync, SyncSettings
-from extender_app.settings import NODE_CACHE_WATCH, ROLE_WEBHOOK, ExtenderSettings
-from extender_app.tls_material import ReloadingTlsContext, TlsPaths
-from extender_app.wire import WireError
+from extender_app.node_cache.cache import NodeCache
+from extender_app.node_cache.lookup import LookupSettings, NodeLookup, NodeReader
+from extender_app.node_cache.sync import NodeSync, SyncSettings
+from extender_app.serving.http_server import (
+    HttpServer,
+    RequestRecord,
+    Response,
+    Route,
+    ServerLimits,
+    text_response,
+)
+from extender_app.serving.tls_material import ReloadingTlsContext, TlsPaths
+from extender_app.settings import ExtenderSettings
+from extender_app.verbs.cached_handlers import cached_verbs, verifying_verbs
+from extender_app.verbs.handlers import VERBS, AsyncVerbHandler, VerbHandler, VerbLimits, VerbResult
+from extender_app.verbs.wire import WireError
+from extender_app.webhook.admission import AdmissionSettings, answer
 
 JSON = "application/json"
 Endpoint = Callable[[bytearray], Awaitable[Response]]
@@ -70,16 +86,9 @@ class ExtenderService:
         )
         self.node_cache = NodeCache(settings.policy.node_memory_label) if watch else None
         """The node cache (``--node-cache watch``), else None."""
-        self._verbs: Mapping[str, VerbHandler] = VERBS
-        if self.node_cache is not None:
-            self._verbs = cached_verbs(self.node_cache, self.metrics.node_cache)
-        self._waiting_verbs: Mapping[str, AsyncVerbHandler] = {}
-        """Verbs that may wait for the API server (node lookups), served before ``_verbs``; set in run."""
-        self._admission: AdmissionSettings | None = None
-        """The webhook role's settings (it serves MUTATE_PATH instead of the verbs), else None."""
-        if settings.role == ROLE_WEBHOOK:
-            action = cast(InvalidAnnotation, settings.invalid_annotation)  # checked by ExtenderSettings
-            self._admission = AdmissionSettings(action, settings.policy)
+        self._routes: Mapping[str, Endpoint] = self._role_routes()
+        """Path -> endpoint of the TLS listener: the role's one route table (with node lookups,
+        ``run`` swaps in the verbs that may wait for the API server once its client exists)."""
         self._node_api = node_api
         self.node_sync: NodeSync | None = None
         """The list/watch loop, once running."""
@@ -151,9 +160,9 @@ class ExtenderService:
         settings = self.settings
         api = self._node_api
         if api is None:
-            from extender_app import kube_node_api  # noqa: PLC0415 - the client library only in watch mode
+            from extender_app.node_cache import kube_api  # noqa: PLC0415 - the client library only in watch mode
 
-            api = await kube_node_api.connect(settings.kubeconfig, cache.label_key, settings.api_timeout)
+            api = await kube_api.connect(settings.kubeconfig, cache.label_key, settings.api_timeout)
         if settings.node_lookup_concurrency:
             lookup = NodeLookup(
                 api,
@@ -166,7 +175,7 @@ class ExtenderService:
                 self.log,
                 metrics,
             )
-            self._waiting_verbs = verifying_verbs(cache, lookup, metrics)
+            self._routes = self._verb_routes(verifying_verbs(cache, lookup, metrics))
         self.node_sync = NodeSync(
             api,
             cache,
@@ -206,18 +215,21 @@ class ExtenderService:
             max_buffered_body_bytes=max_buffered_body_bytes,
         )
 
-    def _endpoint(self, path: str) -> Endpoint | None:
-        """What serves ``path`` on the TLS listener in this role, if anything."""
-        if self._admission is not None:
-            return _mutate_endpoint(self._admission) if path == MUTATE_PATH else None
-        waiting = self._waiting_verbs.get(path)
-        if waiting is not None:
-            return self._verb_endpoint(waiting)
-        verb = self._verbs.get(path)
-        return None if verb is None else self._verb_endpoint(_awaitable(verb))
+    def _role_routes(self) -> Mapping[str, Endpoint]:
+        """The webhook role serves MUTATE_PATH; the extender role its two verbs, on full Nodes or,
+        with the node cache, on node names."""
+        settings = self.settings
+        if settings.role == ROLE_WEBHOOK:
+            action = cast(InvalidAnnotation, settings.invalid_annotation)  # checked by ExtenderSettings
+            return {MUTATE_PATH: _mutate_endpoint(AdmissionSettings(action, settings.policy))}
+        verbs = VERBS if self.node_cache is None else cached_verbs(self.node_cache, self.metrics.node_cache)
+        return self._verb_routes({path: _awaitable(verb) for path, verb in verbs.items()})
+
+    def _verb_routes(self, verbs: Mapping[str, AsyncVerbHandler]) -> Mapping[str, Endpoint]:
+        return {path: self._verb_endpoint(verb) for path, verb in verbs.items()}
 
     def _route_verb(self, method: str, path: str) -> Route:
-        endpoint = self._endpoint(path)
+        endpoint = self._routes.get(path)
         if endpoint is None:
             return Route("other", answer=text_response(HTTPStatus.NOT_FOUND, f"no such path: {path}"))
         label = path.lstrip("/")
@@ -288,9 +300,9 @@ class ExtenderService:
 
     def _route_health(self, method: str, path: str) -> Route:
         answers: dict[str, Callable[[], Response]] = {
-            "/healthz": lambda: text_response(HTTPStatus.OK, "ok"),
-            "/readyz": self._readiness,
-            "/metrics": lambda: Response(int(HTTPStatus.OK), self.metrics.render(), CONTENT_TYPE_LATEST),
+            HEALTHZ_PATH: lambda: text_response(HTTPStatus.OK, "ok"),
+            READYZ_PATH: self._readiness,
+            METRICS_PATH: lambda: Response(int(HTTPStatus.OK), self.metrics.render(), CONTENT_TYPE_LATEST),
         }
         answer = answers.get(path)
         if answer is None:

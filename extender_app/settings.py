@@ -1,4 +1,4 @@
-"""Every limit, timeout and path the extender uses, with its default and why.
+"""Every limit, timeout and path the extender uses: its default, its one description, and why.
 
 The CLI fills an ``ExtenderSettings`` from flags and environment variables; nothing else
 in the package holds a number a user may want to tune. The same program serves two roles:
@@ -7,12 +7,25 @@ the scheduler extender (``--role extender``, the default) and the pod admission 
 """
 
 from dataclasses import dataclass, field, fields
+from typing import Any
 
-from extender_app.admission import INVALID_ANNOTATION, INVALID_ANNOTATION_ACTIONS
+from contracts.server import (
+    CLIENT_CA_FILE,
+    EXTENDER_TLS_DIR,
+    HEALTH_PORT,
+    INVALID_ANNOTATION,
+    INVALID_ANNOTATION_ACTIONS,
+    NODE_CACHE_MODES,
+    NODE_CACHE_OFF,
+    NODE_CACHE_WATCH,
+    ROLE_EXTENDER,
+    ROLE_WEBHOOK,
+    ROLES,
+    TLS_CERT_FILE,
+    TLS_KEY_FILE,
+    TLS_PORT,
+)
 from policy import PolicySettings
-
-TLS_DIR = "/etc/extender-tls"
-"""Where the Deployment mounts the Secret ``extender-server-tls``."""
 
 BYTES_PER_REALISTIC_NODE = 20_523
 """Compact JSON size of tests/fixtures/eks_gpu_node.json (g5.2xlarge, GFD/NFD labels, 20 images,
@@ -24,14 +37,7 @@ MAX_CLUSTER_NODES = 5_000
 
 MIB = 1024 * 1024
 
-NODE_CACHE_OFF = "off"
-NODE_CACHE_WATCH = "watch"
-NODE_CACHE_MODES = (NODE_CACHE_OFF, NODE_CACHE_WATCH)
 POD_ERROR_STATUSES = (200, 400)
-
-ROLE_EXTENDER = "extender"
-ROLE_WEBHOOK = "webhook"
-ROLES = (ROLE_EXTENDER, ROLE_WEBHOOK)
 
 WEBHOOK_MAX_BODY_BYTES = 4 * MIB
 """The webhook role's default body cap: kube-apiserver refuses request bodies above 3 MiB
@@ -43,95 +49,118 @@ certificate is requested (kube-apiserver presents none unless configured to; see
 and the body cap follows the API server's own request limit."""
 
 
+def setting(default: Any, description: str, *, metavar: str = "") -> Any:
+    """A settings field and its one description: the flag's ``--help``, the docs' flag table."""
+    return field(default=default, metadata={"help": description, "metavar": metavar})
+
+
 @dataclass(frozen=True)
 class ExtenderSettings:
-    """How the extender serves; see ``extender_app.cli`` for the flags that set each field."""
+    """How the extender serves; each field is a flag of ``python -m extender_app`` (``cli``)."""
 
-    role: str = ROLE_EXTENDER
-    """extender: POST /filter and /prioritize over mutual TLS. webhook: POST /mutate (pod
-    admission, ``admission.k8s.io/v1``) over TLS, client certificate optional (``client_ca``)."""
-    tls_cert: str = f"{TLS_DIR}/tls.crt"
-    """PEM server certificate (chain); re-read when the file changes."""
-    tls_key: str = f"{TLS_DIR}/tls.key"
-    """PEM private key of the server certificate."""
-    client_ca: str = f"{TLS_DIR}/client-ca.crt"
-    """PEM bundle of CAs whose client certificates are accepted (must hold at least one). Empty:
-    no client certificate is requested (webhook role only, and its default)."""
-    bind: str = "0.0.0.0"  # noqa: S104 - the container must be reachable through its Service
-    """Address both listeners bind to."""
-    port: int = 8443
-    """Mutual-TLS port for POST /filter and /prioritize."""
-    health_port: int = 8080
-    """Plain-HTTP port for /healthz, /readyz and /metrics (no policy data)."""
-    max_body_bytes: int = 128 * MIB
-    """Largest request body: 5,000 realistic nodes (~98 MiB) plus 30% headroom."""
-    max_nodes: int = MAX_CLUSTER_NODES
-    """Most candidate nodes in one request (more -> 413)."""
-    max_concurrent_requests: int = 2
-    """Requests judged and answered at once (each answer may be as large as its body); others wait."""
-    max_buffered_body_bytes: int = 0
-    """Request-body bytes held in memory at once across connections (0: twice max_body_bytes); a
-    body reserves its size before it is read, so a slowly sent body holds only its own share."""
-    queue_timeout: float = 2.0
-    """Seconds a request waits for a slot, or for room for its body, before it is answered 503."""
-    max_connections: int = 256
-    """Open client connections; further connections are closed at once."""
-    max_header_bytes: int = 32 * 1024
-    """Largest request line plus headers (h11's max incomplete event size)."""
-    header_timeout: float = 2.0
-    """Seconds from a request's first byte (from accept, incl. TLS handshake, for the first) to its
-    last header byte."""
-    read_timeout: float = 5.0
-    """Seconds from a request's first byte (or accept) until its body has been read."""
-    write_timeout: float = 5.0
-    """Seconds to write one response."""
-    idle_timeout: float = 30.0
-    """Seconds a keep-alive connection may wait for its next request."""
-    linger_timeout: float = 1.0
-    """Seconds spent discarding an unread body after an early error response, so the client sees it."""
-    shutdown_timeout: float = 15.0
-    """Seconds SIGTERM waits for in-flight requests before closing them."""
-    tls_reload_interval: float = 5.0
-    """Seconds between checks of the TLS files for a change (a Secret update)."""
-    pod_error_status: int = 200
-    """How a pod the policy cannot judge (bad annotation, minimum without a GPU request) is answered:
-    200 = filter passes no candidate and lists each in FailedAndUnresolvableNodes with the policy's
-    message (the pod's condition shows it), prioritize scores every candidate 0; 400 = the message as
-    plain text (the seed's contract; kube-scheduler drops the text)."""
-    node_cache: str = NODE_CACHE_OFF
-    """off: nodeCacheCapable false, full Nodes in every request. watch: nodeCacheCapable true; the
-    extender lists and watches Nodes (metadata only) and requests carry NodeNames."""
-    kubeconfig: str = ""
-    """Kubeconfig file for the node cache; empty = the Pod's in-cluster service account."""
-    max_cache_staleness: float = 30.0
-    """/readyz is 503 until the first list and when the node cache was last confirmed in sync (a list
-    completed, a watch accepted or ended normally, a watch event or bookmark) longer ago than this."""
-    watch_timeout: int = 20
-    """Seconds after which the API server ends each watch; it is reopened at once from the last
-    resourceVersion, which confirms the cache in sync (so it must be below max_cache_staleness)."""
-    api_timeout: float = 10.0
-    """Seconds for one list page (connect to end of body), for connecting a watch, and for silence on a
-    watch beyond watch_timeout (then the connection counts as broken)."""
-    list_page_size: int = 500
-    """Nodes per list page (client-go's default): bounds the memory one page of a relist takes."""
-    relist_backoff_initial: float = 0.5
-    """Seconds before the second retry after consecutive failures (the first is at once); doubles."""
-    relist_backoff_max: float = 30.0
-    """Most seconds between retries; each wait is multiplied by a random factor in [0.5, 1]."""
-    node_lookup_timeout: float = 1.0
-    """Seconds the API-server lookups of one /filter request may take in all (watch mode: candidates
-    the node cache does not know yet, e.g. a node an autoscaler just launched). Half the scheduler's
-    extender httpTimeout (2 s), so the answer still arrives in time; a candidate not read by then is
-    refused (resolvably) with a reason saying so."""
-    node_lookup_concurrency: int = 4
-    """Lookups in flight at once across all requests (a new node group rarely brings more at once);
-    0 turns lookups off: an unknown candidate is refused at once, as before lookups existed."""
-    node_lookup_max_per_request: int = 16
-    """Most unknown candidates one request looks up; more unknown at once means the cache is behind
-    (not listed yet, or cut off), not an autoscaler launch, and the rest are refused with a reason."""
-    invalid_annotation: str = INVALID_ANNOTATION
-    """Webhook role: a pod whose annotation the policy refuses (not 1..1048576, or no GPU request)
-    is denied with the policy's message (deny) or admitted with it as an admission warning (warn)."""
+    role: str = setting(
+        ROLE_EXTENDER,
+        "extender = POST /filter and /prioritize (scheduler extender); webhook = POST /mutate (pod"
+        " admission webhook: the GPU-memory minimum as a required node affinity)",
+        metavar="extender|webhook",
+    )
+    tls_cert: str = setting(
+        f"{EXTENDER_TLS_DIR}/{TLS_CERT_FILE}", "PEM server certificate chain; re-read when it changes"
+    )
+    tls_key: str = setting(f"{EXTENDER_TLS_DIR}/{TLS_KEY_FILE}", "PEM private key of the server certificate")
+    client_ca: str = setting(
+        f"{EXTENDER_TLS_DIR}/{CLIENT_CA_FILE}",
+        "PEM CA bundle for client certificates (at least one certificate); empty = no client"
+        " certificate requested (webhook role only)",
+    )
+    bind: str = setting("0.0.0.0", "address both listeners bind to")  # noqa: S104 - reached through its Service
+    port: int = setting(TLS_PORT, "TLS port for POST /filter and /prioritize (extender) or /mutate (webhook)")
+    health_port: int = setting(HEALTH_PORT, "plain-HTTP port for /healthz, /readyz, /metrics")
+    # 5,000 realistic nodes (~98 MiB) plus 30% headroom.
+    max_body_bytes: int = setting(
+        128 * MIB, "largest request body in bytes (larger -> 413, refused while reading)"
+    )
+    max_nodes: int = setting(MAX_CLUSTER_NODES, "most candidate nodes per request (more -> 413)")
+    # Each answer may be as large as its body, so this bounds memory as well as CPU.
+    max_concurrent_requests: int = setting(2, "requests judged and answered at once; others wait")
+    # A body reserves its size before it is read, so a slowly sent body holds only its own share.
+    max_buffered_body_bytes: int = setting(
+        0, "request-body bytes held at once across connections; 0 means twice --max-body-bytes"
+    )
+    queue_timeout: float = setting(2.0, "seconds a request waits for a slot or for body room before 503")
+    max_connections: int = setting(256, "open client connections; more are closed at once")
+    # h11's max incomplete event size.
+    max_header_bytes: int = setting(32 * 1024, "largest request line plus headers in bytes (larger -> 431)")
+    header_timeout: float = setting(
+        2.0, "seconds from a request's first byte (or accept, incl. TLS) to its last header"
+    )
+    read_timeout: float = setting(
+        5.0, "seconds from a request's first byte (or accept) to the end of its body; then 408"
+    )
+    write_timeout: float = setting(5.0, "seconds to write one response")
+    idle_timeout: float = setting(30.0, "seconds a keep-alive connection may wait for its next request")
+    linger_timeout: float = setting(
+        1.0, "seconds spent discarding an unread body after an early 4xx, so the client reads the answer"
+    )
+    shutdown_timeout: float = setting(15.0, "seconds SIGTERM waits for requests in flight")
+    tls_reload_interval: float = setting(5.0, "seconds between checks of the TLS files for a change")
+    # With 200 the pod's condition shows the message; with 400 kube-scheduler drops the text.
+    pod_error_status: int = setting(
+        200,
+        "answer to a pod the policy cannot judge: 200 = every candidate unresolvable with the policy's"
+        " message (prioritize: score 0), 400 = the message as plain text (the seed's contract)",
+        metavar="200|400",
+    )
+    node_cache: str = setting(
+        NODE_CACHE_OFF,
+        "off = full Nodes in each request (nodeCacheCapable: false); watch = list and watch Nodes and"
+        " take NodeNames (nodeCacheCapable: true)",
+        metavar="off|watch",
+    )
+    kubeconfig: str = setting("", "kubeconfig for --node-cache watch; empty = in-cluster service account")
+    # In sync is confirmed by a completed list, a watch accepted or ended normally, an event or a bookmark.
+    max_cache_staleness: float = setting(
+        30.0,
+        "/readyz is 503 when the node cache was last confirmed in sync longer ago than this (seconds),"
+        " and until the first list",
+    )
+    watch_timeout: int = setting(
+        20,
+        "seconds after which the API server ends a watch (reopened at once from the last"
+        " resourceVersion); must be below --max-cache-staleness",
+    )
+    api_timeout: float = setting(
+        10.0, "seconds for a list page, a watch connect, and watch silence past its end"
+    )
+    # Bounds the memory one page of a relist takes.
+    list_page_size: int = setting(500, "nodes per page when listing (client-go's default)")
+    relist_backoff_initial: float = setting(
+        0.5, "seconds before the second of consecutive retries (the first is immediate); doubles"
+    )
+    relist_backoff_max: float = setting(
+        30.0, "most seconds between retries; every wait is jittered down to between half and all of it"
+    )
+    # Half the scheduler's extender httpTimeout (2 s), so the answer still arrives in time; a
+    # candidate not read by then is refused (resolvably) with a reason saying so.
+    node_lookup_timeout: float = setting(
+        1.0,
+        "seconds the API-server lookups of one /filter may take in all (candidates the node cache does"
+        " not know yet, e.g. a node an autoscaler just launched); keep it below the scheduler's httpTimeout",
+    )
+    # A new node group rarely brings more at once.
+    node_lookup_concurrency: int = setting(
+        4, "node lookups in flight at once across all requests; 0 = no lookups (unknown candidates refused)"
+    )
+    # More unknown at once means the cache is behind (not listed yet, or cut off), not an autoscaler launch.
+    node_lookup_max_per_request: int = setting(
+        16, "most unknown candidates one /filter looks up; the rest are refused with a reason"
+    )
+    invalid_annotation: str = setting(
+        INVALID_ANNOTATION,
+        "webhook role: a pod whose annotation the policy refuses is denied with the policy's message"
+        " (deny) or admitted with it as an admission warning (warn)",
+        metavar="deny|warn",
+    )
     policy: PolicySettings = field(default_factory=PolicySettings)
     """Keys and scale of the GPU-memory policy."""
 

@@ -17,8 +17,6 @@ import kubernetes.client
 
 from components.render.node_reader import NODE_READER_ROLE, NODE_READER_RULES
 from components.render.scheduler_config import (
-    NAMESPACE,
-    SCHEDULER_NAME,
     ExtenderEndpoint,
     SchedulerConfig,
     SchedulerMode,
@@ -26,6 +24,8 @@ from components.render.scheduler_config import (
     scheduler_mode_flags,
     uses_extender,
 )
+from contracts.cluster import NAMESPACE, SCHEDULER_NAME
+from contracts.server import NODE_CACHE_WATCH_FLAG, flag
 from localcluster.control_plane import ControlPlane, Credentials, write_kubeconfig
 from localcluster.pki import CertFiles, CertificateAuthority
 from localcluster.probes import LOOPBACK, http_status
@@ -96,12 +96,12 @@ def start_extender(
     def start() -> RunningExtender:
         port, health_port = processes.reserve_ports(2)
         args = (
-            f"--tls-cert={tls.server.cert}",
-            f"--tls-key={tls.server.key}",
-            f"--client-ca={tls.ca.ca_file}",
-            f"--bind={LOOPBACK}",
-            f"--port={port}",
-            f"--health-port={health_port}",
+            flag("tls_cert", tls.server.cert),
+            flag("tls_key", tls.server.key),
+            flag("client_ca", tls.ca.ca_file),
+            flag("bind", LOOPBACK),
+            flag("port", port),
+            flag("health_port", health_port),
             *extra_args,
         )
         return launch_extender(processes, args, port, health_port, wait_ready=wait_ready)
@@ -153,7 +153,7 @@ def grant_node_reader(plane: ControlPlane) -> Credentials:
 
 def node_cache_args(kubeconfig: Path) -> tuple[str, ...]:
     """The extender flags of ``extender-cached`` mode: watch Nodes through ``kubeconfig``."""
-    return ("--node-cache=watch", f"--kubeconfig={kubeconfig}")
+    return (NODE_CACHE_WATCH_FLAG, flag("kubeconfig", kubeconfig))
 
 
 def start_extender_for(

@@ -38,14 +38,8 @@ import kubernetes.client
 import yaml
 from kubernetes.client.rest import ApiException
 
-from components.render.scheduler_config import (
-    EXTENDER_SERVICE,
-    NAMESPACE,
-    SCHEDULER_NAME,
-    SchedulerMode,
-    uses_extender,
-)
-from components.render.webhook_config import WEBHOOK_SERVICE
+from components.render.scheduler_config import SchedulerMode, uses_extender
+from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME, WEBHOOK_SERVICE
 from localcluster.control_plane import ControlPlane, Credentials
 from localcluster.custom_scheduler import (
     SCHEDULER_BINARIES,

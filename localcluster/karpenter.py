@@ -35,11 +35,12 @@ from typing import Any
 import kubernetes.client
 import yaml
 
+from contracts.cluster import GPU_PRESENT_LABEL
 from localcluster.control_plane import ControlPlane
 from localcluster.custom_scheduler import REPO_ROOT
 from localcluster.inventory import InstanceType, load_inventory
 from localcluster.karpenter_instance_types import KARPENTER_INSTANCE_TYPES, karpenter_instance_types
-from localcluster.nodes import GPU_PRESENT_LABEL, GPU_TAINT
+from localcluster.nodes import GPU_TAINT
 from localcluster.probes import LOOPBACK, http_status
 from localcluster.processes import ManagedProcess, ProcessGroup, python_module_argv, raise_if_exited
 from localcluster.waiting import wait_for

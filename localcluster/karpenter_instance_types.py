@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from localcluster.inventory import InstanceType
-from localcluster.nodes import GPU_RESOURCE, MAX_PODS, ZONES
-from policy import DEFAULT_SETTINGS, PolicySettings
+from localcluster.nodes import MAX_PODS, ZONES
+from policy import DEFAULT_SETTINGS, GPU_RESOURCE, PolicySettings
 
 KARPENTER_INSTANCE_TYPES = ("g4dn.xlarge", "g5.xlarge", "g6e.xlarge", "p4d.24xlarge", "p5.48xlarge")
 """The GPU types Karpenter may launch locally: T4, A10G, L40S, A100 40 GB, H100."""

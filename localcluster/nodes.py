@@ -12,11 +12,10 @@ from typing import Any
 
 import kubernetes.client
 
+from contracts.cluster import GPU_PRESENT_LABEL
 from localcluster.inventory import InstanceType
-from policy import NODE_MEMORY_LABEL
+from policy import GPU_RESOURCE, NODE_MEMORY_LABEL
 
-GPU_RESOURCE = "nvidia.com/gpu"
-GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
 REGION = "us-east-1"
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")

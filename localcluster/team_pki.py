@@ -19,8 +19,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from components.render.scheduler_config import EXTENDER_SERVICE_HOST, SCHEDULER_NAME
+from components.render.scheduler_config import EXTENDER_SERVICE_HOST
 from components.render.webhook_config import WEBHOOK_SERVICE_HOST
+from contracts.cluster import SCHEDULER_NAME
 from localcluster.pki import CertificateAuthority, KeyPair, private_key_pem
 from localcluster.probes import LOOPBACK
 

@@ -23,15 +23,14 @@ import kubernetes.client
 from components.render.webhook_config import (
     DEFAULT_FAILURE_POLICY,
     DEFAULT_TIMEOUT_SECONDS,
-    MUTATE_PATH,
-    WEBHOOK_SERVICE,
     FailurePolicy,
-    InvalidAnnotation,
     ca_bundle,
     mutating_webhook,
     mutating_webhook_configuration,
     url_client_config,
 )
+from contracts.cluster import WEBHOOK_SERVICE
+from contracts.server import INVALID_ANNOTATION, MUTATE_PATH, ROLE_WEBHOOK, InvalidAnnotation, flag
 from localcluster.control_plane import ControlPlane
 from localcluster.custom_scheduler import RunningExtender, launch_extender
 from localcluster.pki import CertificateAuthority
@@ -86,7 +85,7 @@ def start_webhook(
     plane: ControlPlane,
     work_dir: Path,
     *,
-    invalid_annotation: InvalidAnnotation = "deny",
+    invalid_annotation: InvalidAnnotation = INVALID_ANNOTATION,
     failure_policy: FailurePolicy = DEFAULT_FAILURE_POLICY,
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
 ) -> RunningWebhook:
@@ -101,13 +100,13 @@ def start_webhook(
     def start() -> RunningWebhook:
         port, health_port = plane.processes.reserve_ports(2)
         args = (
-            "--role=webhook",
-            f"--tls-cert={server.cert}",
-            f"--tls-key={server.key}",
-            f"--bind={LOOPBACK}",
-            f"--port={port}",
-            f"--health-port={health_port}",
-            f"--invalid-annotation={invalid_annotation}",
+            flag("role", ROLE_WEBHOOK),
+            flag("tls_cert", server.cert),
+            flag("tls_key", server.key),
+            flag("bind", LOOPBACK),
+            flag("port", port),
+            flag("health_port", health_port),
+            flag("invalid_annotation", invalid_annotation),
         )
         return launch_webhook(plane.processes, args, port, health_port)
 

@@ -7,9 +7,9 @@ from typing import Any
 import kubernetes.client
 from kubernetes.client.rest import ApiException
 
-from components.render.scheduler_config import SCHEDULER_NAME
-from localcluster.nodes import GPU_RESOURCE, GPU_TAINT
-from policy import MIN_MEMORY_ANNOTATION
+from contracts.cluster import SCHEDULER_NAME
+from localcluster.nodes import GPU_TAINT
+from policy import GPU_RESOURCE, MIN_MEMORY_ANNOTATION
 
 WORKLOAD_NAMESPACE = "ml-training"
 POD_IMAGE = "busybox:1.37.0"

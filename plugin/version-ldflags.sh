@@ -1,7 +1,7 @@
 #!/usr/bin/env sh
 # Prints the -ldflags that stamp the pinned Kubernetes release into a binary built from
 # this module, as a release build does (hack/lib/version.sh): --version and /version then
-# report e.g. v1.35.8 instead of v0.0.0-master. Used by build-binaries.sh and the
+# report e.g. v1.35.8 instead of v0.0.0-master. Used by ../toolchain/build.sh and the
 # Dockerfile, so the image and the local binaries carry the same stamp.
 set -eu
 cd "$(dirname "$0")"

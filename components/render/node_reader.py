@@ -14,4 +14,4 @@ NODE_READER_RULES: tuple[dict[str, Any], ...] = (
     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
 )
 """Exactly what the node cache needs: list, then watch from the list's resourceVersion, and get
-for a candidate the cache does not know yet (``extender_app/node_lookup.py``)."""
+for a candidate the cache does not know yet (``extender_app/node_cache/lookup.py``)."""

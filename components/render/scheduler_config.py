@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 import yaml
 
+from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
+from contracts.server import FILTER_PATH, PRIORITIZE_PATH, TLS_PORT
 from policy import SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
 
 SchedulerMode = Literal["extender", "extender-cached", "plugin"]
@@ -22,8 +24,6 @@ itself. ``plugin``: the gpu-scheduler build with the GPUScheduler plugin, no ext
 EXTENDER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached")
 """The modes that run the upstream kube-scheduler with our HTTP extender."""
 
-SCHEDULER_NAME = "custom-scheduler"
-NAMESPACE = "scheduler-lab"
 PLUGIN_NAME = "GPUScheduler"
 CAPACITY_PLUGIN_NAME = "CapacityType"
 """Plugin mode: the capacity-type rule's plugin (on-demand or spot as the pod's choice)."""
@@ -32,9 +32,7 @@ CAPACITY_TYPE_WEIGHT = 20
 gets it over a larger GPU of the other type (both scores are 0..100)."""
 CONFIG_API_VERSION = "kubescheduler.config.k8s.io/v1"
 
-EXTENDER_SERVICE = "scheduler-extender"
-"""The extender's Service (and Deployment) name in NAMESPACE."""
-EXTENDER_PORT = 8443
+EXTENDER_PORT = TLS_PORT
 """The extender's HTTPS port, on the Service and the container."""
 EXTENDER_SERVICE_HOST = f"{EXTENDER_SERVICE}.{NAMESPACE}.svc"
 """The name kube-scheduler dials; the extender's server certificate must carry it."""
@@ -170,8 +168,8 @@ def render_scheduler_config(config: SchedulerConfig) -> dict[str, Any]:
         document["extenders"] = [
             {
                 "urlPrefix": endpoint.url_prefix,
-                "filterVerb": "filter",
-                "prioritizeVerb": "prioritize",
+                "filterVerb": FILTER_PATH.lstrip("/"),
+                "prioritizeVerb": PRIORITIZE_PATH.lstrip("/"),
                 "weight": endpoint.weight,
                 "enableHTTPS": True,
                 "tlsConfig": {

@@ -24,28 +24,28 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from components.render.scheduler_config import NAMESPACE
+from contracts.cluster import NAMESPACE, NAMESPACE_NAME_LABEL, WEBHOOK_SERVICE
+from contracts.server import (
+    HEALTH_PORT,
+    INVALID_ANNOTATION,
+    MUTATE_PATH,
+    ROLE_WEBHOOK,
+    TLS_PORT,
+    WEBHOOK_TLS_DIR,
+    InvalidAnnotation,
+    flag,
+    tls_flags,
+)
 from policy import MIN_MEMORY_ANNOTATION
 
-WEBHOOK_SERVICE = "gpu-memory-webhook"
-"""The webhook's Service, Deployment, ServiceAccount and MutatingWebhookConfiguration name."""
 WEBHOOK_SERVICE_HOST = f"{WEBHOOK_SERVICE}.{NAMESPACE}.svc"
 """The name kube-apiserver verifies in the server certificate when it calls the Service."""
 WEBHOOK_NAME = "gpu-memory.training.example.com"
 """The webhook's name inside the configuration (a qualified name; the API server's error names it)."""
-WEBHOOK_PORT = 8443
-"""The container's TLS port (the NetworkPolicy's port: policies see the pod's port)."""
 WEBHOOK_SERVICE_PORT = 443
 """The Service port the configuration names (kube-apiserver's default for a service reference)."""
-WEBHOOK_HEALTH_PORT = 8080
-WEBHOOK_TLS_DIR = "/etc/webhook-tls"
-"""Where the Deployment mounts the Secret WEBHOOK_TLS_SECRET."""
 WEBHOOK_TLS_SECRET = "gpu-memory-webhook-tls"  # noqa: S105 - the name of a Secret, not a credential
-MUTATE_PATH = "/mutate"
-"""The webhook role's endpoint (extender_app.admission.MUTATE_PATH; a test checks they agree)."""
 EXCLUDED_NAMESPACES = ("kube-system",)
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-"""Set by the API server on every namespace."""
 
 FailurePolicy = Literal["Fail", "Ignore"]
 FAILURE_POLICIES: tuple[FailurePolicy, ...] = ("Fail", "Ignore")
@@ -59,9 +59,6 @@ DEFAULT_TIMEOUT_SECONDS = 5
 over and bounds how long a pod CREATE waits for a webhook that does not answer."""
 MAX_TIMEOUT_SECONDS = 30
 """The API's limit for ``timeoutSeconds``."""
-InvalidAnnotation = Literal["deny", "warn"]
-INVALID_ANNOTATION_CHOICES: tuple[InvalidAnnotation, ...] = ("deny", "warn")
-"""The webhook's ``--invalid-annotation`` values (extender_app.admission; a test checks they agree)."""
 
 
 def annotation_condition(annotation: str = MIN_MEMORY_ANNOTATION) -> dict[str, str]:
@@ -140,13 +137,12 @@ def mutating_webhook_configuration(webhook: Mapping[str, Any]) -> dict[str, Any]
     }
 
 
-def webhook_args(invalid_annotation: InvalidAnnotation = "deny") -> list[str]:
+def webhook_args(invalid_annotation: InvalidAnnotation = INVALID_ANNOTATION) -> list[str]:
     """The container's flags: the extender image in its webhook role, server certificate only."""
     return [
-        "--role=webhook",
-        f"--tls-cert={WEBHOOK_TLS_DIR}/tls.crt",
-        f"--tls-key={WEBHOOK_TLS_DIR}/tls.key",
-        f"--port={WEBHOOK_PORT}",
-        f"--health-port={WEBHOOK_HEALTH_PORT}",
-        f"--invalid-annotation={invalid_annotation}",
+        flag("role", ROLE_WEBHOOK),
+        *tls_flags(WEBHOOK_TLS_DIR, client_ca=False),
+        flag("port", TLS_PORT),
+        flag("health_port", HEALTH_PORT),
+        flag("invalid_annotation", invalid_annotation),
     ]

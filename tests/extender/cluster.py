@@ -12,8 +12,8 @@ from typing import Any
 
 import kubernetes.client
 
-from extender_app import kube_node_api
-from extender_app.node_metadata import NodeMeta, NodePage, WatchEvent
+from extender_app.node_cache import kube_api
+from extender_app.node_cache.metadata import NodeMeta, NodePage, WatchEvent
 from localcluster.control_plane import ControlPlane, Credentials, write_kubeconfig
 from localcluster.custom_scheduler import grant_node_reader
 from localcluster.ports import reserve_port
@@ -157,7 +157,7 @@ def silent_port() -> Iterator[int]:
 
 
 class HeldWatchApi:
-    """The extender's real client (``kube_node_api``) to the real API server, with its watch held back.
+    """The extender's real client (``kube_api``) to the real API server, with its watch held back.
 
     Lists and GETs go straight through; watch events wait in the connection until ``release``.
     This is how a test puts the extender's watch behind kube-scheduler's informer on purpose (an
@@ -168,15 +168,15 @@ class HeldWatchApi:
     def __init__(self, kubeconfig: Path, request_timeout: float) -> None:
         self._kubeconfig = kubeconfig
         self._timeout = request_timeout
-        self._api: kube_node_api.KubeNodeApi | None = None
+        self._api: kube_api.KubeNodeApi | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._released: asyncio.Event | None = None
 
-    async def _real(self) -> kube_node_api.KubeNodeApi:
+    async def _real(self) -> kube_api.KubeNodeApi:
         if self._api is None:
             self._loop = asyncio.get_running_loop()
             self._released = asyncio.Event()
-            self._api = await kube_node_api.connect(str(self._kubeconfig), NODE_MEMORY_LABEL, self._timeout)
+            self._api = await kube_api.connect(str(self._kubeconfig), NODE_MEMORY_LABEL, self._timeout)
         return self._api
 
     async def list_nodes(self, limit: int, continue_token: str) -> NodePage:
@@ -202,7 +202,7 @@ class HeldWatchApi:
 
 
 class _HeldWatch:
-    def __init__(self, stream: kube_node_api.KubeWatch, released: asyncio.Event) -> None:
+    def __init__(self, stream: kube_api.KubeWatch, released: asyncio.Event) -> None:
         self._stream = stream
         self._released = released
 

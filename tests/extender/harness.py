@@ -19,7 +19,7 @@ from pathlib import Path
 import orjson
 
 from extender_app.json_log import JsonLineFormatter
-from extender_app.node_lookup import NodeReader
+from extender_app.node_cache.lookup import NodeReader
 from extender_app.service import BoundPorts, ExtenderService
 from extender_app.settings import ExtenderSettings
 from tests.extender.pki import Pki

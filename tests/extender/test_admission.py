@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 import policy
-from extender_app.admission import AdmissionSettings, review
-from extender_app.wire import WireError
+from extender_app.verbs.wire import WireError
+from extender_app.webhook.admission import AdmissionSettings, review
 from tests.extender.admission_reviews import UID, admission_review
 from tests.extender.admission_reviews import gpu_pod as pod
 

@@ -28,10 +28,10 @@ from typing import Any
 import orjson
 import pytest
 
-from extender_app.cached_handlers import cached_verbs
-from extender_app.handlers import VerbLimits
-from extender_app.node_cache import NodeCache
-from extender_app.node_metadata import NodeDecodeError, page_from_json
+from extender_app.node_cache.cache import NodeCache
+from extender_app.node_cache.metadata import NodeDecodeError, page_from_json
+from extender_app.verbs.cached_handlers import cached_verbs
+from extender_app.verbs.handlers import VerbLimits
 from policy import PolicySettings
 from tests.vectors import case_settings, load_cases
 

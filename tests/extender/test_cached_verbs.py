@@ -6,13 +6,13 @@ from http import HTTPStatus
 import orjson
 import pytest
 
-from extender_app.cached_handlers import UNKNOWN_NODE, cached_verbs
-from extender_app.handlers import VerbLimits
 from extender_app.metrics import create_metrics
-from extender_app.node_cache import NodeCache
-from extender_app.node_metadata import NodeMeta
-from extender_app.wire import MAX_DEPTH_REASON
-from extender_app.wire_names import (
+from extender_app.node_cache.cache import NodeCache
+from extender_app.node_cache.metadata import NodeMeta
+from extender_app.verbs.cached_handlers import UNKNOWN_NODE, cached_verbs
+from extender_app.verbs.handlers import VerbLimits
+from extender_app.verbs.wire import MAX_DEPTH_REASON
+from extender_app.verbs.wire_names import (
     NODE_NAMES_NOT_LIST,
     NODE_NAMES_REQUIRED,
     NODES_REFUSED,

@@ -27,6 +27,8 @@ DOCKERFILE = REPO_ROOT / "extender_app" / "Dockerfile"
 IGNORE_FILE = REPO_ROOT / "extender_app" / "Dockerfile.dockerignore"
 HADOLINT = Path(sys.executable).parent / "hadolint"
 RUNTIME_REQUIREMENTS = REPO_ROOT / "extender_app" / "requirements.txt"
+IMAGE_PACKAGES = ("contracts", "policy", "extender_app")
+"""Our packages the image copies: the extender and what it imports."""
 
 
 def instructions():
@@ -63,13 +65,13 @@ def test_multi_stage_with_pinned_bases_non_root_and_no_shell_form():
     assert any("PYTHONDONTWRITEBYTECODE=1" in line for line in final)
     copies = [line for line in lines if line.startswith("COPY ") and "--from=" not in line]
     sources = {line.split()[1] for line in copies}
-    assert sources == {"extender_app/requirements.txt", "policy/", "extender_app/"}
+    assert sources == {"extender_app/requirements.txt", *(f"{package}/" for package in IMAGE_PACKAGES)}
 
 
 def test_build_context_holds_only_what_the_image_copies():
     patterns = [line for line in IGNORE_FILE.read_text().splitlines() if line and not line.startswith("#")]
     assert patterns[0] == "*"
-    assert {"!policy/", "!extender_app/"} <= set(patterns)
+    assert {f"!{package}/" for package in IMAGE_PACKAGES} <= set(patterns)
 
 
 def _copy_distribution(name: str, target: Path) -> None:
@@ -85,9 +87,9 @@ def _copy_distribution(name: str, target: Path) -> None:
 
 @pytest.fixture
 def image_layout(tmp_path):
-    """/app as the image has it: our two packages plus only the pinned runtime requirements."""
+    """/app as the image has it: our packages plus only the pinned runtime requirements."""
     app = tmp_path / "app"
-    for package in ("policy", "extender_app"):
+    for package in IMAGE_PACKAGES:
         shutil.copytree(REPO_ROOT / package, app / package, ignore=shutil.ignore_patterns("__pycache__"))
     site = app / "site-packages"
     for line in RUNTIME_REQUIREMENTS.read_text().splitlines():

@@ -21,7 +21,7 @@ def test_the_committed_table_is_the_rendered_one() -> None:
     assert page.count(BEGIN) == 1
     assert page.count(END) == 1
     assert replace_table(page) == page, (
-        "docs/extender.md's flag table differs from extender_app/cli.py: "
+        "docs/extender.md's flag table differs from extender_app/settings.py: "
         "run .venv/bin/python -m extender_app.flag_table"
     )
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from extender_app.handlers import VerbLimits, filter_verb, prioritize_verb
+from extender_app.verbs.handlers import VerbLimits, filter_verb, prioritize_verb
 from policy import GPU_RESOURCE, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL, PolicySettings
 from tests.extender.harness import ThreadedExtender, request, scheduler_context, settings_for
 from tests.extender.pki import make_pki

@@ -6,7 +6,7 @@ from http import HTTPStatus
 import orjson
 import pytest
 
-from extender_app.handlers import VERBS, VerbLimits, filter_verb, prioritize_verb
+from extender_app.verbs.handlers import VERBS, VerbLimits, filter_verb, prioritize_verb
 from policy import (
     BELOW_MINIMUM,
     INVALID_MIN_MEMORY,

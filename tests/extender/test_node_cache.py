@@ -2,8 +2,8 @@
 
 import pytest
 
-from extender_app.node_cache import ListChanges, NodeCache, NodeChange, resource_version_number
-from extender_app.node_metadata import (
+from extender_app.node_cache.cache import ListChanges, NodeCache, NodeChange, resource_version_number
+from extender_app.node_cache.metadata import (
     ADDED,
     BOOKMARK,
     DELETED,

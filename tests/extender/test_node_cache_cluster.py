@@ -13,8 +13,8 @@ from typing import Any
 import orjson
 import pytest
 
-from extender_app.cached_handlers import UNKNOWN_NODE
-from extender_app.node_lookup import LOOKUP_FAILED, NODE_NOT_FOUND, lookup_skipped, lookup_timed_out
+from extender_app.node_cache.lookup import LOOKUP_FAILED, NODE_NOT_FOUND, lookup_skipped, lookup_timed_out
+from extender_app.verbs.cached_handlers import UNKNOWN_NODE
 from policy import BELOW_MINIMUM, INVALID_NODE_LABEL
 from tests.extender.cluster import HeldWatchApi, Nodes, kubeconfig_via, node_reader, proxy_to, silent_port
 from tests.extender.harness import (

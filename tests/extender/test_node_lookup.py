@@ -10,9 +10,9 @@ import logging
 
 from components.render.scheduler_config import ExtenderEndpoint
 from extender_app.metrics import create_metrics
-from extender_app.node_cache import NodeCache
-from extender_app.node_lookup import NODE_DELETED, LookupSettings, NodeLookup, lookup_timed_out
-from extender_app.node_metadata import ADDED, DELETED, NodeMeta, WatchEvent
+from extender_app.node_cache.cache import NodeCache
+from extender_app.node_cache.lookup import NODE_DELETED, LookupSettings, NodeLookup, lookup_timed_out
+from extender_app.node_cache.metadata import ADDED, DELETED, NodeMeta, WatchEvent
 from extender_app.settings import ExtenderSettings
 from policy import NODE_MEMORY_LABEL
 

@@ -3,7 +3,7 @@
 import orjson
 import pytest
 
-from extender_app.node_metadata import (
+from extender_app.node_cache.metadata import (
     BOOKMARK,
     DELETED,
     ERROR,

@@ -7,8 +7,8 @@ from collections import deque
 import pytest
 
 from extender_app.metrics import create_metrics
-from extender_app.node_cache import NodeCache
-from extender_app.node_metadata import (
+from extender_app.node_cache.cache import NodeCache
+from extender_app.node_cache.metadata import (
     ADDED,
     BOOKMARK,
     DELETED,
@@ -19,7 +19,7 @@ from extender_app.node_metadata import (
     NodePage,
     WatchEvent,
 )
-from extender_app.node_sync import NodeApiError, NodeSync, ResourceExpired, SyncSettings, backoff_delay
+from extender_app.node_cache.sync import NodeApiError, NodeSync, ResourceExpired, SyncSettings, backoff_delay
 from tests.extender.harness import LogCapture
 
 KEY = "example.com/gpu-memory-mib"

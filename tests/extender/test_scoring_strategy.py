@@ -4,7 +4,7 @@ import orjson
 import pytest
 
 from extender_app.cli import settings_from
-from extender_app.handlers import VerbLimits, prioritize_verb
+from extender_app.verbs.handlers import VerbLimits, prioritize_verb
 from policy import BEST_FIT, NODE_MEMORY_LABEL, PREFER_LARGER, PolicySettings
 from tests.extender.harness import DEADLINE, LOOPBACK, start_process
 from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod

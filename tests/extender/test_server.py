@@ -383,15 +383,21 @@ def test_expect_100_continue_is_honoured(extender):
     assert len(orjson.loads(answer)) == 2
 
 
-def test_a_handler_bug_is_a_500_and_logged(extender, monkeypatch):
+def test_a_handler_bug_is_a_500_and_logged(pki, monkeypatch):
     def broken(body, limits):
         raise RuntimeError("bug")
 
     monkeypatch.setitem(service_module.VERBS, "/filter", broken)
-    reply = post(extender, "/filter", b"{}")
-    assert_plain_error(reply, 500, "internal error")
-    wait_for(lambda: any(line["msg"] == "request handler failed" for line in extender.logs.lines), "the log")
-    assert post(extender, "/prioritize", extender_body(make_pod(), make_nodes(1))).status == 200
+    extender = ThreadedExtender(settings_for(pki), pki).start()
+    try:
+        reply = post(extender, "/filter", b"{}")
+        assert_plain_error(reply, 500, "internal error")
+        wait_for(
+            lambda: any(line["msg"] == "request handler failed" for line in extender.logs.lines), "the log"
+        )
+        assert post(extender, "/prioritize", extender_body(make_pod(), make_nodes(1))).status == 200
+    finally:
+        extender.stop()
 
 
 def test_a_client_vanishing_mid_body_gives_its_slot_back(pki):

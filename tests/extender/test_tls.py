@@ -10,7 +10,7 @@ import pytest
 from cryptography import x509
 
 from extender_app.service import ExtenderService
-from extender_app.tls_material import TlsMaterialError, TlsPaths, build_context
+from extender_app.serving.tls_material import TlsMaterialError, TlsPaths, build_context
 from tests.extender.harness import (
     LOOPBACK,
     ThreadedExtender,

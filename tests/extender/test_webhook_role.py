@@ -15,8 +15,9 @@ import orjson
 import pytest
 
 import policy
+from contracts.server import ROLE_WEBHOOK
 from extender_app.cli import settings_from
-from extender_app.settings import ROLE_WEBHOOK, WEBHOOK_MAX_BODY_BYTES, ExtenderSettings
+from extender_app.settings import WEBHOOK_MAX_BODY_BYTES, ExtenderSettings
 from tests.extender.admission_reviews import UID, admission_review, gpu_pod
 from tests.extender.harness import (
     ThreadedExtender,

@@ -5,7 +5,7 @@ from http import HTTPStatus
 import orjson
 import pytest
 
-from extender_app.wire import (
+from extender_app.verbs.wire import (
     NODE_NAMES_REFUSED,
     WireError,
     encode_filter_result,

@@ -24,20 +24,14 @@ from components.certificates import CLIENT_SECRET, SERVER_SECRET
 from components.custom_scheduler import CONFIG_FILE, CONFIG_MAP_NAME
 from components.render.scheduler_config import (
     EXTENDER_MODES,
-    EXTENDER_SERVICE,
     EXTENDER_SERVICE_HOST,
-    NAMESPACE,
     SCHEDULER_MODES,
-    SCHEDULER_NAME,
     SchedulerMode,
     uses_extender,
 )
-from components.render.webhook_config import (
-    MUTATE_PATH,
-    WEBHOOK_SERVICE,
-    WEBHOOK_SERVICE_HOST,
-    WEBHOOK_TLS_SECRET,
-)
+from components.render.webhook_config import WEBHOOK_SERVICE_HOST, WEBHOOK_TLS_SECRET
+from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME, WEBHOOK_SERVICE
+from contracts.server import MUTATE_PATH
 from localcluster.control_plane import start_control_plane
 from localcluster.deployed_scheduler import (
     ABSENT,

@@ -352,7 +352,7 @@ def test_karpenter_charts_come_pinned_from_the_oci_registry(karpenter_run: Stack
 
 
 def test_the_aws_crds_the_dry_run_installs_are_the_charts_release() -> None:
-    script = (REPO_ROOT / "plugin" / "build-binaries.sh").read_text()
+    script = (REPO_ROOT / "toolchain" / "build.sh").read_text()
     [version] = re.findall(r"KARPENTER_AWS_MODULE=github\.com/aws/karpenter-provider-aws@v(\S+)", script)
     assert version == DEFAULT_KARPENTER_CHART_VERSION
 

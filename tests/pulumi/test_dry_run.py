@@ -24,13 +24,8 @@ from kubernetes.client.rest import ApiException
 from kubernetes.dynamic import DynamicClient
 
 from components.extender import NODE_READER_ROLE
-from components.render.scheduler_config import (
-    EXTENDER_SERVICE,
-    NAMESPACE,
-    SCHEDULER_MODES,
-    SchedulerMode,
-    uses_extender,
-)
+from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode, uses_extender
+from contracts.cluster import EXTENDER_SERVICE, NAMESPACE
 from localcluster.control_plane import ControlPlane, start_control_plane
 from localcluster.deployed_scheduler import SERVICE_ACCOUNT_GROUPS, service_account_user
 from localcluster.karpenter import install_crds
@@ -275,7 +270,7 @@ def test_the_node_reader_grants_reading_nodes_and_nothing_else(
 
 
 AWS_CRD_DIR = "karpenter-aws-crds"
-"""Under the binaries' directory: the AWS provider's CRDs at the chart's release (build-binaries.sh)."""
+"""Under the binaries' directory: the AWS provider's CRDs at the chart's release (toolchain/build.sh)."""
 
 
 @pytest.fixture(scope="module")

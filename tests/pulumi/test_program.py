@@ -36,20 +36,17 @@ from components.custom_scheduler import (
     CONFIG_DIR,
     CONFIG_FILE,
 )
-from components.extender import HEALTH_PORT, NODE_CACHE_WATCH_FLAG, NODE_READER_ROLE, extender_args
+from components.extender import NODE_READER_ROLE, extender_args
 from components.render.scheduler_config import (
     EXTENDER_PORT,
-    EXTENDER_SERVICE,
     EXTENDER_SERVICE_HOST,
-    NAMESPACE,
-    SCHEDULER_NAME,
     SchedulerConfig,
     config_checksum,
     render_scheduler_config,
     scheduler_config_yaml,
     uses_extender,
 )
-from components.render.webhook_config import WEBHOOK_SERVICE, WEBHOOK_TLS_SECRET
+from components.render.webhook_config import WEBHOOK_TLS_SECRET
 from components.stack import build_stack
 from components.stack_config import (
     EXTENDER_RESOURCES,
@@ -59,6 +56,8 @@ from components.stack_config import (
     StackConfigError,
     SystemNodeGroup,
 )
+from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME, WEBHOOK_SERVICE
+from contracts.server import HEALTH_PORT, NODE_CACHE_WATCH_FLAG
 from extender_app.cli import build_parser, settings_from
 from policy import CAPACITY_TYPE_LABEL, NODE_MEMORY_LABEL
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, run_with, stack_config
@@ -637,7 +636,6 @@ def test_extender_args_per_mode(any_extender_run: StackRun) -> None:
     mode = any_extender_run.outputs["schedulerMode"]
     [container] = containers(any_extender_run.kubernetes_object("Deployment", EXTENDER_SERVICE))
     stateless = extender_args(ExtenderSettings(), "extender")
-    assert NODE_CACHE_WATCH_FLAG == "--node-cache=watch"
     assert not [arg for arg in stateless if arg.startswith("--node-cache")]
     if mode == "extender-cached":
         assert container["args"] == [*stateless, NODE_CACHE_WATCH_FLAG]

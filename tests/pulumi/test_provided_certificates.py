@@ -21,8 +21,9 @@ from components.certificates import CLIENT_SECRET, SERVER_SECRET, certificate_ch
 from components.custom_scheduler import CLIENT_TLS_CHECKSUM_ANNOTATION
 from components.kubernetes_versions import plugin_kubernetes_version
 from components.provided_certificates import DIALED_HOSTS, ProvidedCertificates
-from components.render.scheduler_config import EXTENDER_SERVICE_HOST, NAMESPACE, SCHEDULER_NAME
+from components.render.scheduler_config import EXTENDER_SERVICE_HOST
 from components.stack_config import PROJECT, StackConfigError, parse_stack_config
+from contracts.cluster import NAMESPACE, SCHEDULER_NAME
 from localcluster.pki import CertificateAuthority
 from localcluster.team_pki import TeamPki, client_leaf, key_pem, leaf, pem, server_leaf, webhook_leaf
 from policy import extender_score, requirement_from_pod

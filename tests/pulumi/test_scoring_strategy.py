@@ -8,14 +8,9 @@ import yaml
 
 from components.custom_scheduler import CONFIG_CHECKSUM_ANNOTATION, CONFIG_FILE
 from components.extender import extender_args
-from components.render.scheduler_config import (
-    EXTENDER_SERVICE,
-    SCHEDULER_NAME,
-    SchedulerConfig,
-    render_scheduler_config,
-    scheduler_config_yaml,
-)
+from components.render.scheduler_config import SchedulerConfig, render_scheduler_config, scheduler_config_yaml
 from components.stack_config import PROJECT, ExtenderSettings, StackConfigError
+from contracts.cluster import EXTENDER_SERVICE, SCHEDULER_NAME
 from extender_app.cli import settings_from
 from policy import BEST_FIT, PREFER_LARGER
 from tests.pulumi.conftest import SINGLE_GROUP, run_with, stack_config

@@ -6,24 +6,24 @@ from typing import Any
 
 import pytest
 
-from components.render.scheduler_config import EXTENDER_SERVICE, NAMESPACE
 from components.render.webhook_config import (
-    INVALID_ANNOTATION_CHOICES,
-    MUTATE_PATH,
     WEBHOOK_NAME,
-    WEBHOOK_PORT,
-    WEBHOOK_SERVICE,
     WEBHOOK_SERVICE_HOST,
     WEBHOOK_SERVICE_PORT,
-    WEBHOOK_TLS_DIR,
     WEBHOOK_TLS_SECRET,
     webhook_args,
 )
 from components.stack_config import StackConfigError, WebhookSettings
-from components.tls_server_workload import HEALTH_PORT
-from extender_app import admission
+from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, WEBHOOK_SERVICE
+from contracts.server import (
+    HEALTH_PORT,
+    MUTATE_PATH,
+    ROLE_WEBHOOK,
+    TLS_PORT,
+    WEBHOOK_TLS_DIR,
+)
 from extender_app.cli import settings_from
-from extender_app.settings import ROLE_WEBHOOK, WEBHOOK_MAX_BODY_BYTES
+from extender_app.settings import WEBHOOK_MAX_BODY_BYTES
 from policy import MIN_MEMORY_ANNOTATION
 from tests.pulumi.conftest import run_with, stack_config
 from tests.pulumi.mocks import StackRun
@@ -107,7 +107,7 @@ def test_the_deployment_is_hardened_like_the_extender(extender_run: StackRun) ->
     assert container["volumeMounts"] == [{"name": "tls", "mountPath": WEBHOOK_TLS_DIR, "readOnly": True}]
     assert pod["volumes"][0]["secret"]["secretName"] == WEBHOOK_TLS_SECRET
     assert {p["name"]: p["containerPort"] for p in container["ports"]} == {
-        "https": WEBHOOK_PORT,
+        "https": TLS_PORT,
         "health": HEALTH_PORT,
     }
 
@@ -120,11 +120,9 @@ def test_the_flags_are_ones_the_program_accepts_in_its_webhook_role() -> None:
         f"{WEBHOOK_TLS_DIR}/tls.key",
     )
     assert settings.client_ca == "", "kube-apiserver presents no client certificate by default"
-    assert (settings.port, settings.health_port) == (WEBHOOK_PORT, HEALTH_PORT)
+    assert (settings.port, settings.health_port) == (TLS_PORT, HEALTH_PORT)
     assert settings.invalid_annotation == "warn"
     assert settings.max_body_bytes == WEBHOOK_MAX_BODY_BYTES
-    assert MUTATE_PATH == admission.MUTATE_PATH
-    assert INVALID_ANNOTATION_CHOICES == admission.INVALID_ANNOTATION_ACTIONS
 
 
 def test_pdb_service_and_network_policy(run: StackRun) -> None:
@@ -142,7 +140,7 @@ def test_pdb_service_and_network_policy(run: StackRun) -> None:
     assert policy["podSelector"] == selector
     assert sorted(policy["policyTypes"]) == ["Egress", "Ingress"]
     assert policy.get("egress", []) == []
-    assert policy["ingress"] == [{"ports": [{"protocol": "TCP", "port": WEBHOOK_PORT}]}]
+    assert policy["ingress"] == [{"ports": [{"protocol": "TCP", "port": TLS_PORT}]}]
 
 
 def test_the_settings_reach_the_objects() -> None:

@@ -35,15 +35,13 @@ from components.custom_scheduler import (
 )
 from components.kubernetes_await import SKIP_AWAIT_ANNOTATION
 from components.render.scheduler_config import (
-    EXTENDER_SERVICE,
     EXTENDER_SERVICE_HOST,
-    NAMESPACE,
-    SCHEDULER_NAME,
     ExtenderEndpoint,
     SchedulerConfig,
     config_checksum,
     scheduler_config_yaml,
 )
+from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
 from localcluster.control_plane import ControlPlane
 from localcluster.pki import KeyPair
 from localcluster.pulumi_stack import (

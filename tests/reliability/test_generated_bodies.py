@@ -10,7 +10,7 @@ from http import HTTPStatus
 import msgspec
 import pytest
 
-from extender_app.handlers import VerbLimits, filter_verb, prioritize_verb
+from extender_app.verbs.handlers import VerbLimits, filter_verb, prioritize_verb
 from policy import PolicySettings
 from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod
 from tests.reliability.body_generator import CATEGORIES, BodyGenerator

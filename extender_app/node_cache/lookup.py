@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from extender_app.metrics import NodeCacheMetrics
-from extender_app.node_cache import NodeCache
-from extender_app.node_metadata import NodeDecodeError, NodeMeta
-from extender_app.node_sync import NodeApi, NodeApiError
+from extender_app.node_cache.cache import NodeCache
+from extender_app.node_cache.metadata import NodeDecodeError, NodeMeta
+from extender_app.node_cache.sync import NodeApi, NodeApiError
 
 FOUND = "found"
 WATCH = "watch"
@@ -58,7 +58,7 @@ def lookup_skipped(most: int) -> str:
 
 
 class NodeGetter(Protocol):
-    """What a lookup needs of the API server (``kube_node_api.KubeNodeApi``)."""
+    """What a lookup needs of the API server (``kube_api.KubeNodeApi``)."""
 
     async def get_node(self, name: str, timeout: float) -> NodeMeta | None:
         """The Node's metadata, None when it does not exist; raises NodeApiError."""

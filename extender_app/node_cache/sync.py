@@ -11,7 +11,7 @@
   ``backoff_max``, each times a random factor in [0.5, 1] (jitter, so replicas do not retry
   in step). A watch that delivers an event or ends normally resets the count.
 
-The API server is reached through a ``NodeApi`` (``kube_node_api.KubeNodeApi`` in the
+The API server is reached through a ``NodeApi`` (``kube_api.KubeNodeApi`` in the
 service, a fake in the unit tests), so this loop has no HTTP of its own.
 """
 
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from extender_app.metrics import NodeCacheMetrics
-from extender_app.node_cache import NodeCache
-from extender_app.node_metadata import ERROR, NodeDecodeError, NodeMeta, NodePage, WatchEvent
+from extender_app.node_cache.cache import NodeCache
+from extender_app.node_cache.metadata import ERROR, NodeDecodeError, NodeMeta, NodePage, WatchEvent
 
 GONE = 410
 """HTTP status (and Status code) of an expired resourceVersion or continue token."""

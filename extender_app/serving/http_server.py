@@ -19,7 +19,7 @@ from typing import Any
 
 import h11
 
-from extender_app.body_budget import BodyBudget
+from extender_app.serving.body_budget import BodyBudget
 
 READ_CHUNK_BYTES = 256 * 1024
 """Bytes asked of the socket per read (also the stream's buffer limit)."""

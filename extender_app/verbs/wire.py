@@ -25,7 +25,7 @@ import msgspec
 import orjson
 from msgspec import UNSET, Raw, UnsetType
 
-from extender_app.node_metadata import label_decoder
+from extender_app.node_cache.metadata import label_decoder
 
 ARGS_POD = "Pod"
 ARGS_NODES = "Nodes"

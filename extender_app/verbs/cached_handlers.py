@@ -15,7 +15,18 @@ from collections import ChainMap
 from collections.abc import Mapping
 from typing import cast
 
-from extender_app.handlers import (
+from contracts.server import FILTER_PATH, PRIORITIZE_PATH
+from extender_app.metrics import NodeCacheMetrics
+from extender_app.node_cache.cache import NodeCache
+from extender_app.node_cache.lookup import NodeLookup
+from extender_app.node_cache.metadata import (
+    NO_CAPACITY_FACTS,
+    CapacityFacts,
+    NodeMeta,
+    capacity_view,
+    policy_view,
+)
+from extender_app.verbs.handlers import (
     AsyncVerbHandler,
     Computed,
     PodAsk,
@@ -28,12 +39,8 @@ from extender_app.handlers import (
     priority,
     zero_scores,
 )
-from extender_app.metrics import NodeCacheMetrics
-from extender_app.node_cache import NodeCache
-from extender_app.node_lookup import NodeLookup
-from extender_app.node_metadata import NO_CAPACITY_FACTS, CapacityFacts, NodeMeta, capacity_view, policy_view
-from extender_app.wire import encode_priorities
-from extender_app.wire_names import NamesArgs, encode_names_filter_result, parse_names_args
+from extender_app.verbs.wire import encode_priorities
+from extender_app.verbs.wire_names import NamesArgs, encode_names_filter_result, parse_names_args
 from policy import capacity_score_100, fits_capacity_type, fits_memory, score_100
 
 UNKNOWN_NODE = "node not yet in the extender's node cache"
@@ -62,7 +69,7 @@ def cached_verbs(cache: NodeCache, metrics: NodeCacheMetrics | None = None) -> M
 
         return count_unknown(answer(body, limits, parse_names_args, compute, zero_scores))
 
-    return {"/filter": filter_names, "/prioritize": prioritize_names}
+    return {FILTER_PATH: filter_names, PRIORITIZE_PATH: prioritize_names}
 
 
 def verifying_verbs(
@@ -98,9 +105,9 @@ def verifying_verbs(
 
     async def prioritize_names(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
         """POST /prioritize with NodeNames (the cache only)."""
-        return plain["/prioritize"](body, limits)
+        return plain[PRIORITIZE_PATH](body, limits)
 
-    return {"/filter": filter_names, "/prioritize": prioritize_names}
+    return {FILTER_PATH: filter_names, PRIORITIZE_PATH: prioritize_names}
 
 
 def _counted(metrics: NodeCacheMetrics | None, result: VerbResult) -> VerbResult:

@@ -21,7 +21,7 @@ import yaml
 from kubernetes_asyncio import client as kube_client
 from kubernetes_asyncio import config as kube_config
 
-from extender_app.node_metadata import (
+from extender_app.node_cache.metadata import (
     NodeMeta,
     NodePage,
     WatchEvent,
@@ -29,7 +29,7 @@ from extender_app.node_metadata import (
     node_from_json,
     page_from_json,
 )
-from extender_app.node_sync import GONE, NodeApiConfigError, NodeApiError, ResourceExpired
+from extender_app.node_cache.sync import GONE, NodeApiConfigError, NodeApiError, ResourceExpired
 
 NODES_PATH = "/api/v1/nodes"
 LIST_ACCEPT = "application/json"

@@ -23,7 +23,7 @@ the list is older than it.
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from extender_app.node_metadata import (
+from extender_app.node_cache.metadata import (
     ADDED,
     BOOKMARK,
     DELETED,

@@ -1,4 +1,4 @@
-module example.com/gpu-scheduler-eks/plugin/karpenter
+module example.com/gpu-scheduler-eks/toolchain/karpenter
 
 go 1.26.6
 

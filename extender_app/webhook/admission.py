@@ -13,11 +13,17 @@ is not an AdmissionReview is a ``WireError`` (400), as the extender's verbs answ
 import base64
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 
-from extender_app.wire import WireError, check_utf8
+from contracts.server import (
+    INVALID_ANNOTATION,
+    INVALID_ANNOTATION_ACTIONS,
+    INVALID_ANNOTATION_WARN,
+    InvalidAnnotation,
+)
+from extender_app.verbs.wire import WireError, check_utf8
 from policy import (
     DEFAULT_CAPACITY_SETTINGS,
     DEFAULT_SETTINGS,
@@ -28,16 +34,9 @@ from policy import (
     node_affinity_patch,
 )
 
-MUTATE_PATH = "/mutate"
-"""Where the webhook role answers AdmissionReviews (the MutatingWebhookConfiguration's path)."""
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 ADMISSION_REVIEW = "AdmissionReview"
 POD_KIND = {"group": "", "version": "v1", "kind": "Pod"}
-
-InvalidAnnotation = Literal["deny", "warn"]
-INVALID_ANNOTATION_ACTIONS: tuple[InvalidAnnotation, ...] = ("deny", "warn")
-INVALID_ANNOTATION: InvalidAnnotation = "deny"
-"""Default: deny, so `kubectl apply` shows the policy's message instead of a pod that waits forever."""
 
 DENIED_STATUS = HTTPStatus.UNPROCESSABLE_ENTITY
 """The status code a denial carries (Kubernetes' own for an invalid field value)."""
@@ -124,7 +123,7 @@ def _pod_answer(pod: object, settings: AdmissionSettings) -> dict[str, Any]:
         capacity_error = str(error) == INVALID_CAPACITY_CHOICE
         annotation = settings.capacity.annotation if capacity_error else settings.policy.min_memory_annotation
         message = f"{annotation}: {error}"
-        if settings.invalid_annotation == "warn":
+        if settings.invalid_annotation == INVALID_ANNOTATION_WARN:
             return {"warnings": [message]}
         return {"allowed": False, "status": {"code": int(DENIED_STATUS), "message": message}}
     if not patch:

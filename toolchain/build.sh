@@ -2,8 +2,10 @@
 # Builds one set of binaries from pinned Go modules into $1 (default ../.cache/bin),
 # static (CGO_ENABLED=0) and -trimpath. $2 names the set (default control-plane):
 #   control-plane (make binaries):
-#     kube-apiserver, kube-scheduler  k8s.io/kubernetes at the version in go.mod
-#     gpu-scheduler                   ./cmd/gpu-scheduler (kube-scheduler + GPUScheduler)
+#     kube-apiserver, kube-scheduler  k8s.io/kubernetes at the version in ../plugin/go.mod:
+#                                     built in the plugin's module, so the vanilla scheduler,
+#                                     the API server and gpu-scheduler are one Kubernetes
+#     gpu-scheduler                   ../plugin/cmd/gpu-scheduler (kube-scheduler + GPUScheduler)
 #     etcd                            go.etcd.io/etcd/server/v3 at the version in etcd/go.mod
 #   autoscalers (make autoscaler-binaries):
 #     karpenter-kwok  sigs.k8s.io/karpenter/kwok (Karpenter with its kwok cloud provider)
@@ -13,7 +15,7 @@
 #     karpenter-crds/ Karpenter's CRDs from its module (kwok/charts/crds, kwok/apis/crds)
 #     karpenter-aws-crds/  the AWS provider's CRDs (EC2NodeClass, NodePool, ...) from
 #                     github.com/aws/karpenter-provider-aws at the release the stack's
-#                     Karpenter chart pins (components/stack_config.py), downloaded only:
+#                     Karpenter chart pins (components/stack_config/autoscaling.py), downloaded only:
 #                     the dry run of the stack's NodePools and EC2NodeClass installs them
 #     karpenter-aws-chart/  that release's chart values.yaml (the stack's values are checked
 #                     against its keys)
@@ -25,6 +27,7 @@
 # proves it runs).
 set -euo pipefail
 cd "$(dirname "$0")"
+plugin=../plugin
 out=$(realpath -m "${1:-../.cache/bin}")
 set_name=${2:-control-plane}
 mkdir -p "$out"
@@ -63,15 +66,15 @@ publish_files() { # directory files...: copy into $out/directory, replacing it o
 
 case $set_name in
 control-plane)
-  k8s_version=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
+  k8s_version=$(go -C "$plugin" list -m -f '{{.Version}}' k8s.io/kubernetes)
   etcd_version=$(go -C etcd list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
-  k8s_ldflags=$(./version-ldflags.sh)
+  k8s_ldflags=$("$plugin"/version-ldflags.sh)
   echo "Building Kubernetes $k8s_version and etcd $etcd_version into $out"
   echo "(cold on 2 cores: 7 to 11 minutes, kube-apiserver the longest; a rerun takes seconds)"
   build etcd etcd "-s -w" go.etcd.io/etcd/server/v3
-  build kube-apiserver . "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-apiserver
-  build kube-scheduler . "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-scheduler
-  build gpu-scheduler . "$k8s_ldflags" ./cmd/gpu-scheduler
+  build kube-apiserver "$plugin" "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-apiserver
+  build kube-scheduler "$plugin" "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-scheduler
+  build gpu-scheduler "$plugin" "$k8s_ldflags" ./cmd/gpu-scheduler
   ;;
 autoscalers)
   karpenter_version=$(go -C karpenter list -m -f '{{.Version}}' sigs.k8s.io/karpenter)

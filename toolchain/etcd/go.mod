@@ -2,8 +2,8 @@
 // module so it is built from etcd's own dependency set at the version Kubernetes
 // v1.35.8 is tested and deployed with (kubeadm DefaultEtcdVersion 3.6.6-0,
 // hack/lib/etcd.sh ETCD_VERSION=3.6.6), while kube-apiserver keeps the v3.6.5 etcd
-// client modules that k8s.io/kubernetes v1.35.8 requires (see ../go.mod).
-module example.com/gpu-scheduler-eks/plugin/etcd
+// client modules that k8s.io/kubernetes v1.35.8 requires (see ../../plugin/go.mod).
+module example.com/gpu-scheduler-eks/toolchain/etcd
 
 go 1.25.0
 

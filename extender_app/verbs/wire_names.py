@@ -19,7 +19,7 @@ import msgspec
 import orjson
 from msgspec import UNSET, Raw, UnsetType
 
-from extender_app.wire import (
+from extender_app.verbs.wire import (
     ARGS_NODE_NAMES,
     ARGS_NODES,
     ARGS_POD,

@@ -9,7 +9,14 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Generic, Protocol, TypeVar
 
-from extender_app.wire import ExtenderArgs, WireError, encode_filter_result, encode_priorities, parse_args
+from contracts.server import FILTER_PATH, PRIORITIZE_PATH
+from extender_app.verbs.wire import (
+    ExtenderArgs,
+    WireError,
+    encode_filter_result,
+    encode_priorities,
+    parse_args,
+)
 from policy import (
     DEFAULT_CAPACITY_SETTINGS,
     CapacityTypeSettings,
@@ -123,7 +130,7 @@ def prioritize_verb(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
     return answer(body, limits, parse_args, _prioritize, zero_scores)
 
 
-VERBS: Mapping[str, VerbHandler] = {"/filter": filter_verb, "/prioritize": prioritize_verb}
+VERBS: Mapping[str, VerbHandler] = {FILTER_PATH: filter_verb, PRIORITIZE_PATH: prioritize_verb}
 """Path -> verb; each is served for POST only."""
 
 

@@ -1,4 +1,4 @@
-module example.com/gpu-scheduler-eks/plugin/kwok
+module example.com/gpu-scheduler-eks/toolchain/kwok
 
 go 1.26.0
 

@@ -14,10 +14,10 @@ import pytest
 import yaml
 from aiohttp import web
 
-from extender_app import kube_node_api
-from extender_app.kube_node_api import LIST_ACCEPT, WATCH_ACCEPT, connect
-from extender_app.node_metadata import BOOKMARK, ERROR, MODIFIED, NodeMeta
-from extender_app.node_sync import NodeApiConfigError, NodeApiError, ResourceExpired
+from extender_app.node_cache import kube_api
+from extender_app.node_cache.kube_api import LIST_ACCEPT, WATCH_ACCEPT, connect
+from extender_app.node_cache.metadata import BOOKMARK, ERROR, MODIFIED, NodeMeta
+from extender_app.node_cache.sync import NodeApiConfigError, NodeApiError, ResourceExpired
 from localcluster.ports import reserve_port
 
 KEY = "example.com/gpu-memory-mib"
@@ -254,4 +254,4 @@ def test_credentials_that_cannot_be_loaded_are_a_configuration_error(tmp_path, m
         asyncio.run(connect(str(broken), KEY, 1.0))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with pytest.raises(NodeApiConfigError, match="in-cluster service account"):
-        asyncio.run(kube_node_api.connect("", KEY, 1.0))
+        asyncio.run(kube_api.connect("", KEY, 1.0))

@@ -1,0 +1,130 @@
+"""``autoscaling``, ``karpenter`` and ``clusterAutoscaler``: what adds GPU nodes, and each
+autoscaler's own settings.
+"""
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from components.kubernetes_versions import (
+    release_tag_minor,
+)
+from components.render.karpenter_pools import (
+    CONSOLIDATION_POLICIES,
+    NodePoolSettings,
+)
+from components.stack_config.node_groups import parse_disk_size
+from components.stack_config.validation import CHART_VERSION, Value
+
+DEFAULT_KARPENTER_CHART_VERSION = "1.14.1"
+"""Karpenter (AWS provider) chart and CRDs: the release whose core the local kwok build runs
+(toolchain/karpenter/go.mod, sigs.k8s.io/karpenter v1.14.1), so both are the same Karpenter."""
+DEFAULT_KARPENTER_AMI_ALIAS = "al2023@latest"
+"""EKS-optimised AL2023; Karpenter picks its NVIDIA variant for GPU instance types."""
+DEFAULT_CLUSTER_AUTOSCALER_CHART_VERSION = "9.59.0"
+"""kubernetes/autoscaler's cluster-autoscaler chart whose appVersion is 1.35.0."""
+DEFAULT_CLUSTER_AUTOSCALER_IMAGE_TAG = "v1.35.0"
+"""Cluster Autoscaler's minor must equal the cluster's (it embeds the scheduler's code)."""
+DEFAULT_SCALE_DOWN_UNNEEDED_TIME = "10m"
+MAX_GPU_LIMIT = 100_000
+MAX_SQS_QUEUE_NAME = 80
+"""SQS' limit on a queue name; Karpenter's interruption queue is named after the cluster."""
+Autoscaler = Literal["none", "karpenter", "cluster-autoscaler"]
+AUTOSCALERS: tuple[Autoscaler, ...] = ("none", "karpenter", "cluster-autoscaler")
+DEFAULT_AUTOSCALER: Autoscaler = "cluster-autoscaler"
+"""It scales the node groups the stack already declares, within their own min and max
+(docs/deploy-eks.md#autoscaling-the-gpu-node-groups says why it is the default)."""
+_AMI_ALIAS = re.compile(r"al2023@(latest|v[0-9]{8})")
+_DURATION = re.compile(r"([0-9]+(s|m|h))+")
+_KARPENTER_DURATION = re.compile(f"{_DURATION.pattern}|Never")
+"""Karpenter's duration fields (consolidateAfter, expireAfter): Go durations or ``Never``."""
+_BUDGET = re.compile(r"(100|[1-9]?[0-9])%|[0-9]+")
+
+
+@dataclass(frozen=True)
+class KarpenterSettings:
+    """Karpenter (``autoscaling: karpenter``): its chart, the EC2NodeClass and the NodePools."""
+
+    chart_version: str = DEFAULT_KARPENTER_CHART_VERSION
+    ami_alias: str = DEFAULT_KARPENTER_AMI_ALIAS
+    disk_size_gib: int = 100
+    node_pools: NodePoolSettings = field(default_factory=NodePoolSettings)
+
+
+@dataclass(frozen=True)
+class ClusterAutoscalerSettings:
+    """Cluster Autoscaler (``autoscaling: cluster-autoscaler``) over the managed node groups."""
+
+    chart_version: str = DEFAULT_CLUSTER_AUTOSCALER_CHART_VERSION
+    image_tag: str = DEFAULT_CLUSTER_AUTOSCALER_IMAGE_TAG
+    scale_down_unneeded_time: str = DEFAULT_SCALE_DOWN_UNNEEDED_TIME
+
+
+def parse_karpenter(value: Value) -> KarpenterSettings:
+    fields = value.fields(
+        {"chartVersion", "amiAlias", "diskSizeGib", "gpuLimit", "consolidationPolicy"}
+        | {"consolidateAfter", "disruptionBudget", "expireAfter"}
+    )
+    default = KarpenterSettings()
+    pools = default.node_pools
+
+    def duration(key: str, fallback: str) -> str:
+        return fields.read(
+            key,
+            fallback,
+            lambda v: v.string(_KARPENTER_DURATION, "a duration such as 30s, 5m or 720h, or Never"),
+        )
+
+    return KarpenterSettings(
+        chart_version=fields.read(
+            "chartVersion",
+            default.chart_version,
+            lambda v: v.string(CHART_VERSION, f"a chart version such as {DEFAULT_KARPENTER_CHART_VERSION}"),
+        ),
+        ami_alias=fields.read(
+            "amiAlias",
+            default.ami_alias,
+            lambda v: v.string(_AMI_ALIAS, "al2023@latest or a pinned release such as al2023@v20260901"),
+        ),
+        disk_size_gib=fields.read("diskSizeGib", default.disk_size_gib, parse_disk_size),
+        node_pools=NodePoolSettings(
+            gpu_limit=fields.read("gpuLimit", pools.gpu_limit, lambda v: v.integer(1, MAX_GPU_LIMIT)),
+            consolidation_policy=fields.read(
+                "consolidationPolicy", pools.consolidation_policy, lambda v: v.choice(CONSOLIDATION_POLICIES)
+            ),
+            consolidate_after=duration("consolidateAfter", pools.consolidate_after),
+            disruption_budget=fields.read(
+                "disruptionBudget",
+                pools.disruption_budget,
+                lambda v: v.string(_BUDGET, "a node count such as 1 or a percentage such as 10%"),
+            ),
+            expire_after=duration("expireAfter", pools.expire_after),
+        ),
+    )
+
+
+def parse_cluster_autoscaler(value: Value) -> ClusterAutoscalerSettings:
+    fields = value.fields({"chartVersion", "imageTag", "scaleDownUnneededTime"})
+    default = ClusterAutoscalerSettings()
+    return ClusterAutoscalerSettings(
+        chart_version=fields.read(
+            "chartVersion",
+            default.chart_version,
+            lambda v: v.string(
+                CHART_VERSION, f"a chart version such as {DEFAULT_CLUSTER_AUTOSCALER_CHART_VERSION}"
+            ),
+        ),
+        image_tag=fields.read("imageTag", default.image_tag, _release_tag),
+        scale_down_unneeded_time=fields.read(
+            "scaleDownUnneededTime",
+            default.scale_down_unneeded_time,
+            lambda v: v.string(_DURATION, "a duration such as 10m or 1h30m"),
+        ),
+    )
+
+
+def _release_tag(value: Value) -> str:
+    tag = value.string()
+    if release_tag_minor(tag) is None:
+        value.fail(f"{tag!r} is not valid: a release tag such as {DEFAULT_CLUSTER_AUTOSCALER_IMAGE_TAG}")
+    return tag

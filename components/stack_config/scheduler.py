@@ -1,0 +1,59 @@
+"""``scheduler``: the custom scheduler's Deployment and its kube-scheduler image."""
+
+from dataclasses import dataclass
+
+from components.render.scheduler_config import CAPACITY_TYPE_WEIGHT, ExtenderEndpoint
+from components.stack_config.validation import IMAGE_REFERENCE, Value
+from components.stack_config.values import Resources, parse_resources
+
+DEFAULT_KUBE_SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler:v1.35.8"
+MAX_SCHEDULER_REPLICAS = 5
+MAX_EXTENDER_WEIGHT = 100
+"""kube-scheduler multiplies the extender's 0-10 priorities by this weight and adds them to the
+plugins' scores (default plugins weigh 1-3); 100 already lets the extender outvote all of them."""
+
+MAX_PLUGIN_WEIGHT = 100
+"""The largest score weight the stack accepts for one of our plugins."""
+
+SCHEDULER_RESOURCES = Resources(cpu_request="100m", memory_request="256Mi", memory_limit="1Gi")
+"""kube-scheduler caches every node and pod; raise the limit for large clusters."""
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    """The custom scheduler Deployment."""
+
+    replicas: int = 2
+    kube_scheduler_image: str = DEFAULT_KUBE_SCHEDULER_IMAGE
+    """Both extender modes; plugin mode runs the gpu-scheduler image built from plugin/."""
+    resources: Resources = SCHEDULER_RESOURCES
+    extender_weight: int = ExtenderEndpoint().weight
+    """The extender's weight in the scheduler's configuration (both extender modes)."""
+    capacity_type_weight: int = CAPACITY_TYPE_WEIGHT
+    """Plugin mode: the CapacityType plugin's score weight."""
+
+
+def parse_scheduler(value: Value) -> SchedulerSettings:
+    fields = value.fields(
+        {"replicas", "kubeSchedulerImage", "resources", "extenderWeight", "capacityTypeWeight"}
+    )
+    default = SchedulerSettings()
+    return SchedulerSettings(
+        replicas=fields.read("replicas", default.replicas, lambda v: v.integer(1, MAX_SCHEDULER_REPLICAS)),
+        kube_scheduler_image=fields.read(
+            "kubeSchedulerImage",
+            default.kube_scheduler_image,
+            lambda v: v.string(
+                IMAGE_REFERENCE, "an image reference such as registry.k8s.io/kube-scheduler:v1.35.8"
+            ),
+        ),
+        resources=fields.read(
+            "resources", default.resources, lambda v: parse_resources(v, default.resources)
+        ),
+        extender_weight=fields.read(
+            "extenderWeight", default.extender_weight, lambda v: v.integer(1, MAX_EXTENDER_WEIGHT)
+        ),
+        capacity_type_weight=fields.read(
+            "capacityTypeWeight", default.capacity_type_weight, lambda v: v.integer(1, MAX_PLUGIN_WEIGHT)
+        ),
+    )

@@ -1,0 +1,63 @@
+"""``webhook``: the pod admission webhook (components/webhook.py; docs/webhook.md)."""
+
+from dataclasses import dataclass
+
+from components.render.webhook_config import (
+    DEFAULT_FAILURE_POLICY,
+    DEFAULT_TIMEOUT_SECONDS,
+    FAILURE_POLICIES,
+    MAX_TIMEOUT_SECONDS,
+    FailurePolicy,
+)
+from components.stack_config.extender import MAX_EXTENDER_REPLICAS, MIN_EXTENDER_REPLICAS
+from components.stack_config.validation import Value, parse_cidr_blocks
+from components.stack_config.values import Resources, parse_resources
+from contracts.server import INVALID_ANNOTATION_ACTIONS, InvalidAnnotation
+
+WEBHOOK_RESOURCES = Resources(cpu_request="50m", memory_request="64Mi", memory_limit="256Mi")
+"""The webhook role judges one pod per request (bodies up to 4 MiB): 30 MiB idle, 61 MiB peak
+with eight 4 MiB reviews at once, measured (docs/webhook.md#resources)."""
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    """The pod admission webhook (components/webhook.py; docs/webhook.md), in every mode."""
+
+    enabled: bool = True
+    replicas: int = 2
+    failure_policy: FailurePolicy = DEFAULT_FAILURE_POLICY
+    timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS
+    invalid_annotation: InvalidAnnotation = "deny"
+    allowed_source_cidrs: tuple[str, ...] = ()
+    """Where the API server calls from (the NetworkPolicy's ipBlocks); empty: any source, port only."""
+    resources: Resources = WEBHOOK_RESOURCES
+
+
+def parse_webhook(value: Value) -> WebhookSettings:
+    fields = value.fields(
+        {"enabled", "replicas", "failurePolicy", "timeoutSeconds", "invalidAnnotation"}
+        | {"allowedSourceCidrs", "resources"}
+    )
+    default = WebhookSettings()
+
+    return WebhookSettings(
+        enabled=fields.read("enabled", default.enabled, Value.boolean),
+        replicas=fields.read(
+            "replicas", default.replicas, lambda v: v.integer(MIN_EXTENDER_REPLICAS, MAX_EXTENDER_REPLICAS)
+        ),
+        failure_policy=fields.read(
+            "failurePolicy", default.failure_policy, lambda v: v.choice(FAILURE_POLICIES)
+        ),
+        timeout_seconds=fields.read(
+            "timeoutSeconds", default.timeout_seconds, lambda v: v.integer(1, MAX_TIMEOUT_SECONDS)
+        ),
+        invalid_annotation=fields.read(
+            "invalidAnnotation", default.invalid_annotation, lambda v: v.choice(INVALID_ANNOTATION_ACTIONS)
+        ),
+        allowed_source_cidrs=fields.read(
+            "allowedSourceCidrs", default.allowed_source_cidrs, parse_cidr_blocks
+        ),
+        resources=fields.read(
+            "resources", default.resources, lambda v: parse_resources(v, default.resources)
+        ),
+    )

@@ -1,0 +1,74 @@
+"""The extender program's interface as its deployments use it: roles, paths, ports, TLS files.
+
+``python -m extender_app`` serves these; the Pulumi program, the local run and the
+benchmarks start it with them.
+"""
+
+from typing import Literal
+
+Role = Literal["extender", "webhook"]
+ROLE_EXTENDER: Role = "extender"
+"""``POST /filter`` and ``/prioritize`` over mutual TLS (the scheduler extender)."""
+ROLE_WEBHOOK: Role = "webhook"
+"""``POST /mutate`` (pod admission webhook) over TLS, client certificate optional."""
+ROLES: tuple[Role, ...] = (ROLE_EXTENDER, ROLE_WEBHOOK)
+
+FILTER_PATH = "/filter"
+PRIORITIZE_PATH = "/prioritize"
+MUTATE_PATH = "/mutate"
+"""The webhook role's endpoint (the MutatingWebhookConfiguration's path)."""
+HEALTHZ_PATH = "/healthz"
+READYZ_PATH = "/readyz"
+METRICS_PATH = "/metrics"
+
+TLS_PORT = 8443
+"""The TLS port of both roles: the extender's Service and the webhook's container port."""
+HEALTH_PORT = 8080
+"""Plain-HTTP port for /healthz, /readyz and /metrics (kubelet probes; no TLS)."""
+
+EXTENDER_TLS_DIR = "/etc/extender-tls"
+"""Where the extender's Deployment mounts its server Secret (the program's default paths)."""
+WEBHOOK_TLS_DIR = "/etc/webhook-tls"
+"""Where the webhook's Deployment mounts its server Secret."""
+TLS_CERT_FILE = "tls.crt"
+TLS_KEY_FILE = "tls.key"
+CLIENT_CA_FILE = "client-ca.crt"
+"""The file names inside a TLS directory (the keys of the mounted Secret)."""
+
+NodeCache = Literal["off", "watch"]
+NODE_CACHE_OFF: NodeCache = "off"
+"""Full Nodes in every request (``nodeCacheCapable: false``)."""
+NODE_CACHE_WATCH: NodeCache = "watch"
+"""The extender lists and watches Nodes; requests carry node names (``nodeCacheCapable: true``)."""
+NODE_CACHE_MODES: tuple[NodeCache, ...] = (NODE_CACHE_OFF, NODE_CACHE_WATCH)
+
+InvalidAnnotation = Literal["deny", "warn"]
+INVALID_ANNOTATION_DENY: InvalidAnnotation = "deny"
+INVALID_ANNOTATION_WARN: InvalidAnnotation = "warn"
+INVALID_ANNOTATION_ACTIONS: tuple[InvalidAnnotation, ...] = (INVALID_ANNOTATION_DENY, INVALID_ANNOTATION_WARN)
+"""The webhook's answer to a pod whose annotation the policy refuses: deny it with the policy's
+message, or admit it with the message as an admission warning."""
+INVALID_ANNOTATION: InvalidAnnotation = INVALID_ANNOTATION_DENY
+"""Default: deny, so `kubectl apply` shows the policy's message instead of a pod that waits forever."""
+
+
+def flag(name: str, value: object) -> str:
+    """The command-line flag setting the field ``name`` (e.g. ``node_cache`` -> ``--node-cache=watch``)."""
+    return f"{option(name)}={value}"
+
+
+def option(name: str) -> str:
+    """The option of the settings field ``name``: ``--`` and the name with hyphens."""
+    return "--" + name.replace("_", "-")
+
+
+NODE_CACHE_WATCH_FLAG = flag("node_cache", NODE_CACHE_WATCH)
+"""extender-cached mode: the extender lists and watches Nodes."""
+
+
+def tls_flags(directory: str, *, client_ca: bool) -> list[str]:
+    """The flags naming the server certificate and key (and the client CA) in ``directory``."""
+    flags = [flag("tls_cert", f"{directory}/{TLS_CERT_FILE}"), flag("tls_key", f"{directory}/{TLS_KEY_FILE}")]
+    if client_ca:
+        flags.append(flag("client_ca", f"{directory}/{CLIENT_CA_FILE}"))
+    return flags
