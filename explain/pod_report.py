@@ -18,6 +18,8 @@ from explain.node_facts import NodeFacts, allocated_gpus, node_facts, pod_gpu_re
 from explain.settings import EXIT, LISTED_NODES, SUGGESTED_INSTANCE_TYPES
 from explain.tolerations import Taint, untolerated_taints
 from policy import (
+    CAPACITY_TYPE_ANNOTATION,
+    INVALID_CAPACITY_CHOICE,
     INVALID_MIN_MEMORY,
     INVALID_NODE_LABEL,
     MAX_GPU_MEMORY_MIB,
@@ -25,8 +27,12 @@ from policy import (
     PolicyError,
     PolicySettings,
     Requirement,
+    capacity_choice,
+    capacity_score_100,
     extender_score,
+    fits_capacity_type,
     fits_memory,
+    node_capacity_type,
     parse_quantity,
     requirement_from_pod,
     score_100,
@@ -67,6 +73,11 @@ class NodeVerdict:
     """0..10, as the extender reports it."""
     gpu_count_fits: bool
     untolerated: tuple[Taint, ...]
+    capacity_type: str = ""
+    """The node's capacity type as the capacity-type rule reads it ("" unknown)."""
+    capacity_score: int = 0
+    """The capacity-type rule's 0..100 (0 for a pod without a choice). ``fits`` and ``reason``
+    include the rule's verdict, after the memory rule's, as the scheduler runs them."""
 
     @property
     def tolerated(self) -> bool:
@@ -97,6 +108,8 @@ class PodExplanation:
     verdict: Verdict
     changes: tuple[str, ...]
     ec2_source: str
+    capacity_choice: str = ""
+    """The pod's capacity-type choice ("" for none)."""
 
     @property
     def exit_code(self) -> int:
@@ -155,6 +168,11 @@ def explain_pod(
         error = ""
     except PolicyError as failure:
         requirement, error = None, str(failure)
+    choice = ""
+    try:
+        choice = capacity_choice(pod)
+    except PolicyError as failure:
+        requirement, error = None, error or str(failure)
 
     allocated = allocated_gpus(assigned_pods, settings, exclude=pod_key(pod))
     facts = [node_facts(node, allocated, settings) for node in nodes]
@@ -166,6 +184,7 @@ def explain_pod(
                     node,
                     fact,
                     requirement=requirement,
+                    choice=choice,
                     error=error,
                     gpu_request=gpu_request,
                     settings=settings,
@@ -189,6 +208,7 @@ def explain_pod(
         verdict=verdict,
         changes=(),
         ec2_source=ec2.source,
+        capacity_choice=choice,
     )
     return _with_changes(explanation, settings, ec2)
 
@@ -199,6 +219,7 @@ def _node_verdict(
     facts: NodeFacts,
     *,
     requirement: Requirement | None,
+    choice: str,
     error: str,
     gpu_request: Decimal | None,
     settings: PolicySettings,
@@ -211,6 +232,8 @@ def _node_verdict(
     if requirement is None:
         return NodeVerdict(facts, gpu, False, error, 0, 0, gpu_count_fits, untolerated)
     fits, reason = fits_memory(requirement, node, settings)
+    if fits:
+        fits, reason = fits_capacity_type(choice, node)
     return NodeVerdict(
         facts,
         gpu,
@@ -220,6 +243,8 @@ def _node_verdict(
         extender_score(requirement, node, settings),
         gpu_count_fits,
         untolerated,
+        capacity_type=node_capacity_type(node),
+        capacity_score=capacity_score_100(choice, node),
     )
 
 
@@ -268,6 +293,11 @@ def _fix_for_error(explanation: PodExplanation, settings: PolicySettings) -> str
         if mib is not None:
             fix += f'; {raw!r} read as a byte quantity is {mib} MiB: "{mib}"'
         return fix
+    if explanation.error == INVALID_CAPACITY_CHOICE:
+        return (
+            f"set the annotation {CAPACITY_TYPE_ANNOTATION} to on-demand, spot, prefer-on-demand or "
+            f"prefer-spot, or remove it"
+        )
     if explanation.error == REQUIRES_GPU_REQUEST:
         return (
             f"request GPUs ({settings.gpu_resource} in a container's resources.limits or requests), "
