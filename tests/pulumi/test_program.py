@@ -780,7 +780,8 @@ def test_scheduler_config_map_holds_the_rendered_configuration(run: StackRun) ->
                 {"name": "CapacityType"},
             ]
         assert document["profiles"][0]["plugins"]["multiPoint"]["enabled"] == [
-            {"name": "GPUScheduler", "weight": 10}
+            {"name": "GPUScheduler", "weight": 10},
+            {"name": "CapacityType", "weight": 20},
         ]
 
 
