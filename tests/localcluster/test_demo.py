@@ -14,7 +14,7 @@ from components.render.scheduler_config import SCHEDULER_MODES
 from components.render.webhook_config import WEBHOOK_NAME
 from localcluster.demo import sample_pods
 from localcluster.waiting import wait_for
-from policy import MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
+from policy import CAPACITY_TYPE_ANNOTATION, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,7 +33,8 @@ def test_demo_prints_every_pod_and_exits_zero(bin_dir: Path, mode: str) -> None:
         assert f"\n{pod.spec.name} " in result.stdout
         if pod.expect_refused:  # by the stack's admission webhook, with the policy's message
             refusal = f'  {pod.spec.name}: refused: admission webhook "{WEBHOOK_NAME}" denied the request: '
-            assert refusal + f"{MIN_MEMORY_ANNOTATION}: {pod.expect_in_reason}" in result.stdout
+            annotation = CAPACITY_TYPE_ANNOTATION if pod.spec.capacity_type else MIN_MEMORY_ANNOTATION
+            assert refusal + f"{annotation}: {pod.expect_in_reason}" in result.stdout
         elif not pod.expect_bound:  # explain's answer follows the table
             assert f"$ python -m explain pod ml-training/{pod.spec.name}\nPod ml-training/" in result.stdout
         elif pod.minimum_mib:  # the webhook's affinity, read back from the stored pod
