@@ -178,13 +178,7 @@ func TestPluginModeConfiguration(t *testing.T) {
 			v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("16Gi"),
 			v1.ResourcePods: resource.MustParse("110"), gpupolicy.GPUResource: resource.MustParse("1"),
 		}
-		info := framework.NewNodeInfo()
-		info.SetNode(node)
-		state := framework.NewCycleState()
-		if _, status, _ := profile.RunPreFilterPlugins(ctx, state, pod); !status.IsSuccess() {
-			t.Fatalf("PreFilter plugins: %v", status)
-		}
-		status := profile.RunFilterPlugins(ctx, state, pod, info)
+		status := filterStatus(ctx, t, profile, pod, node)
 		switch {
 		case tt.want == "" && !status.IsSuccess():
 			t.Errorf("node %s: filters rejected it: %v", tt.memory, status)
@@ -192,6 +186,18 @@ func TestPluginModeConfiguration(t *testing.T) {
 			t.Errorf("node %s: filter status %v from %q, want %q from GPUScheduler", tt.memory, status, status.Plugin(), tt.want)
 		}
 	}
+}
+
+// filterStatus runs the profile's PreFilter and Filter plugins for pod on node.
+func filterStatus(ctx context.Context, t *testing.T, profile framework.Framework, pod *v1.Pod, node *v1.Node) *fwk.Status {
+	t.Helper()
+	info := framework.NewNodeInfo()
+	info.SetNode(node)
+	state := framework.NewCycleState()
+	if _, status, _ := profile.RunPreFilterPlugins(ctx, state, pod); !status.IsSuccess() {
+		t.Fatalf("PreFilter plugins: %v", status)
+	}
+	return profile.RunFilterPlugins(ctx, state, pod, info)
 }
 
 func hasPlugin(plugins []config.Plugin, name string, weight int32) bool {
@@ -334,13 +340,7 @@ func TestCapacityTypeInPluginModeProfile(t *testing.T) {
 		node.Status.Allocatable = v1.ResourceList{
 			v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("16Gi"), v1.ResourcePods: resource.MustParse("110"),
 		}
-		info := framework.NewNodeInfo()
-		info.SetNode(node)
-		state := framework.NewCycleState()
-		if _, status, _ := profile.RunPreFilterPlugins(ctx, state, pod); !status.IsSuccess() {
-			t.Fatalf("PreFilter plugins: %v", status)
-		}
-		status := profile.RunFilterPlugins(ctx, state, pod, info)
+		status := filterStatus(ctx, t, profile, pod, node)
 		switch {
 		case tt.want == "" && !status.IsSuccess():
 			t.Errorf("node %s: filters rejected it: %v", tt.name, status)

@@ -1,7 +1,6 @@
 package policyvectors
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -41,13 +40,7 @@ func (f CapacitySettingsFields) Settings() (gpupolicy.CapacitySettings, error) {
 }
 
 func (f CapacitySettingsFields) override(raw json.RawMessage) (CapacitySettingsFields, error) {
-	if len(raw) == 0 {
-		return f, nil
-	}
-	decoder := json.NewDecoder(bytes.NewReader(raw))
-	decoder.DisallowUnknownFields()
-	err := decoder.Decode(&f)
-	return f, err
+	return overridden(f, raw)
 }
 
 // CapacityTypeCase is one pod/node pair and what the capacity-type rule must say.
