@@ -17,7 +17,7 @@ import pulumi_kubernetes as k8s
 
 from components.network import Network
 from components.render.gpu_memory import InstanceGpus, require_architecture
-from components.stack_config import PROJECT, StackConfig
+from components.stack_config import PROJECT, ClusterSettings
 from policy import CAPACITY_TYPE_LABEL
 from policy.capacity_type import ON_DEMAND
 
@@ -66,19 +66,23 @@ class Cluster(pulumi.ComponentResource):
     """Installed when an autoscaler runs (its controller's AWS credentials come through it)."""
 
     def __init__(
-        self, name: str, config: StackConfig, network: Network, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        settings: ClusterSettings,
+        network: Network,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpu-scheduler-eks:index:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        self.name = config.cluster_name
-        self.kubernetes_version = config.kubernetes_version
+        self.name = settings.name
+        self.kubernetes_version = settings.kubernetes_version
         self.subnet_ids = network.private_subnet_ids
 
-        access = config.cluster_access
+        access = settings.access
         eks_cluster = eks.Cluster(
             f"{name}-eks",
-            name=config.cluster_name,
-            version=config.kubernetes_version,
+            name=settings.name,
+            version=settings.kubernetes_version,
             vpc_id=network.vpc_id,
             private_subnet_ids=network.private_subnet_ids,
             public_subnet_ids=network.public_subnet_ids,
@@ -135,15 +139,15 @@ class Cluster(pulumi.ComponentResource):
         # the policy attachments makes them wait for both (nodes cannot join without them).
         self.node_group_dependencies: list[pulumi.Resource] = [eks_cluster, *attachments]
 
-        group = config.system_node_group
+        group = settings.system_node_group
         self.system_node_group = aws.eks.NodeGroup(
             f"{name}-system",
-            cluster_name=config.cluster_name,
+            cluster_name=settings.name,
             node_group_name_prefix="system-",
             node_role_arn=role.arn,
             subnet_ids=network.private_subnet_ids,
             ami_type=SYSTEM_AMI_TYPE,
-            version=config.kubernetes_version,
+            version=settings.kubernetes_version,
             capacity_type="ON_DEMAND",
             instance_types=self._checked_system_types(group.instance_types),
             disk_size=group.disk_size_gib,
@@ -162,7 +166,7 @@ class Cluster(pulumi.ComponentResource):
         # wait for nodes that do not exist yet); manage it here, once the system nodes exist.
         aws.eks.Addon(
             f"{name}-coredns",
-            cluster_name=config.cluster_name,
+            cluster_name=settings.name,
             addon_name="coredns",
             addon_version=self._addon_version("coredns"),
             resolve_conflicts_on_create="OVERWRITE",
@@ -170,10 +174,10 @@ class Cluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group]),
         )
         self.pod_identity_agent = None
-        if config.autoscaling != "none":
+        if settings.autoscaled:
             self.pod_identity_agent = aws.eks.Addon(
                 f"{name}-pod-identity-agent",
-                cluster_name=config.cluster_name,
+                cluster_name=settings.name,
                 addon_name=POD_IDENTITY_AGENT_ADDON,
                 addon_version=self._addon_version(POD_IDENTITY_AGENT_ADDON),
                 resolve_conflicts_on_create="OVERWRITE",

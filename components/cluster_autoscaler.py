@@ -133,14 +133,15 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         settings: ClusterAutoscalerSettings,
         cluster: Cluster,
         *,
-        gpu_groups: Sequence[tuple[str, GpuNodeGroup]],
+        gpu_groups: Sequence[GpuNodeGroup],
         gpu_taint: bool,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        """``gpu_groups``: each GPU group's configured name and its component."""
+        """``gpu_groups``: the GPU node groups it scales (their Auto Scaling groups get its tags)."""
         super().__init__("gpu-scheduler-eks:index:ClusterAutoscaler", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        for group_name, group in gpu_groups:
+        for group in gpu_groups:
+            group_name = group.settings.name
             asg = group.node_group.resources.apply(_asg_name)
             template = pulumi.Output.all(group.memory_label, group.gpus_per_node).apply(
                 partial(_group_tags, cluster.name, f"gpu-{group_name}", gpu_taint)

@@ -59,6 +59,8 @@ class GpuNodeGroup(pulumi.ComponentResource):
     gpus_per_node: pulumi.Output[int]
     """The fewest GPUs any of the group's types has (what a scale-from-zero template may promise)."""
     node_group: aws.eks.NodeGroup
+    settings: GpuNodeGroupSettings
+    """The group as configured (the autoscalers read its name, types and capacity type)."""
 
     def __init__(
         self,
@@ -69,6 +71,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpu-scheduler-eks:index:GpuNodeGroup", name, None, opts)
+        self.settings = settings
         lookups = [
             aws.ec2.get_instance_type_output(
                 instance_type=instance_type, opts=pulumi.InvokeOutputOptions(parent=self)

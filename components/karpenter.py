@@ -23,8 +23,15 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.cluster import NODE_POOL_LABEL, NODE_TRUST_POLICY, SYSTEM_POOL, Cluster
-from components.gpu_node_group import GPU_TAINT_KEY, GPU_TAINT_VALUE, group_key, instance_gpus_from_invoke
+from components.gpu_node_group import (
+    GPU_TAINT_KEY,
+    GPU_TAINT_VALUE,
+    GpuNodeGroup,
+    group_key,
+    instance_gpus_from_invoke,
+)
 from components.pod_identity import pod_identity_role
+from components.render.karpenter_iam import controller_policy, queue_policy
 from components.render.karpenter_pools import (
     DISCOVERY_TAG,
     NODE_CLASS_API,
@@ -35,7 +42,7 @@ from components.render.karpenter_pools import (
     node_class_manifest,
     node_pool_manifest,
 )
-from components.stack_config import GpuNodeGroup, KarpenterSettings
+from components.stack_config import KarpenterSettings
 from contracts.cluster import GPU_PRESENT_LABEL
 from policy import CAPACITY_TYPE_LABEL, NODE_MEMORY_LABEL
 
@@ -66,205 +73,6 @@ INTERRUPTION_EVENTS = {
 }
 """EventBridge rule name suffix -> (event source, detail-type) sent to the queue."""
 GPU_TAINT_EFFECT = "NoSchedule"
-
-
-def controller_policy(
-    *, cluster: str, partition: str, region: str, account: str, node_role_arn: str, queue_arn: str
-) -> dict[str, Any]:
-    """The controller's permissions: the statements of the getting-started template's policies
-    (node lifecycle, IAM integration, EKS integration, interruption, zonal shift, discovery)."""
-    ec2 = f"arn:{partition}:ec2:{region}"
-    owned = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster}": "owned"}
-    request_owned = {
-        f"aws:RequestTag/kubernetes.io/cluster/{cluster}": "owned",
-        "aws:RequestTag/eks:eks-cluster-name": cluster,
-    }
-    any_nodepool = {"aws:ResourceTag/karpenter.sh/nodepool": "*"}
-    tagged_kinds = (
-        "fleet",
-        "instance",
-        "volume",
-        "network-interface",
-        "launch-template",
-        "spot-instances-request",
-    )
-    tagged = [f"{ec2}:*:{kind}/*" for kind in tagged_kinds]
-    profiles = f"arn:{partition}:iam::{account}:instance-profile/*"
-    region_tag = {"aws:ResourceTag/topology.kubernetes.io/region": region}
-    cluster_arn = f"arn:{partition}:eks:{region}:{account}:cluster/{cluster}"
-
-    def allow(
-        sid: str, actions: Sequence[str] | str, resource: Sequence[str] | str, **condition: Any
-    ) -> dict[str, Any]:
-        """An Allow statement; condition operators as keywords (``ForAllValues_StringEquals``
-        spells ``ForAllValues:StringEquals``, a name Python cannot take)."""
-        statement: dict[str, Any] = {"Sid": sid, "Effect": "Allow", "Action": actions, "Resource": resource}
-        if condition:
-            statement["Condition"] = {key.replace("_", ":"): value for key, value in condition.items()}
-        return statement
-
-    launch = ["ec2:RunInstances", "ec2:CreateFleet"]
-    statements = [
-        allow(
-            "AllowScopedEC2InstanceAccessActions",
-            launch,
-            [
-                f"arn:{partition}:ec2:{region}::image/*",
-                f"arn:{partition}:ec2:{region}::snapshot/*",
-                *(
-                    f"{ec2}:*:{kind}/*"
-                    for kind in ("security-group", "subnet", "capacity-reservation", "placement-group")
-                ),
-            ],
-        ),
-        allow(
-            "AllowScopedEC2LaunchTemplateAccessActions",
-            launch,
-            f"{ec2}:*:launch-template/*",
-            StringEquals=owned,
-            StringLike=any_nodepool,
-        ),
-        allow(
-            "AllowScopedEC2InstanceActionsWithTags",
-            [*launch, "ec2:CreateLaunchTemplate"],
-            tagged,
-            StringEquals=request_owned,
-            StringLike={"aws:RequestTag/karpenter.sh/nodepool": "*"},
-        ),
-        allow(
-            "AllowScopedResourceCreationTagging",
-            "ec2:CreateTags",
-            tagged,
-            StringEquals={
-                **request_owned,
-                "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"],
-            },
-            StringLike={"aws:RequestTag/karpenter.sh/nodepool": "*"},
-        ),
-        allow(
-            "AllowScopedResourceTagging",
-            "ec2:CreateTags",
-            f"{ec2}:*:instance/*",
-            StringEquals=owned,
-            StringLike=any_nodepool,
-            StringEqualsIfExists={"aws:RequestTag/eks:eks-cluster-name": cluster},
-            ForAllValues_StringEquals={
-                "aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]
-            },
-        ),
-        allow(
-            "AllowScopedDeletion",
-            ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
-            [f"{ec2}:*:instance/*", f"{ec2}:*:launch-template/*"],
-            StringEquals=owned,
-            StringLike=any_nodepool,
-        ),
-        allow(
-            "AllowPassingInstanceRole",
-            "iam:PassRole",
-            node_role_arn,
-            StringEquals={"iam:PassedToService": ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]},
-        ),
-        allow(
-            "AllowScopedInstanceProfileCreationActions",
-            "iam:CreateInstanceProfile",
-            profiles,
-            StringEquals={**request_owned, "aws:RequestTag/topology.kubernetes.io/region": region},
-            StringLike={"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"},
-        ),
-        allow(
-            "AllowScopedInstanceProfileTagActions",
-            "iam:TagInstanceProfile",
-            profiles,
-            StringEquals={
-                **owned,
-                **region_tag,
-                **request_owned,
-                "aws:RequestTag/topology.kubernetes.io/region": region,
-            },
-            StringLike={
-                "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*",
-                "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*",
-            },
-        ),
-        allow(
-            "AllowScopedInstanceProfileActions",
-            [
-                "iam:AddRoleToInstanceProfile",
-                "iam:RemoveRoleFromInstanceProfile",
-                "iam:DeleteInstanceProfile",
-            ],
-            profiles,
-            StringEquals={**owned, **region_tag},
-            StringLike={"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"},
-        ),
-        allow("AllowAPIServerEndpointDiscovery", "eks:DescribeCluster", cluster_arn),
-        allow(
-            "AllowInterruptionQueueActions",
-            ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
-            queue_arn,
-        ),
-        allow(
-            "AllowZonalShiftStatusReadOnly",
-            "arc-zonal-shift:GetManagedResource",
-            "*",
-            StringEquals={"arc-zonal-shift:ResourceIdentifier": cluster_arn},
-        ),
-        allow(
-            "AllowRegionalReadActions",
-            [
-                f"ec2:{action}"
-                for action in (
-                    "DescribeCapacityReservations",
-                    "DescribeImages",
-                    "DescribeInstances",
-                    "DescribeInstanceStatus",
-                    "DescribeInstanceTypeOfferings",
-                    "DescribeInstanceTypes",
-                    "DescribeLaunchTemplates",
-                    "DescribePlacementGroups",
-                    "DescribeSecurityGroups",
-                    "DescribeSpotPriceHistory",
-                    "DescribeSubnets",
-                )
-            ],
-            "*",
-            StringEquals={"aws:RequestedRegion": region},
-        ),
-        allow(
-            "AllowSSMReadActions",
-            "ssm:GetParameter",
-            f"arn:{partition}:ssm:{region}::parameter/aws/service/*",
-        ),
-        allow("AllowPricingReadActions", "pricing:GetProducts", "*"),
-        allow("AllowUnscopedInstanceProfileListAction", "iam:ListInstanceProfiles", "*"),
-        allow("AllowInstanceProfileReadActions", "iam:GetInstanceProfile", profiles),
-    ]
-    return {"Version": "2012-10-17", "Statement": statements}
-
-
-def queue_policy(queue_arn: str) -> dict[str, Any]:
-    """EventBridge (and SQS) may send to the queue; nothing over plain HTTP."""
-    return {
-        "Version": "2012-10-17",
-        "Id": "EC2InterruptionPolicy",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
-                "Action": "sqs:SendMessage",
-                "Resource": queue_arn,
-            },
-            {
-                "Sid": "DenyHTTP",
-                "Effect": "Deny",
-                "Principal": "*",
-                "Action": "sqs:*",
-                "Resource": queue_arn,
-                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-            },
-        ],
-    }
 
 
 def karpenter_values(cluster_name: str, queue_name: str) -> dict[str, Any]:
@@ -304,13 +112,26 @@ class Karpenter(pulumi.ComponentResource):
         gpu_taint: bool,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """``gpu_groups``: the managed GPU node groups, whose instance types make the memory classes."""
         super().__init__("gpu-scheduler-eks:index:Karpenter", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        cluster_name = cluster.name
-        self.memory_classes = memory_classes(
+        self._name, self._cluster = name, cluster
+        self.memory_classes = self._memory_classes(gpu_groups)
+        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+        node_role, access_entry = self._node_role(partition)
+        queue = self._interruption_queue()
+        controller = self._controller(settings, partition, node_role, access_entry, queue)
+        self.node_pools = self._node_pools(settings, node_role, controller, gpu_taint)
+        self.register_outputs(
+            {"nodePools": [memory_class.name for memory_class in self.memory_classes], "queue": queue.name}
+        )
+
+    def _memory_classes(self, gpu_groups: Sequence[GpuNodeGroup]) -> list[MemoryClass]:
+        """The GPU memory classes of the groups' instance types, from EC2's data, read now: the
+        number of NodePools depends on it."""
+        return memory_classes(
             [
                 GpuGroupTypes(
-                    group_key(group),
+                    group_key(group.settings),
                     tuple(
                         instance_gpus_from_invoke(
                             instance_type,
@@ -318,20 +139,19 @@ class Karpenter(pulumi.ComponentResource):
                                 instance_type=instance_type, opts=pulumi.InvokeOptions(parent=self)
                             ),
                         )
-                        for instance_type in group.instance_types
+                        for instance_type in group.settings.instance_types
                     ),
-                    group.capacity_type,
+                    group.settings.capacity_type,
                 )
                 for group in gpu_groups
             ],
         )
 
-        node_role = aws.iam.Role(
-            f"{name}-node-role",
-            assume_role_policy=NODE_TRUST_POLICY,
-            opts=child,
-        )
-        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+    def _node_role(self, partition: pulumi.Output[str]) -> tuple[aws.iam.Role, aws.eks.AccessEntry]:
+        """The role Karpenter's nodes run as, its EKS access entry (so they may join) and the
+        discovery tag on the node security group."""
+        name, cluster, child = self._name, self._cluster, pulumi.ResourceOptions(parent=self)
+        node_role = aws.iam.Role(f"{name}-node-role", assume_role_policy=NODE_TRUST_POLICY, opts=child)
         for managed in NODE_POLICIES:
             aws.iam.RolePolicyAttachment(
                 f"{name}-node-{managed}",
@@ -341,7 +161,7 @@ class Karpenter(pulumi.ComponentResource):
             )
         access_entry = aws.eks.AccessEntry(
             f"{name}-node-access",
-            cluster_name=cluster_name,
+            cluster_name=cluster.name,
             principal_arn=node_role.arn,
             type="EC2_LINUX",
             opts=pulumi.ResourceOptions(parent=self, depends_on=cluster.node_group_dependencies),
@@ -350,13 +170,17 @@ class Karpenter(pulumi.ComponentResource):
             f"{name}-security-group-discovery",
             resource_id=cluster.node_security_group_id,
             key=DISCOVERY_TAG,
-            value=cluster_name,
+            value=cluster.name,
             opts=child,
         )
+        return node_role, access_entry
 
+    def _interruption_queue(self) -> aws.sqs.Queue:
+        """The SQS queue of interruption notices and the EventBridge rules that feed it."""
+        name, child = self._name, pulumi.ResourceOptions(parent=self)
         queue = aws.sqs.Queue(
             f"{name}-interruptions",
-            name=cluster_name,
+            name=self._cluster.name,
             message_retention_seconds=INTERRUPTION_MESSAGE_RETENTION_SECONDS,
             sqs_managed_sse_enabled=True,
             opts=child,
@@ -376,7 +200,20 @@ class Karpenter(pulumi.ComponentResource):
             aws.cloudwatch.EventTarget(
                 f"{name}-{rule_name}-target", rule=rule.name, arn=queue.arn, opts=child
             )
+        return queue
 
+    def _controller(
+        self,
+        settings: KarpenterSettings,
+        partition: pulumi.Output[str],
+        node_role: aws.iam.Role,
+        access_entry: aws.eks.AccessEntry,
+        queue: aws.sqs.Queue,
+    ) -> list[pulumi.Resource]:
+        """The controller's Pod Identity role, the CRD chart and the controller chart; returns what
+        the NodePools and the EC2NodeClass wait for."""
+        name, cluster = self._name, self._cluster
+        cluster_name = cluster.name
         identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
         region = aws.get_region_output(opts=pulumi.InvokeOutputOptions(parent=self))
         policy = pulumi.Output.all(
@@ -403,7 +240,6 @@ class Karpenter(pulumi.ComponentResource):
             parent=self,
             depends_on=[*agent, *cluster.node_group_dependencies],
         )
-
         kubernetes = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
         crds = k8s.helm.v3.Release(
             f"{name}-crds",
@@ -430,8 +266,19 @@ class Karpenter(pulumi.ComponentResource):
                 ),
             ),
         )
-        after_controller = pulumi.ResourceOptions.merge(
-            kubernetes, pulumi.ResourceOptions(depends_on=[crds, controller])
+        return [crds, controller]
+
+    def _node_pools(
+        self,
+        settings: KarpenterSettings,
+        node_role: aws.iam.Role,
+        controller: list[pulumi.Resource],
+        gpu_taint: bool,
+    ) -> list[k8s.apiextensions.CustomResource]:
+        """The EC2NodeClass and one NodePool per GPU memory class, once the controller is installed."""
+        name, cluster_name = self._name, self._cluster.name
+        after_controller = pulumi.ResourceOptions(
+            parent=self, provider=self._cluster.provider, depends_on=controller
         )
         node_class = node_role.name.apply(
             lambda role: node_class_manifest(cluster_name, role, settings.ami_alias, settings.disk_size_gib)
@@ -449,12 +296,12 @@ class Karpenter(pulumi.ComponentResource):
             if gpu_taint
             else []
         )
-        self.node_pools = []
+        pools = []
         for memory_class in self.memory_classes:
             manifest = node_pool_manifest(
                 memory_class, settings.node_pools, pool_labels(memory_class), taints
             )
-            self.node_pools.append(
+            pools.append(
                 k8s.apiextensions.CustomResource(
                     f"{name}-{memory_class.name}",
                     api_version=manifest["apiVersion"],
@@ -464,6 +311,4 @@ class Karpenter(pulumi.ComponentResource):
                     opts=after_controller,
                 )
             )
-        self.register_outputs(
-            {"nodePools": [memory_class.name for memory_class in self.memory_classes], "queue": queue.name}
-        )
+        return pools

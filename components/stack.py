@@ -30,7 +30,7 @@ from components.kubernetes_await import await_annotations
 from components.network import Network
 from components.render.karpenter_pools import DISCOVERY_TAG
 from components.render.scheduler_config import uses_extender
-from components.stack_config import StackConfig
+from components.stack_config import ClusterAutoscalerSettings, KarpenterSettings, StackConfig
 from components.webhook import AdmissionWebhook
 from contracts.cluster import NAMESPACE
 
@@ -142,35 +142,23 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
 
 def _eks_target(config: StackConfig) -> ClusterTarget:
     """A new EKS cluster: network, control plane, node groups, ECR repositories, image builds."""
-    karpenter = config.autoscaling == "karpenter"
+    autoscaler = config.autoscaler
+    karpenter = isinstance(autoscaler, KarpenterSettings)
     network = Network(
         "network",
         config.network,
         private_subnet_tags={DISCOVERY_TAG: config.cluster_name} if karpenter else None,
     )
-    cluster = Cluster("cluster", config, network)
+    cluster = Cluster("cluster", config.cluster, network)
     gpu_groups = [
         GpuNodeGroup(f"gpu-{group.name}", group, cluster, config.gpu_taint)
         for group in config.gpu_node_groups
     ]
-    if karpenter:
-        Karpenter(
-            "karpenter",
-            config.karpenter,
-            cluster,
-            gpu_groups=config.gpu_node_groups,
-            gpu_taint=config.gpu_taint,
-        )
-    elif config.autoscaling == "cluster-autoscaler":
+    if isinstance(autoscaler, KarpenterSettings):
+        Karpenter("karpenter", autoscaler, cluster, gpu_groups=gpu_groups, gpu_taint=config.gpu_taint)
+    elif isinstance(autoscaler, ClusterAutoscalerSettings):
         ClusterAutoscaler(
-            "cluster-autoscaler",
-            config.cluster_autoscaler,
-            cluster,
-            gpu_groups=[
-                (group.name, node_group)
-                for group, node_group in zip(config.gpu_node_groups, gpu_groups, strict=True)
-            ],
-            gpu_taint=config.gpu_taint,
+            "cluster-autoscaler", autoscaler, cluster, gpu_groups=gpu_groups, gpu_taint=config.gpu_taint
         )
     extender_mode = uses_extender(config.scheduler_mode)
     runs_extender_image = extender_mode or config.webhook.enabled

@@ -35,6 +35,7 @@ from components.stack_config.scheduler import MAX_EXTENDER_WEIGHT, SchedulerSett
 from components.stack_config.stack import (
     DEFAULT_KUBERNETES_VERSION,
     EKS_ONLY_KEYS,
+    ClusterSettings,
     StackConfig,
     load_stack_config,
     parse_stack_config,
@@ -53,6 +54,7 @@ __all__ = [
     "PROJECT",
     "CertificateSettings",
     "ClusterAutoscalerSettings",
+    "ClusterSettings",
     "ExistingCluster",
     "ExistingNetwork",
     "ExtenderSettings",

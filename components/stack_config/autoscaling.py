@@ -128,3 +128,15 @@ def _release_tag(value: Value) -> str:
     if release_tag_minor(tag) is None:
         value.fail(f"{tag!r} is not valid: a release tag such as {DEFAULT_CLUSTER_AUTOSCALER_IMAGE_TAG}")
     return tag
+
+
+def chosen_autoscaler(
+    autoscaling: Autoscaler, karpenter: KarpenterSettings, cluster_autoscaler: ClusterAutoscalerSettings
+) -> KarpenterSettings | ClusterAutoscalerSettings | None:
+    """The settings of the autoscaler ``autoscaling`` names, or None for ``none``: the one place
+    the choice is read, so the components compare types, not strings."""
+    chosen: dict[Autoscaler, KarpenterSettings | ClusterAutoscalerSettings] = {
+        "karpenter": karpenter,
+        "cluster-autoscaler": cluster_autoscaler,
+    }
+    return chosen.get(autoscaling)

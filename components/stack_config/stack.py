@@ -34,6 +34,7 @@ from components.stack_config.autoscaling import (
     Autoscaler,
     ClusterAutoscalerSettings,
     KarpenterSettings,
+    chosen_autoscaler,
     parse_cluster_autoscaler,
     parse_karpenter,
 )
@@ -66,6 +67,18 @@ namespace, and ECR takes only lowercase alphanumeric runs joined by single separ
 
 
 @dataclass(frozen=True)
+class ClusterSettings:
+    """The EKS cluster's own settings: its name and version, the system nodes, who reaches it."""
+
+    name: str
+    kubernetes_version: str
+    system_node_group: SystemNodeGroup
+    access: ClusterAccess
+    autoscaled: bool
+    """An autoscaler runs, so its controller needs the Pod Identity agent add-on."""
+
+
+@dataclass(frozen=True)
 class StackConfig:
     """Everything the program declares depends on; built by ``parse_stack_config``."""
 
@@ -91,6 +104,22 @@ class StackConfig:
     cluster_autoscaler: ClusterAutoscalerSettings = field(default_factory=ClusterAutoscalerSettings)
     existing_cluster: ExistingCluster | None = None
     """None: the stack creates an EKS cluster; else it deploys into this one."""
+
+    @property
+    def autoscaler(self) -> KarpenterSettings | ClusterAutoscalerSettings | None:
+        """The chosen autoscaler's settings (``autoscaling``); None when nothing adds GPU nodes."""
+        return chosen_autoscaler(self.autoscaling, self.karpenter, self.cluster_autoscaler)
+
+    @property
+    def cluster(self) -> ClusterSettings:
+        """What the EKS cluster itself is made of (``components.cluster.Cluster``)."""
+        return ClusterSettings(
+            name=self.cluster_name,
+            kubernetes_version=self.kubernetes_version,
+            system_node_group=self.system_node_group,
+            access=self.cluster_access,
+            autoscaled=self.autoscaler is not None,
+        )
 
 
 _STRUCTURED_KEYS = frozenset(
@@ -260,19 +289,20 @@ _AUTOSCALER_KEYS: dict[str, Autoscaler] = {
 def _check_autoscaler_settings(config: StackConfig, top: "Fields") -> None:
     """An autoscaler's settings only next to ``autoscaling`` naming it (else they would be ignored);
     Cluster Autoscaler's minor must be the cluster's."""
-    for key, autoscaler in _AUTOSCALER_KEYS.items():
-        if key in top and config.autoscaling != autoscaler:
+    for key, named in _AUTOSCALER_KEYS.items():
+        if key in top and config.autoscaling != named:
             top[key].fail(
-                f"only with autoscaling: {autoscaler}; autoscaling is {config.autoscaling}, "
+                f"only with autoscaling: {named}; autoscaling is {config.autoscaling}, "
                 "so these settings would be ignored"
             )
-    if config.autoscaling == "karpenter" and len(config.cluster_name) > MAX_SQS_QUEUE_NAME:
+    autoscaler = config.autoscaler
+    if isinstance(autoscaler, KarpenterSettings) and len(config.cluster_name) > MAX_SQS_QUEUE_NAME:
         Value("clusterName", config.cluster_name).fail(
             f"at most {MAX_SQS_QUEUE_NAME} characters with autoscaling: karpenter (it also names "
             "Karpenter's SQS interruption queue)"
         )
-    if config.autoscaling == "cluster-autoscaler":
-        tag = config.cluster_autoscaler.image_tag
+    if isinstance(autoscaler, ClusterAutoscalerSettings):
+        tag = autoscaler.image_tag
         if release_tag_minor(tag) != cluster_minor(config.kubernetes_version):
             Value("clusterAutoscaler.imageTag", tag).fail(
                 f"must be v1.{cluster_minor(config.kubernetes_version)}.<patch> to match kubernetesVersion "
