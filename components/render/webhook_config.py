@@ -6,7 +6,8 @@ on loopback instead of the Service, which a control plane without kube-proxy can
 
 Why each field is what it is (docs/webhook.md has the long form):
 
-- ``matchConditions``: only pods that carry the minimum annotation are sent. Every other pod is
+- ``matchConditions``: only pods that carry the minimum or the capacity-type annotation are
+  sent. Every other pod is
   admitted without a call, so neither the webhook's latency nor its outage touches them (with
   ``failurePolicy: Fail`` too), and the webhook's own pods, which carry no annotation, never wait
   on it.
@@ -36,7 +37,7 @@ from contracts.server import (
     flag,
     tls_flags,
 )
-from policy import MIN_MEMORY_ANNOTATION
+from policy import CAPACITY_TYPE_ANNOTATION, MIN_MEMORY_ANNOTATION
 
 WEBHOOK_SERVICE_HOST = f"{WEBHOOK_SERVICE}.{NAMESPACE}.svc"
 """The name kube-apiserver verifies in the server certificate when it calls the Service."""
@@ -61,12 +62,16 @@ MAX_TIMEOUT_SECONDS = 30
 """The API's limit for ``timeoutSeconds``."""
 
 
-def annotation_condition(annotation: str = MIN_MEMORY_ANNOTATION) -> dict[str, str]:
-    """The CEL match condition: the object carries ``annotation``."""
-    key = json.dumps(annotation)  # a CEL string literal: annotation keys hold no quotes or escapes
+def annotation_condition(
+    annotation: str = MIN_MEMORY_ANNOTATION, capacity_annotation: str = CAPACITY_TYPE_ANNOTATION
+) -> dict[str, str]:
+    """The CEL match condition: the object carries ``annotation`` or ``capacity_annotation``."""
+    # CEL string literals: annotation keys hold no quotes or escapes.
+    keys = (annotation, capacity_annotation)
+    carries = " || ".join(f"{json.dumps(key)} in object.metadata.annotations" for key in keys)
     return {
-        "name": "has-min-gpu-memory-annotation",
-        "expression": f"has(object.metadata.annotations) && {key} in object.metadata.annotations",
+        "name": "has-scheduling-annotation",
+        "expression": f"has(object.metadata.annotations) && ({carries})",
     }
 
 
