@@ -93,16 +93,18 @@ a node too small before the extender is asked (extenders run after every filter 
 mode GPUScheduler runs first at filter, so the policy's reason is the one recorded)."""
 
 
-SPOT_NODE = "spot-g5-xlarge"
+SPOT_NODES = ("spot-g5-xlarge-1", "spot-g5-xlarge-2")
+"""Two, so that spot-only and prefers-spot both find one, in whichever order they are scheduled."""
 DRAINING_NODE = "draining-g5-xlarge"
-"""Beside the fleet (all on-demand): a spot node and an on-demand one Karpenter is draining."""
+"""Beside the fleet (all on-demand): spot nodes and an on-demand one Karpenter is draining."""
 
 
 def capacity_nodes() -> list[SimulatedNode]:
-    """The demo's capacity-type nodes: one spot, one being taken away (``karpenter.sh/disrupted``)."""
+    """The demo's capacity-type nodes: two spot, one being taken away (``karpenter.sh/disrupted``)."""
     g5 = load_inventory()["g5.xlarge"]
+    spot = [SimulatedNode(name, g5, "us-east-1b", capacity_type="SPOT") for name in SPOT_NODES]
     return [
-        SimulatedNode(SPOT_NODE, g5, "us-east-1b", capacity_type="SPOT"),
+        *spot,
         SimulatedNode(DRAINING_NODE, g5, "us-east-1a", taints=("karpenter.sh/disrupted",)),
     ]
 
@@ -166,7 +168,7 @@ def _capacity_problem(pod: DemoPod, node: str) -> str:
     """'' unless the pod is on a node being taken away or of the wrong capacity type."""
     if node == DRAINING_NODE:
         return "bound to a node being taken away"
-    capacity = "spot" if node == SPOT_NODE else "on-demand"
+    capacity = "spot" if node in SPOT_NODES else "on-demand"
     if pod.expect_capacity and capacity != pod.expect_capacity:
         return f"bound to {capacity}, expected {pod.expect_capacity}"
     return ""

@@ -14,7 +14,7 @@ import kubernetes.client
 
 from contracts.cluster import GPU_PRESENT_LABEL
 from localcluster.inventory import InstanceType
-from policy import GPU_RESOURCE, NODE_MEMORY_LABEL
+from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL, vendor_capacity_type
 
 GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
 REGION = "us-east-1"
@@ -65,6 +65,8 @@ def node_manifest(node: SimulatedNode) -> dict[str, Any]:
         "topology.kubernetes.io/zone": node.zone,
         "eks.amazonaws.com/nodegroup": node.node_group,
         "eks.amazonaws.com/capacityType": node.capacity_type,
+        # As the stack's node groups label their nodes (components/gpu_node_group.py).
+        CAPACITY_TYPE_LABEL: vendor_capacity_type(node.capacity_type),
     }
     spec: dict[str, Any] = {}
     if instance_type.has_gpu:
