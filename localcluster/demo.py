@@ -232,10 +232,10 @@ def report(
 def admission_report(api: kubernetes.client.ApiClient, pods: list[DemoPod], refused: dict[str, str]) -> str:
     """What admission did to each annotated pod: the required node affinity it was created with
     (the webhook's patch, which autoscalers read), or the refusal."""
-    lines = ["Admission (the webhook, for pods with the minimum annotation):"]
+    lines = ["Admission (the webhook, for pods with the minimum or the capacity-type annotation):"]
     for pod in pods:
         name = pod.spec.name
-        if pod.spec.min_memory is None:
+        if pod.spec.min_memory is None and pod.spec.capacity_type is None:
             continue
         affinity = "" if name in refused else created_affinity(api, name)
         lines.append(admission_line(name, affinity, refused.get(name, "")))

@@ -14,7 +14,7 @@ from components.render.scheduler_config import SCHEDULER_MODES
 from components.render.webhook_config import WEBHOOK_NAME
 from localcluster.demo import sample_pods
 from localcluster.waiting import wait_for
-from policy import CAPACITY_TYPE_ANNOTATION, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
+from policy import CAPACITY_TYPE_ANNOTATION, CAPACITY_TYPE_LABEL, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,6 +39,9 @@ def test_demo_prints_every_pod_and_exits_zero(bin_dir: Path, mode: str) -> None:
             assert f"$ python -m explain pod ml-training/{pod.spec.name}\nPod ml-training/" in result.stdout
         elif pod.minimum_mib:  # the webhook's affinity, read back from the stored pod
             affinity = f"created with required node affinity {NODE_MEMORY_LABEL} Gt {pod.minimum_mib - 1}"
+            assert f"  {pod.spec.name}: {affinity}\n" in result.stdout
+        elif pod.spec.capacity_type == "spot":  # the capacity-type choice as affinity
+            affinity = f"created with required node affinity {CAPACITY_TYPE_LABEL} In spot"
             assert f"  {pod.spec.name}: {affinity}\n" in result.stdout
     assert f"{mode} mode: every pod ended as expected" in result.stdout
 
