@@ -60,8 +60,13 @@ class Cluster(pulumi.ComponentResource):
     node_role_arn: pulumi.Output[str]
     subnet_ids: pulumi.Output[Sequence[str]]
     node_security_group_id: pulumi.Output[str]
-    """The security group EKS creates for the cluster, which managed nodes (and Karpenter's) use."""
+    """The security group EKS creates for the cluster (``vpcConfig.clusterSecurityGroupId``): managed
+    nodes get it, and Karpenter's nodes find it by its discovery tag. It admits all traffic between
+    its members, so those nodes reach the private API endpoint, CoreDNS on the system nodes, and are
+    reached by the kubelet API."""
     system_node_group: aws.eks.NodeGroup
+    coredns: aws.eks.Addon
+    """Cluster DNS: controllers that call AWS APIs (the autoscalers) resolve their endpoints through it."""
     pod_identity_agent: aws.eks.Addon | None
     """Installed when an autoscaler runs (its controller's AWS credentials come through it)."""
 
@@ -118,7 +123,9 @@ class Cluster(pulumi.ComponentResource):
         )
         self.kubeconfig = pulumi.Output.secret(eks_cluster.kubeconfig_json)
         self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, opts=child)
-        self.node_security_group_id = eks_cluster.cluster_security_group_id
+        # Not ``eks_cluster.cluster_security_group_id``: that is pulumi-eks' own cluster group
+        # (it admits 443 only from pulumi-eks' node group, which no node here uses).
+        self.node_security_group_id = eks_cluster.eks_cluster.vpc_config.cluster_security_group_id
 
         role = aws.iam.Role(
             f"{name}-node-role",
@@ -164,7 +171,7 @@ class Cluster(pulumi.ComponentResource):
         )
         # pulumi-eks adds the CoreDNS add-on only with a default node group or Fargate (it would
         # wait for nodes that do not exist yet); manage it here, once the system nodes exist.
-        aws.eks.Addon(
+        self.coredns = aws.eks.Addon(
             f"{name}-coredns",
             cluster_name=settings.name,
             addon_name="coredns",

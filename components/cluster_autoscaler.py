@@ -1,12 +1,17 @@
 """Cluster Autoscaler over the managed node groups (``autoscaling: cluster-autoscaler``, the default).
 
-It finds the groups by the auto-discovery tags on their Auto Scaling groups and scales each within
-its configured min and max. A GPU group at size 0 has no node to copy, so Cluster Autoscaler builds
-its template node from the ASG's ``node-template`` tags, set here: our memory label (so a pod whose
-required affinity is ``<label> Gt <minimum - 1>`` picks a group with enough GPU memory), the
-device plugin's label, the GPU taint and ``nvidia.com/gpu``. (It also asks EKS' DescribeNodegroup
-for labels and taints, but only for a group that never had a node.) EKS puts the node group's tags
-on the node group, not its ASG, hence ``aws.autoscaling.Tag`` resources on the ASG itself.
+It finds the groups by the auto-discovery tags EKS puts on every managed node group's Auto Scaling
+group (``k8s.io/cluster-autoscaler/enabled``, ``k8s.io/cluster-autoscaler/<cluster>``; they are
+EKS', so this component never declares them: destroying it would delete them) and scales each
+within its configured min and max. A GPU group at size 0 has no node to copy, so Cluster
+Autoscaler builds its template node from the ASG's ``node-template`` tags, set here: our memory
+label (so a pod whose required affinity is ``<label> Gt <minimum - 1>`` picks a group with enough
+GPU memory), the device plugin's label, the node-pool label, the accelerator label (a GPU node
+counts as not ready until its GPUs are advertised), the GPU taint, ``nvidia.com/gpu`` and
+``ephemeral-storage`` (absent, a template has none, and a pod requesting any fits no empty
+group). EKS puts the node group's tags on the node group, not its ASG, hence
+``aws.autoscaling.Tag`` resources on the ASG itself. The ``priority`` expander prefers the group
+with the smallest GPU memory that fits (components/render/autoscaler_template.py).
 """
 
 import json
@@ -20,8 +25,15 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.cluster import NODE_POOL_LABEL, SYSTEM_POOL, Cluster
-from components.gpu_node_group import GPU_TAINT_KEY, GPU_TAINT_VALUE, GpuNodeGroup
+from components.gpu_node_group import GPU_TAINT_KEY, GPU_TAINT_VALUE, GpuNodeGroup, group_key
 from components.pod_identity import pod_identity_role
+from components.render.accelerator_label import ACCELERATOR_LABEL
+from components.render.autoscaler_template import (
+    EXPANDER,
+    TemplateShape,
+    expander_priorities,
+    mixed_template_warning,
+)
 from components.stack_config import ClusterAutoscalerSettings
 from contracts.cluster import GPU_PRESENT_LABEL
 from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL
@@ -33,8 +45,7 @@ SERVICE_ACCOUNT = "cluster-autoscaler"
 IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
 TAG_PREFIX = "k8s.io/cluster-autoscaler"
 NODE_TEMPLATE = f"{TAG_PREFIX}/node-template"
-EXPANDER = "least-waste"
-"""Among groups that fit a pending pod, the one that leaves the least CPU and memory idle."""
+EPHEMERAL_STORAGE = "ephemeral-storage"
 DESCRIBE_ACTIONS = (
     "autoscaling:DescribeAutoScalingGroups",
     "autoscaling:DescribeAutoScalingInstances",
@@ -47,11 +58,6 @@ DESCRIBE_ACTIONS = (
     "eks:DescribeNodegroup",
 )
 SCALING_ACTIONS = ("autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup")
-
-
-def discovery_tags(cluster_name: str) -> dict[str, str]:
-    """The ASG tags Cluster Autoscaler's auto-discovery looks for (EKS sets them as well)."""
-    return {f"{TAG_PREFIX}/enabled": "true", f"{TAG_PREFIX}/{cluster_name}": "owned"}
 
 
 def autoscaler_policy(cluster_name: str) -> dict[str, Any]:
@@ -70,13 +76,21 @@ def autoscaler_policy(cluster_name: str) -> dict[str, Any]:
     }
 
 
-def node_template_tags(memory_label: str, gpus_per_node: int, pool: str, gpu_taint: bool) -> dict[str, str]:
-    """What a node of a GPU group at size 0 would carry, as Cluster Autoscaler reads ASG tags."""
+def node_template_tags(
+    *, memory_label: str, gpus_per_node: int, pool: str, accelerator: str, disk_size_gib: int, gpu_taint: bool
+) -> dict[str, str]:
+    """What a node of a GPU group at size 0 would carry, as Cluster Autoscaler reads ASG tags.
+
+    Ephemeral storage is the root volume's size: a node's allocatable is somewhat less (the OS,
+    images, the kubelet's eviction threshold), so a pod asking for nearly all of it may still wait.
+    """
     tags = {
         f"{NODE_TEMPLATE}/label/{NODE_MEMORY_LABEL}": memory_label,
         f"{NODE_TEMPLATE}/label/{GPU_PRESENT_LABEL}": GPU_TAINT_VALUE,
         f"{NODE_TEMPLATE}/label/{NODE_POOL_LABEL}": pool,
+        f"{NODE_TEMPLATE}/label/{ACCELERATOR_LABEL}": accelerator,
         f"{NODE_TEMPLATE}/resources/{GPU_RESOURCE}": str(gpus_per_node),
+        f"{NODE_TEMPLATE}/resources/{EPHEMERAL_STORAGE}": f"{disk_size_gib}Gi",
     }
     if gpu_taint:
         tags[f"{NODE_TEMPLATE}/taint/{GPU_TAINT_KEY}"] = f"{GPU_TAINT_VALUE}:NoSchedule"
@@ -90,8 +104,11 @@ def capacity_type_template_tag(capacity_type: str) -> dict[str, str]:
     return {f"{NODE_TEMPLATE}/label/{CAPACITY_TYPE_LABEL}": capacity_type}
 
 
-def autoscaler_values(cluster_name: str, region: str, settings: ClusterAutoscalerSettings) -> dict[str, Any]:
-    """Chart values: AWS auto-discovery for this cluster, the Pod Identity ServiceAccount, system nodes."""
+def autoscaler_values(
+    cluster_name: str, region: str, settings: ClusterAutoscalerSettings, priorities: dict[str, list[str]]
+) -> dict[str, Any]:
+    """Chart values: AWS auto-discovery for this cluster, the Pod Identity ServiceAccount, system
+    nodes, the expanders and the priority expander's ConfigMap (the chart writes ``priorities``)."""
     return {
         "cloudProvider": "aws",
         "awsRegion": region,
@@ -99,6 +116,7 @@ def autoscaler_values(cluster_name: str, region: str, settings: ClusterAutoscale
         "image": {"repository": IMAGE, "tag": settings.image_tag},
         "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
         "nodeSelector": {NODE_POOL_LABEL: SYSTEM_POOL},
+        "expanderPriorities": priorities,
         "extraArgs": {
             "expander": EXPANDER,
             "balance-similar-node-groups": True,
@@ -107,19 +125,21 @@ def autoscaler_values(cluster_name: str, region: str, settings: ClusterAutoscale
     }
 
 
-def _group_tags(cluster_name: str, pool: str, gpu_taint: bool, label_and_gpus: list[Any]) -> dict[str, str]:
-    memory_label, gpus_per_node = label_and_gpus
-    return {
-        **discovery_tags(cluster_name),
-        **node_template_tags(memory_label, gpus_per_node, pool, gpu_taint),
-    }
-
-
 def _asg_name(resources: Sequence[aws.eks.outputs.NodeGroupResource] | None) -> str:
     """The Auto Scaling group behind a managed node group (EKS makes exactly one)."""
     [resource] = resources or ()
     [group] = resource.autoscaling_groups or ()
     return str(group.name)
+
+
+def _template_tags(values: dict[str, Any], *, disk_size_gib: int, gpu_taint: bool) -> dict[str, str]:
+    return node_template_tags(**values, disk_size_gib=disk_size_gib, gpu_taint=gpu_taint)
+
+
+def _warn_if_mixed(where: str, group: GpuNodeGroup, shapes: list[TemplateShape]) -> None:
+    warning = mixed_template_warning(where, shapes)
+    if warning is not None:
+        pulumi.log.warn(warning, resource=group)
 
 
 class ClusterAutoscaler(pulumi.ComponentResource):
@@ -143,10 +163,22 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         for group in gpu_groups:
             group_name = group.settings.name
             asg = group.node_group.resources.apply(_asg_name)
-            template = pulumi.Output.all(group.memory_label, group.gpus_per_node).apply(
-                partial(_group_tags, cluster.name, f"gpu-{group_name}", gpu_taint)
+            template = pulumi.Output.all(
+                memory_label=group.memory_label,
+                gpus_per_node=group.gpus_per_node,
+                pool=group.node_pool,
+                accelerator=group.accelerator,
+            ).apply(partial(_template_tags, disk_size_gib=group.settings.disk_size_gib, gpu_taint=gpu_taint))
+            group.template_shapes.apply(partial(_warn_if_mixed, group_key(group.settings), group))
+            keys = node_template_tags(
+                memory_label="",
+                gpus_per_node=0,
+                pool="",
+                accelerator="",
+                disk_size_gib=0,
+                gpu_taint=gpu_taint,
             )
-            for key in [*discovery_tags(cluster.name), *node_template_tags("", 0, "", gpu_taint)]:
+            for key in keys:
                 aws.autoscaling.Tag(
                     f"{name}-{group_name}-{key.removeprefix(TAG_PREFIX + '/').replace('/', '-')}",
                     autoscaling_group_name=asg,
@@ -163,16 +195,23 @@ class ClusterAutoscaler(pulumi.ComponentResource):
                     opts=child,
                 )
         agent = [cluster.pod_identity_agent] if cluster.pod_identity_agent is not None else []
-        _, association = pod_identity_role(
+        identity = pod_identity_role(
             f"{name}-controller",
             cluster_name=cluster.name,
             namespace=NAMESPACE,
             service_account=SERVICE_ACCOUNT,
             policy=json.dumps(autoscaler_policy(cluster.name)),
             parent=self,
-            depends_on=[*agent, *cluster.node_group_dependencies],
+            depends_on=[*agent, cluster.coredns, *cluster.node_group_dependencies],
         )
         region = aws.get_region_output(opts=pulumi.InvokeOutputOptions(parent=self)).region
+        priorities = pulumi.Output.all(
+            cluster.system_node_group.resources.apply(_asg_name),
+            *(
+                pulumi.Output.all(group.node_group.resources.apply(_asg_name), group.memory_label)
+                for group in gpu_groups
+            ),
+        ).apply(lambda asgs: expander_priorities([asgs[0]], [(asg, int(memory)) for asg, memory in asgs[1:]]))
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name=CHART,
@@ -180,10 +219,14 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             version=settings.chart_version,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=CHART_REPOSITORY),
             namespace=NAMESPACE,
-            values=region.apply(lambda region_name: autoscaler_values(cluster.name, region_name, settings)),
+            values=pulumi.Output.all(region, priorities).apply(
+                lambda args: autoscaler_values(cluster.name, args[0], settings, args[1])
+            ),
             atomic=True,
             opts=pulumi.ResourceOptions(
-                parent=self, provider=cluster.provider, depends_on=[association, cluster.system_node_group]
+                parent=self,
+                provider=cluster.provider,
+                depends_on=[*identity.ready, cluster.coredns, cluster.system_node_group],
             ),
         )
         self.register_outputs({"chartVersion": settings.chart_version, "status": self.release.status})

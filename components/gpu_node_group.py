@@ -7,6 +7,8 @@ import pulumi
 import pulumi_aws as aws
 
 from components.cluster import AUTOSCALED_FIELDS, NODE_POOL_LABEL, Cluster
+from components.render.accelerator_label import ACCELERATOR_LABEL, accelerator_name
+from components.render.autoscaler_template import TemplateShape
 from components.render.gpu_memory import (
     NVIDIA_AMI_ARCHITECTURE,
     Gpu,
@@ -14,6 +16,7 @@ from components.render.gpu_memory import (
     group_gpu_memory_mib,
     require_architecture,
 )
+from components.render.karpenter_pools import memory_class_name
 from components.stack_config import GpuNodeGroup as GpuNodeGroupSettings
 from contracts.cluster import GPU_PRESENT_LABEL
 from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL, vendor_capacity_type
@@ -38,6 +41,16 @@ def instance_gpus_from_invoke(instance_type: str, result: Any) -> InstanceGpus:
     return InstanceGpus(instance_type, gpus, tuple(result.supported_architectures or ()))
 
 
+def template_shape_from_invoke(instance_type: str, result: Any) -> TemplateShape:
+    """What Cluster Autoscaler's template of ``instance_type`` holds, from ``aws.ec2.get_instance_type``."""
+    return TemplateShape(
+        instance_type,
+        int(result.default_vcpus),
+        int(result.memory_size),
+        tuple((gpu.name, gpu.count, gpu.memory_size) for gpu in result.gpuses or ()),
+    )
+
+
 def group_key(settings: GpuNodeGroupSettings) -> str:
     """Where a group's instance types were configured, as errors name them."""
     return f"{settings.config_key}.instanceTypes (GPU node group {settings.name!r})"
@@ -58,6 +71,12 @@ class GpuNodeGroup(pulumi.ComponentResource):
     """EC2's GPU data of each instance type, in the configured order."""
     gpus_per_node: pulumi.Output[int]
     """The fewest GPUs any of the group's types has (what a scale-from-zero template may promise)."""
+    template_shapes: pulumi.Output[list[TemplateShape]]
+    """Each type's vCPUs, memory and GPUs, in the configured order (Cluster Autoscaler's templates)."""
+    accelerator: pulumi.Output[str]
+    """Cluster Autoscaler's ``k8s.amazonaws.com/accelerator`` value for the group's nodes."""
+    node_pool: pulumi.Output[str]
+    """The nodes' ``training.example.com/node-pool``: their memory class, named as Karpenter's NodePool."""
     node_group: aws.eks.NodeGroup
     settings: GpuNodeGroupSettings
     """The group as configured (the autoscalers read its name, types and capacity type)."""
@@ -85,8 +104,21 @@ class GpuNodeGroup(pulumi.ComponentResource):
             ]
         )
         self.memory_label = self.instance_gpus.apply(lambda described: gpu_memory_label(settings, described))
+        self.template_shapes = pulumi.Output.all(*lookups).apply(
+            lambda results: [
+                template_shape_from_invoke(instance_type, result)
+                for instance_type, result in zip(settings.instance_types, results, strict=True)
+            ]
+        )
+        # After the memory label, whose checks (NVIDIA, whole GPUs, architecture) report first.
+        self.accelerator = pulumi.Output.all(self.memory_label, self.instance_gpus).apply(
+            lambda checked: accelerator_name(group_key(settings), checked[1])
+        )
         self.capacity_type = vendor_capacity_type(settings.capacity_type)
         """Our capacity-type label of the group's nodes (``on-demand`` or ``spot``)."""
+        self.node_pool = self.memory_label.apply(
+            lambda memory: memory_class_name(int(memory), self.capacity_type)
+        )
         self.gpus_per_node = self.instance_gpus.apply(
             lambda described: min(sum(gpu.count for gpu in item.gpus) for item in described)
         )
@@ -115,7 +147,9 @@ class GpuNodeGroup(pulumi.ComponentResource):
             labels={
                 NODE_MEMORY_LABEL: self.memory_label,
                 GPU_PRESENT_LABEL: "true",
-                NODE_POOL_LABEL: f"gpu-{settings.name}",
+                NODE_POOL_LABEL: self.node_pool,
+                # Cluster Autoscaler counts a GPU node as not ready until its GPUs are advertised.
+                ACCELERATOR_LABEL: self.accelerator,
                 CAPACITY_TYPE_LABEL: self.capacity_type,
             },
             taints=taints,

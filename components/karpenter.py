@@ -5,8 +5,9 @@ docs/deploy-eks.md#autoscaling-the-gpu-node-groups explains the choice.
 What it declares, after Karpenter's getting-started CloudFormation template at the pinned
 release: the node role (and its EKS access entry, type EC2_LINUX, so its nodes may join), the
 controller's role through EKS Pod Identity with the template's scoped policies, the SQS
-interruption queue and the EventBridge rules that feed it, the discovery tag on the node
-security group (the subnets get it from ``Network``), the chart's CRDs and controller from
+interruption queue and the EventBridge rules that feed it, the discovery tag on the cluster
+security group EKS creates (the one managed nodes get; the subnets get the tag from ``Network``),
+when asked EC2 Spot's service-linked role, the chart's CRDs and controller from
 Karpenter's OCI registry, one EC2NodeClass and one NodePool per GPU memory class.
 
 The managed GPU node groups stay as configured (a fixed baseline; sizes 0 leave all GPU capacity
@@ -42,7 +43,7 @@ from components.render.karpenter_pools import (
     node_class_manifest,
     node_pool_manifest,
 )
-from components.stack_config import KarpenterSettings
+from components.stack_config import KarpenterSettings, Resources
 from contracts.cluster import GPU_PRESENT_LABEL
 from policy import CAPACITY_TYPE_LABEL, NODE_MEMORY_LABEL
 
@@ -73,14 +74,19 @@ INTERRUPTION_EVENTS = {
 }
 """EventBridge rule name suffix -> (event source, detail-type) sent to the queue."""
 GPU_TAINT_EFFECT = "NoSchedule"
+SPOT_SERVICE = "spot.amazonaws.com"
+"""EC2 Spot's service principal: its service-linked role must exist before Karpenter's CreateFleet
+may launch spot instances (``AuthFailure.ServiceLinkedRoleCreationNotPermitted`` otherwise)."""
 
 
-def karpenter_values(cluster_name: str, queue_name: str) -> dict[str, Any]:
-    """Chart values: the cluster and queue, the Pod Identity ServiceAccount, on the system nodes."""
+def karpenter_values(cluster_name: str, queue_name: str, resources: Resources) -> dict[str, Any]:
+    """Chart values: the cluster and queue, the Pod Identity ServiceAccount, on the system nodes,
+    the controller's requests and memory limit (the chart sets none)."""
     return {
         "settings": {"clusterName": cluster_name, "interruptionQueue": queue_name},
         "serviceAccount": {"name": SERVICE_ACCOUNT},
         "nodeSelector": {NODE_POOL_LABEL: SYSTEM_POOL},
+        "controller": {"resources": {"requests": resources.requests, "limits": resources.limits}},
     }
 
 
@@ -118,6 +124,13 @@ class Karpenter(pulumi.ComponentResource):
         self.memory_classes = self._memory_classes(gpu_groups)
         partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
         node_role, access_entry = self._node_role(partition)
+        if settings.create_spot_service_linked_role:
+            # Account-wide and shared with every Spot user of the account: kept on destroy.
+            aws.iam.ServiceLinkedRole(
+                f"{name}-spot-service-linked-role",
+                aws_service_name=SPOT_SERVICE,
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
+            )
         queue = self._interruption_queue()
         controller = self._controller(settings, partition, node_role, access_entry, queue)
         self.node_pools = self._node_pools(settings, node_role, controller, gpu_taint)
@@ -149,7 +162,7 @@ class Karpenter(pulumi.ComponentResource):
 
     def _node_role(self, partition: pulumi.Output[str]) -> tuple[aws.iam.Role, aws.eks.AccessEntry]:
         """The role Karpenter's nodes run as, its EKS access entry (so they may join) and the
-        discovery tag on the node security group."""
+        discovery tag on the security group EKS creates (the one managed nodes get)."""
         name, cluster, child = self._name, self._cluster, pulumi.ResourceOptions(parent=self)
         node_role = aws.iam.Role(f"{name}-node-role", assume_role_policy=NODE_TRUST_POLICY, opts=child)
         for managed in NODE_POLICIES:
@@ -231,14 +244,14 @@ class Karpenter(pulumi.ComponentResource):
             )
         )
         agent = [cluster.pod_identity_agent] if cluster.pod_identity_agent is not None else []
-        _, association = pod_identity_role(
+        controller_identity = pod_identity_role(
             f"{name}-controller",
             cluster_name=cluster_name,
             namespace=NAMESPACE,
             service_account=SERVICE_ACCOUNT,
             policy=policy,
             parent=self,
-            depends_on=[*agent, *cluster.node_group_dependencies],
+            depends_on=[*agent, cluster.coredns, *cluster.node_group_dependencies],
         )
         kubernetes = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
         crds = k8s.helm.v3.Release(
@@ -257,12 +270,22 @@ class Karpenter(pulumi.ComponentResource):
             version=settings.chart_version,
             namespace=NAMESPACE,
             skip_crds=True,
-            values=queue.name.apply(lambda queue_name: karpenter_values(cluster_name, queue_name)),
+            values=queue.name.apply(
+                lambda queue_name: karpenter_values(cluster_name, queue_name, settings.resources)
+            ),
             atomic=True,
+            # The controller resolves AWS endpoints through CoreDNS and calls them with the role's
+            # policy at once; started earlier it crash-loops and the atomic release times out.
             opts=pulumi.ResourceOptions.merge(
                 kubernetes,
                 pulumi.ResourceOptions(
-                    depends_on=[crds, association, access_entry, cluster.system_node_group]
+                    depends_on=[
+                        crds,
+                        *controller_identity.ready,
+                        cluster.coredns,
+                        access_entry,
+                        cluster.system_node_group,
+                    ]
                 ),
             ),
         )

@@ -6,6 +6,7 @@ no OIDC provider, no annotation on the ServiceAccount. Used by the autoscalers' 
 """
 
 import json
+from typing import NamedTuple
 
 import pulumi
 import pulumi_aws as aws
@@ -31,6 +32,20 @@ def pod_identity_trust_policy() -> str:
     )
 
 
+class PodIdentity(NamedTuple):
+    """A ServiceAccount's AWS identity: the role, its inline policy, the association."""
+
+    role: aws.iam.Role
+    policy: aws.iam.RolePolicy
+    association: aws.eks.PodIdentityAssociation
+
+    @property
+    def ready(self) -> list[pulumi.Resource]:
+        """What a workload using the identity waits for: credentials that already carry the
+        policy (a controller started before its policy is attached fails its first AWS calls)."""
+        return [self.policy, self.association]
+
+
 def pod_identity_role(
     name: str,
     *,
@@ -40,14 +55,15 @@ def pod_identity_role(
     policy: pulumi.Input[str],
     parent: pulumi.Resource,
     depends_on: list[pulumi.Resource],
-) -> tuple[aws.iam.Role, aws.eks.PodIdentityAssociation]:
-    """The role with ``policy`` inline, and its association with ``namespace/service_account``."""
+) -> PodIdentity:
+    """The role with ``policy`` inline, and its association with ``namespace/service_account``,
+    made once the policy is attached and ``depends_on`` exist."""
     role = aws.iam.Role(
         f"{name}-role",
         assume_role_policy=pod_identity_trust_policy(),
         opts=pulumi.ResourceOptions(parent=parent),
     )
-    aws.iam.RolePolicy(
+    inline = aws.iam.RolePolicy(
         f"{name}-policy", role=role.id, policy=policy, opts=pulumi.ResourceOptions(parent=parent)
     )
     association = aws.eks.PodIdentityAssociation(
@@ -56,6 +72,6 @@ def pod_identity_role(
         namespace=namespace,
         service_account=service_account,
         role_arn=role.arn,
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=depends_on),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[inline, *depends_on]),
     )
-    return role, association
+    return PodIdentity(role, inline, association)

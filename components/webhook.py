@@ -92,7 +92,7 @@ class AdmissionWebhook(pulumi.ComponentResource):
             labels=labels,
             container="webhook",
             image=image,
-            args=webhook_args(settings.invalid_annotation),
+            args=webhook_args(settings.invalid_annotation, settings.disruption_protection),
             port=TLS_PORT,
             replicas=settings.replicas,
             resources=settings.resources,

@@ -51,6 +51,18 @@ message, or admit it with the message as an admission warning."""
 INVALID_ANNOTATION: InvalidAnnotation = INVALID_ANNOTATION_DENY
 """Default: deny, so `kubectl apply` shows the policy's message instead of a pod that waits forever."""
 
+DisruptionProtection = Literal["on", "off"]
+DISRUPTION_PROTECTION_ON: DisruptionProtection = "on"
+DISRUPTION_PROTECTION_OFF: DisruptionProtection = "off"
+DISRUPTION_PROTECTION_CHOICES: tuple[DisruptionProtection, ...] = (
+    DISRUPTION_PROTECTION_ON,
+    DISRUPTION_PROTECTION_OFF,
+)
+"""The webhook's ``--disruption-protection``: ``on`` adds the autoscalers' opt-out annotations to
+pods with a minimum (their node stays while they run), ``off`` only the affinity."""
+DISRUPTION_PROTECTION: DisruptionProtection = DISRUPTION_PROTECTION_ON
+"""Default: on, so an autoscaler's routine tidying does not restart a training job."""
+
 
 def flag(name: str, value: object) -> str:
     """The command-line flag setting the field ``name`` (e.g. ``node_cache`` -> ``--node-cache=watch``)."""

@@ -15,6 +15,7 @@ from typing import cast
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from contracts.server import (
+    DISRUPTION_PROTECTION_ON,
     HEALTHZ_PATH,
     METRICS_PATH,
     MUTATE_PATH,
@@ -221,7 +222,9 @@ class ExtenderService:
         settings = self.settings
         if settings.role == ROLE_WEBHOOK:
             action = cast(InvalidAnnotation, settings.invalid_annotation)  # checked by ExtenderSettings
-            return {MUTATE_PATH: _mutate_endpoint(AdmissionSettings(action, settings.policy))}
+            protect = settings.disruption_protection == DISRUPTION_PROTECTION_ON
+            admission = AdmissionSettings(action, settings.policy, protect_from_disruption=protect)
+            return {MUTATE_PATH: _mutate_endpoint(admission)}
         verbs = VERBS if self.node_cache is None else cached_verbs(self.node_cache, self.metrics.node_cache)
         return self._verb_routes({path: _awaitable(verb) for path, verb in verbs.items()})
 

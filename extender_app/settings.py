@@ -11,6 +11,8 @@ from typing import Any
 
 from contracts.server import (
     CLIENT_CA_FILE,
+    DISRUPTION_PROTECTION,
+    DISRUPTION_PROTECTION_CHOICES,
     EXTENDER_TLS_DIR,
     HEALTH_PORT,
     INVALID_ANNOTATION,
@@ -161,6 +163,12 @@ class ExtenderSettings:
         " (deny) or admitted with it as an admission warning (warn)",
         metavar="deny|warn",
     )
+    disruption_protection: str = setting(
+        DISRUPTION_PROTECTION,
+        "webhook role: on = pods with a minimum also get karpenter.sh/do-not-disrupt=true and"
+        " cluster-autoscaler.kubernetes.io/safe-to-evict=false (their node stays while they run)",
+        metavar="on|off",
+    )
     policy: PolicySettings = field(default_factory=PolicySettings)
     """Keys and scale of the GPU-memory policy."""
 
@@ -203,6 +211,11 @@ class ExtenderSettings:
             raise ValueError(
                 f"invalid_annotation must be one of {', '.join(INVALID_ANNOTATION_ACTIONS)}, "
                 f"not {self.invalid_annotation!r}"
+            )
+        if self.disruption_protection not in DISRUPTION_PROTECTION_CHOICES:
+            raise ValueError(
+                f"disruption_protection must be one of {', '.join(DISRUPTION_PROTECTION_CHOICES)}, "
+                f"not {self.disruption_protection!r}"
             )
         if self.role == ROLE_EXTENDER and not self.client_ca:
             raise ValueError("client_ca must be a file path: the extender requires client certificates")

@@ -44,6 +44,10 @@ ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized"]
 CONSOLIDATION_POLICIES: tuple[ConsolidationPolicy, ...] = ("WhenEmpty", "WhenEmptyOrUnderutilized")
 
 
+DRIFTED = "Drifted"
+"""Karpenter's disruption reason for a node whose NodePool, EC2NodeClass or resolved AMI changed."""
+
+
 @dataclass(frozen=True)
 class NodePoolSettings:
     """Limits and disruption, the same for every GPU NodePool."""
@@ -55,8 +59,15 @@ class NodePoolSettings:
     consolidate_after: str = "5m"
     disruption_budget: str = "10%"
     """At most this many of a pool's nodes disrupted at once (a count or a percentage)."""
+    drift_budget: str = "0"
+    """At most this many nodes replaced at once because they drifted (a changed NodePool, node
+    class or AMI). ``0``: drift never replaces a running node; new nodes get the new settings, old
+    ones leave when empty or expired."""
     expire_after: str = "720h"
-    """Nodes are replaced after this (new AMIs reach the fleet); ``Never`` keeps them."""
+    """Nodes are replaced after this (a forceful disruption: no budget applies); ``Never`` keeps them."""
+    termination_grace_period: str = "48h"
+    """How long a draining node (expired, or deleted) waits for pods that block eviction (a
+    ``karpenter.sh/do-not-disrupt`` job, a PodDisruptionBudget) before deleting them anyway."""
 
 
 @dataclass(frozen=True)
@@ -93,9 +104,16 @@ class MemoryClass:
 
     @property
     def name(self) -> str:
-        """The NodePool's name: ``gpu-<MiB>mib`` for on-demand, with ``-spot`` for spot."""
-        suffix = "" if self.capacity_types == ("on-demand",) else "-" + "-".join(self.capacity_types)
-        return f"gpu-{self.memory_mib}mib{suffix}"
+        """The NodePool's name, also its nodes' ``training.example.com/node-pool`` label."""
+        (capacity_type,) = self.capacity_types
+        return memory_class_name(self.memory_mib, capacity_type)
+
+
+def memory_class_name(memory_mib: int, capacity_type: str = "on-demand") -> str:
+    """The name of the per-GPU memory class ``memory_mib`` of one capacity type: the NodePool's
+    name and the node-pool label of every node of the class, whether a NodePool or a managed
+    node group made it; ``gpu-<MiB>mib`` for on-demand, with ``-spot`` for spot."""
+    return f"gpu-{memory_mib}mib" + ("" if capacity_type == "on-demand" else f"-{capacity_type}")
 
 
 def memory_classes(groups: Iterable[GpuGroupTypes]) -> list[MemoryClass]:
@@ -193,13 +211,18 @@ def node_pool_manifest(
                         {"key": ARCH_LABEL, "operator": "In", "values": [GPU_ARCH]},
                     ],
                     "expireAfter": settings.expire_after,
+                    "terminationGracePeriod": settings.termination_grace_period,
                 },
             },
             "limits": {GPU_RESOURCE: str(settings.gpu_limit)},
             "disruption": {
                 "consolidationPolicy": settings.consolidation_policy,
                 "consolidateAfter": settings.consolidate_after,
-                "budgets": [{"nodes": settings.disruption_budget}],
+                # Karpenter applies the most restrictive budget active for a reason.
+                "budgets": [
+                    {"nodes": settings.disruption_budget},
+                    {"nodes": settings.drift_budget, "reasons": [DRIFTED]},
+                ],
             },
         },
     }

@@ -27,6 +27,8 @@ from typing import Any, Literal
 
 from contracts.cluster import NAMESPACE, NAMESPACE_NAME_LABEL, WEBHOOK_SERVICE
 from contracts.server import (
+    DISRUPTION_PROTECTION_OFF,
+    DISRUPTION_PROTECTION_ON,
     HEALTH_PORT,
     INVALID_ANNOTATION,
     MUTATE_PATH,
@@ -142,12 +144,19 @@ def mutating_webhook_configuration(webhook: Mapping[str, Any]) -> dict[str, Any]
     }
 
 
-def webhook_args(invalid_annotation: InvalidAnnotation = INVALID_ANNOTATION) -> list[str]:
-    """The container's flags: the extender image in its webhook role, server certificate only."""
+def webhook_args(
+    invalid_annotation: InvalidAnnotation = INVALID_ANNOTATION, disruption_protection: bool = True
+) -> list[str]:
+    """The container's flags: the extender image in its webhook role, server certificate only;
+    ``disruption_protection``: pods with a minimum also get the autoscalers' opt-out annotations."""
     return [
         flag("role", ROLE_WEBHOOK),
         *tls_flags(WEBHOOK_TLS_DIR, client_ca=False),
         flag("port", TLS_PORT),
         flag("health_port", HEALTH_PORT),
         flag("invalid_annotation", invalid_annotation),
+        flag(
+            "disruption_protection",
+            DISRUPTION_PROTECTION_ON if disruption_protection else DISRUPTION_PROTECTION_OFF,
+        ),
     ]

@@ -15,16 +15,22 @@ from components.render.karpenter_pools import (
 )
 from components.stack_config.node_groups import parse_disk_size
 from components.stack_config.validation import CHART_VERSION, Value
+from components.stack_config.values import Resources, parse_resources
 
 DEFAULT_KARPENTER_CHART_VERSION = "1.14.1"
 """Karpenter (AWS provider) chart and CRDs: the release whose core the local kwok build runs
 (toolchain/karpenter/go.mod, sigs.k8s.io/karpenter v1.14.1), so both are the same Karpenter."""
-DEFAULT_KARPENTER_AMI_ALIAS = "al2023@latest"
-"""EKS-optimised AL2023; Karpenter picks its NVIDIA variant for GPU instance types."""
+DEFAULT_KARPENTER_AMI_ALIAS = "al2023@v20260903"
+"""EKS-optimised AL2023 of one release (Karpenter picks its NVIDIA variant for GPU instance types),
+pinned: with ``al2023@latest`` every AMI release would mark every node drifted. The release that
+ships Kubernetes 1.35.7; moving it is a deliberate ``pulumi up`` (docs/deploy-eks.md)."""
 DEFAULT_CLUSTER_AUTOSCALER_CHART_VERSION = "9.59.0"
-"""kubernetes/autoscaler's cluster-autoscaler chart whose appVersion is 1.35.0."""
-DEFAULT_CLUSTER_AUTOSCALER_IMAGE_TAG = "v1.35.0"
-"""Cluster Autoscaler's minor must equal the cluster's (it embeds the scheduler's code)."""
+"""kubernetes/autoscaler's cluster-autoscaler chart (appVersion 1.35.0; the image tag is set apart)."""
+DEFAULT_CLUSTER_AUTOSCALER_IMAGE_TAG = "v1.35.2"
+"""Cluster Autoscaler's newest 1.35 patch; its minor must equal the cluster's (it embeds the
+scheduler's code)."""
+KARPENTER_RESOURCES = Resources(cpu_request="1", memory_request="1Gi", memory_limit="1Gi")
+"""Karpenter's getting-started figures (1 CPU, 1Gi); like every container here, no CPU limit."""
 DEFAULT_SCALE_DOWN_UNNEEDED_TIME = "10m"
 MAX_GPU_LIMIT = 100_000
 MAX_SQS_QUEUE_NAME = 80
@@ -49,6 +55,11 @@ class KarpenterSettings:
     ami_alias: str = DEFAULT_KARPENTER_AMI_ALIAS
     disk_size_gib: int = 100
     node_pools: NodePoolSettings = field(default_factory=NodePoolSettings)
+    resources: Resources = KARPENTER_RESOURCES
+    """The controller's requests and memory limit."""
+    create_spot_service_linked_role: bool = False
+    """Declare EC2 Spot's service-linked role (an account that never used Spot lacks it, and
+    Karpenter may not create it). Off by default: creating it fails where it already exists."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +74,8 @@ class ClusterAutoscalerSettings:
 def parse_karpenter(value: Value) -> KarpenterSettings:
     fields = value.fields(
         {"chartVersion", "amiAlias", "diskSizeGib", "gpuLimit", "consolidationPolicy"}
-        | {"consolidateAfter", "disruptionBudget", "expireAfter"}
+        | {"consolidateAfter", "disruptionBudget", "driftBudget", "expireAfter", "terminationGracePeriod"}
+        | {"resources", "createSpotServiceLinkedRole"}
     )
     default = KarpenterSettings()
     pools = default.node_pools
@@ -84,7 +96,7 @@ def parse_karpenter(value: Value) -> KarpenterSettings:
         ami_alias=fields.read(
             "amiAlias",
             default.ami_alias,
-            lambda v: v.string(_AMI_ALIAS, "al2023@latest or a pinned release such as al2023@v20260901"),
+            lambda v: v.string(_AMI_ALIAS, "al2023@latest or a pinned release such as al2023@v20260903"),
         ),
         disk_size_gib=fields.read("diskSizeGib", default.disk_size_gib, parse_disk_size),
         node_pools=NodePoolSettings(
@@ -93,14 +105,32 @@ def parse_karpenter(value: Value) -> KarpenterSettings:
                 "consolidationPolicy", pools.consolidation_policy, lambda v: v.choice(CONSOLIDATION_POLICIES)
             ),
             consolidate_after=duration("consolidateAfter", pools.consolidate_after),
-            disruption_budget=fields.read(
-                "disruptionBudget",
-                pools.disruption_budget,
-                lambda v: v.string(_BUDGET, "a node count such as 1 or a percentage such as 10%"),
-            ),
+            disruption_budget=fields.read("disruptionBudget", pools.disruption_budget, _budget),
+            drift_budget=fields.read("driftBudget", pools.drift_budget, _budget),
             expire_after=duration("expireAfter", pools.expire_after),
+            termination_grace_period=fields.read(
+                "terminationGracePeriod",
+                pools.termination_grace_period,
+                lambda v: v.string(_DURATION, "a duration such as 30m or 48h"),
+            ),
+        ),
+        resources=fields.read(
+            "resources", default.resources, lambda v: parse_resources(v, default.resources)
+        ),
+        create_spot_service_linked_role=fields.read(
+            "createSpotServiceLinkedRole", default.create_spot_service_linked_role, Value.boolean
         ),
     )
+
+
+def _budget(value: Value) -> str:
+    """A Karpenter disruption budget: a node count (a YAML number is taken too) or a percentage."""
+    description = "a node count such as 0 or 1, or a percentage such as 10%"
+    if isinstance(value.raw, int) and not isinstance(value.raw, bool):
+        if value.raw < 0:
+            value.fail(f"{value.raw} is not valid: {description}")
+        return str(value.raw)
+    return value.string(_BUDGET, description)
 
 
 def parse_cluster_autoscaler(value: Value) -> ClusterAutoscalerSettings:

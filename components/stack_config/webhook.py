@@ -28,6 +28,9 @@ class WebhookSettings:
     failure_policy: FailurePolicy = DEFAULT_FAILURE_POLICY
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS
     invalid_annotation: InvalidAnnotation = "deny"
+    disruption_protection: bool = True
+    """Pods with a minimum also get ``karpenter.sh/do-not-disrupt`` and Cluster Autoscaler's
+    ``safe-to-evict: "false"``: their node stays (and is paid for) while they run."""
     allowed_source_cidrs: tuple[str, ...] = ()
     """Where the API server calls from (the NetworkPolicy's ipBlocks); empty: any source, port only."""
     resources: Resources = WEBHOOK_RESOURCES
@@ -36,7 +39,7 @@ class WebhookSettings:
 def parse_webhook(value: Value) -> WebhookSettings:
     fields = value.fields(
         {"enabled", "replicas", "failurePolicy", "timeoutSeconds", "invalidAnnotation"}
-        | {"allowedSourceCidrs", "resources"}
+        | {"disruptionProtection", "allowedSourceCidrs", "resources"}
     )
     default = WebhookSettings()
 
@@ -53,6 +56,9 @@ def parse_webhook(value: Value) -> WebhookSettings:
         ),
         invalid_annotation=fields.read(
             "invalidAnnotation", default.invalid_annotation, lambda v: v.choice(INVALID_ANNOTATION_ACTIONS)
+        ),
+        disruption_protection=fields.read(
+            "disruptionProtection", default.disruption_protection, Value.boolean
         ),
         allowed_source_cidrs=fields.read(
             "allowedSourceCidrs", default.allowed_source_cidrs, parse_cidr_blocks

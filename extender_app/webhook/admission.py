@@ -3,14 +3,17 @@
 kube-apiserver POSTs an AdmissionReview for each pod CREATE the webhook configuration
 sends; the answer carries the request's ``uid`` and, when the pod declares a minimum or
 a capacity-type choice, the JSON Patch that writes them into the pod's node affinity (so
-autoscalers launch a node type whose label is large enough, of the capacity type chosen).
-A pod whose annotation the policy refuses is denied with the policy's own message, or
-admitted with a warning when the operator chose ``warn``. What is not a pod CREATE is
-admitted unchanged: a webhook must never block what it was not written for. A body that
-is not an AdmissionReview is a ``WireError`` (400), as the extender's verbs answer.
+autoscalers launch a node type whose label is large enough, of the capacity type chosen)
+and, for a pod with a minimum and disruption protection on, adds the autoscalers' opt-out
+annotations (``disruption_protection``). A pod whose annotation the policy refuses is
+denied with the policy's own message, or admitted with a warning when the operator chose
+``warn``. What is not a pod CREATE is admitted unchanged: a webhook must never block what
+it was not written for. A body that is not an AdmissionReview is a ``WireError`` (400), as
+the extender's verbs answer.
 """
 
 import base64
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
@@ -24,6 +27,7 @@ from contracts.server import (
     InvalidAnnotation,
 )
 from extender_app.verbs.wire import WireError, check_utf8
+from extender_app.webhook.disruption_protection import protection_patch
 from policy import (
     DEFAULT_CAPACITY_SETTINGS,
     DEFAULT_SETTINGS,
@@ -32,6 +36,7 @@ from policy import (
     PolicyError,
     PolicySettings,
     node_affinity_patch,
+    requirement_from_pod,
 )
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
@@ -49,6 +54,10 @@ class AdmissionSettings:
     invalid_annotation: InvalidAnnotation = INVALID_ANNOTATION
     policy: PolicySettings = field(default_factory=lambda: DEFAULT_SETTINGS)
     capacity: CapacityTypeSettings = field(default_factory=lambda: DEFAULT_CAPACITY_SETTINGS)
+    protect_from_disruption: bool = True
+    """Pods with a minimum also get the annotations that keep autoscalers from removing their node
+    while they run (``disruption_protection``): on by default, a training job is not restarted
+    for a consolidation; the cost is a node kept, and paid for, until its jobs end."""
 
     def __post_init__(self) -> None:
         if self.invalid_annotation not in INVALID_ANNOTATION_ACTIONS:
@@ -119,6 +128,7 @@ def _pod_name(request: dict[str, Any]) -> str:
 def _pod_answer(pod: object, settings: AdmissionSettings) -> dict[str, Any]:
     try:
         patch = node_affinity_patch(pod, settings.policy, settings.capacity)
+        minimum = requirement_from_pod(pod, settings.policy).min_memory_mib
     except PolicyError as error:
         capacity_error = str(error) == INVALID_CAPACITY_CHOICE
         annotation = settings.capacity.annotation if capacity_error else settings.policy.min_memory_annotation
@@ -126,6 +136,9 @@ def _pod_answer(pod: object, settings: AdmissionSettings) -> dict[str, Any]:
         if settings.invalid_annotation == INVALID_ANNOTATION_WARN:
             return {"warnings": [message]}
         return {"allowed": False, "status": {"code": int(DENIED_STATUS), "message": message}}
+    if minimum and settings.protect_from_disruption:
+        assert isinstance(pod, Mapping)  # requirement_from_pod accepted it
+        patch = [*patch, *protection_patch(pod)]
     if not patch:
         return {}
     return {"patchType": "JSONPatch", "patch": base64.b64encode(orjson.dumps(patch)).decode("ascii")}

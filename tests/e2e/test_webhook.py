@@ -15,6 +15,7 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from components.render.webhook_config import WEBHOOK_NAME
+from extender_app.webhook.disruption_protection import PROTECTION_ANNOTATIONS
 from localcluster.nodes import SimulatedNode
 from localcluster.webhook import RunningWebhook, start_webhook, unregister_webhook
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, ensure_namespace, pod_manifest
@@ -29,6 +30,13 @@ ZONE_A = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us
 ZONE_B = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2b"]}
 ADMIN_CEILING = {"key": NODE_MEMORY_LABEL, "operator": "Lt", "values": ["81921"]}
 PREFERRED = [{"weight": 10, "preference": {"matchExpressions": [ZONE_A]}}]
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+
+
+def movable(manifest: dict[str, Any]) -> dict[str, Any]:
+    """``manifest`` with the pod's own choice to be evictable by Cluster Autoscaler."""
+    manifest["metadata"]["annotations"][SAFE_TO_EVICT] = "true"
+    return manifest
 
 
 def pod(name: str, minimum: str | None = "40960", gpus: int = 1, **spec: Any) -> dict[str, Any]:
@@ -116,11 +124,18 @@ def test_annotated_pods_come_back_with_the_memory_affinity_merged(
             pod("node-selector", nodeSelector={"topology.kubernetes.io/zone": "us-west-2a"}),
             [{"matchExpressions": [OURS_40G]}],
         ),
+        "chose-eviction": (movable(pod("chose-eviction")), [{"matchExpressions": [OURS_40G]}]),
     }
     for name, (manifest, expected) in cases.items():
         stored, warnings = create(api, manifest)
         assert required_terms(stored) == expected, name
         assert warnings == [], name
+        # Disruption protection (on by default), as the API server applied the escaped pointers;
+        # a value the pod chose stays.
+        assert stored["metadata"]["annotations"] == {
+            **PROTECTION_ANNOTATIONS,
+            **manifest["metadata"]["annotations"],
+        }, name
         if name == "two-terms":
             node_affinity = stored["spec"]["affinity"]["nodeAffinity"]
             assert node_affinity["preferredDuringSchedulingIgnoredDuringExecution"] == PREFERRED, "untouched"

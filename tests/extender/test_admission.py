@@ -60,6 +60,41 @@ def test_an_invalid_capacity_type_is_denied_naming_its_annotation() -> None:
     assert denied["status"] == {"code": HTTPStatus.UNPROCESSABLE_ENTITY, "message": message}
 
 
+def patched_pod(original: dict[str, Any], settings: AdmissionSettings | None = None) -> dict[str, Any]:
+    response = answer(admission_review(original), settings)
+    result: dict[str, Any] = jsonpatch.apply_patch(
+        original, orjson.loads(base64.b64decode(response["patch"]))
+    )
+    return result
+
+
+def test_an_annotated_gpu_pod_keeps_its_node_from_both_autoscalers() -> None:
+    """On by default: a training job is not evicted for a consolidation or a scale-down."""
+    annotations = patched_pod(pod())["metadata"]["annotations"]
+    assert annotations == {
+        policy.MIN_MEMORY_ANNOTATION: "40960",
+        "karpenter.sh/do-not-disrupt": "true",
+        "cluster-autoscaler.kubernetes.io/safe-to-evict": "false",
+    }
+
+
+def test_a_protection_the_pod_declined_is_kept_and_the_affinity_already_there_stays() -> None:
+    original = pod()
+    original["metadata"]["annotations"]["cluster-autoscaler.kubernetes.io/safe-to-evict"] = "true"
+    first = patched_pod(original)
+    assert first["metadata"]["annotations"]["cluster-autoscaler.kubernetes.io/safe-to-evict"] == "true"
+    # A pod that already has the affinity (a reinvocation, or written by hand) still gets the annotations.
+    del first["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"]
+    again = patched_pod(first)
+    assert again["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] == "true"
+    assert again["spec"]["affinity"] == first["spec"]["affinity"]
+
+
+def test_without_protection_only_the_affinity_is_added() -> None:
+    settings = AdmissionSettings(protect_from_disruption=False)
+    assert patched_pod(pod(), settings)["metadata"]["annotations"] == {policy.MIN_MEMORY_ANNOTATION: "40960"}
+
+
 @pytest.mark.parametrize(
     "body",
     [
@@ -102,7 +137,7 @@ def test_a_pod_the_policy_refuses_is_denied_with_its_message_or_warned(
 def test_keys_come_from_the_policy_settings() -> None:
     settings = AdmissionSettings(policy=policy.PolicySettings(node_memory_label="example.org/vram-mib"))
     response = answer(admission_review(pod()), settings)
-    (operation,) = orjson.loads(base64.b64decode(response["patch"]))
+    operation, *_annotations = orjson.loads(base64.b64decode(response["patch"]))
     selector = operation["value"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert selector["nodeSelectorTerms"][0]["matchExpressions"][0]["key"] == "example.org/vram-mib"
 

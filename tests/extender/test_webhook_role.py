@@ -70,6 +70,25 @@ def test_an_annotated_pod_comes_back_with_the_affinity_over_tls_without_a_client
     ]
 
 
+def test_the_served_patch_protects_the_pod_unless_turned_off(server, pki):
+    """The default server adds the autoscalers' opt-out annotations; ``--disruption-protection off``
+    only the affinity."""
+    original = gpu_pod("40960")
+    response = mutate(server, admission_review(original))
+    patched = jsonpatch.apply_patch(original, orjson.loads(base64.b64decode(response["patch"])))
+    assert patched["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] == "true"
+    assert patched["metadata"]["annotations"]["cluster-autoscaler.kubernetes.io/safe-to-evict"] == "false"
+    off = webhook(
+        pki, disruption_protection=settings_from(["--disruption-protection", "off"], {}).disruption_protection
+    )
+    try:
+        response = mutate(off, admission_review(original))
+        patched = jsonpatch.apply_patch(original, orjson.loads(base64.b64decode(response["patch"])))
+        assert patched["metadata"]["annotations"] == original["metadata"]["annotations"]
+    finally:
+        off.stop()
+
+
 def test_invalid_annotation_is_denied_with_the_policy_message_by_default(server):
     response = mutate(server, admission_review(gpu_pod("40GiB")))
     assert response["allowed"] is False
@@ -165,6 +184,9 @@ def test_role_flags_defaults_and_checks():
         settings_from(["--role", "mutator"], {})
     with pytest.raises(ValueError, match="invalid_annotation must be one of deny, warn"):
         settings_from(["--role", "webhook", "--invalid-annotation", "ignore"], {})
+    assert webhook_settings.disruption_protection == "on"
+    with pytest.raises(ValueError, match="disruption_protection must be one of on, off"):
+        settings_from(["--role", "webhook", "--disruption-protection", "yes"], {})
     with pytest.raises(ValueError, match="the extender requires client certificates"):
         settings_from(["--client-ca", ""], {})
     with pytest.raises(ValueError, match="node_cache must be off in the webhook role"):

@@ -14,7 +14,11 @@ marker, so tests can see what the program marked secret) and answers:
 - ``tls`` keys, requests and certificates with real ones made for the same inputs
   (``tls_provider``);
 - the other outputs a few resources must have that are not inputs (kubeconfig, ARNs,
-  subnet ids, image refs) with plain placeholders.
+  subnet ids, image refs) with plain placeholders;
+- ``eks.Cluster``'s two security groups with different ids: pulumi-eks' own
+  (``clusterSecurityGroupId``, ``PULUMI_EKS_SECURITY_GROUP``) and the one EKS creates, reached
+  through the ``eksCluster`` resource reference (``EKS_SECURITY_GROUP``), as the real
+  component returns them.
 
 Any other invoke fails the test: the program should call nothing else.
 """
@@ -39,7 +43,14 @@ REGION = "us-west-2"
 PROJECT = "gpu-scheduler-eks"
 STACK = "test"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
 SIG_KEY = "4dabf18193072939515e22adb298388d"
+PULUMI_EKS_SECURITY_GROUP = "sg-0aaaaaaaaaaaaaaa1"
+"""pulumi-eks' own cluster security group (its ``clusterSecurityGroupId`` output)."""
+EKS_SECURITY_GROUP = "sg-0eeeeeeeeeeeeeee2"
+"""The security group EKS creates for the cluster (``eksCluster.vpcConfig.clusterSecurityGroupId``),
+the one managed nodes get."""
+AWS_EKS_CLUSTER = "aws:eks/cluster:Cluster"
 
 
 def is_secret(value: object) -> bool:
@@ -106,6 +117,10 @@ class StackMocks(Mocks):
         self.sts = boto3.client("sts", region_name=REGION)
         self.registered: dict[tuple[str, str], MockResourceArgs] = {}
         self.calls: list[MockCallArgs] = []
+        self.monitor: MockMonitor | None = None
+        """Set by ``run_stack``: where the children of remote components are registered."""
+        self.children: set[str] = set()
+        """URNs of remote components' children the mocks made up (not declared by the program)."""
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str, dict[str, Any]]:
         self.registered[(args.typ, args.name)] = args
@@ -114,6 +129,16 @@ class StackMocks(Mocks):
         outputs = dict(args.inputs) if args.custom else {}
         outputs.update(self._extra_outputs(args))
         return f"{args.name}-id", outputs
+
+    def remote_child(self, component: str, type_: str, name: str, state: dict[str, Any]) -> dict[str, Any]:
+        """Register a child of a remote component of type ``component`` (mocks never construct
+        one) and return the resource reference its output property holds: the program reads the
+        child's outputs (``state``) through it."""
+        assert self.monitor is not None, "run_stack sets the monitor"
+        urn = f"urn:pulumi:{STACK}::{PROJECT}::{component}${type_}::{name}"
+        self.monitor.resources[urn] = MockMonitor.ResourceRegistration(urn, f"{name}-id", state)
+        self.children.add(urn)
+        return {SIG_KEY: RESOURCE_SIG, "urn": urn, "id": f"{name}-id"}
 
     def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         self.calls.append(args)
@@ -156,6 +181,8 @@ class StackMocks(Mocks):
                 for gpu in gpus
             ],
             "totalGpuMemory": (described.get("GpuInfo") or {}).get("TotalGpuMemoryInMiB", 0),
+            "defaultVcpus": described["VCpuInfo"]["DefaultVCpus"],
+            "memorySize": described["MemoryInfo"]["SizeInMiB"],
             "supportedArchitectures": described["ProcessorInfo"]["SupportedArchitectures"],
         }, []
 
@@ -205,12 +232,18 @@ class StackMocks(Mocks):
 
 
 _OUTPUTS: dict[str, Callable[[StackMocks, str, Mapping[str, Any]], dict[str, Any]]] = {
-    "eks:index:Cluster": lambda _m, name, inputs: {
+    "eks:index:Cluster": lambda mocks, name, inputs: {
         "kubeconfigJson": json.dumps(
             {"apiVersion": "v1", "kind": "Config", "clusters": [{"name": inputs["name"]}]}
         ),
         "kubeconfig": {"apiVersion": "v1", "kind": "Config"},
-        "clusterSecurityGroupId": "sg-0123456789abcdef0",
+        "clusterSecurityGroupId": PULUMI_EKS_SECURITY_GROUP,
+        "eksCluster": mocks.remote_child(
+            "eks:index:Cluster",
+            AWS_EKS_CLUSTER,
+            f"{name}-eksCluster",
+            {"name": inputs["name"], "vpcConfig": {"clusterSecurityGroupId": EKS_SECURITY_GROUP}},
+        ),
     },
     "awsx:ec2:Vpc": lambda _m, name, inputs: {
         "vpcId": "vpc-0123456789abcdef0",
@@ -319,6 +352,7 @@ def run_stack(program: Callable[[], Mapping[str, Any]]) -> StackRun:
     """
     mocks = StackMocks()
     monitor = RecordingMonitor(mocks)
+    mocks.monitor = monitor
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=STACK, preview=False, monitor=monitor)
     resolved: dict[str, Any] = {}
     secret: set[str] = set()
@@ -337,6 +371,8 @@ def run_stack(program: Callable[[], Mapping[str, Any]]) -> StackRun:
     declare()
     declared = []
     for urn in monitor.get_registered_resources():
+        if urn in mocks.children:
+            continue
         qualified_type, name = urn.split("::")[2:4]
         *parents, type_ = qualified_type.split("$")
         args = mocks.registered[(type_, name)]

@@ -5,6 +5,7 @@ so a NodePool or an ASG template tag that disagreed with the managed groups' lab
 """
 
 import json
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from components.render.karpenter_pools import DISCOVERY_TAG
 from components.stack_config import DEFAULT_KARPENTER_CHART_VERSION
 from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, run_with
-from tests.pulumi.mocks import Declared, StackRun
+from tests.pulumi.mocks import EKS_SECURITY_GROUP, PULUMI_EKS_SECURITY_GROUP, Declared, StackRun
 from tests.pulumi.test_program import moto_per_gpu_memory
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +27,15 @@ COMPONENT = "gpu-scheduler-eks:index:"
 KARPENTER = {
     "autoscaling": "karpenter",
     "gpuNodeGroups": [MIXED_GROUP, SINGLE_GROUP],
-    "karpenter": {"gpuLimit": 8, "consolidateAfter": "10m", "disruptionBudget": "1", "expireAfter": "Never"},
+    "karpenter": {
+        "gpuLimit": 8,
+        "consolidateAfter": "10m",
+        "disruptionBudget": "1",
+        "driftBudget": "10%",
+        "expireAfter": "Never",
+        "terminationGracePeriod": "2h",
+        "resources": {"requests": {"cpu": "500m"}},
+    },
 }
 CLUSTER = "gpu-scheduler-test"
 
@@ -73,8 +82,9 @@ def test_cluster_autoscaler_chart_is_pinned_and_discovers_this_cluster(autoscale
     values = release["values"]
     assert values["autoDiscovery"]["clusterName"] == CLUSTER
     assert values["awsRegion"] == "us-west-2"
-    assert values["image"]["tag"] == "v1.35.0"
+    assert values["image"]["tag"] == "v1.35.2"
     assert values["nodeSelector"] == {"training.example.com/node-pool": "system"}
+    assert values["extraArgs"]["expander"] == "priority,least-waste"
     association = autoscaler_run.one("aws:eks/podIdentityAssociation:PodIdentityAssociation").plain
     assert (association["namespace"], association["serviceAccount"]) == (
         release["namespace"],
@@ -82,17 +92,29 @@ def test_cluster_autoscaler_chart_is_pinned_and_discovers_this_cluster(autoscale
     )
 
 
-def test_cluster_autoscaler_starts_after_its_credentials_and_the_system_nodes(
-    autoscaler_run: StackRun,
+@pytest.mark.parametrize(
+    ("fixture", "release"),
+    [("autoscaler_run", "cluster-autoscaler-release"), ("karpenter_run", "karpenter-controller")],
+)
+def test_each_controller_starts_after_its_policy_coredns_and_the_system_nodes(
+    request: pytest.FixtureRequest, fixture: str, release: str
 ) -> None:
-    release = autoscaler_run.one("kubernetes:helm.sh/v3:Release", "cluster-autoscaler-release")
+    """An association made before the inline policy hands out credentials that cannot do anything
+    yet; a controller started before CoreDNS cannot resolve AWS endpoints: either way it
+    crash-loops and the atomic Helm release times out."""
+    run: StackRun = request.getfixturevalue(fixture)
+    controller = release.removesuffix("-release").removesuffix("-controller") + "-controller"
+    policy = ("aws:iam/rolePolicy:RolePolicy", f"{controller}-policy")
+    association = ("aws:eks/podIdentityAssociation:PodIdentityAssociation", f"{controller}-pod-identity")
+    coredns = ("aws:eks/addon:Addon", "cluster-coredns")
+    chart = run.one("kubernetes:helm.sh/v3:Release", release)
     assert {
-        (
-            "aws:eks/podIdentityAssociation:PodIdentityAssociation",
-            "cluster-autoscaler-controller-pod-identity",
-        ),
+        policy,
+        association,
+        coredns,
         ("aws:eks/nodeGroup:NodeGroup", "cluster-system"),
-    } <= release.depends_on
+    } <= chart.depends_on
+    assert {policy, coredns} <= run.one(*association).depends_on
 
 
 def test_cluster_autoscaler_role_is_for_pod_identity_and_scales_only_this_clusters_groups(
@@ -113,6 +135,11 @@ def test_cluster_autoscaler_role_is_for_pod_identity_and_scales_only_this_cluste
     assert ("aws:eks/addon:Addon", "cluster-pod-identity-agent") in association.depends_on
 
 
+def asg_name(run: StackRun, node_group: str) -> str:
+    """The ASG the mocks give a node group (reported in the node group's ``resources`` output)."""
+    return f"eks-{run.one('aws:eks/nodeGroup:NodeGroup', node_group).plain['nodeGroupNamePrefix']}0001-asg"
+
+
 def asg_tags(run: StackRun, group: str) -> dict[str, str]:
     tags = {}
     for tag in run.of_type("aws:autoscaling/tag:Tag"):
@@ -127,22 +154,87 @@ def asg_tags(run: StackRun, group: str) -> dict[str, str]:
 def test_each_gpu_group_asg_carries_discovery_and_scale_from_zero_tags(
     autoscaler_run: StackRun, group: dict[str, Any]
 ) -> None:
-    """A group at size 0 is chosen from these: our label with the same value the node group's
-    nodes get (so the webhook's ``Gt`` matches), the device plugin's label, the taint, the GPUs."""
+    """A group at size 0 is chosen from these: the labels its nodes get (our label with the same
+    value, so the webhook's ``Gt`` matches; the device plugin's; the node pool; the accelerator, so
+    a GPU node counts as not ready until its GPUs are advertised), the taint, the GPUs and the
+    ephemeral storage (without it a pod requesting any fits no empty group)."""
     tags = asg_tags(autoscaler_run, group["name"])
     node_group = autoscaler_run.one("aws:eks/nodeGroup:NodeGroup", f"gpu-{group['name']}-nodes").plain
     memory = str(moto_per_gpu_memory(group["instanceTypes"]))
-    assert node_group["labels"][NODE_MEMORY_LABEL] == memory
+    accelerator = {"mixed": "nvidia-a10g", "l40s": "nvidia-l40s"}[group["name"]]  # the first type's GPU
+    assert node_group["labels"] == {
+        NODE_MEMORY_LABEL: memory,
+        "nvidia.com/gpu.present": "true",
+        "training.example.com/node-pool": f"gpu-{memory}mib",
+        "k8s.amazonaws.com/accelerator": accelerator,
+    }
     assert tags == {
-        "k8s.io/cluster-autoscaler/enabled": "true",
-        f"k8s.io/cluster-autoscaler/{CLUSTER}": "owned",
-        f"{NODE_TEMPLATE}/label/{NODE_MEMORY_LABEL}": memory,
-        f"{NODE_TEMPLATE}/label/nvidia.com/gpu.present": "true",
-        f"{NODE_TEMPLATE}/label/training.example.com/node-pool": f"gpu-{group['name']}",
+        **{f"{NODE_TEMPLATE}/label/{key}": value for key, value in node_group["labels"].items()},
         f"{NODE_TEMPLATE}/resources/{GPU_RESOURCE}": "1",
+        f"{NODE_TEMPLATE}/resources/ephemeral-storage": "100Gi",
         f"{NODE_TEMPLATE}/taint/nvidia.com/gpu": "true:NoSchedule",
         f"{NODE_TEMPLATE}/label/{CAPACITY_TYPE_LABEL}": group.get("capacityType", "on-demand"),
     }
+
+
+def test_the_discovery_tags_eks_puts_on_the_asgs_are_not_declared_again(autoscaler_run: StackRun) -> None:
+    """Declared, they would be this stack's: destroying the component would delete EKS' own tags."""
+    keys = {tag.plain["tag"]["key"] for tag in autoscaler_run.of_type("aws:autoscaling/tag:Tag")}
+    assert keys
+    assert all(key.startswith(f"{NODE_TEMPLATE}/") for key in keys)
+
+
+def test_priorities_prefer_the_smallest_gpu_memory_and_keep_cpu_pods_on_system_nodes(
+    autoscaler_run: StackRun,
+) -> None:
+    """Like the Karpenter pools' weights; every group matches a pattern (Cluster Autoscaler leaves
+    out of a scale-up any group none matches) and each pattern only its own ASG."""
+    priorities = autoscaler_run.one("kubernetes:helm.sh/v3:Release", "cluster-autoscaler-release").plain[
+        "values"
+    ]["expanderPriorities"]
+    asgs = {
+        "system": asg_name(autoscaler_run, "cluster-system"),
+        "mixed": asg_name(autoscaler_run, "gpu-mixed-nodes"),
+        "l40s": asg_name(autoscaler_run, "gpu-l40s-nodes"),
+    }
+
+    def priority(asg: str) -> int:
+        [found] = [int(key) for key, patterns in priorities.items() for p in patterns if re.search(p, asg)]
+        return found
+
+    assert priority(asgs["system"]) > priority(asgs["mixed"]) > priority(asgs["l40s"])
+    assert moto_per_gpu_memory(MIXED_GROUP["instanceTypes"]) < moto_per_gpu_memory(
+        SINGLE_GROUP["instanceTypes"]
+    )
+    assert sum(len(patterns) for patterns in priorities.values()) == len(asgs)
+
+
+def test_groups_of_one_memory_share_a_priority() -> None:
+    groups = [
+        {"name": "a", "instanceTypes": ["g6.xlarge"]},
+        {"name": "b", "instanceTypes": ["g5.xlarge"]},
+        {"name": "c", "instanceTypes": ["g4dn.xlarge"]},
+    ]
+    run = run_with({"gpuNodeGroups": groups})
+    priorities = run.one("kubernetes:helm.sh/v3:Release", "cluster-autoscaler-release").plain["values"][
+        "expanderPriorities"
+    ]
+    by_asg = {pattern: int(key) for key, patterns in priorities.items() for pattern in patterns}
+    ranks = {
+        name: by_asg[f"^{re.escape(asg_name(run, f'gpu-{name}-nodes'))}$"]
+        for name in (group["name"] for group in groups)
+    }
+    assert ranks["a"] == ranks["b"] < ranks["c"], "L4 and A10G both 22888 MiB; T4 16384 MiB first"
+
+
+def test_a_group_of_mixed_sizes_is_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    """Cluster Autoscaler's template comes from the first type only."""
+    with caplog.at_level(logging.WARNING):
+        run_with({"gpuNodeGroups": [MIXED_GROUP, SINGLE_GROUP]})
+    warnings = [record.getMessage() for record in caplog.records if "template node" in record.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert "gpuNodeGroups[0].instanceTypes (GPU node group 'mixed')" in warnings[0]
+    assert "from the first type only (g5.xlarge)" in warnings[0]
 
 
 def test_without_the_gpu_taint_the_template_has_none() -> None:
@@ -214,9 +306,49 @@ def test_node_pool_limits_and_disruption_come_from_config(karpenter_run: StackRu
         assert pool["spec"]["disruption"] == {
             "consolidationPolicy": "WhenEmpty",
             "consolidateAfter": "10m",
-            "budgets": [{"nodes": "1"}],
+            "budgets": [{"nodes": "1"}, {"nodes": "10%", "reasons": ["Drifted"]}],
         }
         assert pool["spec"]["template"]["spec"]["expireAfter"] == "Never"
+        assert pool["spec"]["template"]["spec"]["terminationGracePeriod"] == "2h"
+
+
+def test_by_default_running_jobs_are_not_replaced_for_routine_work() -> None:
+    """A new AMI release reaches no node by itself (the alias is pinned) and drift replaces no
+    running node (budget 0 for Drifted); expiry, which no budget limits, waits 48 h at most for a
+    job that asks not to be disrupted."""
+    run = run_with({"autoscaling": "karpenter", "gpuNodeGroups": [SINGLE_GROUP]})
+    [pool] = node_pools(run).values()
+    assert pool["spec"]["disruption"]["budgets"] == [{"nodes": "10%"}, {"nodes": "0", "reasons": ["Drifted"]}]
+    assert pool["spec"]["template"]["spec"]["expireAfter"] == "720h"
+    assert pool["spec"]["template"]["spec"]["terminationGracePeriod"] == "48h"
+    [alias] = run.one("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass").plain["spec"]["amiSelectorTerms"]
+    assert re.fullmatch(r"al2023@v[0-9]{8}", alias["alias"]), alias
+    resources = run.one("kubernetes:helm.sh/v3:Release", "karpenter-controller").plain["values"]["controller"]
+    assert resources == {
+        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "1Gi"}}
+    }
+    assert not run.of_type("aws:iam/serviceLinkedRole:ServiceLinkedRole")
+
+
+def test_the_controllers_resources_come_from_config(karpenter_run: StackRun) -> None:
+    values = karpenter_run.one("kubernetes:helm.sh/v3:Release", "karpenter-controller").plain["values"]
+    assert values["controller"]["resources"]["requests"] == {"cpu": "500m", "memory": "1Gi"}
+
+
+def test_the_spot_service_linked_role_is_declared_only_when_asked() -> None:
+    run = run_with({"autoscaling": "karpenter", "karpenter": {"createSpotServiceLinkedRole": "true"}})
+    role = run.one("aws:iam/serviceLinkedRole:ServiceLinkedRole").plain
+    assert role["awsServiceName"] == "spot.amazonaws.com"
+
+
+def test_a_node_pool_label_names_the_class_whoever_made_the_node() -> None:
+    """A managed group's nodes and a NodePool's nodes of the same memory carry the same value."""
+    run = run_with({"autoscaling": "karpenter", "gpuNodeGroups": [SINGLE_GROUP]})
+    [pool] = node_pools(run).values()
+    managed = run.one("aws:eks/nodeGroup:NodeGroup", "gpu-l40s-nodes").plain["labels"]
+    template = pool["spec"]["template"]["metadata"]["labels"]
+    assert managed[NODE_MEMORY_LABEL] == template[NODE_MEMORY_LABEL]
+    assert managed["training.example.com/node-pool"] == template["training.example.com/node-pool"]
 
 
 def test_a_type_in_two_groups_of_different_capacity_gets_a_pool_of_each_type() -> None:
@@ -245,7 +377,7 @@ def test_the_node_class_finds_subnets_and_security_group_by_the_discovery_tag(
     spec = karpenter_run.one("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass").plain["spec"]
     discovery = [{"tags": {DISCOVERY_TAG: CLUSTER}}]
     assert spec["subnetSelectorTerms"] == spec["securityGroupSelectorTerms"] == discovery
-    assert spec["amiSelectorTerms"] == [{"alias": "al2023@latest"}]
+    assert spec["amiSelectorTerms"] == [{"alias": "al2023@v20260903"}]
     assert spec["role"] == "karpenter-node-role"  # the node role's name (the mocks name it so)
     [private] = [
         subnet
@@ -253,10 +385,16 @@ def test_the_node_class_finds_subnets_and_security_group_by_the_discovery_tag(
         if subnet["type"] == "Private"
     ]
     assert private["tags"][DISCOVERY_TAG] == CLUSTER
-    tag = karpenter_run.one("aws:ec2/tag:Tag").plain
-    assert (tag["resourceId"], tag["key"], tag["value"]) == ("sg-0123456789abcdef0", DISCOVERY_TAG, CLUSTER)
     # Not pulumi-eks' extra groups: changing them would replace an existing cluster.
     assert "skipDefaultSecurityGroups" not in karpenter_run.one("eks:index:Cluster").plain
+
+
+def test_the_discovery_tag_is_on_the_security_group_eks_creates(karpenter_run: StackRun) -> None:
+    """The group managed nodes get (EKS' own), not pulumi-eks' cluster group, which admits 443
+    only from pulumi-eks' node group: Karpenter's nodes in it could not reach the API or CoreDNS."""
+    tag = karpenter_run.one("aws:ec2/tag:Tag").plain
+    assert (tag["resourceId"], tag["key"], tag["value"]) == (EKS_SECURITY_GROUP, DISCOVERY_TAG, CLUSTER)
+    assert tag["resourceId"] != PULUMI_EKS_SECURITY_GROUP
 
 
 def test_an_existing_vpcs_subnets_get_the_discovery_tag() -> None:
@@ -383,11 +521,11 @@ def test_a_type_no_node_pool_can_serve_fails_naming_the_group(instance_type: str
 
 def leaf_paths(values: dict[str, Any], prefix: str = "") -> list[str]:
     """Dotted paths of ``values``' leaves; a map whose upstream default is a free-form map
-    (``nodeSelector``) counts as one leaf."""
+    (``nodeSelector``, a container's ``resources``) counts as one leaf."""
     paths = []
     for key, value in values.items():
         path = f"{prefix}{key}"
-        if isinstance(value, dict) and key not in ("nodeSelector",):
+        if isinstance(value, dict) and key not in ("nodeSelector", "resources"):
             paths.extend(leaf_paths(value, f"{path}."))
         else:
             paths.append(path)

@@ -481,7 +481,27 @@ BAD_VALUES += [
     (
         {"autoscaling": "karpenter", "karpenter": {"disruptionBudget": "110%"}},
         "karpenter.disruptionBudget",
-        "a node count such as 1 or a percentage",
+        "a node count such as 0 or 1, or a percentage",
+    ),
+    (
+        {"autoscaling": "karpenter", "karpenter": {"driftBudget": -1}},
+        "karpenter.driftBudget",
+        "a node count such as 0 or 1, or a percentage",
+    ),
+    (
+        {"autoscaling": "karpenter", "karpenter": {"terminationGracePeriod": "Never"}},
+        "karpenter.terminationGracePeriod",
+        "a duration such as 30m or 48h",
+    ),
+    (
+        {"autoscaling": "karpenter", "karpenter": {"createSpotServiceLinkedRole": "yes"}},
+        "karpenter.createSpotServiceLinkedRole",
+        "must be true or false",
+    ),
+    (
+        {"autoscaling": "karpenter", "karpenter": {"resources": {"limits": {"memory": "512Mi"}}}},
+        "karpenter.resources",
+        "limits.memory (512Mi) must be at least requests.memory (1Gi)",
     ),
     (
         {"autoscaling": "karpenter", "karpenter": {"amiAlias": "al2@latest"}},
@@ -498,7 +518,7 @@ BAD_VALUES += [
     (
         {"clusterAutoscaler": {"imageTag": "latest"}},
         "clusterAutoscaler.imageTag",
-        "a release tag such as v1.35.0",
+        "a release tag such as v1.35.2",
     ),
     (
         {"clusterAutoscaler": {"scaleDownUnneededTime": "ten minutes"}},
@@ -515,6 +535,15 @@ def test_a_bad_value_fails_with_its_key(values: dict[str, Any], key: str, proble
     message = str(raised.value)
     assert message.startswith(f"{PROJECT}:{key}: "), message
     assert problem in message
+
+
+def test_a_budget_may_be_a_yaml_number() -> None:
+    """``driftBudget: 0`` in a stack file arrives as the number 0, not the string."""
+    pools = stack_config({"autoscaling": "karpenter", "karpenter": {"driftBudget": 0, "disruptionBudget": 2}})
+    assert (pools.karpenter.node_pools.drift_budget, pools.karpenter.node_pools.disruption_budget) == (
+        "0",
+        "2",
+    )
 
 
 EKS_ONLY_VALUES: dict[str, object] = {

@@ -123,6 +123,8 @@ def test_the_flags_are_ones_the_program_accepts_in_its_webhook_role() -> None:
     assert settings.client_ca == "", "kube-apiserver presents no client certificate by default"
     assert (settings.port, settings.health_port) == (TLS_PORT, HEALTH_PORT)
     assert settings.invalid_annotation == "warn"
+    assert settings.disruption_protection == "on", "on by default: annotated jobs keep their node"
+    assert settings_from(webhook_args(disruption_protection=False), {}).disruption_protection == "off"
     assert settings.max_body_bytes == WEBHOOK_MAX_BODY_BYTES
 
 
@@ -153,6 +155,7 @@ def test_the_settings_reach_the_objects() -> None:
                 "failurePolicy": "Ignore",
                 "timeoutSeconds": 2,
                 "invalidAnnotation": "warn",
+                "disruptionProtection": False,
                 "allowedSourceCidrs": ["10.0.0.0/16", "192.168.4.0/24"],
                 "resources": {"limits": {"memory": "128Mi"}},
             },
@@ -164,6 +167,7 @@ def test_the_settings_reach_the_objects() -> None:
     assert deployment["spec"]["replicas"] == 3
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     assert "--invalid-annotation=warn" in container["args"]
+    assert "--disruption-protection=off" in container["args"]
     assert container["resources"]["limits"] == {"memory": "128Mi"}
     [rule] = run.kubernetes_object("NetworkPolicy", WEBHOOK_SERVICE)["spec"]["ingress"]
     assert rule["from"] == [{"ipBlock": {"cidr": "10.0.0.0/16"}}, {"ipBlock": {"cidr": "192.168.4.0/24"}}]
@@ -191,6 +195,7 @@ def test_the_defaults() -> None:
         ({"replicas": 1}, "webhook.replicas", "must be 2..20"),
         ({"allowedSourceCidrs": ["10.0.0.0/33"]}, "webhook.allowedSourceCidrs[0]", "is not a CIDR block"),
         ({"enabled": "yes"}, "webhook.enabled", "must be true or false"),
+        ({"disruptionProtection": "on"}, "webhook.disruptionProtection", "must be true or false"),
         ({"port": 443}, "webhook", "unknown key 'port'"),
     ],
 )
