@@ -162,11 +162,13 @@ def test_each_gpu_group_asg_carries_discovery_and_scale_from_zero_tags(
     node_group = autoscaler_run.one("aws:eks/nodeGroup:NodeGroup", f"gpu-{group['name']}-nodes").plain
     memory = str(moto_per_gpu_memory(group["instanceTypes"]))
     accelerator = {"mixed": "nvidia-a10g", "l40s": "nvidia-l40s"}[group["name"]]  # the first type's GPU
+    capacity = group.get("capacityType", "on-demand")
     assert node_group["labels"] == {
         NODE_MEMORY_LABEL: memory,
         "nvidia.com/gpu.present": "true",
-        "training.example.com/node-pool": f"gpu-{memory}mib",
+        "training.example.com/node-pool": f"gpu-{memory}mib" + ("" if capacity == "on-demand" else "-spot"),
         "k8s.amazonaws.com/accelerator": accelerator,
+        CAPACITY_TYPE_LABEL: capacity,
     }
     assert tags == {
         **{f"{NODE_TEMPLATE}/label/{key}": value for key, value in node_group["labels"].items()},
