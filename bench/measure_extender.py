@@ -30,10 +30,10 @@ import orjson
 from bench.extender_server import rss_mib
 from contracts.server import FILTER_PATH, MUTATE_PATH, ROLE_WEBHOOK, flag
 from extender_app.settings import WEBHOOK_MAX_BODY_BYTES
-from tests.extender.admission_reviews import admission_review, gpu_pod
-from tests.extender.harness import read_json_line, request, scheduler_context, start_process, tls_args
-from tests.extender.pki import Pki, make_pki
-from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod
+from testbed.admission_reviews import admission_review, gpu_pod
+from testbed.eks_nodes import extender_body, make_nodes, make_pod
+from testbed.extender import read_json_line, request, scheduler_context, start_process, tls_args
+from testbed.pki import Pki, make_pki
 
 MIB = 2**20
 

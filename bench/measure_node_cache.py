@@ -6,7 +6,7 @@ Starts a local control plane (etcd + kube-apiserver), the real ``python -m exten
 --node-cache watch`` with a node-reader identity, and reports:
 
 - RSS of an idle extender in off mode (for reference) and in watch mode with the cache empty;
-- RSS after ``--nodes`` realistic Nodes (tests/fixtures/eks_gpu_node.json variants, with status,
+- RSS after ``--nodes`` realistic Nodes (testbed/eks_gpu_node.json variants, with status,
   created through the API so they carry the server's managedFields) have arrived by the watch;
 - RSS of a second extender started with those nodes already there (one paginated first list);
 - /filter and /prioritize server-side (request log) and client medians with 500 and ``--nodes``
@@ -27,10 +27,10 @@ from bench.extender_server import rss_mib
 from bench.measure_extender import Server
 from contracts.server import NODE_CACHE_WATCH_FLAG, flag
 from localcluster.control_plane import start_control_plane
-from tests.extender.cluster import node_reader
-from tests.extender.harness import request, scheduler_context, wait_for
-from tests.extender.pki import Pki, make_pki
-from tests.fixtures.eks_nodes import make_nodes, make_pod
+from testbed.eks_nodes import make_nodes, make_pod
+from testbed.extender import request, scheduler_context, wait_for
+from testbed.node_cache_cluster import node_reader
+from testbed.pki import Pki, make_pki
 
 CREATE_THREADS = 8
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "managedFields")

@@ -10,7 +10,7 @@ watch on the pods times the bind. Per variant, ``--rounds`` launches (pod and no
 after each): extender, extender-cached, extender-cached with ``--node-lookup-concurrency=0``
 (the behaviour before node lookups: an unknown candidate is refused), and plugin; then
 extender-cached with and without lookups while the extender's link to the API server lags
-``LAG_SECONDS`` (``tests.e2e.tcp_gate`` holding every chunk back: the watch delivers the new
+``LAG_SECONDS`` (``testbed.tcp_gate`` holding every chunk back: the watch delivers the new
 node after the scheduler offers it, as when the watch is behind in a live cluster). Each
 variant has its own control plane, one after the other in the same run. Reported: median, min
 and max of creation-to-bind (from the first write to the bind seen by the watch), and
@@ -35,8 +35,8 @@ from components.render.scheduler_config import SchedulerMode
 from localcluster.nodes import SimulatedNode
 from localcluster.probes import LOOPBACK
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification
-from tests.e2e.harness import INVENTORY, E2ECluster, e2e_cluster, shaped_like
-from tests.e2e.tcp_gate import tcp_gate
+from testbed.e2e_cluster import INVENTORY, E2ECluster, e2e_cluster, shaped_like
+from testbed.tcp_gate import tcp_gate
 
 BIND_TIMEOUT_SECONDS = 120.0
 """Longest wait for one bind (the lookups-off variant can wait for the scheduler's 30 s flush)."""

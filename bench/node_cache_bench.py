@@ -24,7 +24,7 @@ from localcluster.control_plane import ControlPlane, start_control_plane
 from localcluster.custom_scheduler import grant_node_reader, node_cache_args
 from localcluster.probes import LOOPBACK, PROBE_TIMEOUT_SECONDS
 from localcluster.waiting import wait_for
-from tests.fixtures.eks_nodes import make_pod
+from testbed.eks_nodes import make_pod
 
 NAME_COUNTS = (500, 5000)
 """Candidate names per request: about what kube-scheduler sends at 500 nodes, and the most it can."""

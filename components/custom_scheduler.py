@@ -96,6 +96,7 @@ class CustomScheduler(pulumi.ComponentResource):
                 extender=ExtenderEndpoint(weight=settings.extender_weight),
                 capacity_type_weight=settings.capacity_type_weight,
                 scoring_strategy=scoring_strategy,
+                job_zone=settings.job_zone,
             )
         )
         config_map = k8s.core.v1.ConfigMap(

@@ -106,6 +106,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
             provider=target.provider,
             depends_on=workload_dependencies,
             object_annotations=object_annotations,
+            max_job_size=config.scheduler.job_zone.max_job_size,
         )
     if extender_mode:
         Extender(

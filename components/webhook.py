@@ -36,6 +36,7 @@ from components.tls_server_workload import disruption_budget, https_service, tls
 from components.workload_parts import APP_LABEL, object_metadata
 from contracts.cluster import NAMESPACE, WEBHOOK_SERVICE
 from contracts.server import TLS_PORT, WEBHOOK_TLS_DIR
+from policy.job_zone import MAX_JOB_SIZE
 
 
 def webhook_ingress(settings: WebhookSettings) -> list[k8s.networking.v1.NetworkPolicyIngressRuleArgs]:
@@ -69,9 +70,11 @@ class AdmissionWebhook(pulumi.ComponentResource):
         provider: k8s.Provider,
         depends_on: list[pulumi.Resource],
         object_annotations: Mapping[str, str] | None = None,
+        max_job_size: int = MAX_JOB_SIZE,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        """``object_annotations`` go on every object (``kubernetes_await.await_annotations``)."""
+        """``object_annotations`` go on every object (``kubernetes_await.await_annotations``);
+        ``max_job_size`` is the largest job size the webhook admits (the scheduler's)."""
         super().__init__("gpu-scheduler-eks:index:AdmissionWebhook", name, None, opts)
         child = pulumi.ResourceOptions(
             parent=self, provider=provider, depends_on=[*depends_on, certificates.webhook_secret]
@@ -92,7 +95,7 @@ class AdmissionWebhook(pulumi.ComponentResource):
             labels=labels,
             container="webhook",
             image=image,
-            args=webhook_args(settings.invalid_annotation, settings.disruption_protection),
+            args=webhook_args(settings.invalid_annotation, settings.disruption_protection, max_job_size),
             port=TLS_PORT,
             replicas=settings.replicas,
             resources=settings.resources,

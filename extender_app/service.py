@@ -42,6 +42,7 @@ from extender_app.verbs.cached_handlers import cached_verbs, verifying_verbs
 from extender_app.verbs.handlers import VERBS, AsyncVerbHandler, VerbHandler, VerbLimits, VerbResult
 from extender_app.verbs.wire import WireError
 from extender_app.webhook.admission import AdmissionSettings, answer
+from policy.job_zone import JobZoneSettings
 
 JSON = "application/json"
 Endpoint = Callable[[bytearray], Awaitable[Response]]
@@ -223,7 +224,10 @@ class ExtenderService:
         if settings.role == ROLE_WEBHOOK:
             action = cast(InvalidAnnotation, settings.invalid_annotation)  # checked by ExtenderSettings
             protect = settings.disruption_protection == DISRUPTION_PROTECTION_ON
-            admission = AdmissionSettings(action, settings.policy, protect_from_disruption=protect)
+            job_zone = JobZoneSettings(max_job_size=settings.max_job_size)
+            admission = AdmissionSettings(
+                action, settings.policy, protect_from_disruption=protect, job_zone=job_zone
+            )
             return {MUTATE_PATH: _mutate_endpoint(admission)}
         verbs = VERBS if self.node_cache is None else cached_verbs(self.node_cache, self.metrics.node_cache)
         return self._verb_routes({path: _awaitable(verb) for path, verb in verbs.items()})

@@ -28,9 +28,10 @@ from contracts.server import (
     TLS_PORT,
 )
 from policy import PolicySettings
+from policy.job_zone import JOB_SIZE_LIMIT, MAX_JOB_SIZE
 
 BYTES_PER_REALISTIC_NODE = 20_523
-"""Compact JSON size of tests/fixtures/eks_gpu_node.json (g5.2xlarge, GFD/NFD labels, 20 images,
+"""Compact JSON size of testbed/eks_gpu_node.json (g5.2xlarge, GFD/NFD labels, 20 images,
 managedFields, which kube-scheduler's node informer keeps). Measured:
 docs/serving.md#sizing-the-limits."""
 
@@ -169,6 +170,12 @@ class ExtenderSettings:
         " cluster-autoscaler.kubernetes.io/safe-to-evict=false (their node stays while they run)",
         metavar="on|off",
     )
+    # The JobZone plugin's maxJobSize (the stack's scheduler.maxJobSize).
+    max_job_size: int = setting(
+        MAX_JOB_SIZE,
+        "webhook role: the largest job-size annotation a same-zone pod may declare (the scheduler's"
+        " JobZone maxJobSize)",
+    )
     policy: PolicySettings = field(default_factory=PolicySettings)
     """Keys and scale of the GPU-memory policy."""
 
@@ -212,6 +219,8 @@ class ExtenderSettings:
                 f"invalid_annotation must be one of {', '.join(INVALID_ANNOTATION_ACTIONS)}, "
                 f"not {self.invalid_annotation!r}"
             )
+        if not 1 <= self.max_job_size <= JOB_SIZE_LIMIT:
+            raise ValueError(f"max_job_size must be 1..{JOB_SIZE_LIMIT}")
         if self.disruption_protection not in DISRUPTION_PROTECTION_CHOICES:
             raise ValueError(
                 f"disruption_protection must be one of {', '.join(DISRUPTION_PROTECTION_CHOICES)}, "

@@ -18,6 +18,7 @@ import kubernetes.client
 from components.render.node_reader import NODE_READER_ROLE, NODE_READER_RULES
 from components.render.scheduler_config import (
     ExtenderEndpoint,
+    JobZoneArgs,
     SchedulerConfig,
     SchedulerMode,
     scheduler_config_yaml,
@@ -27,6 +28,7 @@ from components.render.scheduler_config import (
 from contracts.cluster import NAMESPACE, SCHEDULER_NAME
 from contracts.server import NODE_CACHE_WATCH_FLAG, flag
 from localcluster.control_plane import ControlPlane, Credentials, write_kubeconfig
+from localcluster.images import LocalImages
 from localcluster.pki import CertFiles, CertificateAuthority
 from localcluster.probes import LOOPBACK, http_status
 from localcluster.processes import ManagedProcess, ProcessGroup, python_module_argv, raise_if_exited
@@ -117,12 +119,17 @@ def launch_extender(
     *,
     wait_ready: bool = True,
     name: str = "extender",
+    images: LocalImages | None = None,
 ) -> RunningExtender:
-    """``python -m extender_app`` with exactly ``args`` (which set ``port`` and ``health_port``);
-    ``name`` is the process's (and its log file's) name."""
-    argv = python_module_argv("extender_app", *args)
+    """``python -m extender_app`` with exactly ``args`` (which set ``port`` and ``health_port``),
+    or the extender image with them when ``images`` is given; ``name`` is the process's (and its
+    log file's) name."""
+    if images is None:
+        argv = python_module_argv("extender_app", *args)
+    else:
+        argv = images.run_argv(images.extender, name, args)
     extender = RunningExtender(
-        process=processes.start(name, argv, cwd=REPO_ROOT),
+        process=processes.start(name, argv, env=images.env() if images else None, cwd=REPO_ROOT),
         port=port,
         health_port=health_port,
         argv=argv,
@@ -249,10 +256,18 @@ def start_scheduler(
     wait_for_lease: bool = True,
     verbosity: int = 2,
     scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
+    images: LocalImages | None = None,
+    job_zone: JobZoneArgs | None = None,
 ) -> CustomScheduler:
-    """Write the configuration and start the scheduler binary; wait until it holds its Lease."""
+    """Write the configuration and start the scheduler binary (in plugin mode with ``images``, the
+    gpu-scheduler image); wait until it holds its Lease.
+
+    ``job_zone``: plugin mode's JobZone args (None: the defaults)."""
     config = SchedulerConfig(
-        mode=mode, kubeconfig=str(plane.scheduler.kubeconfig), scoring_strategy=scoring_strategy
+        mode=mode,
+        kubeconfig=str(plane.scheduler.kubeconfig),
+        scoring_strategy=scoring_strategy,
+        job_zone=job_zone or JobZoneArgs(),
     )
     if uses_extender(mode):
         if extender is None or client_tls is None or extender_ca is None:
@@ -278,7 +293,14 @@ def start_scheduler(
             f"--v={verbosity}",
         ]
         return launch_scheduler(
-            plane, bin_dir, mode, args, config_path, extender=extender, wait_for_lease=wait_for_lease
+            plane,
+            bin_dir,
+            mode,
+            args,
+            config_path,
+            extender=extender,
+            wait_for_lease=wait_for_lease,
+            images=images,
         )
 
     return plane.processes.retry_on_address_in_use(start, SCHEDULER_BINARIES[mode])
@@ -305,12 +327,17 @@ def launch_scheduler(
     *,
     extender: RunningExtender | None = None,
     wait_for_lease: bool = True,
+    images: LocalImages | None = None,
 ) -> CustomScheduler:
-    """Start the mode's scheduler binary with ``args`` (whose ``--config`` is ``config_path``);
-    wait until it holds its Lease."""
-    process = plane.processes.start(
-        SCHEDULER_BINARIES[mode], [str(bin_dir / SCHEDULER_BINARIES[mode]), *args]
-    )
+    """Start the mode's scheduler binary with ``args`` (whose ``--config`` is ``config_path``), or
+    in plugin mode with ``images`` the gpu-scheduler image; wait until it holds its Lease.
+    (The extender modes run the upstream kube-scheduler, an image this project does not build.)"""
+    name = SCHEDULER_BINARIES[mode]
+    if images is not None and mode == "plugin":
+        argv = images.run_argv(images.gpu_scheduler, name, args)
+        process = plane.processes.start(name, argv, env=images.env())
+    else:
+        process = plane.processes.start(name, [str(bin_dir / name), *args])
     if wait_for_lease:
         wait_for(
             lambda: lease_holder(plane) is not None,
@@ -328,6 +355,7 @@ def running_custom_scheduler(
     bin_dir: Path,
     mode: SchedulerMode,
     scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
+    job_zone: JobZoneArgs | None = None,
 ) -> Iterator[CustomScheduler]:
     """Lease RBAC, then (extender modes) TLS + extender, then the scheduler; stopped on exit.
 
@@ -347,6 +375,7 @@ def running_custom_scheduler(
         client_tls=tls.client if tls else None,
         extender_ca=tls.ca.ca_file if tls else None,
         scoring_strategy=scoring_strategy,
+        job_zone=job_zone,
     )
     try:
         yield scheduler

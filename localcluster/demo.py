@@ -11,7 +11,12 @@ server (``localcluster.deployed_scheduler`` lists what it changes to run outside
 The stack's admission webhook runs from its Deployment too, and the API server calls it on
 loopback (``localcluster.webhook``): the sample pods are created through it, and the demo prints
 the node affinity each annotated pod was created with, or the webhook's refusal. Submits sample
-pods, waits for each outcome and prints it. Exits 0 when every pod ended as expected.
+pods, waits for each outcome and prints it, then a same-zone job on nodes in three zones
+(``localcluster.zone_scene``). Exits 0 when every pod ended as expected.
+
+With ``--images`` (``make demo IMAGES=1``) the extender, the webhook and (plugin mode)
+gpu-scheduler run from the images ``make images`` built, with podman on the host network
+(``localcluster.images``), instead of from source; everything else is the same.
 """
 
 import argparse
@@ -32,6 +37,7 @@ from explain.answers import render_pod_explanation
 from localcluster.control_plane import ControlPlane, start_control_plane
 from localcluster.deployed_scheduler import DeployedRun, describe, running_deployed_scheduler
 from localcluster.extender_log import refusals_by_pod
+from localcluster.images import ImagesNotBuilt, LocalImages
 from localcluster.inventory import InstanceType, load_inventory
 from localcluster.karpenter import running_karpenter
 from localcluster.karpenter_demo import AFFINITY_SOURCES, AffinitySource, run_autoscaler_demo
@@ -56,6 +62,7 @@ from localcluster.workloads import (
     restricted_namespace_labels,
     submit_pods_through_admission,
 )
+from localcluster.zone_scene import run_zone_scene
 from policy import (
     BELOW_MINIMUM,
     INVALID_CAPACITY_CHOICE,
@@ -281,10 +288,12 @@ def run(
     *,
     autoscaler: Autoscaler = "none",
     affinity: AffinitySource = "webhook",
+    images: LocalImages | None = None,
 ) -> int:
     """The fixed fleet of every inventory type, or (``autoscaler="karpenter"``) the system node
-    only and Karpenter launching GPU nodes (``localcluster.karpenter_demo``); ``affinity="none"``
-    deploys the stack with ``webhook.enabled=false`` (Karpenter's control run)."""
+        only and Karpenter launching GPU nodes (``localcluster.karpenter_demo``); ``affinity="none"``
+        deploys the stack with ``webhook.enabled=false`` (Karpenter's control run); ``images``: our
+    programs run from the built images."""
     started = time.monotonic()
     inventory = load_inventory()
     types = [t for t in inventory.values() if autoscaler == "none" or not t.has_gpu]
@@ -309,7 +318,16 @@ def run(
         kubeconfig, certificates = deployer_kubeconfig(plane), TeamPki.new().values()
         print_deployment(deploy_in_fresh_process(stack_dir, kubeconfig, certificates, settings))
         print(f"Starting the custom scheduler in {mode} mode from what the stack created...", flush=True)
-        with running_deployed_scheduler(plane, bin_dir, mode, plane.work_dir / "deployed") as deployed:
+        if images is not None:
+            ours = (
+                f"{images.extender} (extender, webhook)"
+                if uses_extender(mode)
+                else (f"{images.extender} (webhook), {images.gpu_scheduler}")
+            )
+            print(f"  our programs from the built images (podman, host network): {ours}", flush=True)
+        with running_deployed_scheduler(
+            plane, bin_dir, mode, plane.work_dir / "deployed", images
+        ) as deployed:
             print(describe(deployed, plane.work_dir), flush=True)
             if autoscaler == "karpenter":
                 text, failures = _karpenter_pods(plane, bin_dir, affinity)
@@ -345,6 +363,11 @@ def _fixed_fleet_pods(
         if not outcomes[name].bound:
             answer = render_pod_explanation(api, WORKLOAD_NAMESPACE, name)
             text += f"\n\n$ python -m explain pod {WORKLOAD_NAMESPACE}/{name}\n{answer}"
+    if deployed.webhook is not None:
+        print("Submitting a same-zone job of 8 pods to nodes in three zones...", flush=True)
+        scene, scene_failures = run_zone_scene(api, mode)
+        text += f"\n\n{scene}"
+        failures += scene_failures
     return text, failures
 
 
@@ -389,7 +412,17 @@ def main(argv: list[str] | None = None) -> int:
         help="with --autoscaler karpenter: webhook: the deployed admission webhook adds the memory node "
         "affinity to the annotated pods; none: the control run (webhook.enabled=false, annotation only)",
     )
+    parser.add_argument(
+        "--images",
+        action="store_true",
+        help="run the extender, the webhook and gpu-scheduler from the images `make images` built (podman)",
+    )
     args = parser.parse_args(argv)
+    try:
+        images = LocalImages.for_current_sources() if args.images else None
+    except ImagesNotBuilt as missing:
+        print(missing, file=sys.stderr)
+        return 1
     try:
         return run(
             args.mode,
@@ -398,6 +431,7 @@ def main(argv: list[str] | None = None) -> int:
             args.scoring_strategy,
             autoscaler=args.autoscaler,
             affinity=args.affinity,
+            images=images,
         )
     except EngineMissing as missing:
         print(f"the Pulumi engine is not built: {missing}", file=sys.stderr)

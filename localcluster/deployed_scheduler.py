@@ -49,6 +49,7 @@ from localcluster.custom_scheduler import (
     launch_scheduler,
     scheduler_process_flags,
 )
+from localcluster.images import LocalImages
 from localcluster.probes import LOOPBACK
 from localcluster.webhook import RunningWebhook, launch_webhook, point_configuration_at, wait_until_called
 
@@ -241,7 +242,7 @@ def extender_args_outside(
 
 
 def run_deployed_webhook(
-    plane: ControlPlane, api: kubernetes.client.ApiClient, root: Path
+    plane: ControlPlane, api: kubernetes.client.ApiClient, root: Path, images: LocalImages | None = None
 ) -> tuple[RunningWebhook | None, DeployedContainer | None, list[Rewrite]]:
     """The webhook Deployment (if the stack has one) started on loopback, the deployed
     MutatingWebhookConfiguration pointed at it, and the API server seen calling it."""
@@ -255,7 +256,7 @@ def run_deployed_webhook(
     def start() -> tuple[RunningWebhook, list[Rewrite]]:
         port, health_port = plane.processes.reserve_ports(2)
         args, rewrites = extender_args_outside(pod, port, health_port, None, who="webhook")
-        return launch_webhook(plane.processes, args, port, health_port), rewrites
+        return launch_webhook(plane.processes, args, port, health_port, images), rewrites
 
     webhook, rewrites = plane.processes.retry_on_address_in_use(start, "the webhook")
     try:
@@ -309,17 +310,18 @@ class DeployedRun:
 
 @contextlib.contextmanager
 def running_deployed_scheduler(
-    plane: ControlPlane, bin_dir: Path, mode: SchedulerMode, work_dir: Path
+    plane: ControlPlane, bin_dir: Path, mode: SchedulerMode, work_dir: Path, images: LocalImages | None = None
 ) -> Iterator[DeployedRun]:
     """Read back the deployed Deployments, ConfigMap and Secrets, start the admission webhook (if
-    deployed), the extender (extender modes) and the scheduler from them; stopped on exit."""
+    deployed), the extender (extender modes) and the scheduler from them; stopped on exit. With
+    ``images``, our programs run from the built images (``localcluster.images``)."""
     api = plane.api_client()
     containers: list[DeployedContainer] = []
     rewrites: list[Rewrite] = []
     extender: RunningExtender | None = None
     webhook: RunningWebhook | None = None
     try:
-        webhook, webhook_pod, rewrites = run_deployed_webhook(plane, api, work_dir / WEBHOOK_SERVICE)
+        webhook, webhook_pod, rewrites = run_deployed_webhook(plane, api, work_dir / WEBHOOK_SERVICE, images)
         containers += [webhook_pod] if webhook_pod else []
         if uses_extender(mode):
             pod = read_deployed_container(api, EXTENDER_SERVICE, work_dir / EXTENDER_SERVICE)
@@ -330,7 +332,7 @@ def running_deployed_scheduler(
             def start_extender() -> tuple[RunningExtender, list[Rewrite]]:
                 port, health_port = plane.processes.reserve_ports(2)
                 args, changed = extender_args_outside(pod, port, health_port, kubeconfig)
-                return launch_extender(plane.processes, args, port, health_port), changed
+                return launch_extender(plane.processes, args, port, health_port, images=images), changed
 
             extender, changed = plane.processes.retry_on_address_in_use(start_extender, "the extender")
             rewrites += changed
@@ -353,7 +355,7 @@ def running_deployed_scheduler(
                 name, _, value = flag.partition("=")
                 _set_flag(local_args, name, value, "scheduler", changed)
             return launch_scheduler(
-                plane, bin_dir, mode, local_args, outside_config, extender=extender
+                plane, bin_dir, mode, local_args, outside_config, extender=extender, images=images
             ), changed
 
         scheduler, changed = plane.processes.retry_on_address_in_use(

@@ -33,6 +33,7 @@ from contracts.cluster import WEBHOOK_SERVICE
 from contracts.server import INVALID_ANNOTATION, MUTATE_PATH, ROLE_WEBHOOK, InvalidAnnotation, flag
 from localcluster.control_plane import ControlPlane
 from localcluster.custom_scheduler import RunningExtender, launch_extender
+from localcluster.images import LocalImages
 from localcluster.pki import CertificateAuthority
 from localcluster.probes import LOOPBACK
 from localcluster.processes import ProcessGroup
@@ -73,11 +74,15 @@ def webhook_url(port: int) -> str:
 
 
 def launch_webhook(
-    processes: ProcessGroup, args: Sequence[str], port: int, health_port: int
+    processes: ProcessGroup,
+    args: Sequence[str],
+    port: int,
+    health_port: int,
+    images: LocalImages | None = None,
 ) -> RunningWebhook:
-    """``python -m extender_app`` with exactly ``args`` (which set the role, ``port`` and
-    ``health_port``), waited for until /readyz is 200."""
-    server = launch_extender(processes, args, port, health_port, name=PROCESS_NAME)
+    """``python -m extender_app`` (or with ``images``, the extender image) with exactly ``args``
+    (which set the role, ``port`` and ``health_port``), waited for until /readyz is 200."""
+    server = launch_extender(processes, args, port, health_port, name=PROCESS_NAME, images=images)
     return RunningWebhook(server=server, url=webhook_url(port))
 
 

@@ -7,10 +7,24 @@ from pathlib import Path
 import pytest
 
 from localcluster.control_plane import ControlPlane, start_control_plane
+from localcluster.images import ImagesNotBuilt, LocalImages
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BIN_DIR = Path(os.environ.get("LOCALCLUSTER_BIN_DIR", REPO_ROOT / ".cache" / "bin"))
 CONTROL_PLANE_BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "gpu-scheduler")
+
+
+BUILT_FIXTURES = ("bin_dir", "images")
+"""Fixtures that need a build: the control-plane binaries, the built container images."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that needs a build (one of ``BUILT_FIXTURES``, itself or through another fixture:
+    a control plane, a cluster, the Pulumi engine suite's, an image) is an ``e2e`` test, so
+    ``make check`` (``-m "not e2e"``) never starts one and ``make test`` runs them all."""
+    for item in items:
+        if any(name in getattr(item, "fixturenames", ()) for name in BUILT_FIXTURES):
+            item.add_marker(pytest.mark.e2e)
 
 
 @pytest.fixture(scope="session")
@@ -27,3 +41,13 @@ def control_plane(bin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> It
     """One etcd + kube-apiserver (RBAC, PodSecurity admission) for the whole session."""
     with start_control_plane(bin_dir, tmp_path_factory.mktemp("control-plane")) as plane:
         yield plane
+
+
+@pytest.fixture(scope="session")
+def images() -> LocalImages:
+    """The container images built from the current sources (`make images`); not built is a
+    failure, never a skip."""
+    try:
+        return LocalImages.for_current_sources()
+    except ImagesNotBuilt as missing:
+        pytest.fail(str(missing))

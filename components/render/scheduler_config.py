@@ -14,6 +14,7 @@ import yaml
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
 from contracts.server import FILTER_PATH, PRIORITIZE_PATH, TLS_PORT
 from policy import SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
+from policy.job_zone import JOB_SIZE_LIMIT, MAX_JOB_SIZE
 
 SchedulerMode = Literal["extender", "extender-cached", "plugin"]
 SCHEDULER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached", "plugin")
@@ -30,6 +31,8 @@ CAPACITY_PLUGIN_NAME = "CapacityType"
 CAPACITY_TYPE_WEIGHT = 20
 """CapacityType's score weight: twice GPUScheduler's, so a pod that prefers a capacity type
 gets it over a larger GPU of the other type (both scores are 0..100)."""
+JOB_ZONE_PLUGIN = "JobZone"
+"""Plugin mode: keeps each same-zone job in one zone chosen for the whole job (plugin/jobzone)."""
 CONFIG_API_VERSION = "kubescheduler.config.k8s.io/v1"
 
 EXTENDER_PORT = TLS_PORT
@@ -63,6 +66,41 @@ class LeaderElection:
     retry_period: str = "2s"
 
 
+PERMIT_TIMEOUT_SECONDS = 15 * 60
+"""JobZone's ``permitTimeout``: how long a job's members are held for the rest (longer than a GPU
+node launch; kube-scheduler caps any Permit wait at 15 minutes)."""
+MAX_PERMIT_TIMEOUT_SECONDS = 15 * 60
+FAILED_ZONE_SECONDS = 10 * 60
+"""JobZone's ``failedZoneDuration``: how long a zone where a job timed out is skipped for that job."""
+MAX_FAILED_ZONE_SECONDS = 24 * 3600
+
+
+@dataclass(frozen=True)
+class JobZoneArgs:
+    """JobZone's pluginConfig args (plugin mode)."""
+
+    permit_timeout_seconds: int = PERMIT_TIMEOUT_SECONDS
+    failed_zone_seconds: int = FAILED_ZONE_SECONDS
+    max_job_size: int = MAX_JOB_SIZE
+
+    def __post_init__(self) -> None:
+        for name, high in (
+            ("permit_timeout_seconds", MAX_PERMIT_TIMEOUT_SECONDS),
+            ("failed_zone_seconds", MAX_FAILED_ZONE_SECONDS),
+            ("max_job_size", JOB_SIZE_LIMIT),
+        ):
+            if not 1 <= getattr(self, name) <= high:
+                raise ValueError(f"job zone {name} must be 1..{high}")
+
+    def render(self) -> dict[str, Any]:
+        """The args as the plugin reads them."""
+        return {
+            "permitTimeout": f"{self.permit_timeout_seconds}s",
+            "failedZoneDuration": f"{self.failed_zone_seconds}s",
+            "maxJobSize": self.max_job_size,
+        }
+
+
 @dataclass(frozen=True)
 class SchedulerConfig:
     """Everything the rendered configuration depends on."""
@@ -78,6 +116,8 @@ class SchedulerConfig:
     """Empty in the cluster (in-cluster credentials); a file path for a local run."""
     scoring_strategy: ScoringStrategy = SCORING_STRATEGY
     """Plugin mode: GPUScheduler's ``scoringStrategy`` arg (extender mode: the extender's flag)."""
+    job_zone: JobZoneArgs = field(default_factory=JobZoneArgs)
+    """Plugin mode: JobZone's args."""
 
     def __post_init__(self) -> None:
         if self.mode not in SCHEDULER_MODES:
@@ -115,7 +155,8 @@ def scheduler_mode_flags(mode: SchedulerMode) -> tuple[str, ...]:
 
 
 def plugin_mode_plugins(weight: int, capacity_type_weight: int = CAPACITY_TYPE_WEIGHT) -> dict[str, Any]:
-    """GPUScheduler, then CapacityType, at preFilter, filter and score, first at preFilter and filter.
+    """GPUScheduler, then CapacityType, at preFilter, filter and score, first at preFilter and filter;
+    JobZone at its own points (preFilter, reserve, permit) through ``multiPoint``.
 
     preFilter reads the pod's requirement once per cycle (and skips pods without a minimum);
     without it Filter and Score recompute it for every node. A plugin enabled only at an
@@ -129,7 +170,9 @@ def plugin_mode_plugins(weight: int, capacity_type_weight: int = CAPACITY_TYPE_W
     """
     ours = [(PLUGIN_NAME, weight), (CAPACITY_PLUGIN_NAME, capacity_type_weight)]
     return {
-        "multiPoint": {"enabled": [{"name": name, "weight": w} for name, w in ours]},
+        "multiPoint": {
+            "enabled": [*({"name": name, "weight": w} for name, w in ours), {"name": JOB_ZONE_PLUGIN}]
+        },
         "preFilter": {"enabled": [{"name": name} for name, _ in ours]},
         "filter": {"enabled": [{"name": name} for name, _ in ours]},
         "score": {"enabled": [{"name": name, "weight": w} for name, w in ours]},
@@ -159,7 +202,8 @@ def render_scheduler_config(config: SchedulerConfig) -> dict[str, Any]:
     if not uses_extender(config.mode):
         profile["plugins"] = plugin_mode_plugins(config.plugin_weight, config.capacity_type_weight)
         profile["pluginConfig"] = [
-            {"name": PLUGIN_NAME, "args": {"scoringStrategy": config.scoring_strategy}}
+            {"name": PLUGIN_NAME, "args": {"scoringStrategy": config.scoring_strategy}},
+            {"name": JOB_ZONE_PLUGIN, "args": config.job_zone.render()},
         ]
     else:
         endpoint = config.extender

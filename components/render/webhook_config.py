@@ -6,8 +6,8 @@ on loopback instead of the Service, which a control plane without kube-proxy can
 
 Why each field is what it is (docs/webhook.md has the long form):
 
-- ``matchConditions``: only pods that carry the minimum or the capacity-type annotation are
-  sent. Every other pod is
+- ``matchConditions``: only pods that carry the minimum annotation, the capacity-type annotation
+  or a same-zone job annotation (zone policy, job size) are sent. Every other pod is
   admitted without a call, so neither the webhook's latency nor its outage touches them (with
   ``failurePolicy: Fail`` too), and the webhook's own pods, which carry no annotation, never wait
   on it.
@@ -40,6 +40,7 @@ from contracts.server import (
     tls_flags,
 )
 from policy import CAPACITY_TYPE_ANNOTATION, MIN_MEMORY_ANNOTATION
+from policy.job_zone import JOB_SIZE_ANNOTATION, MAX_JOB_SIZE, ZONE_POLICY_ANNOTATION
 
 WEBHOOK_SERVICE_HOST = f"{WEBHOOK_SERVICE}.{NAMESPACE}.svc"
 """The name kube-apiserver verifies in the server certificate when it calls the Service."""
@@ -64,16 +65,20 @@ MAX_TIMEOUT_SECONDS = 30
 """The API's limit for ``timeoutSeconds``."""
 
 
-def annotation_condition(
-    annotation: str = MIN_MEMORY_ANNOTATION, capacity_annotation: str = CAPACITY_TYPE_ANNOTATION
-) -> dict[str, str]:
-    """The CEL match condition: the object carries ``annotation`` or ``capacity_annotation``."""
+WEBHOOK_ANNOTATIONS = (MIN_MEMORY_ANNOTATION, CAPACITY_TYPE_ANNOTATION, ZONE_POLICY_ANNOTATION, JOB_SIZE_ANNOTATION)
+"""The annotations that get a pod sent to the webhook: the GPU-memory minimum, the capacity-type
+choice and the same-zone job's."""
+
+
+def annotation_condition(annotations: tuple[str, ...] = WEBHOOK_ANNOTATIONS) -> dict[str, str]:
+    """The CEL match condition: the object carries at least one of ``annotations``."""
     # CEL string literals: annotation keys hold no quotes or escapes.
-    keys = (annotation, capacity_annotation)
-    carries = " || ".join(f"{json.dumps(key)} in object.metadata.annotations" for key in keys)
+    present = " || ".join(f"{json.dumps(key)} in object.metadata.annotations" for key in annotations)
+    if len(annotations) > 1:
+        present = f"({present})"
     return {
         "name": "has-scheduling-annotation",
-        "expression": f"has(object.metadata.annotations) && ({carries})",
+        "expression": f"has(object.metadata.annotations) && {present}",
     }
 
 
@@ -105,7 +110,7 @@ def mutating_webhook(
     *,
     failure_policy: FailurePolicy = DEFAULT_FAILURE_POLICY,
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
-    annotation: str = MIN_MEMORY_ANNOTATION,
+    annotations: tuple[str, ...] = WEBHOOK_ANNOTATIONS,
 ) -> dict[str, Any]:
     """The configuration's one webhook: pod CREATE, annotated pods only, kube-system excluded."""
     return {
@@ -121,7 +126,7 @@ def mutating_webhook(
                 "scope": "Namespaced",
             }
         ],
-        "matchConditions": [annotation_condition(annotation)],
+        "matchConditions": [annotation_condition(annotations)],
         "namespaceSelector": {
             "matchExpressions": [
                 {"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": list(EXCLUDED_NAMESPACES)}
@@ -145,10 +150,13 @@ def mutating_webhook_configuration(webhook: Mapping[str, Any]) -> dict[str, Any]
 
 
 def webhook_args(
-    invalid_annotation: InvalidAnnotation = INVALID_ANNOTATION, disruption_protection: bool = True
+    invalid_annotation: InvalidAnnotation = INVALID_ANNOTATION,
+    disruption_protection: bool = True,
+    max_job_size: int = MAX_JOB_SIZE,
 ) -> list[str]:
     """The container's flags: the extender image in its webhook role, server certificate only;
-    ``disruption_protection``: pods with a minimum also get the autoscalers' opt-out annotations."""
+    ``disruption_protection``: pods with a minimum also get the autoscalers' opt-out annotations;
+    ``max_job_size``: the largest same-zone job admitted (the scheduler's)."""
     return [
         flag("role", ROLE_WEBHOOK),
         *tls_flags(WEBHOOK_TLS_DIR, client_ca=False),
@@ -159,4 +167,5 @@ def webhook_args(
             "disruption_protection",
             DISRUPTION_PROTECTION_ON if disruption_protection else DISRUPTION_PROTECTION_OFF,
         ),
+        flag("max_job_size", max_job_size),
     ]

@@ -1,10 +1,17 @@
 """``scheduler``: the custom scheduler's Deployment and its kube-scheduler image."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from components.render.scheduler_config import CAPACITY_TYPE_WEIGHT, ExtenderEndpoint
+from components.render.scheduler_config import (
+    CAPACITY_TYPE_WEIGHT,
+    MAX_FAILED_ZONE_SECONDS,
+    MAX_PERMIT_TIMEOUT_SECONDS,
+    ExtenderEndpoint,
+    JobZoneArgs,
+)
 from components.stack_config.validation import IMAGE_REFERENCE, Value
 from components.stack_config.values import Resources, parse_resources
+from policy.job_zone import JOB_SIZE_LIMIT
 
 DEFAULT_KUBE_SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler:v1.35.8"
 MAX_SCHEDULER_REPLICAS = 5
@@ -31,13 +38,17 @@ class SchedulerSettings:
     """The extender's weight in the scheduler's configuration (both extender modes)."""
     capacity_type_weight: int = CAPACITY_TYPE_WEIGHT
     """Plugin mode: the CapacityType plugin's score weight."""
+    job_zone: JobZoneArgs = field(default_factory=JobZoneArgs)
+    """Plugin mode: the JobZone plugin's hold timeout, failed-zone duration and largest job."""
 
 
 def parse_scheduler(value: Value) -> SchedulerSettings:
     fields = value.fields(
         {"replicas", "kubeSchedulerImage", "resources", "extenderWeight", "capacityTypeWeight"}
+        | {"jobPermitTimeoutSeconds", "failedZoneSeconds", "maxJobSize"}
     )
     default = SchedulerSettings()
+    zone = default.job_zone
     return SchedulerSettings(
         replicas=fields.read("replicas", default.replicas, lambda v: v.integer(1, MAX_SCHEDULER_REPLICAS)),
         kube_scheduler_image=fields.read(
@@ -55,5 +66,16 @@ def parse_scheduler(value: Value) -> SchedulerSettings:
         ),
         capacity_type_weight=fields.read(
             "capacityTypeWeight", default.capacity_type_weight, lambda v: v.integer(1, MAX_PLUGIN_WEIGHT)
+        ),
+        job_zone=JobZoneArgs(
+            permit_timeout_seconds=fields.read(
+                "jobPermitTimeoutSeconds",
+                zone.permit_timeout_seconds,
+                lambda v: v.integer(1, MAX_PERMIT_TIMEOUT_SECONDS),
+            ),
+            failed_zone_seconds=fields.read(
+                "failedZoneSeconds", zone.failed_zone_seconds, lambda v: v.integer(1, MAX_FAILED_ZONE_SECONDS)
+            ),
+            max_job_size=fields.read("maxJobSize", zone.max_job_size, lambda v: v.integer(1, JOB_SIZE_LIMIT)),
         ),
     )

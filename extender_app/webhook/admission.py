@@ -4,12 +4,13 @@ kube-apiserver POSTs an AdmissionReview for each pod CREATE the webhook configur
 sends; the answer carries the request's ``uid`` and, when the pod declares a minimum or
 a capacity-type choice, the JSON Patch that writes them into the pod's node affinity (so
 autoscalers launch a node type whose label is large enough, of the capacity type chosen)
-and, for a pod with a minimum and disruption protection on, adds the autoscalers' opt-out
-annotations (``disruption_protection``). A pod whose annotation the policy refuses is
-denied with the policy's own message, or admitted with a warning when the operator chose
-``warn``. What is not a pod CREATE is admitted unchanged: a webhook must never block what
-it was not written for. A body that is not an AdmissionReview is a ``WireError`` (400), as
-the extender's verbs answer.
+and, with disruption protection on, adds the autoscalers' opt-out annotations
+(``disruption_protection``); for a member of a same-zone job, the required pod affinity that
+keeps the job in one zone. A pod whose annotations the policy refuses is denied with the
+policy's own message, or admitted with a warning when the operator chose ``warn``. What is
+not a pod CREATE is admitted unchanged: a webhook must never block what it was not written
+for. A body that is not an AdmissionReview is a ``WireError`` (400), as the extender's verbs
+answer.
 """
 
 import base64
@@ -38,10 +39,15 @@ from policy import (
     node_affinity_patch,
     requirement_from_pod,
 )
+from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings
+from policy.job_zone_affinity import combined_affinity_patch, zone_affinity_patch
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 ADMISSION_REVIEW = "AdmissionReview"
 POD_KIND = {"group": "", "version": "v1", "kind": "Pod"}
+
+JOB_REFUSAL_PREFIX = "same-zone job"
+"""What a refusal of a pod's job annotations starts with (the policy's reason follows)."""
 
 DENIED_STATUS = HTTPStatus.UNPROCESSABLE_ENTITY
 """The status code a denial carries (Kubernetes' own for an invalid field value)."""
@@ -58,6 +64,7 @@ class AdmissionSettings:
     """Pods with a minimum also get the annotations that keep autoscalers from removing their node
     while they run (``disruption_protection``): on by default, a training job is not restarted
     for a consolidation; the cost is a node kept, and paid for, until its jobs end."""
+    job_zone: JobZoneSettings = field(default_factory=lambda: DEFAULT_JOB_ZONE_SETTINGS)
 
     def __post_init__(self) -> None:
         if self.invalid_annotation not in INVALID_ANNOTATION_ACTIONS:
@@ -127,21 +134,30 @@ def _pod_name(request: dict[str, Any]) -> str:
 
 def _pod_answer(pod: object, settings: AdmissionSettings) -> dict[str, Any]:
     try:
-        patch = node_affinity_patch(pod, settings.policy, settings.capacity)
+        memory_patch = node_affinity_patch(pod, settings.policy, settings.capacity)
         minimum = requirement_from_pod(pod, settings.policy).min_memory_mib
     except PolicyError as error:
         capacity_error = str(error) == INVALID_CAPACITY_CHOICE
         annotation = settings.capacity.annotation if capacity_error else settings.policy.min_memory_annotation
-        message = f"{annotation}: {error}"
-        if settings.invalid_annotation == INVALID_ANNOTATION_WARN:
-            return {"warnings": [message]}
-        return {"allowed": False, "status": {"code": int(DENIED_STATUS), "message": message}}
+        return _refusal(f"{annotation}: {error}", settings)
+    try:
+        zone_patch = zone_affinity_patch(pod, settings.job_zone)
+    except PolicyError as error:
+        return _refusal(f"{JOB_REFUSAL_PREFIX}: {error}", settings)
+    patch = combined_affinity_patch(memory_patch, zone_patch)
     if minimum and settings.protect_from_disruption:
         assert isinstance(pod, Mapping)  # requirement_from_pod accepted it
         patch = [*patch, *protection_patch(pod)]
     if not patch:
         return {}
     return {"patchType": "JSONPatch", "patch": base64.b64encode(orjson.dumps(patch)).decode("ascii")}
+
+
+def _refusal(message: str, settings: AdmissionSettings) -> dict[str, Any]:
+    """Deny with ``message``, or admit with it as a warning (``invalid_annotation: warn``)."""
+    if settings.invalid_annotation == INVALID_ANNOTATION_WARN:
+        return {"warnings": [message]}
+    return {"allowed": False, "status": {"code": int(DENIED_STATUS), "message": message}}
 
 
 def _request(body: bytes | bytearray) -> dict[str, Any]:

@@ -28,26 +28,13 @@ func TestAffinityVectors(t *testing.T) {
 }
 
 func checkAffinityCase(t *testing.T, c policyvectors.AffinityCase) {
-	pod := &v1.Pod{}
-	err := json.Unmarshal(c.Pod, pod)
-	if c.Expect.DecodeError == "pod" {
-		if err == nil {
-			t.Fatalf("the pod decoded, but the vector says Go must refuse it")
-		}
+	pod, ok := policyvectors.MustDecodePod(t, c.Pod, c.Expect.DecodeError)
+	if !ok {
 		return
-	}
-	if err != nil {
-		t.Fatalf("decoding the pod: %v", err)
 	}
 	ops, err := gpupolicy.NodeAffinityPatch(pod, c.Settings, c.CapacitySettings)
-	if c.Expect.Error != nil {
-		if err == nil || err.Error() != *c.Expect.Error {
-			t.Fatalf("error = %v, want %q", err, *c.Expect.Error)
-		}
+	if !policyvectors.MustMatchError(t, err, c.Expect.Error) {
 		return
-	}
-	if err != nil {
-		t.Fatalf("error = %v, want none", err)
 	}
 	var want []json.RawMessage
 	if err := json.Unmarshal(c.Expect.Patch, &want); err != nil {

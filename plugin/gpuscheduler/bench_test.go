@@ -30,7 +30,7 @@ const benchNodeCount = 780
 // A100, L40S, H100, H200): a 40960 MiB pod passes four of every six.
 var benchMemories = []string{"16384", "22888", "40960", "45776", "81920", "144384"}
 
-// realisticNodes derives distinct nodes from tests/fixtures/eks_gpu_node.json, an
+// realisticNodes derives distinct nodes from testbed/eks_gpu_node.json, an
 // EKS GPU node as the API server serves it (101 labels, managedFields, images).
 func realisticNodes(b *testing.B, count int) []*v1.Node {
 	b.Helper()
@@ -38,7 +38,7 @@ func realisticNodes(b *testing.B, count int) []*v1.Node {
 	if err != nil {
 		b.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "..", "fixtures", "eks_gpu_node.json"))
+	data, err := os.ReadFile(filepath.Join(dir, "..", "..", "testbed", "eks_gpu_node.json"))
 	if err != nil {
 		b.Fatal(err)
 	}

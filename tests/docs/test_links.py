@@ -117,7 +117,7 @@ def check_target(source: Path, target: str, base: Path) -> str | None:
 
 
 def links_of(page: Path) -> list[tuple[int, str]]:
-    result = []
+    result: list[tuple[int, str]] = []
     for number, line in prose_lines(page.read_text(encoding="utf-8")):
         without_code = CODE_SPAN.sub("", line)
         targets = INLINE_LINK.findall(without_code)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode
-from tests.e2e.harness import E2ECluster, e2e_cluster
+from testbed.e2e_cluster import E2ECluster, e2e_cluster
 
 
 @pytest.fixture(params=SCHEDULER_MODES)

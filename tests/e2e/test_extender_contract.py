@@ -3,7 +3,7 @@
 from localcluster.custom_scheduler import extender_tls, restart_extender
 from localcluster.nodes import fleet
 from localcluster.workloads import PodSpecification
-from tests.e2e.harness import INVENTORY, E2ECluster
+from testbed.e2e_cluster import INVENTORY, E2ECluster
 
 
 def test_pods_wait_while_the_extender_is_down_and_all_bind_after_it_returns(

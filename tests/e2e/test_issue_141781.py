@@ -17,7 +17,7 @@ import kubernetes.client
 
 from localcluster.nodes import SimulatedNode
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, pod_manifest
-from tests.e2e.harness import INVENTORY, E2ECluster
+from testbed.e2e_cluster import INVENTORY, E2ECluster
 
 SCORE_LINE = re.compile(
     r'"Plugin scored node for pod" pod="(?P<pod>[^"]+)" plugin="(?P<plugin>[^"]+)" '

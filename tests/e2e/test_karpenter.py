@@ -41,11 +41,12 @@ from localcluster.karpenter import (
 from localcluster.karpenter import node_pool_manifest as node_pool_manifest_local
 from localcluster.karpenter_instance_types import KARPENTER_INSTANCE_TYPES
 from localcluster.nodes import GPU_TAINT, SimulatedNode
+from localcluster.outcomes import PodOutcome
 from localcluster.waiting import wait_for
 from localcluster.webhook import created_affinity, start_webhook
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, pod_manifest
 from policy import CAPACITY_TYPE_LABEL, NODE_MEMORY_LABEL
-from tests.e2e.harness import INVENTORY, E2ECluster
+from testbed.e2e_cluster import INVENTORY, E2ECluster
 
 SYSTEM = SimulatedNode("system-1", INVENTORY["m5.xlarge"], "us-east-1a")
 MINIMUMS_MIB = {
@@ -160,7 +161,7 @@ def test_the_eks_stacks_node_pools_launch_the_smallest_gpu_memory_that_fits(
     with running_karpenter(cluster.plane, autoscaler_bin_dir, work_dir, node_pools=pools):
         # One pod at a time: each choice is then Karpenter's for that pod alone (in one batch a
         # 24 GiB pod once landed on the largest class, seen in one cold run and not reproduced).
-        outcomes = {}
+        outcomes: dict[str, PodOutcome] = {}
         for name, minimum in MINIMUMS_MIB.items():
             core.create_namespaced_pod(WORKLOAD_NAMESPACE, spread_pod(name, minimum))
             outcomes |= cluster.outcomes([name], bound_only=True, timeout=BIND_SECONDS)

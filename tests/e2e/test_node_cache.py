@@ -16,8 +16,8 @@ from localcluster.probes import http_status
 from localcluster.waiting import wait_for
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification
 from policy import NODE_MEMORY_LABEL
-from tests.e2e.harness import INVENTORY, E2ECluster, shaped_like
-from tests.e2e.tcp_gate import TcpGate, tcp_gate
+from testbed.e2e_cluster import INVENTORY, E2ECluster, shaped_like
+from testbed.tcp_gate import TcpGate, tcp_gate
 
 SYSTEM = SimulatedNode("system-1", INVENTORY["m5.xlarge"], "us-east-1a")
 CACHE_DEADLINE = 30.0
@@ -50,13 +50,13 @@ def test_a_node_the_cache_has_not_seen_is_never_passed(cached_cluster: E2ECluste
     cluster.add_nodes(big)
     answer = cluster.cached_filter(40960, small.name, big.name)
     assert answer["NodeNames"] == []
-    assert set(answer["FailedNodes"]) == {big.name}  # type: ignore[arg-type]
-    assert set(answer["FailedAndUnresolvableNodes"]) == {small.name}  # type: ignore[arg-type]
+    assert set(answer["FailedNodes"]) == {big.name}
+    assert set(answer["FailedAndUnresolvableNodes"]) == {small.name}
 
     waits = cluster.outcome(cluster.submit(PodSpecification("while-cut-off", min_memory="40960"))[0])
     assert not waits.bound
     assert waits.reason == "Unschedulable"
-    unknown_reason = answer["FailedNodes"][big.name]  # type: ignore[index]
+    unknown_reason = answer["FailedNodes"][big.name]
     assert unknown_reason in waits.message
 
     gate.reopen()

@@ -7,7 +7,7 @@ import kubernetes.client
 from localcluster.nodes import SimulatedNode, fleet
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification
 from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
-from tests.e2e.harness import INVENTORY, E2ECluster, shaped_like
+from testbed.e2e_cluster import INVENTORY, E2ECluster, shaped_like
 
 SYSTEM = SimulatedNode("system-1", INVENTORY["m5.xlarge"], "us-east-1a")
 

@@ -21,7 +21,7 @@ from localcluster.webhook import RunningWebhook, start_webhook, unregister_webho
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, ensure_namespace, pod_manifest
 from policy import INVALID_MIN_MEMORY, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL, REQUIRES_GPU_REQUEST
 from policy.node_affinity import REQUIRED_TERMS_FIELD
-from tests.e2e.harness import E2ECluster, shaped_like
+from testbed.e2e_cluster import E2ECluster, shaped_like
 
 pytestmark = pytest.mark.e2e
 

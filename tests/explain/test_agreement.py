@@ -31,7 +31,7 @@ from policy import (
     REQUIRES_GPU_REQUEST,
     UNKNOWN_CAPACITY_TYPE,
 )
-from tests.e2e.harness import INVENTORY, E2ECluster, e2e_cluster
+from testbed.e2e_cluster import INVENTORY, E2ECluster, e2e_cluster
 
 POLICY_REASONS = (
     BELOW_MINIMUM,

@@ -53,7 +53,10 @@ def test_allocated_gpus_are_summed_per_node_and_group() -> None:
     ]
     report = inventory(fleet_json(), pods, DEFAULT_SETTINGS, TABLE)
     row = next(row for row in report.nodes if row.facts.name == h100)
-    assert (row.facts.gpus_allocated, row.facts.gpus_free) == (5, INVENTORY["p5.48xlarge"].gpu_count - 5)
+    assert (row.facts.gpus_allocated, row.facts.gpus_free) == (
+        Decimal(5),
+        Decimal(INVENTORY["p5.48xlarge"].gpu_count - 5),
+    )
     group = next(group for group in report.groups if group.name == row.facts.node_group)
     assert group.gpus_allocated == Decimal(5)
 

@@ -1,6 +1,7 @@
 """`explain pod` judged in-process: verdicts, per-node rows and what would have to change."""
 
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -207,13 +208,17 @@ def test_bound_pods_use_up_gpus_but_the_explained_pod_is_not_counted() -> None:
     holders = [pod_json(f"holder-{index}", node=h100) for index in range(gpus)]
     newcomer = explain(pod_json("newcomer", str(80 * 1024)), bound=holders)
     row = next(row for row in newcomer.nodes if row.node.name == h100)
-    assert (row.node.gpus_allocated, row.node.gpus_free, row.gpu_count_fits) == (gpus, 0, False)
+    assert (row.node.gpus_allocated, row.node.gpus_free, row.gpu_count_fits) == (
+        Decimal(gpus),
+        Decimal(0),
+        False,
+    )
     assert row.fits, "the policy still fits; the GPU count is another filter's"
 
     holder = explain(holders[0], bound=holders)
     assert holder.verdict == "bound"
     row = next(row for row in holder.nodes if row.node.name == h100)
-    assert (row.node.gpus_allocated, row.gpu_count_fits) == (gpus - 1, True)
+    assert (row.node.gpus_allocated, row.gpu_count_fits) == (Decimal(gpus - 1), True)
     assert holder.changes == (f"none: bound to node {h100}",)
 
 

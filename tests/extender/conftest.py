@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.extender.harness import ThreadedExtender, settings_for
-from tests.extender.pki import Pki, make_pki
+from testbed.extender import ThreadedExtender, settings_for
+from testbed.pki import Pki, make_pki
 
 
 @pytest.fixture

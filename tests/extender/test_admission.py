@@ -12,8 +12,8 @@ import pytest
 import policy
 from extender_app.verbs.wire import WireError
 from extender_app.webhook.admission import AdmissionSettings, review
-from tests.extender.admission_reviews import UID, admission_review
-from tests.extender.admission_reviews import gpu_pod as pod
+from testbed.admission_reviews import UID, admission_review
+from testbed.admission_reviews import gpu_pod as pod
 
 
 def answer(body: bytes, settings: AdmissionSettings | None = None) -> dict[str, Any]:

@@ -95,7 +95,7 @@ def compare(expect: dict[str, Any], name: str, got: tuple[Any, Any, Any], score:
         ok = passed == [] and name in unresolvable and score == 0
         return "" if ok else f"a pod Go cannot decode got {got} / {score}"
     if expect.get("error"):
-        want = ([], {name: expect["error"]}, 0)
+        want: tuple[list[str], dict[str, str], int] = ([], {name: expect["error"]}, 0)
         return "" if (passed, unresolvable, score) == want else f"got {got} / {score}, want {want}"
     verdict = (passed == [name], unresolvable.get(name, ""), score)
     want = (expect["fits"], expect["reason"], expect["extender_score"])

@@ -26,7 +26,7 @@ from policy import (
     REQUIRES_GPU_REQUEST,
     PolicySettings,
 )
-from tests.fixtures.eks_nodes import make_pod
+from testbed.eks_nodes import make_pod
 
 LIMITS = VerbLimits(max_nodes=5000, policy=PolicySettings())
 FILTER_KEYS = ["Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from localcluster.ports import reserve_port
-from tests.extender.harness import (
+from testbed.extender import (
     DEADLINE,
     LOOPBACK,
     REPO_ROOT,
@@ -77,7 +77,7 @@ def test_build_context_holds_only_what_the_image_copies():
 def _copy_distribution(name: str, target: Path) -> None:
     distribution = importlib.metadata.distribution(name)
     for file in distribution.files or ():
-        source = Path(distribution.locate_file(file))
+        source = Path(str(distribution.locate_file(file)))
         if "__pycache__" in file.parts or not source.is_file():
             continue
         destination = target / file

@@ -1,6 +1,6 @@
 """Property-based fuzzing of request bodies: every body gets 200, 400 or 413, never a crash or a 5xx."""
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from http import HTTPStatus
 
 import orjson
@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from extender_app.verbs.handlers import VerbLimits, filter_verb, prioritize_verb
 from policy import GPU_RESOURCE, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL, PolicySettings
-from tests.extender.harness import ThreadedExtender, request, scheduler_context, settings_for
-from tests.extender.pki import make_pki
-from tests.fixtures.eks_nodes import make_nodes, make_pod
+from testbed.eks_nodes import make_nodes, make_pod
+from testbed.extender import ThreadedExtender, request, scheduler_context, settings_for
+from testbed.pki import make_pki
 
 ANSWERS = {HTTPStatus.OK, HTTPStatus.BAD_REQUEST, HTTPStatus.REQUEST_ENTITY_TOO_LARGE}
 LIMITS = VerbLimits(max_nodes=8, policy=PolicySettings())
@@ -78,7 +78,7 @@ def mutated_args(draw: st.DrawFn) -> bytes:
     return orjson.dumps(document)
 
 
-def _replace(target: object, path: list[object], value: object) -> None:
+def _replace(target: object, path: Sequence[object], value: object) -> None:
     for index, step in enumerate(path):
         last = index == len(path) - 1
         if isinstance(target, dict) and isinstance(step, str):

@@ -15,7 +15,7 @@ from policy import (
     REQUIRES_GPU_REQUEST,
     PolicySettings,
 )
-from tests.fixtures.eks_nodes import INSTANCE_TYPES, extender_body, make_nodes, make_pod
+from testbed.eks_nodes import INSTANCE_TYPES, extender_body, make_nodes, make_pod
 
 LIMITS = VerbLimits(max_nodes=5000, policy=PolicySettings())
 

@@ -16,8 +16,8 @@ import pytest
 from extender_app.node_cache.lookup import LOOKUP_FAILED, NODE_NOT_FOUND, lookup_skipped, lookup_timed_out
 from extender_app.verbs.cached_handlers import UNKNOWN_NODE
 from policy import BELOW_MINIMUM, INVALID_NODE_LABEL
-from tests.extender.cluster import HeldWatchApi, Nodes, kubeconfig_via, node_reader, proxy_to, silent_port
-from tests.extender.harness import (
+from testbed.eks_nodes import make_pod
+from testbed.extender import (
     DEADLINE,
     ThreadedExtender,
     read_json_line,
@@ -29,7 +29,7 @@ from tests.extender.harness import (
     tls_args,
     wait_for,
 )
-from tests.fixtures.eks_nodes import make_pod
+from testbed.node_cache_cluster import HeldWatchApi, Nodes, kubeconfig_via, node_reader, proxy_to, silent_port
 
 pytestmark = pytest.mark.e2e
 OUT_OF_STEP = "node cache out of step; relisting"

@@ -17,7 +17,7 @@ from extender_app.node_cache.metadata import (
     policy_view,
 )
 from policy import NODE_MEMORY_LABEL, fits_memory, requirement_from_pod
-from tests.fixtures.eks_nodes import base_node, make_pod
+from testbed.eks_nodes import base_node, make_pod
 
 KEY = NODE_MEMORY_LABEL
 
@@ -113,6 +113,7 @@ def test_watch_events_of_each_type():
         "50",
     )
     deleted = event_from_json(orjson.dumps({"type": "DELETED", "object": partial("a", {}, "51")}), KEY)
+    assert deleted.node is not None
     assert (deleted.type, deleted.node.name) == (DELETED, "a")
     bookmark = event_from_json(
         b'{"type":"BOOKMARK","object":{"kind":"PartialObjectMetadata","metadata":{"resourceVersion":"60"}}}',
@@ -123,6 +124,7 @@ def test_watch_events_of_each_type():
         b'{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}}', KEY
     )
     assert error.type == ERROR
+    assert error.status is not None
     assert (error.status.code, error.status.reason, error.status.message) == (410, "Expired", "too old")
 
 

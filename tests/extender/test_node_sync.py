@@ -20,7 +20,7 @@ from extender_app.node_cache.metadata import (
     WatchEvent,
 )
 from extender_app.node_cache.sync import NodeApiError, NodeSync, ResourceExpired, SyncSettings, backoff_delay
-from tests.extender.harness import LogCapture
+from testbed.extender import LogCapture
 
 KEY = "example.com/gpu-memory-mib"
 SETTINGS = SyncSettings(
@@ -104,6 +104,7 @@ def run_until_done(api, *, rng=lambda: 1.0):
     """Run the loop until the script ends; (cache, sync, metrics, sleeps, logs)."""
     cache = NodeCache(KEY)
     metrics = create_metrics(node_cache=True).node_cache
+    assert metrics is not None
     logs = LogCapture()
     logger = logging.getLogger(f"node-sync-test-{id(api)}")
     logger.addHandler(logs)

@@ -9,7 +9,8 @@ import pytest
 
 from extender_app.cli import FLAGS, settings_from
 from extender_app.settings import ExtenderSettings
-from tests.extender.harness import (
+from testbed.eks_nodes import extender_body, make_nodes, make_pod
+from testbed.extender import (
     DEADLINE,
     REPO_ROOT,
     read_json_line,
@@ -23,7 +24,6 @@ from tests.extender.harness import (
     tls_socket,
     wait_for,
 )
-from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod
 
 
 def metric(health_port, name):
@@ -165,6 +165,7 @@ def test_sigterm_finishes_the_request_in_flight_then_exits_zero(pki):
             int(n["metadata"]["labels"]["training.example.com/gpu-memory-mib"]) >= 40960 for n in nodes
         )
         assert process.wait(DEADLINE) == 0
+        assert process.stdout is not None
         lines = [orjson.loads(line) for line in process.stdout.read().splitlines()]
         messages = [line["msg"] for line in lines]
         assert "request" in messages

@@ -9,9 +9,10 @@ from typing import Any
 import orjson
 import pytest
 
-from extender_app import service as service_module
+from extender_app.verbs import handlers as handlers_module
 from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY, NODE_MEMORY_LABEL
-from tests.extender.harness import (
+from testbed.eks_nodes import extender_body, make_nodes, make_pod
+from testbed.extender import (
     ThreadedExtender,
     read_response,
     refusal,
@@ -21,7 +22,6 @@ from tests.extender.harness import (
     tls_socket,
     wait_for,
 )
-from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod
 
 FILTER_KEYS = ["Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"]
 
@@ -193,7 +193,8 @@ def test_chunked_oversize_body_is_cut_off_at_the_limit(small_extender):
                     sent += written
                     unsent = unsent[written:] or memoryview(frame)
         sock.settimeout(10)
-        status, body = read_response(_Replayed(bytes(answer), sock))
+        # http.client only calls makefile() on what it reads from; typeshed asks for a socket.
+        status, body = read_response(_Replayed(bytes(answer), sock))  # type: ignore[arg-type]
     finally:
         sock.close()
     assert status == 413
@@ -207,7 +208,7 @@ class _Replayed:
     def __init__(self, received: bytes, sock: ssl.SSLSocket) -> None:
         self._stream = io.BufferedReader(_Chain(received, sock))
 
-    def makefile(self, _mode: str) -> io.BufferedReader:
+    def makefile(self, _mode: str) -> "io.BufferedReader[_Chain]":
         return self._stream
 
 
@@ -303,7 +304,7 @@ def test_a_body_sent_slowly_holds_no_work_slot(pki):
         with tls_socket(server.ports.port, scheduler_context(pki)) as holder:
             holder.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body))
             holder.sendall(body[:10])
-            wait_for(lambda: server.service.verb_server.requests_in_flight == 1, "the slow request")
+            wait_for(lambda: server.verb_server.requests_in_flight == 1, "the slow request")
             assert request(server.ports.port, scheduler_context(pki), "/filter", body).status == 200
             holder.sendall(body[10:])
             status, _ = read_response(holder)
@@ -321,10 +322,10 @@ def test_busy_server_answers_503_when_bodies_fill_the_buffer_budget(pki):
         with tls_socket(server.ports.port, scheduler_context(pki)) as holder:
             # declares the whole budget and sends nothing more: its bytes stay reserved
             holder.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % budget)
-            wait_for(lambda: server.service.verb_server.buffered_body_bytes == budget, "the budget taken")
+            wait_for(lambda: server.verb_server.buffered_body_bytes == budget, "the budget taken")
             busy = request(server.ports.port, scheduler_context(pki), "/filter", body)
             assert_plain_error(busy, 503, "--max-buffered-body-bytes")
-        wait_for(lambda: server.service.verb_server.buffered_body_bytes == 0, "the budget given back")
+        wait_for(lambda: server.verb_server.buffered_body_bytes == 0, "the budget given back")
         assert request(server.ports.port, scheduler_context(pki), "/filter", body).status == 200
     finally:
         server.stop()
@@ -339,7 +340,7 @@ def test_busy_server_answers_503_when_every_work_slot_is_taken(pki):
     holder = tls_socket(server.ports.port, scheduler_context(pki))
     try:
         holder.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(large) + large)
-        wait_for(lambda: server.service.verb_server.buffered_body_bytes == 0, "the large body judged")
+        wait_for(lambda: server.verb_server.buffered_body_bytes == 0, "the large body judged")
         small = extender_body(make_pod(), make_nodes(1))
         busy = request(server.ports.port, scheduler_context(pki), "/filter", small)
         assert_plain_error(busy, 503, "--max-concurrent-requests")
@@ -387,7 +388,7 @@ def test_a_handler_bug_is_a_500_and_logged(pki, monkeypatch):
     def broken(body, limits):
         raise RuntimeError("bug")
 
-    monkeypatch.setitem(service_module.VERBS, "/filter", broken)
+    monkeypatch.setitem(handlers_module.VERBS, "/filter", broken)
     extender = ThreadedExtender(settings_for(pki), pki).start()
     try:
         reply = post(extender, "/filter", b"{}")
@@ -408,8 +409,8 @@ def test_a_client_vanishing_mid_body_gives_its_slot_back(pki):
             with tls_socket(server.ports.port, scheduler_context(pki)) as quitter:
                 quitter.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body))
                 quitter.sendall(body[:50])
-                wait_for(lambda: server.service.verb_server.requests_in_flight == 1, "the request in flight")
-            wait_for(lambda: server.service.verb_server.requests_in_flight == 0, "the slot released")
+                wait_for(lambda: server.verb_server.requests_in_flight == 1, "the request in flight")
+            wait_for(lambda: server.verb_server.requests_in_flight == 0, "the slot released")
         assert request(server.ports.port, scheduler_context(pki), "/filter", body).status == 200
     finally:
         server.stop()

@@ -3,8 +3,8 @@
 import orjson
 
 from extender_app.settings import BYTES_PER_REALISTIC_NODE, MAX_CLUSTER_NODES, ExtenderSettings
-from tests.extender.harness import request, scheduler_context
-from tests.fixtures.eks_nodes import base_node, bytes_per_node, extender_body, make_nodes, make_pod
+from testbed.eks_nodes import base_node, bytes_per_node, extender_body, make_nodes, make_pod
+from testbed.extender import request, scheduler_context
 
 
 def test_the_documented_node_size_is_the_fixture_s():

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from tests.extender.harness import (
+from testbed.eks_nodes import extender_body, make_nodes, make_pod
+from testbed.extender import (
     DEADLINE,
     ThreadedExtender,
     read_response,
@@ -20,7 +21,6 @@ from tests.extender.harness import (
     tls_socket,
     wait_for,
 )
-from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod
 
 SLOW_BYTE_INTERVAL = 0.05
 """Seconds between the bytes a slowloris client sends."""
@@ -90,7 +90,7 @@ def test_idle_keep_alive_connection_is_closed(strict, pki):
         assert read_response(sock)[0] == 200
         sock.settimeout(DEADLINE)
         assert closed_by_server(sock)
-    wait_for(lambda: strict.service.verb_server.open_connections == 0, "the idle connection to close")
+    wait_for(lambda: strict.verb_server.open_connections == 0, "the idle connection to close")
 
 
 def test_header_deadline_starts_at_the_first_byte_of_the_next_request(pki):
@@ -116,7 +116,7 @@ def test_client_that_does_not_read_is_dropped_at_the_write_deadline(pki):
     sock = tls_socket(server.ports.port, scheduler_context(pki))
     try:
         sock.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
-        wait_for(lambda: server.service.verb_server.open_connections == 0, "the stalled writer to be dropped")
+        wait_for(lambda: server.verb_server.open_connections == 0, "the stalled writer to be dropped")
         wait_for(lambda: len(server.logs.requests()) == 1, "the request log line")
         (line,) = server.logs.requests()
         assert line["status"] == 200
@@ -133,11 +133,11 @@ def test_connections_beyond_the_limit_are_closed_at_once(pki):
     try:
         first = tls_socket(server.ports.port, scheduler_context(pki))
         second = tls_socket(server.ports.port, scheduler_context(pki))
-        wait_for(lambda: server.service.verb_server.open_connections == 2, "two open connections")
+        wait_for(lambda: server.verb_server.open_connections == 2, "two open connections")
         assert refusal(lambda: tls_socket(server.ports.port, scheduler_context(pki)).close()) is not None
         first.close()
         second.close()
-        wait_for(lambda: server.service.verb_server.open_connections == 0, "the connections to close")
+        wait_for(lambda: server.verb_server.open_connections == 0, "the connections to close")
         body = extender_body(make_pod(), make_nodes(1))
         assert request(server.ports.port, scheduler_context(pki), "/prioritize", body).status == 200
     finally:

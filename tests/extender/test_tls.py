@@ -11,7 +11,8 @@ from cryptography import x509
 
 from extender_app.service import ExtenderService
 from extender_app.serving.tls_material import TlsMaterialError, TlsPaths, build_context
-from tests.extender.harness import (
+from testbed.eks_nodes import extender_body, make_nodes, make_pod
+from testbed.extender import (
     LOOPBACK,
     ThreadedExtender,
     client_context,
@@ -21,8 +22,7 @@ from tests.extender.harness import (
     settings_for,
     wait_for,
 )
-from tests.extender.pki import make_ca, make_leaf, make_pki
-from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod
+from testbed.pki import make_ca, make_leaf, make_pki
 
 
 def body():

@@ -18,8 +18,8 @@ import policy
 from contracts.server import ROLE_WEBHOOK
 from extender_app.cli import settings_from
 from extender_app.settings import WEBHOOK_MAX_BODY_BYTES, ExtenderSettings
-from tests.extender.admission_reviews import UID, admission_review, gpu_pod
-from tests.extender.harness import (
+from testbed.admission_reviews import UID, admission_review, gpu_pod
+from testbed.extender import (
     ThreadedExtender,
     client_context,
     refusal,
@@ -28,7 +28,7 @@ from tests.extender.harness import (
     settings_for,
     wait_for,
 )
-from tests.extender.pki import Pki
+from testbed.pki import Pki
 
 
 def webhook(pki: Pki, **overrides: object) -> ThreadedExtender:

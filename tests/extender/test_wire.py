@@ -14,7 +14,7 @@ from extender_app.verbs.wire import (
     parse_args,
 )
 from policy import NODE_MEMORY_LABEL
-from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod
+from testbed.eks_nodes import extender_body, make_nodes, make_pod
 
 MAX_NODES = 10
 

@@ -13,6 +13,7 @@ import pytest
 from components.render.scheduler_config import SCHEDULER_MODES
 from components.render.webhook_config import WEBHOOK_NAME
 from localcluster.demo import sample_pods
+from localcluster.images import LocalImages
 from localcluster.waiting import wait_for
 from policy import CAPACITY_TYPE_ANNOTATION, CAPACITY_TYPE_LABEL, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
 
@@ -23,27 +24,59 @@ def demo_command(bin_dir: Path, mode: str) -> list[str]:
     return [sys.executable, "-m", "localcluster.demo", "--mode", mode, "--bin-dir", str(bin_dir)]
 
 
-@pytest.mark.parametrize("mode", SCHEDULER_MODES)
-def test_demo_prints_every_pod_and_exits_zero(bin_dir: Path, mode: str) -> None:
+def run_demo(bin_dir: Path, mode: str, *extra: str) -> str:
+    """The demo's output; a non-zero exit fails the test with all of it."""
     result = subprocess.run(
-        demo_command(bin_dir, mode), cwd=REPO_ROOT, capture_output=True, text=True, timeout=240, check=False
+        [*demo_command(bin_dir, mode), *extra],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+@pytest.mark.parametrize("mode", SCHEDULER_MODES)
+def test_demo_prints_every_pod_and_exits_zero(bin_dir: Path, mode: str) -> None:
+    assert_every_pod_reported(run_demo(bin_dir, mode), mode)
+
+
+@pytest.mark.parametrize("mode", ["extender", "plugin"])
+def test_demo_from_the_built_images(bin_dir: Path, images: LocalImages, mode: str) -> None:
+    """``make demo IMAGES=1``: the extender (extender mode), the webhook, and gpu-scheduler (plugin
+    mode) from the images, with the same report as from source."""
+    stdout = run_demo(bin_dir, mode, "--images")
+    ours = images.extender if mode == "extender" else images.gpu_scheduler
+    assert f"our programs from the built images (podman, host network): {images.extender}" in stdout
+    assert ours in stdout
+    assert_every_pod_reported(stdout, mode)
+
+
+def assert_every_pod_reported(stdout: str, mode: str) -> None:
+    """Each sample pod's line, refusal, explanation or affinity as the mode must report it."""
     for pod in sample_pods(mode):  # type: ignore[arg-type]
-        assert f"\n{pod.spec.name} " in result.stdout
+        assert f"\n{pod.spec.name} " in stdout
         if pod.expect_refused:  # by the stack's admission webhook, with the policy's message
             refusal = f'  {pod.spec.name}: refused: admission webhook "{WEBHOOK_NAME}" denied the request: '
             annotation = CAPACITY_TYPE_ANNOTATION if pod.spec.capacity_type else MIN_MEMORY_ANNOTATION
-            assert refusal + f"{annotation}: {pod.expect_in_reason}" in result.stdout
+            assert refusal + f"{annotation}: {pod.expect_in_reason}" in stdout
         elif not pod.expect_bound:  # explain's answer follows the table
-            assert f"$ python -m explain pod ml-training/{pod.spec.name}\nPod ml-training/" in result.stdout
+            assert f"$ python -m explain pod ml-training/{pod.spec.name}\nPod ml-training/" in stdout
         elif pod.minimum_mib:  # the webhook's affinity, read back from the stored pod
             affinity = f"created with required node affinity {NODE_MEMORY_LABEL} Gt {pod.minimum_mib - 1}"
-            assert f"  {pod.spec.name}: {affinity}\n" in result.stdout
+            assert f"  {pod.spec.name}: {affinity}\n" in stdout
         elif pod.spec.capacity_type == "spot":  # the capacity-type choice as affinity
             affinity = f"created with required node affinity {CAPACITY_TYPE_LABEL} In spot"
-            assert f"  {pod.spec.name}: {affinity}\n" in result.stdout
-    assert f"{mode} mode: every pod ended as expected" in result.stdout
+            assert f"  {pod.spec.name}: {affinity}\n" in stdout
+    # The same-zone scene: plugin mode places the whole job in the one zone that holds it.
+    assert "Same-zone job: 8 pods of 1 GPU" in stdout
+    if mode == "plugin":
+        assert "JobZone placed the whole job in us-east-1b" in stdout
+    else:
+        assert "One zone, as the pod affinity demands" in stdout
+    assert f"{mode} mode: every pod ended as expected" in stdout
 
 
 def descendants(pid: int) -> set[int]:

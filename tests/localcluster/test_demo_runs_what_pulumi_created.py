@@ -138,7 +138,9 @@ def deployed(
 
 
 def scheduler_flags(deployed: Deployed) -> dict[str, str]:
-    return flags([str(arg) for arg in deployed.run.scheduler.process.popen.args[1:]])  # type: ignore[union-attr]
+    args = deployed.run.scheduler.process.popen.args
+    assert isinstance(args, list)
+    return flags([str(arg) for arg in args[1:]])
 
 
 @pytest.mark.parametrize("deployed", SCHEDULER_MODES, indirect=True)

@@ -1,10 +1,17 @@
-"""Fixtures: the whole program run once per scheduler mode under the mocks, inside moto."""
+"""Fixtures: the whole program run once per scheduler mode under the mocks, inside moto.
+
+Each mode's run is made once per session and shared by every module that reads it: a run is a
+record, and every read of it (``plain``, ``kubernetes_object``) returns a fresh copy."""
 
 import asyncio
 import base64
 import json
-from collections.abc import Iterable, Mapping
+import runpy
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
 
+import pulumi
 import pytest
 import yaml
 from moto import mock_aws
@@ -15,9 +22,20 @@ from components.stack import build_stack
 from components.stack_config import StackConfig, parse_stack_config
 from tests.pulumi.mocks import STACK, StackRun, run_stack
 
-MIXED_GROUP = {"name": "mixed", "instanceTypes": ["g5.xlarge", "g4dn.xlarge"], "capacityType": "spot"}
+REPO_ROOT = Path(__file__).resolve().parents[2]
+MIXED_GROUP: dict[str, Any] = {
+    "name": "mixed",
+    "instanceTypes": ["g5.xlarge", "g4dn.xlarge"],
+    "capacityType": "spot",
+}
 """A group whose types have different GPUs: its label must be the smaller memory."""
-SINGLE_GROUP = {"name": "l40s", "instanceTypes": ["g6e.xlarge"], "minSize": 1, "desiredSize": 1, "maxSize": 4}
+SINGLE_GROUP: dict[str, Any] = {
+    "name": "l40s",
+    "instanceTypes": ["g6e.xlarge"],
+    "minSize": 1,
+    "desiredSize": 1,
+    "maxSize": 4,
+}
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -45,6 +63,27 @@ def run_with(values: Mapping[str, object], secret_keys: Iterable[str] = ()) -> S
     config = stack_config(values, secret_keys)
     with mock_aws():
         return run_stack(lambda: build_stack(config))
+
+
+@pytest.fixture
+def pulumi_config() -> Iterator[Any]:
+    """``pulumi.runtime.set_all_config``: the config (and secret keys) ``__main__.py`` will read;
+    cleared after the test."""
+    yield pulumi.runtime.set_all_config
+    pulumi.runtime.set_all_config({}, [])
+
+
+def run_main() -> StackRun:
+    """Run ``__main__.py`` itself under the mocks, in a fresh moto account."""
+
+    def program() -> dict[str, Any]:
+        root = pulumi.runtime.get_root_resource()
+        root.outputs.clear()  # type: ignore[union-attr]
+        runpy.run_path(str(REPO_ROOT / "__main__.py"), run_name="__main__")
+        return dict(root.outputs)  # type: ignore[union-attr]
+
+    with mock_aws():
+        return run_stack(program)
 
 
 CLIENT_KEY_DATA = base64.b64encode(b"-----BEGIN EC PRIVATE KEY-----\nnot-a-real-key\n").decode()
@@ -94,19 +133,19 @@ def existing_run_with(values: Mapping[str, object]) -> StackRun:
     return run_with(values, secret_keys={"existingCluster"})
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def extender_run() -> StackRun:
     """Extender mode, two GPU groups (one of mixed types), the GPU taint on (the default)."""
     return run_with({"schedulerMode": "extender", "gpuNodeGroups": [MIXED_GROUP, SINGLE_GROUP]})
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def extender_cached_run() -> StackRun:
     """extender-cached mode, same groups."""
     return run_with({"schedulerMode": "extender-cached", "gpuNodeGroups": [MIXED_GROUP, SINGLE_GROUP]})
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def plugin_run() -> StackRun:
     """Plugin mode, same groups."""
     return run_with({"schedulerMode": "plugin", "gpuNodeGroups": [MIXED_GROUP, SINGLE_GROUP]})

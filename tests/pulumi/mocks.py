@@ -34,6 +34,7 @@ from typing import Any
 import boto3
 import pulumi
 from botocore.exceptions import ClientError
+from moto import mock_aws
 from pulumi.runtime import MockCallArgs, MockResourceArgs, Mocks
 from pulumi.runtime.mocks import MockMonitor
 
@@ -51,6 +52,27 @@ EKS_SECURITY_GROUP = "sg-0eeeeeeeeeeeeeee2"
 """The security group EKS creates for the cluster (``eksCluster.vpcConfig.clusterSecurityGroupId``),
 the one managed nodes get."""
 AWS_EKS_CLUSTER = "aws:eks/cluster:Cluster"
+
+
+def moto_per_gpu_memory(instance_types: list[str]) -> int:
+    """The smallest per-GPU memory among the types, read from moto's EC2 through boto3 (the
+    catalogue the mocks answer ``get_instance_type`` from), as the tests' own expectation."""
+    with mock_aws():
+        ec2 = boto3.client("ec2", region_name=REGION)
+        described = ec2.describe_instance_types(InstanceTypes=instance_types)["InstanceTypes"]
+    sizes: list[int] = [
+        gpu["MemoryInfo"]["SizeInMiB"] for item in described for gpu in item["GpuInfo"]["Gpus"]
+    ]
+    return min(sizes)
+
+
+def moto_registry_credentials() -> tuple[str, str]:
+    """(user, password) of moto's ECR authorization token, decoded as ECR clients do."""
+    with mock_aws():
+        ecr = boto3.client("ecr", region_name=REGION)
+        token = ecr.get_authorization_token()["authorizationData"][0]["authorizationToken"]
+    user, password = base64.b64decode(token).decode().split(":", 1)
+    return user, password
 
 
 def is_secret(value: object) -> bool:
@@ -105,7 +127,8 @@ class Declared:
 
     @property
     def plain(self) -> dict[str, Any]:
-        return reveal(self.inputs)
+        revealed: dict[str, Any] = reveal(self.inputs)
+        return revealed
 
 
 class StackMocks(Mocks):
@@ -364,11 +387,10 @@ def run_stack(program: Callable[[], Mapping[str, Any]]) -> StackRun:
             if await output.is_secret():
                 secret.add(name)
 
-    @pulumi.runtime.test
     def declare() -> pulumi.Output[None]:
         return pulumi.Output.from_input(asyncio.ensure_future(collect(program())))
 
-    declare()
+    pulumi.runtime.test(declare)()
     declared = []
     for urn in monitor.get_registered_resources():
         if urn in mocks.children:

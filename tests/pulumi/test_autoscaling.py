@@ -19,8 +19,13 @@ from components.render.karpenter_pools import DISCOVERY_TAG
 from components.stack_config import DEFAULT_KARPENTER_CHART_VERSION
 from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, run_with
-from tests.pulumi.mocks import EKS_SECURITY_GROUP, PULUMI_EKS_SECURITY_GROUP, Declared, StackRun
-from tests.pulumi.test_program import moto_per_gpu_memory
+from tests.pulumi.mocks import (
+    EKS_SECURITY_GROUP,
+    PULUMI_EKS_SECURITY_GROUP,
+    Declared,
+    StackRun,
+    moto_per_gpu_memory,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COMPONENT = "gpu-scheduler-eks:index:"

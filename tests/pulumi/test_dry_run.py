@@ -23,7 +23,7 @@ import pytest
 from kubernetes.client.rest import ApiException
 from kubernetes.dynamic import DynamicClient
 
-from components.extender import NODE_READER_ROLE
+from components.render.node_reader import NODE_READER_ROLE
 from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode, uses_extender
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE
 from localcluster.control_plane import ControlPlane, start_control_plane
@@ -136,7 +136,7 @@ def api(control_plane: ControlPlane) -> Iterator[DryRun]:
 @pytest.fixture(scope="module")
 def namespace(api: DryRun, extender_run: StackRun, plugin_run: StackRun) -> dict[str, Any]:
     """The program's namespace, created for real (both modes declare the same one)."""
-    declared = manifest(extender_run.kubernetes_object("Namespace", NAMESPACE))
+    declared: dict[str, Any] = manifest(extender_run.kubernetes_object("Namespace", NAMESPACE))
     assert declared == manifest(plugin_run.kubernetes_object("Namespace", NAMESPACE))
     assert api.create(declared, dry_run=False) == []
     return declared

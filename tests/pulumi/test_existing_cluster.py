@@ -8,15 +8,10 @@ references instead of builds), and the certificates (new ones per run).
 
 import copy
 import json
-import runpy
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pulumi
 import pytest
 import yaml
-from moto import mock_aws
 
 from components.custom_scheduler import CLIENT_TLS_CHECKSUM_ANNOTATION, CONFIG_FILE
 from components.kubernetes_await import (
@@ -34,11 +29,11 @@ from tests.pulumi.conftest import (
     existing_run_with,
     existing_values,
     kubeconfig_text,
+    run_main,
     run_with,
 )
-from tests.pulumi.mocks import StackRun, is_secret, reveal, run_stack, strings_outside_secrets
+from tests.pulumi.mocks import StackRun, is_secret, reveal, strings_outside_secrets
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 AWS_TYPE_PREFIXES = ("aws:", "eks:", "awsx:", "docker-build:", "pulumi:providers:aws")
 PROVIDER_TYPE = "pulumi:providers:kubernetes"
 PROVIDER_NAME = "existing-cluster-k8s"
@@ -234,23 +229,6 @@ def test_the_capacity_type_weight_reaches_the_plugin_mode_configuration() -> Non
 # --- __main__.py with Pulumi's config ------------------------------------------------------------
 
 
-@pytest.fixture
-def pulumi_config() -> Iterator[Any]:
-    yield pulumi.runtime.set_all_config
-    pulumi.runtime.set_all_config({}, [])
-
-
-def _run_main() -> StackRun:
-    def program() -> dict[str, Any]:
-        root = pulumi.runtime.get_root_resource()
-        root.outputs.clear()  # type: ignore[union-attr]
-        runpy.run_path(str(REPO_ROOT / "__main__.py"), run_name="__main__")
-        return dict(root.outputs)  # type: ignore[union-attr]
-
-    with mock_aws():
-        return run_stack(program)
-
-
 def _pulumi_values(values: dict[str, object]) -> dict[str, str]:
     return {
         f"{PROJECT}:{key}": value if isinstance(value, str) else json.dumps(value)
@@ -260,7 +238,7 @@ def _pulumi_values(values: dict[str, object]) -> dict[str, str]:
 
 def test_main_deploys_into_an_existing_cluster_with_a_secret_kubeconfig(pulumi_config: Any) -> None:
     pulumi_config(_pulumi_values(existing_values("plugin")), [f"{PROJECT}:existingCluster"])
-    run = _run_main()
+    run = run_main()
     assert run.calls == []
     assert run.outputs["schedulerImage"] == GPU_SCHEDULER_REFERENCE
     assert reveal(run.one(PROVIDER_TYPE).inputs["kubeconfig"]) == kubeconfig_text()
@@ -269,7 +247,7 @@ def test_main_deploys_into_an_existing_cluster_with_a_secret_kubeconfig(pulumi_c
 def test_main_refuses_a_kubeconfig_that_is_not_a_secret(pulumi_config: Any) -> None:
     pulumi_config(_pulumi_values(existing_values("plugin")), [])
     with pytest.raises(StackConfigError) as raised:
-        _run_main()
+        run_main()
     message = str(raised.value)
     assert message.startswith(f"{PROJECT}:existingCluster.kubeconfig: must be a secret")
     assert "pulumi config set --secret --path existingCluster.kubeconfig" in message

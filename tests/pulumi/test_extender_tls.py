@@ -21,7 +21,7 @@ from components.render.scheduler_config import EXTENDER_SERVICE_HOST
 from contracts.cluster import SCHEDULER_NAME
 from extender_app.settings import ExtenderSettings
 from policy import NODE_MEMORY_LABEL, extender_score, requirement_from_pod
-from tests.extender.harness import DEADLINE, LOOPBACK, REFUSED, ThreadedExtender, read_response
+from testbed.extender import DEADLINE, LOOPBACK, REFUSED, ThreadedExtender, read_response
 from tests.pulumi.mocks import StackRun
 
 GPU_POD = {

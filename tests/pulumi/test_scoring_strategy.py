@@ -41,7 +41,8 @@ def test_the_rendered_plugin_config_is_the_one_the_go_test_loads() -> None:
 
 def test_plugin_mode_names_the_strategy_and_extender_mode_has_no_plugin_config() -> None:
     default = render_scheduler_config(SchedulerConfig(mode="plugin"))["profiles"][0]
-    assert default["pluginConfig"] == [{"name": "GPUScheduler", "args": {"scoringStrategy": "prefer-larger"}}]
+    gpu_scheduler = default["pluginConfig"][0]
+    assert gpu_scheduler == {"name": "GPUScheduler", "args": {"scoringStrategy": "prefer-larger"}}
     for strategy in (PREFER_LARGER, BEST_FIT):
         extender = render_scheduler_config(SchedulerConfig(mode="extender", scoring_strategy=strategy))
         assert "pluginConfig" not in extender["profiles"][0]
@@ -75,7 +76,7 @@ def test_plugin_mode_stack_puts_best_fit_in_the_config_map_and_rolls_the_schedul
     expected = scheduler_config_yaml(SchedulerConfig(mode="plugin", scoring_strategy=BEST_FIT))
     assert run.outputs["schedulerConfig"] == expected
     profile = config_map_document(run)["profiles"][0]
-    assert profile["pluginConfig"] == [{"name": "GPUScheduler", "args": {"scoringStrategy": "best-fit"}}]
+    assert profile["pluginConfig"][0] == {"name": "GPUScheduler", "args": {"scoringStrategy": "best-fit"}}
 
     def checksum(stack: StackRun) -> str:
         template = stack.kubernetes_object("Deployment", SCHEDULER_NAME)["spec"]["template"]

@@ -25,6 +25,7 @@ from contracts.server import (
 from extender_app.cli import settings_from
 from extender_app.settings import WEBHOOK_MAX_BODY_BYTES
 from policy import CAPACITY_TYPE_ANNOTATION, MIN_MEMORY_ANNOTATION
+from policy.job_zone import JOB_SIZE_ANNOTATION, ZONE_POLICY_ANNOTATION
 from tests.pulumi.conftest import run_with, stack_config
 from tests.pulumi.mocks import StackRun
 
@@ -54,7 +55,9 @@ def test_every_mode_registers_the_webhook_for_annotated_pod_creates(run: StackRu
     [condition] = webhook["matchConditions"]
     assert condition["expression"] == (
         f'has(object.metadata.annotations) && ("{MIN_MEMORY_ANNOTATION}" in object.metadata.annotations'
-        f' || "{CAPACITY_TYPE_ANNOTATION}" in object.metadata.annotations)'
+        f' || "{CAPACITY_TYPE_ANNOTATION}" in object.metadata.annotations'
+        f' || "{ZONE_POLICY_ANNOTATION}" in object.metadata.annotations'
+        f' || "{JOB_SIZE_ANNOTATION}" in object.metadata.annotations)'
     )
     assert webhook["namespaceSelector"] == {
         "matchExpressions": [
@@ -114,8 +117,9 @@ def test_the_deployment_is_hardened_like_the_extender(extender_run: StackRun) ->
 
 
 def test_the_flags_are_ones_the_program_accepts_in_its_webhook_role() -> None:
-    settings = settings_from(webhook_args("warn"), {})
+    settings = settings_from(webhook_args("warn", max_job_size=64), {})
     assert settings.role == ROLE_WEBHOOK
+    assert settings.max_job_size == 64
     assert (settings.tls_cert, settings.tls_key) == (
         f"{WEBHOOK_TLS_DIR}/tls.crt",
         f"{WEBHOOK_TLS_DIR}/tls.key",

@@ -38,14 +38,14 @@ EXTENDED_USAGES = {
     "ocsp_signing": ExtendedKeyUsageOID.OCSP_SIGNING,
 }
 SUBJECT_FIELDS = {"commonName": NameOID.COMMON_NAME, "organization": NameOID.ORGANIZATION_NAME}
-CURVES = {"P256": ec.SECP256R1, "P384": ec.SECP384R1, "P521": ec.SECP521R1}
+CURVES: dict[str, ec.EllipticCurve] = {"P256": ec.SECP256R1(), "P384": ec.SECP384R1(), "P521": ec.SECP521R1()}
 
 
 def private_key(inputs: Mapping[str, Any]) -> dict[str, str]:
     """``tls.PrivateKey`` outputs (ECDSA only; the program uses nothing else)."""
     if inputs["algorithm"] != "ECDSA":
         raise AssertionError(f"unexpected key algorithm {inputs['algorithm']}")
-    key = ec.generate_private_key(CURVES[inputs.get("ecdsaCurve", "P224")]())
+    key = ec.generate_private_key(CURVES[inputs.get("ecdsaCurve", "P224")])
     return {
         "privateKeyPem": key.private_bytes(
             serialization.Encoding.PEM,
@@ -95,7 +95,7 @@ def locally_signed_cert(inputs: Mapping[str, Any]) -> dict[str, str]:
         _validity(x509.CertificateBuilder(), inputs)
         .subject_name(request.subject)
         .issuer_name(ca_cert.subject)
-        .public_key(request.public_key())  # type: ignore[arg-type]
+        .public_key(request.public_key())
         .serial_number(x509.random_serial_number())
     )
     for extension in request.extensions:

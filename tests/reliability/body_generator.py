@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from policy import GPU_RESOURCE, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
-from tests.fixtures.eks_nodes import make_nodes, make_pod
+from testbed.eks_nodes import make_nodes, make_pod
 
 CATEGORIES = ("valid", "truncated", "wrong_type", "huge_number", "deep_nesting", "odd_encoding")
 MAX_DEPTH = 5000

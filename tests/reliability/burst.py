@@ -7,7 +7,7 @@ import kubernetes.client
 from localcluster.nodes import SimulatedNode, fleet
 from localcluster.waiting import wait_for
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification
-from tests.e2e.harness import INVENTORY
+from testbed.e2e_cluster import INVENTORY
 
 PODS = 200
 MINIMUMS = (None, 16384, 22888, 40960)

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.extender.harness import DEADLINE, LOOPBACK, read_json_line, scheduler_context, start_process
-from tests.extender.pki import Pki, make_pki
+from testbed.extender import DEADLINE, LOOPBACK, read_json_line, scheduler_context, start_process
+from testbed.pki import Pki, make_pki
 
 
 @dataclass

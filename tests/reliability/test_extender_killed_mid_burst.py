@@ -13,7 +13,7 @@ import pytest
 from localcluster.custom_scheduler import restart_extender
 from localcluster.waiting import wait_for
 from localcluster.workloads import WORKLOAD_NAMESPACE
-from tests.e2e.harness import E2ECluster
+from testbed.e2e_cluster import E2ECluster
 from tests.reliability.burst import PODS, bound, burst_nodes, burst_pods, check_placements, wait_all_bound
 
 KILL_AFTER_BOUND = 20

@@ -12,7 +12,7 @@ import pytest
 
 from extender_app.verbs.handlers import VerbLimits, filter_verb, prioritize_verb
 from policy import PolicySettings
-from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod
+from testbed.eks_nodes import extender_body, make_nodes, make_pod
 from tests.reliability.body_generator import CATEGORIES, BodyGenerator
 from tests.reliability.extender_process import extender_process
 

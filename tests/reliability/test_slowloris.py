@@ -16,8 +16,8 @@ import threading
 from http import HTTPStatus
 
 from localcluster.waiting import wait_for
-from tests.extender.harness import DEADLINE, LOOPBACK
-from tests.fixtures.eks_nodes import extender_body, make_nodes, make_pod
+from testbed.eks_nodes import extender_body, make_nodes, make_pod
+from testbed.extender import DEADLINE, LOOPBACK
 from tests.reliability.extender_process import ExtenderProcess, extender_process
 
 SLOW_CONNECTIONS = 50

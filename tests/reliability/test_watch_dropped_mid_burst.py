@@ -10,8 +10,8 @@ import threading
 
 import pytest
 
-from tests.e2e.harness import E2ECluster
-from tests.e2e.tcp_gate import tcp_gate
+from testbed.e2e_cluster import E2ECluster
+from testbed.tcp_gate import tcp_gate
 from tests.reliability.burst import PODS, bound, burst_nodes, burst_pods, check_placements, wait_all_bound
 
 DROP_EVERY_SECONDS = 0.25

@@ -1,6 +1,6 @@
 // Command gpu-scheduler is the upstream kube-scheduler with the GPUScheduler and
-// CapacityType plugins compiled in. Every built-in plugin is already registered by the
-// upstream command; only ours are added, and a profile enables them like any other plugin.
+// CapacityType and JobZone plugins compiled in. Every built-in plugin is already registered by
+// the upstream command; only ours are added, and a profile enables them like any other plugin.
 package main
 
 import (
@@ -11,6 +11,7 @@ import (
 
 	"example.com/gpu-scheduler-eks/plugin/capacitytype"
 	"example.com/gpu-scheduler-eks/plugin/gpuscheduler"
+	"example.com/gpu-scheduler-eks/plugin/jobzone"
 )
 
 // registryOptions adds this binary's out-of-tree plugins to the scheduler's registry.
@@ -18,6 +19,7 @@ func registryOptions() []app.Option {
 	return []app.Option{
 		app.WithPlugin(gpuscheduler.Name, gpuscheduler.New),
 		app.WithPlugin(capacitytype.Name, capacitytype.New),
+		app.WithPlugin(jobzone.Name, jobzone.New),
 	}
 }
 

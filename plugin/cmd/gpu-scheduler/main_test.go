@@ -27,6 +27,7 @@ import (
 	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
 	"example.com/gpu-scheduler-eks/plugin/gpuscheduler"
 	"example.com/gpu-scheduler-eks/plugin/internal/policyvectors"
+	"example.com/gpu-scheduler-eks/plugin/jobzone"
 )
 
 // pluginModeProfile is the plugin-mode profile the project deploys: upstream
@@ -151,6 +152,11 @@ func TestPluginModeConfiguration(t *testing.T) {
 	}
 	if !hasPlugin(plugins.Score.Enabled, gpuscheduler.Name, 10) {
 		t.Errorf("GPUScheduler not enabled for score with weight 10: %v", plugins.Score.Enabled)
+	}
+	for point, enabled := range map[string][]config.Plugin{"preFilter": plugins.PreFilter.Enabled, "reserve": plugins.Reserve.Enabled, "permit": plugins.Permit.Enabled} {
+		if !hasPlugin(enabled, jobzone.Name, 0) {
+			t.Errorf("JobZone not enabled at %s: %v", point, enabled)
+		}
 	}
 	if !hasPlugin(plugins.Filter.Enabled, "NodeResourcesFit", 0) {
 		t.Errorf("the upstream filters must stay enabled: %v", plugins.Filter.Enabled)
@@ -291,6 +297,14 @@ func TestBadPluginArgsStopTheScheduler(t *testing.T) {
 `)
 	if err == nil || !strings.Contains(err.Error(), "GPUScheduler args") || !strings.Contains(err.Error(), `scoringStrategy must be prefer-larger or best-fit, got "smallest"`) {
 		t.Fatalf("Setup error = %v, want one naming GPUScheduler args and scoringStrategy", err)
+	}
+	_, err = setupScheduler(t, `  pluginConfig:
+  - name: JobZone
+    args:
+      permitTimeout: 16m
+`)
+	if err == nil || !strings.Contains(err.Error(), "JobZone args") || !strings.Contains(err.Error(), "permitTimeout must be more than 0 and at most 15m0s") {
+		t.Fatalf("Setup error = %v, want one naming JobZone args and permitTimeout", err)
 	}
 }
 

@@ -3,7 +3,6 @@ package policyvectors
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
@@ -47,17 +46,8 @@ type AffinityCase struct {
 // MustLoadAffinity loads affinity_cases.json (each case with its settings) for a test.
 func MustLoadAffinity(t testing.TB) AffinityCases {
 	t.Helper()
-	dir, err := Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var file AffinityCases
-	if err := load(filepath.Join(dir, AffinityFile), &file); err != nil {
-		t.Fatal(err)
-	}
-	if file.Schema != Schema {
-		t.Fatalf("%s: schema %d, this loader reads %d", AffinityFile, file.Schema, Schema)
-	}
+	mustLoadFile(t, AffinityFile, &file)
 	for i := range file.Cases {
 		c := &file.Cases[i]
 		fields, err := file.Settings.override(c.SettingsOverride)

@@ -332,3 +332,58 @@ func (d Decimal) Equal(other Decimal) bool {
 func (d Decimal) String() string {
 	return fmt.Sprintf("%se%d", d.Unscaled, d.Exponent)
 }
+
+// versioned is a vector file's content, which names its schema.
+type versioned interface{ schemaVersion() int }
+
+func (f AffinityCases) schemaVersion() int { return f.Schema }
+func (f ZoneCases) schemaVersion() int     { return f.Schema }
+
+// mustLoadFile reads the named vector file into into and checks its schema, for a test.
+func mustLoadFile(t testing.TB, name string, into versioned) {
+	t.Helper()
+	dir, err := Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := load(filepath.Join(dir, name), into); err != nil {
+		t.Fatal(err)
+	}
+	if version := into.schemaVersion(); version != Schema {
+		t.Fatalf("%s: schema %d, this loader reads %d", name, version, Schema)
+	}
+}
+
+// MustDecodePod decodes a case's pod; when decodeError is "pod" the pod must not decode,
+// and ok is false (the case is done).
+func MustDecodePod(t testing.TB, raw json.RawMessage, decodeError string) (pod *v1.Pod, ok bool) {
+	t.Helper()
+	pod = &v1.Pod{}
+	err := json.Unmarshal(raw, pod)
+	if decodeError == "pod" {
+		if err == nil {
+			t.Fatalf("the pod decoded, but the vector says Go must refuse it")
+		}
+		return nil, false
+	}
+	if err != nil {
+		t.Fatalf("decoding the pod: %v", err)
+	}
+	return pod, true
+}
+
+// MustMatchError checks err against the case's expected error text (nil: none); ok is
+// false when an error was expected (the case is done).
+func MustMatchError(t testing.TB, err error, want *string) (ok bool) {
+	t.Helper()
+	if want != nil {
+		if err == nil || err.Error() != *want {
+			t.Fatalf("error = %v, want %q", err, *want)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatalf("error = %v, want none", err)
+	}
+	return true
+}

@@ -15,19 +15,21 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from extender_app.json_log import JsonLineFormatter
 from extender_app.node_cache.lookup import NodeReader
 from extender_app.service import BoundPorts, ExtenderService
+from extender_app.serving.http_server import HttpServer
 from extender_app.settings import ExtenderSettings
-from tests.extender.pki import Pki
+from testbed.pki import Pki
 
 LOOPBACK = "127.0.0.1"
 DEADLINE = 20.0
 """Seconds any wait in these tests may take before it counts as stalled."""
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def settings_for(pki: Pki, **overrides: object) -> ExtenderSettings:
@@ -49,12 +51,12 @@ class LogCapture(logging.Handler):
     def __init__(self) -> None:
         super().__init__()
         self.setFormatter(JsonLineFormatter())
-        self.lines: list[dict[str, object]] = []
+        self.lines: list[dict[str, Any]] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         self.lines.append(orjson.loads(self.format(record)))
 
-    def requests(self) -> list[dict[str, object]]:
+    def requests(self) -> list[dict[str, Any]]:
         return [line for line in self.lines if line["msg"] == "request"]
 
 
@@ -97,6 +99,13 @@ class ThreadedExtender:
         assert not self._thread.is_alive(), "extender did not stop"
 
     @property
+    def verb_server(self) -> HttpServer:
+        """The HTTP server of the verb port (the extender's verbs or the webhook's /mutate)."""
+        server = self.service.verb_server
+        assert server is not None, "the extender has not started"
+        return server
+
+    @property
     def stopped(self) -> bool:
         return not self._thread.is_alive()
 
@@ -125,7 +134,7 @@ class Reply:
     headers: Mapping[str, str]
     body: bytes
 
-    def json(self) -> object:
+    def json(self) -> Any:
         return orjson.loads(self.body)
 
 
@@ -189,7 +198,7 @@ def wait_for(condition: Callable[[], bool], what: str, deadline: float = DEADLIN
 
 def start_process(args: list[str], env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
     """``python -m extender_app ARGS`` from the repository root, stdout piped."""
-    return subprocess.Popen(
+    return subprocess.Popen(  # noqa: S603 - argv is built here, never by a shell
         [sys.executable, "-m", "extender_app", *args],
         cwd=REPO_ROOT,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
@@ -226,7 +235,7 @@ def reaped(process: subprocess.Popen[bytes]) -> Iterator[subprocess.Popen[bytes]
                 pipe.close()
 
 
-def read_json_line(stream: object, predicate: Callable[[dict[str, object]], bool]) -> dict[str, object]:
+def read_json_line(stream: object, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
     """The first JSON log line on ``stream`` that satisfies ``predicate`` (lines are read as they come)."""
     assert hasattr(stream, "readline")
     while True:

@@ -8,10 +8,11 @@ import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import kubernetes.client
 
-from components.render.scheduler_config import SchedulerMode, uses_extender
+from components.render.scheduler_config import JobZoneArgs, SchedulerMode, uses_extender
 from localcluster.control_plane import ControlPlane, start_control_plane
 from localcluster.custom_scheduler import (
     CustomScheduler,
@@ -22,6 +23,7 @@ from localcluster.custom_scheduler import (
     start_extender_for,
     start_scheduler,
 )
+from localcluster.images import LocalImages
 from localcluster.inventory import InstanceType, load_inventory
 from localcluster.nodes import SimulatedNode, create_nodes
 from localcluster.outcomes import PodOutcome, wait_for_outcomes
@@ -57,18 +59,26 @@ class E2ECluster:
     extender: RunningExtender | None = None
     scheduler: CustomScheduler | None = None
     nodes: dict[str, SimulatedNode] = field(default_factory=dict)
+    images: LocalImages | None = None
+    """Run the scheduler (plugin mode) from the built gpu-scheduler image instead of the binary."""
 
     def add_nodes(self, *nodes: SimulatedNode) -> None:
         create_nodes(self.api, list(nodes))
         self.nodes.update({node.name: node for node in nodes})
 
     def start(
-        self, verbosity: int = 2, extender_args: tuple[str, ...] = (), extender_api_server: str = ""
+        self,
+        verbosity: int = 2,
+        extender_args: tuple[str, ...] = (),
+        extender_api_server: str = "",
+        job_zone: JobZoneArgs | None = None,
     ) -> CustomScheduler:
-        """Start the extender (extender modes) and the scheduler."""
+        """Start the extender (extender modes) and the scheduler.
+
+        ``job_zone``: plugin mode's JobZone args (None: the defaults)."""
         if uses_extender(self.mode):
             self.start_extender(extender_args, extender_api_server)
-        return self.start_scheduler(verbosity)
+        return self.start_scheduler(verbosity, job_zone)
 
     def start_extender(
         self, extra_args: tuple[str, ...] = (), api_server: str = "", *, wait_ready: bool = True
@@ -80,7 +90,7 @@ class E2ECluster:
         )
         return self.extender
 
-    def start_scheduler(self, verbosity: int = 2) -> CustomScheduler:
+    def start_scheduler(self, verbosity: int = 2, job_zone: JobZoneArgs | None = None) -> CustomScheduler:
         self.scheduler = start_scheduler(
             self.plane,
             self.bin_dir,
@@ -89,6 +99,8 @@ class E2ECluster:
             client_tls=self.tls.client if self.tls else None,
             extender_ca=self.tls.ca.ca_file if self.tls else None,
             verbosity=verbosity,
+            images=self.images,
+            job_zone=job_zone,
         )
         return self.scheduler
 
@@ -129,7 +141,7 @@ class E2ECluster:
     def pod(self, name: str) -> kubernetes.client.V1Pod:
         return kubernetes.client.CoreV1Api(self.api).read_namespaced_pod(name, WORKLOAD_NAMESPACE)
 
-    def cached_filter(self, minimum_mib: int, *node_names: str) -> dict[str, object]:
+    def cached_filter(self, minimum_mib: int, *node_names: str) -> dict[str, Any]:
         """Ask the running extender-cached extender directly (names only, as the scheduler does).
 
         Tests use it to see what the extender's node cache holds now, e.g. to wait until it has
@@ -147,7 +159,7 @@ class E2ECluster:
             connection.request("POST", "/filter", body, {"Content-Type": "application/json"})
             response = connection.getresponse()
             assert response.status == 200, response.read()
-            answer: dict[str, object] = json.loads(response.read())
+            answer: dict[str, Any] = json.loads(response.read())
             return answer
         finally:
             connection.close()

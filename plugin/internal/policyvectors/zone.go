@@ -1,0 +1,96 @@
+package policyvectors
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
+)
+
+// ZoneFile is the same-zone job vector file name inside the vector directory.
+const ZoneFile = "zone_cases.json"
+
+// ZoneCases is the content of zone_cases.json.
+type ZoneCases struct {
+	Schema      int                `json:"schema"`
+	Description string             `json:"description"`
+	Settings    ZoneSettingsFields `json:"settings"`
+	Pods        []ZonePodCase      `json:"pods"`
+	Plans       []ZonePlanCase     `json:"plans"`
+}
+
+// ZoneSettingsFields are the zone policy settings, in the vectors' spelling.
+type ZoneSettingsFields struct {
+	JobLabel             string `json:"job_label"`
+	PodGroupLabel        string `json:"pod_group_label"`
+	ZonePolicyAnnotation string `json:"zone_policy_annotation"`
+	JobSizeAnnotation    string `json:"job_size_annotation"`
+	ZoneLabel            string `json:"zone_label"`
+	MaxJobSize           int64  `json:"max_job_size"`
+}
+
+// ZonePodCase is a pod and the job it declares, or the policy's error.
+type ZonePodCase struct {
+	Name             string          `json:"name"`
+	Description      string          `json:"description"`
+	SettingsOverride json.RawMessage `json:"settings,omitempty"`
+	Pod              json.RawMessage `json:"pod"`
+	Expect           struct {
+		// Job is the declared job; JSON null (or absent with no error) means none.
+		Job *struct {
+			Name      string `json:"name"`
+			NameLabel string `json:"name_label"`
+			Size      int64  `json:"size"`
+		} `json:"job"`
+		Error       *string `json:"error"`
+		DecodeError string  `json:"decode_error"`
+	} `json:"expect"`
+	// Settings are the validated settings of this case; MustLoadZone fills them.
+	Settings zonepolicy.Settings `json:"-"`
+}
+
+// ZonePlanCase is a zone plan's input and the zone or message it must give.
+type ZonePlanCase struct {
+	Name        string           `json:"name"`
+	Description string           `json:"description"`
+	Copies      map[string]int64 `json:"copies"`
+	JobSize     int64            `json:"job_size"`
+	Failed      []string         `json:"failed"`
+	Expect      struct {
+		Zone    string `json:"zone"`
+		Message string `json:"message"`
+	} `json:"expect"`
+}
+
+// MustLoadZone loads zone_cases.json (each pod case with its settings) for a test.
+func MustLoadZone(t testing.TB) ZoneCases {
+	t.Helper()
+	var file ZoneCases
+	mustLoadFile(t, ZoneFile, &file)
+	for i := range file.Pods {
+		c := &file.Pods[i]
+		fields := file.Settings
+		if len(c.SettingsOverride) > 0 {
+			if err := strictDecode(c.SettingsOverride, &fields); err != nil {
+				t.Fatalf("%s: case %q: settings: %v", ZoneFile, c.Name, err)
+			}
+		}
+		c.Settings = zonepolicy.Settings{
+			JobLabel: fields.JobLabel, PodGroupLabel: fields.PodGroupLabel,
+			ZonePolicyAnnotation: fields.ZonePolicyAnnotation, JobSizeAnnotation: fields.JobSizeAnnotation,
+			ZoneLabel: fields.ZoneLabel, MaxJobSize: fields.MaxJobSize,
+		}
+		if err := c.Settings.Validate(); err != nil {
+			t.Fatalf("%s: case %q: settings: %v", ZoneFile, c.Name, err)
+		}
+	}
+	return file
+}
+
+// strictDecode decodes raw into into, refusing unknown fields.
+func strictDecode(raw json.RawMessage, into any) error {
+	decoder := json.NewDecoder(bytes.NewReader(raw))
+	decoder.DisallowUnknownFields()
+	return decoder.Decode(into)
+}

@@ -1,0 +1,129 @@
+package jobzone
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
+	"example.com/gpu-scheduler-eks/plugin/pluginargs"
+	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
+)
+
+const (
+	// DefaultPermitTimeout is how long a job's members are held at Permit for the
+	// rest to be placed: longer than a GPU node launch on EKS (an instance, its NVIDIA
+	// driver and device plugin ready: several minutes), so a job whose zone is
+	// scaling up is not given up on, and short enough that GPUs held by an incomplete
+	// job are released within the quarter hour. It is also the most the framework
+	// allows (MaxPermitTimeout).
+	DefaultPermitTimeout = 15 * time.Minute
+	// DefaultFailedZoneDuration is how long a zone where a job timed out is skipped
+	// when that job is planned again.
+	DefaultFailedZoneDuration = 10 * time.Minute
+	// MaxPermitTimeout is the framework's own cap on a Permit wait (kube-scheduler
+	// 1.35 shortens any longer wait to 15 minutes).
+	MaxPermitTimeout = 15 * time.Minute
+	// MaxFailedZoneDuration bounds failedZoneDuration (a day).
+	MaxFailedZoneDuration = 24 * time.Hour
+)
+
+// Args are the plugin's optional pluginConfig args; an omitted field keeps its default:
+//
+//	pluginConfig:
+//	- name: JobZone
+//	  args:
+//	    permitTimeout: 15m
+//	    failedZoneDuration: 10m
+//	    maxJobSize: 1024
+//	    jobLabel: training.example.com/job
+//	    podGroupLabel: scheduling.x-k8s.io/pod-group
+//	    zonePolicyAnnotation: training.example.com/zone-policy
+//	    jobSizeAnnotation: training.example.com/job-size
+//	    zoneLabel: topology.kubernetes.io/zone
+//	    minMemoryAnnotation: training.example.com/min-gpu-memory-mib
+//	    nodeMemoryLabel: training.example.com/gpu-memory-mib
+//	    gpuResource: nvidia.com/gpu
+//
+// The last three must match GPUScheduler's: the zone plan counts free GPUs and GPU
+// memory fit by the same rule. Unknown fields and out-of-range values stop the
+// scheduler at start with an error naming the field.
+type Args struct {
+	// PermitTimeout is how long the job's members wait at Permit for the whole job.
+	PermitTimeout *metav1.Duration `json:"permitTimeout,omitempty"`
+	// FailedZoneDuration is how long a zone is skipped after a job timed out there.
+	FailedZoneDuration *metav1.Duration `json:"failedZoneDuration,omitempty"`
+	// MaxJobSize is the largest job-size annotation accepted.
+	MaxJobSize           *int64  `json:"maxJobSize,omitempty"`
+	JobLabel             *string `json:"jobLabel,omitempty"`
+	PodGroupLabel        *string `json:"podGroupLabel,omitempty"`
+	ZonePolicyAnnotation *string `json:"zonePolicyAnnotation,omitempty"`
+	JobSizeAnnotation    *string `json:"jobSizeAnnotation,omitempty"`
+	ZoneLabel            *string `json:"zoneLabel,omitempty"`
+	MinMemoryAnnotation  *string `json:"minMemoryAnnotation,omitempty"`
+	NodeMemoryLabel      *string `json:"nodeMemoryLabel,omitempty"`
+	GPUResource          *string `json:"gpuResource,omitempty"`
+}
+
+// config is the validated configuration the plugin runs with.
+type config struct {
+	zone               zonepolicy.Settings
+	gpu                gpupolicy.Settings
+	permitTimeout      time.Duration
+	failedZoneDuration time.Duration
+}
+
+func configFromArgs(obj runtime.Object) (config, error) {
+	var args Args
+	if err := pluginargs.Decode(obj, &args); err != nil {
+		return config{}, fmt.Errorf("%s args: %w", Name, err)
+	}
+	c := config{
+		zone:               zonepolicy.DefaultSettings(),
+		gpu:                gpupolicy.DefaultSettings(),
+		permitTimeout:      DefaultPermitTimeout,
+		failedZoneDuration: DefaultFailedZoneDuration,
+	}
+	setString(&c.zone.JobLabel, args.JobLabel)
+	setString(&c.zone.PodGroupLabel, args.PodGroupLabel)
+	setString(&c.zone.ZonePolicyAnnotation, args.ZonePolicyAnnotation)
+	setString(&c.zone.JobSizeAnnotation, args.JobSizeAnnotation)
+	setString(&c.zone.ZoneLabel, args.ZoneLabel)
+	setString(&c.gpu.MinMemoryAnnotation, args.MinMemoryAnnotation)
+	setString(&c.gpu.NodeMemoryLabel, args.NodeMemoryLabel)
+	if args.GPUResource != nil {
+		c.gpu.GPUResource = v1.ResourceName(*args.GPUResource)
+	}
+	if args.MaxJobSize != nil {
+		c.zone.MaxJobSize = *args.MaxJobSize
+	}
+	if args.PermitTimeout != nil {
+		c.permitTimeout = args.PermitTimeout.Duration
+	}
+	if args.FailedZoneDuration != nil {
+		c.failedZoneDuration = args.FailedZoneDuration.Duration
+	}
+	errs := []error{c.zone.Validate(), c.gpu.Validate()}
+	for _, d := range []struct {
+		name       string
+		value, max time.Duration
+	}{{"permitTimeout", c.permitTimeout, MaxPermitTimeout}, {"failedZoneDuration", c.failedZoneDuration, MaxFailedZoneDuration}} {
+		if d.value <= 0 || d.value > d.max {
+			errs = append(errs, fmt.Errorf("%s must be more than 0 and at most %s, got %s", d.name, d.max, d.value))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return config{}, fmt.Errorf("%s args: %w", Name, err)
+	}
+	return c, nil
+}
+
+func setString(field *string, value *string) {
+	if value != nil {
+		*field = *value
+	}
+}

@@ -1,0 +1,149 @@
+package jobzone
+
+import (
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	resourcehelper "k8s.io/component-helpers/resource"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
+	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
+)
+
+// podShape is what one copy of a job's pod needs of a node, read once per plan.
+type podShape struct {
+	pod         *v1.Pod
+	gpus        int64
+	milliCPU    int64
+	memory      int64
+	requirement gpupolicy.Requirement
+	// requirementErr is the GPU-memory policy's error for an invalid pod: it fits nowhere.
+	requirementErr error
+	affinity       nodeaffinity.RequiredNodeAffinity
+}
+
+func newPodShape(pod *v1.Pod, gpu gpupolicy.Settings) podShape {
+	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	gpus := requests[gpu.GPUResource]
+	requirement, err := gpupolicy.FromPod(pod, gpu)
+	return podShape{
+		pod:            pod,
+		gpus:           gpus.Value(),
+		milliCPU:       requests.Cpu().MilliValue(),
+		memory:         requests.Memory().Value(),
+		requirement:    requirement,
+		requirementErr: err,
+		affinity:       nodeaffinity.GetRequiredNodeAffinity(pod),
+	}
+}
+
+// copiesOn is how many copies of the pod fit on the node now: zero for a node that
+// is cordoned, has a NoSchedule or NoExecute taint the pod does not tolerate, is
+// outside the pod's required node selector and affinity, or fails the GPU-memory
+// rule; otherwise the least of free GPUs, CPU, memory and pod slots, each divided by
+// what one copy requests. Requested resources include pods assumed by the scheduler
+// and not yet bound, so members already reserved count as taken.
+func (s podShape) copiesOn(logger klog.Logger, info fwk.NodeInfo, gpu gpupolicy.Settings) int64 {
+	node := info.Node()
+	if node == nil || node.Spec.Unschedulable || s.requirementErr != nil {
+		return 0
+	}
+	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, s.pod.Spec.Tolerations, blocksScheduling, false); untolerated {
+		return 0
+	}
+	if matches, err := s.affinity.Match(node); err != nil || !matches {
+		return 0
+	}
+	if fits, _ := gpupolicy.FitsMemory(s.requirement, node, gpu); !fits {
+		return 0
+	}
+	allocatable, requested := info.GetAllocatable(), info.GetRequested()
+	copies := int64(allocatable.GetAllowedPodNumber() - len(info.GetPods()))
+	for _, r := range []struct{ free, need int64 }{
+		{allocatable.GetScalarResources()[gpu.GPUResource] - requested.GetScalarResources()[gpu.GPUResource], s.gpus},
+		{allocatable.GetMilliCPU() - requested.GetMilliCPU(), s.milliCPU},
+		{allocatable.GetMemory() - requested.GetMemory(), s.memory},
+	} {
+		if r.need > 0 {
+			copies = min(copies, r.free/r.need)
+		}
+	}
+	return max(copies, 0)
+}
+
+func blocksScheduling(taint *v1.Taint) bool {
+	return taint.Effect == v1.TaintEffectNoSchedule || taint.Effect == v1.TaintEffectNoExecute
+}
+
+// zoneOf is the node's zone label, "" for a node without one (never in a job's plan).
+func zoneOf(node *v1.Node, s zonepolicy.Settings) string {
+	if node == nil {
+		return ""
+	}
+	return node.Labels[s.ZoneLabel]
+}
+
+// isMember reports whether other is a pod of the job (same namespace, same name label).
+func isMember(other *v1.Pod, namespace string, job *zonepolicy.Job) bool {
+	return other.Namespace == namespace && other.Labels[job.NameLabel] == job.Name
+}
+
+// memberZone is the zone holding most of the job's members that are bound or assumed
+// (ties to the first by name), and "" when there are none. self is left out, and so are
+// the zones in skip (where the job timed out: members still assumed there are being
+// rejected and unreserved).
+func memberZone(nodes []fwk.NodeInfo, self *v1.Pod, job *zonepolicy.Job, s zonepolicy.Settings, skip map[string]bool) string {
+	counts := map[string]int{}
+	for _, info := range nodes {
+		zone := zoneOf(info.Node(), s)
+		if zone == "" || skip[zone] {
+			continue
+		}
+		for _, podInfo := range info.GetPods() {
+			if p := podInfo.GetPod(); p.UID != self.UID && isMember(p, self.Namespace, job) {
+				counts[zone]++
+			}
+		}
+	}
+	zones := make([]string, 0, len(counts))
+	for zone := range counts {
+		zones = append(zones, zone)
+	}
+	slices.Sort(zones)
+	best := ""
+	for _, zone := range zones {
+		if best == "" || counts[zone] > counts[best] {
+			best = zone
+		}
+	}
+	return best
+}
+
+// nodesIn is the names of the nodes in zone.
+func nodesIn(nodes []fwk.NodeInfo, zone string, s zonepolicy.Settings) sets.Set[string] {
+	names := sets.New[string]()
+	for _, info := range nodes {
+		if zoneOf(info.Node(), s) == zone {
+			names.Insert(info.Node().Name)
+		}
+	}
+	return names
+}
+
+// copiesByZone is, zone by zone, how many copies of the pod fit on its nodes now.
+func copiesByZone(logger klog.Logger, nodes []fwk.NodeInfo, shape podShape, c config) map[string]int64 {
+	copies := map[string]int64{}
+	for _, info := range nodes {
+		zone := zoneOf(info.Node(), c.zone)
+		if zone == "" {
+			continue
+		}
+		copies[zone] += shape.copiesOn(logger, info, c.gpu)
+	}
+	return copies
+}

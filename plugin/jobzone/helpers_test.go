@@ -1,0 +1,177 @@
+package jobzone
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
+	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
+	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
+)
+
+// gpuNode is a node in zone with gpus allocatable GPUs of 81920 MiB each.
+func gpuNode(name, zone string, gpus int) *v1.Node {
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"kubernetes.io/hostname": name, gpupolicy.NodeMemoryLabel: "81920",
+	}}}
+	if zone != "" {
+		node.Labels[zonepolicy.ZoneLabel] = zone
+	}
+	node.Status.Allocatable = v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse("96"), v1.ResourceMemory: resource.MustParse("768Gi"),
+		v1.ResourcePods: resource.MustParse("110"), gpupolicy.GPUResource: resource.MustParse(fmt.Sprint(gpus)),
+	}
+	return node
+}
+
+// member is pod index of job name (size members, one GPU each, 40960 MiB minimum),
+// bound or assumed on nodeName when it is not empty.
+func member(job string, index, size int, nodeName string) *v1.Pod {
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("%s-%d", job, index), Namespace: "ml", UID: types.UID(fmt.Sprintf("uid-%s-%d", job, index)),
+			Labels: map[string]string{zonepolicy.JobLabel: job},
+			Annotations: map[string]string{
+				zonepolicy.ZonePolicyAnnotation: zonepolicy.SameZone, zonepolicy.JobSizeAnnotation: fmt.Sprint(size),
+				gpupolicy.MinMemoryAnnotation: "40960",
+			},
+		},
+		Spec: v1.PodSpec{NodeName: nodeName, Containers: []v1.Container{{
+			Name: "train", Image: "busybox:1.37.0",
+			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+				v1.ResourceCPU: resource.MustParse("1"), gpupolicy.GPUResource: resource.MustParse("1"),
+			}},
+		}}},
+	}
+	return pod
+}
+
+// filler takes gpus GPUs on nodeName (a pod of no job).
+func filler(name, nodeName string, gpus int) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "other", UID: types.UID("uid-" + name)},
+		Spec: v1.PodSpec{NodeName: nodeName, Containers: []v1.Container{{
+			Name: "x", Image: "busybox:1.37.0",
+			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{gpupolicy.GPUResource: resource.MustParse(fmt.Sprint(gpus))}},
+		}}},
+	}
+}
+
+// swappableLister is the framework's snapshot, replaced by a test between cycles as
+// the scheduler's cache would be updated.
+type swappableLister struct {
+	mu       sync.Mutex
+	snapshot *cache.Snapshot
+}
+
+func (l *swappableLister) set(pods []*v1.Pod, nodes []*v1.Node) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.snapshot = cache.NewSnapshot(pods, nodes)
+}
+
+func (l *swappableLister) current() *cache.Snapshot {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.snapshot
+}
+
+func (l *swappableLister) NodeInfos() fwk.NodeInfoLister       { return l.current().NodeInfos() }
+func (l *swappableLister) StorageInfos() fwk.StorageInfoLister { return l.current().StorageInfos() }
+
+// harness is a real framework with the plugin at PreFilter, Reserve and Permit, a
+// snapshot the test sets, and the plugin's clock under the test's control.
+type harness struct {
+	t      testing.TB
+	fw     framework.Framework
+	plugin *JobZone
+	lister *swappableLister
+	clock  *clocktesting.FakeClock
+}
+
+func newHarness(t testing.TB, args runtime.Object) *harness {
+	t.Helper()
+	metrics.Register() // the framework records its plugins' metrics
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	h := &harness{t: t, lister: &swappableLister{}, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	h.lister.set(nil, nil)
+	factory := func(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
+		pl, err := newWithClock(ctx, obj, handle, h.clock)
+		h.plugin = pl
+		return pl, err
+	}
+	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
+		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
+		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
+		tf.RegisterPluginAsExtensions(Name, factory, "PreFilter", "Reserve", "Permit"),
+	}, "default-scheduler",
+		frameworkruntime.WithSnapshotSharedLister(h.lister),
+		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+	)
+	if err != nil {
+		t.Fatalf("NewFramework: %v", err)
+	}
+	h.fw = fw
+	return h
+}
+
+// preFilter runs the plugin's PreFilter on the current snapshot.
+func (h *harness) preFilter(pod *v1.Pod) (*fwk.PreFilterResult, *fwk.Status) {
+	nodes, err := h.lister.NodeInfos().List()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return h.plugin.PreFilter(context.Background(), framework.NewCycleState(), pod, nodes)
+}
+
+// permit runs the framework's Permit for pod on nodeName (the pod is not in the
+// snapshot yet, as in the scheduler's cycle) and returns the status.
+func (h *harness) permit(pod *v1.Pod, nodeName string) *fwk.Status {
+	return h.fw.RunPermitPlugins(context.Background(), framework.NewCycleState(), pod, nodeName)
+}
+
+// waitResult starts the framework's WaitOnPermit for a held pod, as a binding cycle does.
+func (h *harness) waitResult(pod *v1.Pod) <-chan *fwk.Status {
+	result := make(chan *fwk.Status, 1)
+	go func() { result <- h.fw.WaitOnPermit(context.Background(), pod) }()
+	return result
+}
+
+func (h *harness) unreserve(pod *v1.Pod, nodeName string) {
+	h.fw.RunReservePluginsUnreserve(context.Background(), framework.NewCycleState(), pod, nodeName)
+}
+
+// receive is the status a WaitOnPermit returned; the test fails if it never returns.
+func receive(t testing.TB, what string, result <-chan *fwk.Status) *fwk.Status {
+	t.Helper()
+	select {
+	case status := <-result:
+		return status
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: WaitOnPermit did not return", what)
+		return nil
+	}
+}
+
+func newQuantity(text string) *resource.Quantity {
+	q := resource.MustParse(text)
+	return &q
+}

@@ -1,0 +1,183 @@
+// Package jobzone is the JobZone plugin for the kube-scheduler framework: it keeps
+// every pod of a same-zone job in one Availability Zone, chosen where the whole job
+// fits, and binds none of them until all are placed there.
+//
+//   - PreFilter restricts a job's pod to the zone where its members are already bound
+//     or assumed. For the first pod it plans the zone that holds job-size copies of
+//     the pod (free GPUs, GPU-memory fit, CPU, memory, taints and node affinity),
+//     tightest fit first, skipping zones where the job recently timed out; when none
+//     does, the pod is unschedulable with every zone's count in the message.
+//   - Permit holds the job's pods until job-size members are reserved in the zone,
+//     then lets them all bind. After permitTimeout every held member is rejected and
+//     the zone is skipped for the job for failedZoneDuration, so the retry plans
+//     elsewhere.
+//
+// The rules (which pods form a job, which zone wins) live in package zonepolicy; this
+// package adapts them to the framework's extension points. It follows the semantics
+// of scheduler-plugins' Coscheduling (PodGroup minMember, Permit) and honours its
+// scheduling.x-k8s.io/pod-group label as the job's name.
+package jobzone
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/clock"
+
+	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
+)
+
+// Name is the plugin's name in the registry and in KubeSchedulerConfiguration profiles.
+const Name = "JobZone"
+
+// stateKey is where PreFilter leaves the pod's job for Permit and Unreserve.
+const stateKey fwk.StateKey = "PreFilter" + Name
+
+// Status messages this plugin reports, next to the rule that produces them (the
+// zone plan's own messages are zonepolicy's).
+const (
+	// WaitingFormat describes a member held at Permit: reserved count, job size, job, zone.
+	WaitingFormat = "%d of %d members of job %s reserved in zone %s; waiting for the rest"
+	// TimedOutFormat is the rejection of every held member when the job's time ran
+	// out: job, job size, zone, permitTimeout, failedZoneDuration.
+	TimedOutFormat = "job %s: not all %d members were placed in zone %s within %s; the zone is skipped for this job for %s"
+	// MemberUnreservedFormat is the rejection of the held members when one of them
+	// was unreserved for another reason: job, the member.
+	MemberUnreservedFormat = "job %s: member %s was unreserved; the job is placed again"
+)
+
+// JobZone places same-zone jobs whole.
+type JobZone struct {
+	config config
+	handle fwk.Handle
+	clock  clock.Clock
+
+	mu sync.Mutex
+	// gangs are the jobs with members held at Permit, by namespace/name.
+	gangs map[string]*gang
+	// failed are, by job, the zones where the job timed out and until when they are skipped.
+	failed map[string]map[string]time.Time
+}
+
+var (
+	_ fwk.PreFilterPlugin   = &JobZone{}
+	_ fwk.ReservePlugin     = &JobZone{}
+	_ fwk.PermitPlugin      = &JobZone{}
+	_ fwk.EnqueueExtensions = &JobZone{}
+	_ fwk.SignPlugin        = &JobZone{}
+)
+
+// New builds the plugin from its pluginConfig args (nil for the defaults); see Args.
+// The handle is needed at Permit (the snapshot, the waiting pods); New refuses nil.
+func New(ctx context.Context, args runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
+	return newWithClock(ctx, args, handle, clock.RealClock{})
+}
+
+func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, clk clock.Clock) (*JobZone, error) {
+	c, err := configFromArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	if handle == nil {
+		return nil, fmt.Errorf("%s needs the framework handle", Name)
+	}
+	klog.FromContext(ctx).V(2).Info("JobZone configured", "permitTimeout", c.permitTimeout,
+		"failedZoneDuration", c.failedZoneDuration, "maxJobSize", c.zone.MaxJobSize, "zoneLabel", c.zone.ZoneLabel)
+	return &JobZone{config: c, handle: handle, clock: clk, gangs: map[string]*gang{}, failed: map[string]map[string]time.Time{}}, nil
+}
+
+// Name returns the plugin's name.
+func (pl *JobZone) Name() string { return Name }
+
+// jobState is the pod's job for this cycle (nil: not a same-zone pod).
+type jobState struct{ job *zonepolicy.Job }
+
+// Clone returns the state itself: it never changes after PreFilter.
+func (s *jobState) Clone() fwk.StateData { return s }
+
+// jobOf reads what PreFilter stored, or reads the pod when PreFilter did not run.
+func (pl *JobZone) jobOf(state fwk.CycleState, pod *v1.Pod) *zonepolicy.Job {
+	if state != nil {
+		if data, err := state.Read(stateKey); err == nil {
+			if s, ok := data.(*jobState); ok {
+				return s.job
+			}
+		}
+	}
+	job, err := zonepolicy.JobFromPod(pod, pl.config.zone)
+	if err != nil {
+		return nil
+	}
+	return job
+}
+
+func jobKey(pod *v1.Pod, job *zonepolicy.Job) string { return pod.Namespace + "/" + job.Name }
+
+// PreFilter restricts a same-zone pod to its job's zone: the zone of members already
+// bound or assumed, or for the first member the zone planned for the whole job. Members
+// in a zone the job just timed out in are being given up and do not count. A pod
+// in no job is skipped (this plugin costs it nothing more); a pod whose zone-policy
+// or job-size annotation is invalid, or whose job fits no zone, is unschedulable with
+// the reason.
+func (pl *JobZone) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	job, err := zonepolicy.JobFromPod(pod, pl.config.zone)
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	state.Write(stateKey, &jobState{job: job})
+	if job == nil {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	logger := klog.FromContext(ctx)
+	failed := pl.failedZones(jobKey(pod, job))
+	zone := memberZone(nodes, pod, job, pl.config.zone, failed)
+	if zone == "" {
+		shape := newPodShape(pod, pl.config.gpu)
+		copies := copiesByZone(logger, nodes, shape, pl.config)
+		plan := zonepolicy.PlanZone(copies, job.Size, failed)
+		if plan.Zone == "" {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, plan.Message)
+		}
+		zone = plan.Zone
+		logger.V(3).Info("planned a zone for a job", "pod", klog.KObj(pod), "job", job.Name, "size", job.Size, "zone", zone, "copiesByZone", copies)
+	}
+	return &fwk.PreFilterResult{NodeNames: nodesIn(nodes, zone, pl.config.zone)}, nil
+}
+
+// PreFilterExtensions returns nil: the zone does not change with a preemption victim.
+func (pl *JobZone) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// failedZones is the set of zones the job recently timed out in (expired ones are dropped).
+func (pl *JobZone) failedZones(key string) map[string]bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	now := pl.clock.Now()
+	zones := map[string]bool{}
+	for zone, until := range pl.failed[key] {
+		if now.Before(until) {
+			zones[zone] = true
+		} else {
+			delete(pl.failed[key], zone)
+		}
+	}
+	if len(pl.failed[key]) == 0 {
+		delete(pl.failed, key)
+	}
+	return zones
+}
+
+// SignPod refuses to sign a same-zone pod (its result depends on the other members, so
+// it must never share a cached result) and signs every other pod with nothing, so
+// batching stays on for them.
+func (pl *JobZone) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	if job, err := zonepolicy.JobFromPod(pod, pl.config.zone); err != nil || job != nil {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "same-zone job members are placed one by one")
+	}
+	return nil, nil
+}

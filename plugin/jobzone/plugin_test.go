@@ -1,0 +1,310 @@
+package jobzone
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
+	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
+)
+
+// sixVersusEight is the issue's cluster: zone a has 6 free GPUs (two nodes, two GPUs
+// taken on one), zone b 8 (one node), zone c 2.
+func sixVersusEight() ([]*v1.Pod, []*v1.Node) {
+	nodes := []*v1.Node{gpuNode("a1", "us-east-1a", 4), gpuNode("a2", "us-east-1a", 4), gpuNode("b1", "us-east-1b", 8), gpuNode("c1", "us-east-1c", 2), gpuNode("nozone", "", 8)}
+	return []*v1.Pod{filler("busy", "a2", 2)}, nodes
+}
+
+func TestPreFilterPlansTheZoneThatHoldsTheWholeJob(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lister.set(sixVersusEight())
+	result, status := h.preFilter(member("llm", 0, 8, ""))
+	if !status.IsSuccess() {
+		t.Fatalf("status %v", status)
+	}
+	if !result.NodeNames.Equal(sets.New("b1")) {
+		t.Fatalf("nodes %v, want only zone b's", result.NodeNames)
+	}
+	// A job of 2 fits every zone: the tightest fit, c, wins.
+	result, _ = h.preFilter(member("small", 0, 2, ""))
+	if !result.NodeNames.Equal(sets.New("c1")) {
+		t.Fatalf("job of 2: nodes %v, want zone c's", result.NodeNames)
+	}
+}
+
+func TestPreFilterNoZoneHoldsTheJob(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lister.set(sixVersusEight())
+	_, status := h.preFilter(member("llm", 0, 9, ""))
+	want := zonepolicy.PlanZone(map[string]int64{"us-east-1a": 6, "us-east-1b": 8, "us-east-1c": 2}, 9, nil).Message
+	if status.Code() != fwk.UnschedulableAndUnresolvable || status.Message() != want {
+		t.Fatalf("status %v, want UnschedulableAndUnresolvable %q", status, want)
+	}
+	if !strings.Contains(want, "us-east-1a 6, us-east-1b 8, us-east-1c 2") {
+		t.Fatalf("the message does not give every zone's count: %q", want)
+	}
+}
+
+func TestPreFilterFollowsPlacedMembers(t *testing.T) {
+	h := newHarness(t, nil)
+	pods, nodes := sixVersusEight()
+	// A member already assumed in zone a keeps the job there, though a alone does not hold 8.
+	h.lister.set(append(pods, member("llm", 0, 8, "a1"), member("other", 0, 8, "b1")), nodes)
+	result, status := h.preFilter(member("llm", 1, 8, ""))
+	if !status.IsSuccess() || !result.NodeNames.Equal(sets.New("a1", "a2")) {
+		t.Fatalf("nodes %v status %v, want zone a's nodes", result, status)
+	}
+	// The same job name in another namespace is another job.
+	// (a has 5 free GPUs now and b 7: a job of 7 there is planned in b.)
+	elsewhere := member("llm", 1, 7, "")
+	elsewhere.Namespace = "research"
+	if result, status := h.preFilter(elsewhere); !status.IsSuccess() || !result.NodeNames.Equal(sets.New("b1")) {
+		t.Fatalf("another namespace's job: %v %v, want zone b's nodes", result, status)
+	}
+}
+
+func TestPreFilterSkipsPodsOutsideJobsAndRefusesInvalidOnes(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lister.set(sixVersusEight())
+	plain := filler("plain", "", 1)
+	if _, status := h.preFilter(plain); status.Code() != fwk.Skip {
+		t.Fatalf("a pod in no job: %v, want Skip", status)
+	}
+	bad := member("llm", 0, 8, "")
+	bad.Annotations[zonepolicy.JobSizeAnnotation] = "0"
+	_, status := h.preFilter(bad)
+	want := fmt.Sprintf(zonepolicy.ReasonInvalidJobSizeFormat, zonepolicy.MaxJobSize)
+	if status.Code() != fwk.UnschedulableAndUnresolvable || status.Message() != want {
+		t.Fatalf("invalid job size: %v, want %q", status, want)
+	}
+}
+
+func TestCopiesOn(t *testing.T) {
+	gpu := gpupolicy.DefaultSettings()
+	logger := klog.Background()
+	pod := member("llm", 0, 8, "")
+	tests := []struct {
+		name   string
+		change func(*v1.Node, *v1.Pod)
+		want   int64
+	}{
+		{"free GPUs", func(*v1.Node, *v1.Pod) {}, 8},
+		{"two GPUs a copy", func(_ *v1.Node, p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[gpu.GPUResource] = *newQuantity("2")
+		}, 4},
+		{"CPU is shorter", func(_ *v1.Node, p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = *newQuantity("40")
+		}, 2},
+		{"cordoned", func(n *v1.Node, _ *v1.Pod) { n.Spec.Unschedulable = true }, 0},
+		{"untolerated taint", func(n *v1.Node, _ *v1.Pod) {
+			n.Spec.Taints = []v1.Taint{{Key: "nvidia.com/gpu", Effect: v1.TaintEffectNoSchedule}}
+		}, 0},
+		{"tolerated taint", func(n *v1.Node, p *v1.Pod) {
+			n.Spec.Taints = []v1.Taint{{Key: "nvidia.com/gpu", Effect: v1.TaintEffectNoSchedule}}
+			p.Spec.Tolerations = []v1.Toleration{{Key: "nvidia.com/gpu", Operator: v1.TolerationOpExists}}
+		}, 8},
+		{"PreferNoSchedule taint", func(n *v1.Node, _ *v1.Pod) {
+			n.Spec.Taints = []v1.Taint{{Key: "x", Effect: v1.TaintEffectPreferNoSchedule}}
+		}, 8},
+		{"node selector mismatch", func(_ *v1.Node, p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"pool": "other"} }, 0},
+		{"GPU memory below minimum", func(n *v1.Node, _ *v1.Pod) { n.Labels[gpupolicy.NodeMemoryLabel] = "22888" }, 0},
+		{"invalid GPU-memory annotation", func(_ *v1.Node, p *v1.Pod) { p.Annotations[gpupolicy.MinMemoryAnnotation] = "x" }, 0},
+		{"pod slots", func(n *v1.Node, _ *v1.Pod) { n.Status.Allocatable[v1.ResourcePods] = *newQuantity("3") }, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			node, p := gpuNode("n", "z", 8), pod.DeepCopy()
+			tt.change(node, p)
+			info := framework.NewNodeInfo(filler("running", "n", 0))
+			info.SetNode(node)
+			if got := newPodShape(p, gpu).copiesOn(logger, info, gpu); got != tt.want {
+				t.Fatalf("copies = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPermitHoldsMembersUntilTheWholeJobIsPlaced(t *testing.T) {
+	h := newHarness(t, nil)
+	pods, nodes := sixVersusEight()
+	h.lister.set(pods, nodes)
+	first, second, third := member("llm", 0, 3, ""), member("llm", 1, 3, ""), member("llm", 2, 3, "")
+	if status := h.permit(first, "b1"); status.Code() != fwk.Wait {
+		t.Fatalf("first member: %v, want Wait", status)
+	}
+	firstDone := h.waitResult(first)
+	// The scheduler's cache now holds the first member, assumed on b1.
+	h.lister.set(append(pods, member("llm", 0, 3, "b1")), nodes)
+	if status := h.permit(second, "b1"); status.Code() != fwk.Wait {
+		t.Fatalf("second member: %v, want Wait", status)
+	}
+	secondDone := h.waitResult(second)
+	h.lister.set(append(pods, member("llm", 0, 3, "b1"), member("llm", 1, 3, "b1")), nodes)
+	if status := h.permit(third, "b1"); !status.IsSuccess() {
+		t.Fatalf("third member: %v, want Success", status)
+	}
+	for what, done := range map[string]<-chan *fwk.Status{"first": firstDone, "second": secondDone} {
+		if status := receive(t, what, done); !status.IsSuccess() {
+			t.Errorf("%s member: %v, want allowed", what, status)
+		}
+	}
+	// A pod in no job is never held.
+	if status := h.permit(filler("plain", "", 1), "b1"); !status.IsSuccess() {
+		t.Fatalf("a pod in no job: %v", status)
+	}
+}
+
+func TestPermitWaitsOnlyUntilTheJobsDeadline(t *testing.T) {
+	h := newHarness(t, nil)
+	pods, nodes := sixVersusEight()
+	h.lister.set(pods, nodes)
+	first := member("llm", 0, 3, "")
+	state := framework.NewCycleState()
+	status, wait := h.plugin.Permit(context.Background(), state, first, "b1")
+	if status.Code() != fwk.Wait || wait != DefaultPermitTimeout {
+		t.Fatalf("first member: %v for %s, want Wait for %s", status, wait, DefaultPermitTimeout)
+	}
+	if want := fmt.Sprintf(WaitingFormat, 1, 3, "ml/llm", "us-east-1b"); status.Message() != want {
+		t.Fatalf("message %q, want %q", status.Message(), want)
+	}
+	h.clock.Step(10 * time.Minute)
+	h.lister.set(append(pods, member("llm", 0, 3, "b1")), nodes)
+	_, wait = h.plugin.Permit(context.Background(), state, member("llm", 1, 3, ""), "b1")
+	if wait != DefaultPermitTimeout-10*time.Minute {
+		t.Fatalf("a later member waits %s, want the %s left of the job's", wait, DefaultPermitTimeout-10*time.Minute)
+	}
+}
+
+func TestTimeoutRejectsEveryHeldMemberAndSkipsTheZone(t *testing.T) {
+	h := newHarness(t, nil)
+	pods, nodes := sixVersusEight()
+	nodes = append(nodes, gpuNode("c2", "us-east-1c", 8)) // zone c: 10 free, b: 8 (tighter for a job of 8)
+	h.lister.set(pods, nodes)
+	first, second := member("llm", 0, 8, ""), member("llm", 1, 8, "")
+	if result, _ := h.preFilter(first); !result.NodeNames.Equal(sets.New("b1")) {
+		t.Fatalf("plan %v, want zone b", result.NodeNames)
+	}
+	h.permit(first, "b1")
+	firstDone := h.waitResult(first)
+	h.lister.set(append(pods, member("llm", 0, 8, "b1")), nodes)
+	h.permit(second, "b1")
+	secondDone := h.waitResult(second)
+
+	// The job's time runs out: the framework rejects the first member and the
+	// scheduler unreserves it; the plugin rejects the other.
+	h.clock.Step(DefaultPermitTimeout)
+	h.fw.GetWaitingPod(first.UID).Reject(Name, "rejected due to timeout")
+	if status := receive(t, "first", firstDone); status.IsSuccess() {
+		t.Fatal("first member allowed")
+	}
+	h.unreserve(first, "b1")
+	status := receive(t, "second", secondDone)
+	want := fmt.Sprintf(TimedOutFormat, "ml/llm", 8, "us-east-1b", DefaultPermitTimeout, DefaultFailedZoneDuration)
+	if status.IsSuccess() || !strings.Contains(status.Message(), want) {
+		t.Fatalf("second member: %v, want rejected with %q", status, want)
+	}
+	// Before the scheduler has unreserved the second member, it is still assumed in b: a
+	// member planned now must not follow it there.
+	h.lister.set(append(pods, member("llm", 1, 8, "b1")), nodes)
+	if result, _ := h.preFilter(first); !result.NodeNames.Equal(sets.New("c1", "c2")) {
+		t.Fatalf("plan beside a member being given up: %v, want zone c", result.NodeNames)
+	}
+	h.unreserve(second, "b1")
+
+	// Planned again: zone b is skipped, c holds the job.
+	h.lister.set(pods, nodes)
+	if result, _ := h.preFilter(first); !result.NodeNames.Equal(sets.New("c1", "c2")) {
+		t.Fatalf("replan %v, want zone c", result.NodeNames)
+	}
+	// Another job is not affected by this job's failure.
+	if result, _ := h.preFilter(member("other", 0, 8, "")); !result.NodeNames.Equal(sets.New("b1")) {
+		t.Fatalf("another job's plan %v, want zone b", result.NodeNames)
+	}
+	// When the failure expires, b is the tightest fit again.
+	h.clock.Step(DefaultFailedZoneDuration)
+	if result, _ := h.preFilter(first); !result.NodeNames.Equal(sets.New("b1")) {
+		t.Fatalf("after the failure expired: %v, want zone b", result.NodeNames)
+	}
+}
+
+func TestUnreserveBeforeTheDeadlineRejectsButKeepsTheZone(t *testing.T) {
+	h := newHarness(t, nil)
+	pods, nodes := sixVersusEight()
+	h.lister.set(pods, nodes)
+	first, second := member("llm", 0, 8, ""), member("llm", 1, 8, "")
+	h.permit(first, "b1")
+	firstDone := h.waitResult(first)
+	h.lister.set(append(pods, member("llm", 0, 8, "b1")), nodes)
+	// The second member fails after Reserve for another reason (another plugin, a bind error).
+	h.unreserve(second, "b1")
+	status := receive(t, "first", firstDone)
+	if want := fmt.Sprintf(MemberUnreservedFormat, "ml/llm", "ml/llm-1"); status.IsSuccess() || !strings.Contains(status.Message(), want) {
+		t.Fatalf("first member: %v, want rejected with %q", status, want)
+	}
+	h.unreserve(first, "b1") // idempotent: the gang is gone
+	h.lister.set(pods, nodes)
+	if result, _ := h.preFilter(first); !result.NodeNames.Equal(sets.New("b1")) {
+		t.Fatalf("replan %v, want zone b still", result.NodeNames)
+	}
+}
+
+func TestSignPod(t *testing.T) {
+	h := newHarness(t, nil)
+	if fragments, status := h.plugin.SignPod(context.Background(), filler("plain", "", 1)); !status.IsSuccess() || len(fragments) != 0 {
+		t.Fatalf("a pod in no job: %v %v, want signed with nothing", fragments, status)
+	}
+	if _, status := h.plugin.SignPod(context.Background(), member("llm", 0, 8, "")); status.Code() != fwk.Unschedulable {
+		t.Fatalf("a job member: %v, want unsigned", status)
+	}
+}
+
+func TestArgs(t *testing.T) {
+	for _, tt := range []struct {
+		name, raw, err string
+		check          func(config) bool
+	}{
+		{"defaults", "", "", func(c config) bool {
+			return c.permitTimeout == DefaultPermitTimeout && c.failedZoneDuration == DefaultFailedZoneDuration && c.zone == zonepolicy.DefaultSettings()
+		}},
+		{"overrides", `{"permitTimeout":"20s","failedZoneDuration":"1m","maxJobSize":16,"zoneLabel":"topology.k8s.aws/zone-id","gpuResource":"amd.com/gpu"}`, "", func(c config) bool {
+			return c.permitTimeout == 20*time.Second && c.failedZoneDuration == time.Minute && c.zone.MaxJobSize == 16 &&
+				c.zone.ZoneLabel == "topology.k8s.aws/zone-id" && c.gpu.GPUResource == "amd.com/gpu"
+		}},
+		{"unknown field", `{"permitTimeOut":"20s"}`, `unknown field "permitTimeOut"`, nil},
+		{"zero timeout", `{"permitTimeout":"0s"}`, "permitTimeout must be more than 0 and at most 15m0s, got 0s", nil},
+		{"beyond the framework's cap", `{"permitTimeout":"16m"}`, "permitTimeout must be more than 0 and at most 15m0s, got 16m0s", nil},
+		{"failed zone duration", `{"failedZoneDuration":"25h"}`, "failedZoneDuration must be more than 0 and at most 24h0m0s", nil},
+		{"empty key", `{"jobLabel":""}`, "jobLabel must not be empty", nil},
+		{"max job size", `{"maxJobSize":0}`, "maxJobSize must be 1..1000000", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var obj runtime.Object
+			if tt.raw != "" {
+				obj = &runtime.Unknown{Raw: []byte(tt.raw), ContentType: runtime.ContentTypeJSON}
+			}
+			c, err := configFromArgs(obj)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.HasPrefix(err.Error(), Name+" args: ") {
+					t.Fatalf("error %v, want one naming %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || !tt.check(c) {
+				t.Fatalf("config %+v, error %v", c, err)
+			}
+		})
+	}
+	if _, err := New(context.Background(), nil, nil); err == nil {
+		t.Fatal("New accepted a nil handle")
+	}
+}

@@ -1,0 +1,192 @@
+// Package zonepolicy holds the same-zone job rules: which pods form a job that must
+// run in one Availability Zone, how big the job is, and which zone holds it whole.
+// It is the Go twin of the Python policy/job_zone.py; both are held to the shared
+// vectors in tests/vectors/zone_cases.json. It does no I/O and knows nothing of the
+// scheduler framework.
+package zonepolicy
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+const (
+	// JobLabel is the pod label naming the job the pod belongs to (within its namespace).
+	JobLabel = "training.example.com/job"
+	// PodGroupLabel is scheduler-plugins' Coscheduling label; where set, it names the
+	// job ahead of JobLabel.
+	PodGroupLabel = "scheduling.x-k8s.io/pod-group"
+	// ZonePolicyAnnotation is the pod annotation saying where the job's members may run.
+	ZonePolicyAnnotation = "training.example.com/zone-policy"
+	// SameZone is ZonePolicyAnnotation's one value: every member in one zone.
+	SameZone = "same-zone"
+	// JobSizeAnnotation is the pod annotation holding the number of pods in the job.
+	JobSizeAnnotation = "training.example.com/job-size"
+	// ZoneLabel is the node label holding the node's Availability Zone.
+	ZoneLabel = v1.LabelTopologyZone
+	// MaxJobSize is the default largest job size a pod may declare.
+	MaxJobSize int64 = 1024
+	// JobSizeLimit is the largest value Settings.MaxJobSize may be set to.
+	JobSizeLimit int64 = 1_000_000
+)
+
+// Reasons JobFromPod fails with, and the formats of the messages built from them.
+const (
+	// ReasonMissingPod: there is no pod to judge.
+	ReasonMissingPod = "missing pod"
+	// ReasonInvalidZonePolicy: the zone policy is not SameZone.
+	ReasonInvalidZonePolicy = "zone policy must be " + SameZone
+	// ReasonInvalidJobSizeFormat formats, with Settings.MaxJobSize, the message for a
+	// job size that is not a base-10 integer in 1..MaxJobSize.
+	ReasonInvalidJobSizeFormat = "job size must be a base-10 integer from 1 to %d"
+	// ReasonMissingJobName: same-zone without a job name in either name label.
+	ReasonMissingJobName = "zone policy same-zone requires a job name label"
+	// ReasonMissingJobSize: same-zone without a job size.
+	ReasonMissingJobSize = "zone policy same-zone requires a job size"
+	// ReasonJobSizeWithoutZonePolicy: a job size without same-zone.
+	ReasonJobSizeWithoutZonePolicy = "job size requires zone policy same-zone"
+	// NoZoneFitsFormat formats, with the job size and the per-zone counts, the
+	// message of a plan that found no zone.
+	NoZoneFitsFormat = "no zone can hold all %d pods of the job: %s"
+	// NoZones is NoZoneFitsFormat's per-zone part when there is no zone at all.
+	NoZones = "no node has a zone label"
+	// RecentlyFailed marks a zone skipped because a job recently timed out there.
+	RecentlyFailed = "recently failed"
+)
+
+// Settings are the keys the rule reads and the largest job size. Start from
+// DefaultSettings and pass only settings that Validate accepts.
+type Settings struct {
+	JobLabel             string
+	PodGroupLabel        string
+	ZonePolicyAnnotation string
+	JobSizeAnnotation    string
+	ZoneLabel            string
+	MaxJobSize           int64
+}
+
+// DefaultSettings returns the settings with every field at its documented default.
+func DefaultSettings() Settings {
+	return Settings{
+		JobLabel:             JobLabel,
+		PodGroupLabel:        PodGroupLabel,
+		ZonePolicyAnnotation: ZonePolicyAnnotation,
+		JobSizeAnnotation:    JobSizeAnnotation,
+		ZoneLabel:            ZoneLabel,
+		MaxJobSize:           MaxJobSize,
+	}
+}
+
+// Validate reports every field that is empty or out of range.
+func (s Settings) Validate() error {
+	var errs []error
+	for _, field := range []struct{ name, value string }{
+		{"jobLabel", s.JobLabel}, {"podGroupLabel", s.PodGroupLabel},
+		{"zonePolicyAnnotation", s.ZonePolicyAnnotation}, {"jobSizeAnnotation", s.JobSizeAnnotation},
+		{"zoneLabel", s.ZoneLabel},
+	} {
+		if field.value == "" {
+			errs = append(errs, fmt.Errorf("%s must not be empty", field.name))
+		}
+	}
+	if s.MaxJobSize < 1 || s.MaxJobSize > JobSizeLimit {
+		errs = append(errs, fmt.Errorf("maxJobSize must be 1..%d, got %d", JobSizeLimit, s.MaxJobSize))
+	}
+	return errors.Join(errs...)
+}
+
+// Job is a same-zone job as one member pod declares it.
+type Job struct {
+	// Name is the job's name, unique within the pod's namespace.
+	Name string
+	// NameLabel is the label Name was read from (PodGroupLabel or JobLabel), the key
+	// the job's members are selected by.
+	NameLabel string
+	// Size is the number of pods in the job.
+	Size int64
+}
+
+// JobFromPod returns the same-zone job the pod belongs to, or nil for a pod with
+// neither the zone-policy nor the job-size annotation. The zone policy is checked
+// first, then the job size, then that both are present, then the name.
+func JobFromPod(pod *v1.Pod, s Settings) (*Job, error) {
+	if pod == nil {
+		return nil, errors.New(ReasonMissingPod)
+	}
+	zonePolicy, hasPolicy := pod.Annotations[s.ZonePolicyAnnotation]
+	rawSize, hasSize := pod.Annotations[s.JobSizeAnnotation]
+	if hasPolicy && zonePolicy != SameZone {
+		return nil, errors.New(ReasonInvalidZonePolicy)
+	}
+	var size int64
+	if hasSize {
+		parsed, err := strconv.ParseInt(rawSize, 10, 64)
+		if err != nil || parsed < 1 || parsed > s.MaxJobSize {
+			return nil, fmt.Errorf(ReasonInvalidJobSizeFormat, s.MaxJobSize)
+		}
+		size = parsed
+	}
+	switch {
+	case !hasPolicy && !hasSize:
+		return nil, nil
+	case !hasPolicy:
+		return nil, errors.New(ReasonJobSizeWithoutZonePolicy)
+	case !hasSize:
+		return nil, errors.New(ReasonMissingJobSize)
+	}
+	for _, key := range []string{s.PodGroupLabel, s.JobLabel} {
+		if name := pod.Labels[key]; name != "" {
+			return &Job{Name: name, NameLabel: key, Size: size}, nil
+		}
+	}
+	return nil, errors.New(ReasonMissingJobName)
+}
+
+// Plan is the zone chosen for a job, or (Zone empty) the message saying why none was.
+type Plan struct {
+	Zone    string
+	Message string
+}
+
+// PlanZone chooses the zone for a whole job of jobSize pods. copies maps each zone to
+// how many copies of the job's pod fit there now; a zone in failed (a job recently
+// timed out waiting there) is skipped. Of the zones that hold the whole job the
+// tightest fit wins (fewest copies), ties broken by zone name; when none does, the
+// message lists every zone's count in name order (NoZoneFitsFormat).
+func PlanZone(copies map[string]int64, jobSize int64, failed map[string]bool) Plan {
+	zones := make([]string, 0, len(copies))
+	for zone := range copies {
+		zones = append(zones, zone)
+	}
+	slices.Sort(zones)
+	best := ""
+	for _, zone := range zones {
+		if failed[zone] || copies[zone] < jobSize {
+			continue
+		}
+		if best == "" || copies[zone] < copies[best] {
+			best = zone
+		}
+	}
+	if best != "" {
+		return Plan{Zone: best}
+	}
+	parts := make([]string, 0, len(zones))
+	for _, zone := range zones {
+		part := fmt.Sprintf("%s %d", zone, copies[zone])
+		if failed[zone] {
+			part += " (" + RecentlyFailed + ")"
+		}
+		parts = append(parts, part)
+	}
+	detail := strings.Join(parts, ", ")
+	if detail == "" {
+		detail = NoZones
+	}
+	return Plan{Message: fmt.Sprintf(NoZoneFitsFormat, jobSize, detail)}
+}

@@ -1,0 +1,73 @@
+"""A local registry (distribution's ``docker-registry``, from Debian) on loopback, for the push
+path: no authentication, storage in the test's directory, a port from ``localcluster.ports``."""
+
+import http.client
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from localcluster.probes import LOOPBACK, http_status
+from localcluster.processes import ManagedProcess, ProcessGroup, raise_if_exited
+from localcluster.waiting import wait_for
+
+READY_SECONDS = 30.0
+"""How long the registry may take to answer ``GET /v2/``."""
+MANIFEST_TYPES = (
+    "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json"
+)
+
+
+@dataclass(frozen=True)
+class LocalRegistry:
+    process: ManagedProcess
+    port: int
+
+    @property
+    def address(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    def manifest_digest(self, repository: str, reference: str) -> str:
+        """The digest the registry serves for ``repository:reference`` (``Docker-Content-Digest``)."""
+        conn = http.client.HTTPConnection(LOOPBACK, self.port, timeout=READY_SECONDS)
+        try:
+            conn.request(
+                "HEAD", f"/v2/{repository}/manifests/{reference}", headers={"Accept": MANIFEST_TYPES}
+            )
+            response = conn.getresponse()
+            response.read()
+            if response.status != 200:
+                raise AssertionError(f"registry answered {response.status} for {repository}:{reference}")
+            return response.getheader("Docker-Content-Digest", "")
+        finally:
+            conn.close()
+
+
+def start_registry(processes: ProcessGroup, work_dir: Path) -> LocalRegistry:
+    """Write the registry's configuration under ``work_dir``, start it, wait until ``/v2/`` answers;
+    started again on a fresh port if another program took the chosen one."""
+    binary = shutil.which("docker-registry")
+    if binary is None:
+        raise FileNotFoundError("docker-registry is not installed: run `make images`")
+
+    def start() -> LocalRegistry:
+        (port,) = processes.reserve_ports(1)
+        config = work_dir / f"registry-{port}.yml"
+        document = {
+            "version": 0.1,
+            "log": {"level": "info"},
+            "storage": {"filesystem": {"rootdirectory": str(work_dir / "registry-storage")}},
+            "http": {"addr": f"{LOOPBACK}:{port}"},
+        }
+        config.write_text(yaml.safe_dump(document))
+        process = processes.start("docker-registry", [binary, "serve", str(config)])
+        wait_for(
+            lambda: http_status(port, "/v2/") == 200,
+            READY_SECONDS,
+            "the registry's /v2/",
+            also_check=raise_if_exited(process),
+        )
+        return LocalRegistry(process, port)
+
+    return processes.retry_on_address_in_use(start, "the registry")

@@ -1,0 +1,190 @@
+"""Same-zone jobs: the shared vectors (pod API and zone planning), settings and the pod-affinity patch."""
+
+import copy
+from typing import Any
+
+import jsonpatch
+import pytest
+
+from policy import PolicyError
+from policy.job_zone import (
+    DEFAULT_JOB_ZONE_SETTINGS,
+    JOB_LABEL,
+    ZONE_LABEL,
+    JobZoneSettings,
+    ZoneJob,
+    ZonePlan,
+    job_from_pod,
+    plan_zone,
+)
+from policy.job_zone_affinity import (
+    REQUIRED_POD_TERMS_FIELD,
+    combined_affinity_patch,
+    zone_affinity_patch,
+    zone_affinity_term,
+)
+from policy.node_affinity import memory_affinity_patch
+from policy.requirement import MISSING_POD
+from tests.vectors import load_file
+
+FILE = "zone_cases.json"
+DOCUMENT = load_file(FILE)
+POD_CASES: list[dict[str, Any]] = DOCUMENT["pods"]
+PLAN_CASES: list[dict[str, Any]] = DOCUMENT["plans"]
+
+
+def settings_of(case: dict[str, Any]) -> JobZoneSettings:
+    return JobZoneSettings(**{**DOCUMENT["settings"], **case.get("settings", {})})
+
+
+def test_vector_file_covers_each_outcome() -> None:
+    for cases in (POD_CASES, PLAN_CASES):
+        names = [case["name"] for case in cases]
+        assert len(names) == len(set(names)), "case names must be unique"
+    assert {next(iter(case["expect"])) for case in POD_CASES} == {"job", "error", "decode_error"}
+    assert {next(iter(case["expect"])) for case in PLAN_CASES} == {"zone", "message"}
+    assert settings_of({}) == DEFAULT_JOB_ZONE_SETTINGS
+
+
+@pytest.mark.parametrize("case", POD_CASES, ids=lambda case: case["name"])
+def test_pod_case(case: dict[str, Any]) -> None:
+    settings = settings_of(case)
+    expect = case["expect"]
+    if "job" not in expect:
+        with pytest.raises(PolicyError) as raised:
+            job_from_pod(case["pod"], settings)
+        if "error" in expect:
+            assert str(raised.value) == expect["error"]
+        return
+    want = None if expect["job"] is None else ZoneJob(**expect["job"])
+    assert job_from_pod(case["pod"], settings) == want
+
+
+@pytest.mark.parametrize("case", PLAN_CASES, ids=lambda case: case["name"])
+def test_plan_case(case: dict[str, Any]) -> None:
+    plan = plan_zone(case["copies"], case["job_size"], frozenset(case["failed"]))
+    expect = case["expect"]
+    assert plan == ZonePlan(zone=expect.get("zone", ""), message=expect.get("message", ""))
+
+
+def test_null_and_malformed_pods() -> None:
+    with pytest.raises(PolicyError, match=f"^{MISSING_POD}$"):
+        job_from_pod(None)
+    with pytest.raises(PolicyError, match="pod must be an object"):
+        job_from_pod(["not", "a", "pod"])
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"job_label": ""}, "job_label must be a non-empty string"),
+        ({"zone_label": 7}, "zone_label must be a non-empty string"),
+        ({"max_job_size": 0}, "max_job_size must be an integer 1..1000000"),
+        ({"max_job_size": 1_000_001}, "max_job_size must be an integer 1..1000000"),
+        ({"max_job_size": True}, "max_job_size must be an integer 1..1000000"),
+        ({"max_job_size": "8"}, "max_job_size must be an integer 1..1000000"),
+    ],
+)
+def test_settings_refuse_bad_values(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        JobZoneSettings(**overrides)
+
+
+def same_zone_pod(affinity: object = None, **labels: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [{"name": "main", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]
+    }
+    if affinity is not None:
+        spec["affinity"] = affinity
+    return {
+        "metadata": {
+            "name": "w",
+            "labels": labels or {JOB_LABEL: "llm"},
+            "annotations": {
+                "training.example.com/zone-policy": "same-zone",
+                "training.example.com/job-size": "8",
+            },
+        },
+        "spec": spec,
+    }
+
+
+TERM = {"labelSelector": {"matchLabels": {JOB_LABEL: "llm"}}, "topologyKey": ZONE_LABEL}
+OTHER_TERM = {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": "kubernetes.io/hostname"}
+NODE_AFFINITY = {
+    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": []}]}
+}
+
+
+@pytest.mark.parametrize(
+    ("affinity", "want"),
+    [
+        (None, {"podAffinity": {REQUIRED_POD_TERMS_FIELD: [TERM]}}),
+        (
+            {"nodeAffinity": NODE_AFFINITY},
+            {"nodeAffinity": NODE_AFFINITY, "podAffinity": {REQUIRED_POD_TERMS_FIELD: [TERM]}},
+        ),
+        ({"podAffinity": {}}, {"podAffinity": {REQUIRED_POD_TERMS_FIELD: [TERM]}}),
+        (
+            {"podAffinity": {REQUIRED_POD_TERMS_FIELD: [OTHER_TERM]}},
+            {"podAffinity": {REQUIRED_POD_TERMS_FIELD: [OTHER_TERM, TERM]}},
+        ),
+        (
+            {"podAntiAffinity": {REQUIRED_POD_TERMS_FIELD: [OTHER_TERM]}},
+            {
+                "podAntiAffinity": {REQUIRED_POD_TERMS_FIELD: [OTHER_TERM]},
+                "podAffinity": {REQUIRED_POD_TERMS_FIELD: [TERM]},
+            },
+        ),
+    ],
+)
+def test_zone_affinity_patch_adds_the_term_once(affinity: object, want: dict[str, Any]) -> None:
+    pod = same_zone_pod(affinity)
+    before = copy.deepcopy(pod)
+    patch = zone_affinity_patch(pod)
+    assert [operation["op"] for operation in patch] == ["add"]
+    assert pod == before, "the pod given is not modified"
+    patched = jsonpatch.apply_patch(pod, patch)
+    assert patched["spec"]["affinity"] == want
+    assert zone_affinity_patch(patched) == [], "a second call (reinvocation) adds nothing"
+
+
+def test_zone_affinity_term_selects_by_the_label_that_named_the_job() -> None:
+    pod = same_zone_pod(None, **{"scheduling.x-k8s.io/pod-group": "pg", JOB_LABEL: "llm"})
+    job = job_from_pod(pod)
+    assert job is not None
+    assert zone_affinity_term(job) == {
+        "labelSelector": {"matchLabels": {"scheduling.x-k8s.io/pod-group": "pg"}},
+        "topologyKey": ZONE_LABEL,
+    }
+    (operation,) = zone_affinity_patch(pod)
+    assert operation["value"]["podAffinity"][REQUIRED_POD_TERMS_FIELD] == [zone_affinity_term(job)]
+
+
+def test_zone_affinity_patch_leaves_other_pods_and_refuses_bad_ones() -> None:
+    assert zone_affinity_patch({"metadata": {"labels": {JOB_LABEL: "llm"}}, "spec": {}}) == []
+    bad = same_zone_pod()
+    bad["metadata"]["annotations"]["training.example.com/job-size"] = "0"
+    with pytest.raises(PolicyError, match="job size must be"):
+        zone_affinity_patch(bad)
+    with pytest.raises(
+        PolicyError,
+        match=r"spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution must be a list",
+    ):
+        zone_affinity_patch(same_zone_pod({"podAffinity": {REQUIRED_POD_TERMS_FIELD: {"x": 1}}}))
+
+
+@pytest.mark.parametrize("affinity", [None, {}, {"nodeAffinity": NODE_AFFINITY}, {"podAffinity": {}}])
+def test_combined_patch_applies_both_rules(affinity: object) -> None:
+    pod = same_zone_pod(affinity)
+    pod["metadata"]["annotations"]["training.example.com/min-gpu-memory-mib"] = "40960"
+    combined = combined_affinity_patch(memory_affinity_patch(pod), zone_affinity_patch(pod))
+    patched = jsonpatch.apply_patch(pod, combined)
+    assert memory_affinity_patch(patched) == [], "the memory rule is already in the patched pod"
+    assert zone_affinity_patch(patched) == [], "the zone rule is already in the patched pod"
+
+
+def test_combined_patch_with_one_rule_is_that_rule() -> None:
+    operation = {"op": "add", "path": "/spec/affinity", "value": {"podAffinity": {}}}
+    assert combined_affinity_patch([], [operation]) == [operation]
+    assert combined_affinity_patch([operation], []) == [operation]
