@@ -65,7 +65,12 @@ MAX_TIMEOUT_SECONDS = 30
 """The API's limit for ``timeoutSeconds``."""
 
 
-WEBHOOK_ANNOTATIONS = (MIN_MEMORY_ANNOTATION, CAPACITY_TYPE_ANNOTATION, ZONE_POLICY_ANNOTATION, JOB_SIZE_ANNOTATION)
+WEBHOOK_ANNOTATIONS = (
+    MIN_MEMORY_ANNOTATION,
+    CAPACITY_TYPE_ANNOTATION,
+    ZONE_POLICY_ANNOTATION,
+    JOB_SIZE_ANNOTATION,
+)
 """The annotations that get a pod sent to the webhook: the GPU-memory minimum, the capacity-type
 choice and the same-zone job's."""
 

@@ -11,7 +11,7 @@ import pytest
 from localcluster.nodes import SimulatedNode
 from localcluster.workloads import PodSpecification
 from policy import INVALID_CAPACITY_CHOICE, NODE_BEING_REMOVED, NOT_ON_DEMAND
-from tests.e2e.harness import E2ECluster, shaped_like
+from testbed.e2e_cluster import E2ECluster, shaped_like
 
 pytestmark = pytest.mark.e2e
 

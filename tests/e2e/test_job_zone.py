@@ -23,8 +23,8 @@ from localcluster.workloads import (
     pod_manifest,
 )
 from localcluster.zone_scene import BASE_TYPE, FREE_GPUS, ZONE_A, ZONE_B, same_zone_member, scene_nodes
+from testbed.e2e_cluster import E2ECluster, shaped_like
 from tests.e2e.bindings import BindingWatch, gpu_seconds_held
-from tests.e2e.harness import E2ECluster, shaped_like
 
 pytestmark = pytest.mark.e2e
 

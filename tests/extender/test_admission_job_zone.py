@@ -18,7 +18,7 @@ from policy.job_zone import (
     ZONE_POLICY_ANNOTATION,
     JobZoneSettings,
 )
-from tests.extender.admission_reviews import UID, admission_review, gpu_pod
+from testbed.admission_reviews import UID, admission_review, gpu_pod
 
 
 def job_pod(

@@ -94,7 +94,7 @@ def test_policy_errors_carry_the_policy_message_under_both_pod_error_statuses(st
         for result in (filtered, scored):
             assert result.status == status
             assert result.pod == "training/train-0"
-        if status == HTTPStatus.BAD_REQUEST:  # the seed's contract
+        if status == HTTPStatus.BAD_REQUEST:  # --pod-error-status 400: the message as plain text
             assert filtered.body.decode() == scored.body.decode() == message
             continue
         answer = orjson.loads(filtered.body)

@@ -10,10 +10,10 @@ from policy.capacity_type import (
     DELETION_CANDIDATE_TAINT,
     EKS_CAPACITY_TYPE_LABEL,
     KARPENTER_CAPACITY_TYPE_LABEL,
-    MAX_SCORE,
     CapacityTypeSettings,
     disruption_taint,
 )
+from policy.settings import MAX_SCORE
 
 
 def pod_choosing(choice: str) -> dict[str, Any]:
