@@ -17,9 +17,10 @@ PYTEST_ARGS ?=
 ARGS ?= nodes
 AUTOSCALER ?= none
 AFFINITY ?= webhook
+SCALE_ARGS ?=
 IMAGES ?=
 
-.PHONY: help setup lock lint check go-check binaries autoscaler-binaries pulumi-engine images test test-policy test-python test-engine demo explain bench clean
+.PHONY: help setup lock lint check go-check binaries autoscaler-binaries pulumi-engine images test test-policy test-python test-engine demo explain bench bench-scale clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -91,6 +92,9 @@ explain: setup ## explain a pod or the GPU-memory inventory of your kubeconfig's
 
 bench: setup binaries ## benchmarks; writes bench/RESULTS.md
 	$(PY) -m bench --bin-dir $(BIN)
+
+bench-scale: setup binaries ## every mode beside vanilla at 1,000, 2,000 and 5,000 GPU nodes; writes bench/scale-results.json, its plots and RESULTS.md's scale section (SCALE_ARGS='--sizes ... --pods N')
+	$(PY) -m bench.scale --bin-dir $(BIN) $(SCALE_ARGS)
 
 clean: ## remove the venv and the build cache
 	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -17,7 +17,7 @@ import kubernetes.client
 
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, pod_manifest
 from policy import NODE_MEMORY_LABEL
-from testbed.eks_nodes import make_nodes
+from testbed.eks_nodes import INSTANCE_TYPES, GpuInstanceType, make_nodes
 
 API_WORKERS = 8
 """Parallel API calls while creating or deleting objects (kube-apiserver and etcd share the 2 cores)."""
@@ -38,10 +38,12 @@ class GpuPod:
     min_memory_mib: int | None
 
 
-def realistic_nodes(count: int) -> list[dict[str, Any]]:
+def realistic_nodes(
+    count: int, instance_types: tuple[GpuInstanceType, ...] = INSTANCE_TYPES
+) -> list[dict[str, Any]]:
     """``count`` fixture nodes, ready to create: no server-owned metadata, a fresh Ready condition."""
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    nodes = make_nodes(count)
+    nodes = make_nodes(count, instance_types)
     for node in nodes:
         metadata = node["metadata"]
         for key in ("uid", "resourceVersion", "creationTimestamp", "managedFields"):
@@ -52,18 +54,25 @@ def realistic_nodes(count: int) -> list[dict[str, Any]]:
 
 
 def create_nodes(api: kubernetes.client.ApiClient, nodes: list[dict[str, Any]]) -> None:
-    """Create the nodes with their status, and lift the not-ready taint TaintNodesByCondition adds."""
+    """Create the nodes with their status, and lift the not-ready taint TaintNodesByCondition adds.
+
+    Two calls a node: the API server keeps the status a Node is created with (as when a kubelet
+    registers), and a strategic merge patch replaces the taint list whole (taints have no merge key).
+    """
     core = kubernetes.client.CoreV1Api(api)
 
     def create(node: dict[str, Any]) -> None:
-        name = node["metadata"]["name"]
-        core.create_node({key: value for key, value in node.items() if key != "status"})
-        core.patch_node_status(name, {"status": node["status"]})
-        current = core.read_node(name)
-        current.spec.taints = node["spec"].get("taints")
-        core.replace_node(name, current)
+        taints = {"spec": {"taints": node["spec"].get("taints")}}
+        _discard(core.create_node(node, _preload_content=False))
+        _discard(core.patch_node(node["metadata"]["name"], taints, _preload_content=False))
 
     parallel(create, nodes)
+
+
+def _discard(response: Any) -> None:
+    """Read a raw answer to its end (not decoded into models: that costs more CPU than the call)."""
+    response.drain_conn()
+    response.release_conn()
 
 
 def node_labels(nodes: list[dict[str, Any]]) -> dict[str, int]:

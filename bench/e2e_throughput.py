@@ -8,6 +8,7 @@ Modes and client-QPS settings are interleaved within each round, so every ratio 
 runs made side by side on the same machine state.
 """
 
+import contextlib
 import statistics
 import time
 from collections.abc import Callable
@@ -21,7 +22,16 @@ import yaml
 
 from bench import process_cpu
 from bench.bind_watch import BindWatch
-from bench.cluster_load import create_nodes, create_pods, delete_pods, gpu_pods, node_labels, realistic_nodes
+from bench.cluster_load import (
+    GpuPod,
+    create_nodes,
+    create_pods,
+    delete_pods,
+    gpu_pods,
+    node_labels,
+    realistic_nodes,
+)
+from bench.extender_server import rss_mib
 from components.render.scheduler_config import ExtenderEndpoint, SchedulerConfig, SchedulerMode
 from components.render.scheduler_config import render_scheduler_config as render
 from contracts.cluster import NAMESPACE, SCHEDULER_NAME
@@ -65,12 +75,17 @@ class Setting:
     rendered_profile: bool = True
     """Plugin mode: the rendered plugins (GPUScheduler first at preFilter and filter, and at score).
     False: GPUScheduler only at filter and score, after the default plugins."""
+    percentage_of_nodes_to_score: int | None = None
+    """kube-scheduler's percentageOfNodesToScore; None = its adaptive default (50% - nodes/125, >= 5%)."""
 
     @property
     def slug(self) -> str:
         """A file-name-safe name for the setting's config and log."""
         order = "grouped" if self.grouped else "mixed"
-        return f"{self.mode}-{self.qps}-{order}-{'rendered' if self.rendered_profile else 'appended'}"
+        scored = (
+            "" if self.percentage_of_nodes_to_score is None else f"-score{self.percentage_of_nodes_to_score}"
+        )
+        return f"{self.mode}-{self.qps}-{order}-{'rendered' if self.rendered_profile else 'appended'}{scored}"
 
     @property
     def label(self) -> str:
@@ -78,6 +93,8 @@ class Setting:
         extras = ", grouped minimums" if self.grouped else ""
         if self.mode == "plugin" and not self.rendered_profile:
             extras += ", only filter+score, last"
+        if self.percentage_of_nodes_to_score is not None:
+            extras += f", percentageOfNodesToScore {self.percentage_of_nodes_to_score}"
         return f"{self.mode}{extras}, qps {qps}"
 
 
@@ -94,10 +111,29 @@ class RunResult:
     extender_candidates: list[int] = field(default_factory=list)
     cpu_seconds: dict[str, float] = field(default_factory=dict)
     """CPU used from the scheduler's start to the last bind, by process (bench.process_cpu)."""
+    startup_cpu_seconds: dict[str, float] = field(default_factory=dict)
+    """The part of ``cpu_seconds`` used before the first bind (the scheduler lists every node and pod)."""
+    rss_mib: dict[str, float] = field(default_factory=dict)
+    """Resident memory at the last bind, by process (VmRSS)."""
+    peak_rss_mib: dict[str, float] = field(default_factory=dict)
+    """Peak resident memory since each process started, read at the last bind (VmHWM)."""
+    extender_errors: int = 0
+    """Verb requests the extender answered with a status other than 200 (its log)."""
+    complete: bool = True
+    """Every pod bound within BIND_TIMEOUT_SECONDS."""
+    failure: str = ""
+    """What went wrong when not complete: bound count, the watch's state, the scheduler's log tail."""
 
     def cpu_ms_per_pod(self, process: str) -> float | None:
         used = self.cpu_seconds.get(process)
-        return None if used is None else used * 1000 / self.bound
+        return None if used is None or not self.bound else used * 1000 / self.bound
+
+    def steady_cpu_ms_per_pod(self, process: str) -> float | None:
+        """CPU per pod from the first bind to the last: scheduling alone, without the start-up."""
+        used = self.cpu_seconds.get(process)
+        if used is None or self.bound < 2:  # two binds make an interval
+            return None
+        return (used - self.startup_cpu_seconds.get(process, 0.0)) * 1000 / (self.bound - 1)
 
     @property
     def pods_per_second(self) -> float:
@@ -153,6 +189,8 @@ def scheduler_document(plane: ControlPlane, setting: Setting, link: ExtenderLink
             del plugins[point]
     if setting.qps is not None:
         document["clientConnection"].update({"qps": setting.qps, "burst": setting.qps})
+    if setting.percentage_of_nodes_to_score is not None:
+        document["percentageOfNodesToScore"] = setting.percentage_of_nodes_to_score
     return document
 
 
@@ -187,7 +225,10 @@ def run_e2e(
         for round_index in range(rounds):
             for setting in settings_for_round(round_index):
                 link = links.get(setting.mode)
-                result = _one_run(plane, bin_dir, setting, link, pods, labels, round_index)
+                pod_list = gpu_pods(pods, grouped=setting.grouped)
+                result = run_once(plane, bin_dir, setting, link, pod_list, labels, str(round_index))
+                if not result.complete:
+                    raise RuntimeError(result.failure)
                 results.append(result)
                 progress(
                     f"  round {round_index + 1}/{rounds} {setting.label}: {result.bound}/{pods} bound, "
@@ -197,20 +238,24 @@ def run_e2e(
         return E2EReport(nodes=nodes, pods=pods, bytes_per_node=bytes_per_node, runs=results)
 
 
-def _one_run(  # noqa: PLR0917 - one private call site
+def run_once(  # noqa: PLR0917 - mirrors one run's inputs
     plane: ControlPlane,
     bin_dir: Path,
     setting: Setting,
     link: ExtenderLink | None,
-    pod_count: int,
+    pods: list[GpuPod],
     labels: dict[str, int],
-    round_index: int,
+    tag: str,
 ) -> RunResult:
+    """Create ``pods``, start a fresh scheduler for ``setting``, time the binds, clean up.
+
+    A run that does not bind every pod within BIND_TIMEOUT_SECONDS returns with ``complete``
+    False and the scheduler's log tail in ``failure`` (callers decide whether that ends them).
+    """
     api = plane.api_client()
-    pods = gpu_pods(pod_count, grouped=setting.grouped)
     create_pods(api, pods)
     watch = BindWatch(api, WORKLOAD_NAMESPACE).start()
-    config_path = plane.work_dir / f"bench-{setting.slug}-{round_index}.yaml"
+    config_path = plane.work_dir / f"bench-{setting.slug}-{tag}.yaml"
     config_path.write_text(yaml.safe_dump(scheduler_document(plane, setting, link), sort_keys=False))
     log_mark = link.extender.process.log_path.stat().st_size if link is not None else 0
     (secure_port,) = plane.processes.reserve_ports(1)
@@ -220,7 +265,7 @@ def _one_run(  # noqa: PLR0917 - one private call site
     cpu_before = process_cpu.snapshot(others)
     started = time.monotonic()
     process = plane.processes.start(
-        f"scheduler-{setting.slug}-{round_index}",
+        f"scheduler-{setting.slug}-{tag}",
         [
             str(bin_dir / BINARIES[setting.mode]),
             f"--config={config_path}",
@@ -228,36 +273,54 @@ def _one_run(  # noqa: PLR0917 - one private call site
             f"--v={SCHEDULER_VERBOSITY}",
         ],
     )
+    failure = ""
     try:
-        complete = watch.wait_for(pod_count, BIND_TIMEOUT_SECONDS, process.running)
-        cpu_after = process_cpu.snapshot({**others, "scheduler": process.popen.pid})
-        cpu_used = process_cpu.spent(cpu_before, cpu_after)
+        measured = {**others, "scheduler": process.popen.pid}
+        complete = watch.wait_for(1, BIND_TIMEOUT_SECONDS, process.running)
+        cpu_at_first_bind = process_cpu.snapshot(measured)
+        complete = complete and watch.wait_for(len(pods), BIND_TIMEOUT_SECONDS, process.running)
+        cpu_used = process_cpu.spent(cpu_before, process_cpu.snapshot(measured))
+        memory = _resident_memory(measured)
+        if not complete:
+            failure = (
+                f"{setting.label}: only {len(watch.bound_at)} of {len(pods)} pods bound "
+                f"(watch error: {watch.error!r}, ended: {watch.ended}):\n{process.log_tail()}"
+            )
     finally:
         process.stop()
         plane.processes.forget(process)
         watch.stop()
-    if not complete:
-        raise RuntimeError(
-            f"{setting.label}: only {len(watch.bound_at)} of {pod_count} pods bound "
-            f"(watch error: {watch.error!r}, ended: {watch.ended}):\n{process.log_tail()}"
-        )
     times = sorted(watch.bound_at.values())
     minimum = {pod.name: pod.min_memory_mib or 0 for pod in pods}
     wrong = sum(1 for name, node in watch.nodes.items() if labels[node] < minimum[name])
     result = RunResult(
         setting=setting,
-        pods=pod_count,
+        pods=len(pods),
         bound=len(times),
-        seconds_first_to_last=times[-1] - times[0],
-        seconds_start_to_last=times[-1] - started,
+        seconds_first_to_last=times[-1] - times[0] if times else 0.0,
+        seconds_start_to_last=times[-1] - started if times else 0.0,
         wrong_placements=wrong,
         cpu_seconds=cpu_used,
+        startup_cpu_seconds=process_cpu.spent(cpu_before, cpu_at_first_bind),
+        rss_mib={name: current for name, (current, _) in memory.items()},
+        peak_rss_mib={name: peak for name, (_, peak) in memory.items()},
+        complete=complete,
+        failure=failure,
     )
     if link is not None:
         _extender_timings(link.extender, log_mark, result)
     kubernetes.client.CoordinationV1Api(api).delete_namespaced_lease(SCHEDULER_NAME, NAMESPACE)
     delete_pods(api)
     return result
+
+
+def _resident_memory(pids: dict[str, int]) -> dict[str, tuple[float, float]]:
+    """(VmRSS, VmHWM) in MiB by process name; a process that has exited is left out."""
+    memory = {}
+    for name, pid in pids.items():
+        with contextlib.suppress(FileNotFoundError, KeyError):  # gone, or a zombie without memory
+            memory[name] = rss_mib(pid)
+    return memory
 
 
 def _extender_timings(extender: RunningExtender, since: int, result: RunResult) -> None:
@@ -267,7 +330,10 @@ def _extender_timings(extender: RunningExtender, since: int, result: RunResult) 
             if not line.startswith(b"{"):
                 continue
             entry = orjson.loads(line)
-            if entry.get("msg") != "request" or entry.get("status") != 200:
+            if entry.get("msg") != "request":
+                continue
+            if entry.get("status") != 200:
+                result.extender_errors += 1
                 continue
             if entry.get("verb") == "filter":
                 result.extender_filter_ms.append(float(entry["duration_ms"]))

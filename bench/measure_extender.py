@@ -5,6 +5,7 @@
         [--rounds 1]
     python -m bench.measure_extender probes [--nodes 5000]
     python -m bench.measure_extender webhook [--concurrent 2] [--rounds 200]
+    python -m bench.measure_extender abandoned [--nodes 5000] [--give-up 2.0] [--rounds 12]
 
 Both start the real ``python -m extender_app`` with a throw-away PKI on loopback and talk to
 it over mutual TLS. ``latency`` sends sequential filter and prioritize requests and reports
@@ -14,9 +15,14 @@ reads the server's peak RSS (VmHWM). ``probes`` polls /healthz while a large fil
 ``webhook`` runs the same program with ``--role webhook`` (its own defaults: no client CA, the
 4 MiB body cap): sequential ``/mutate`` medians for a typical pod, then ``--concurrent``
 simultaneous reviews whose pods fill the body cap, and the peak RSS (docs/webhook.md#resources).
+``abandoned`` plays a kube-scheduler whose ``httpTimeout`` is shorter than the extender's
+answer: it sends a realistic ``--nodes`` filter request, gives up after ``--give-up`` seconds
+without reading the rest, and sends the next at once; RSS after each, and the peak.
 """
 
 import argparse
+import socket
+import ssl
 import statistics
 import subprocess
 import tempfile
@@ -32,10 +38,12 @@ from contracts.server import FILTER_PATH, MUTATE_PATH, ROLE_WEBHOOK, flag
 from extender_app.settings import WEBHOOK_MAX_BODY_BYTES
 from testbed.admission_reviews import admission_review, gpu_pod
 from testbed.eks_nodes import extender_body, make_nodes, make_pod
-from testbed.extender import read_json_line, request, scheduler_context, start_process, tls_args
+from testbed.extender import LOOPBACK, read_json_line, request, scheduler_context, start_process, tls_args
 from testbed.pki import Pki, make_pki
 
 MIB = 2**20
+READ_BYTES = 64 * 1024
+"""What the abandoning client reads at a time before it gives up."""
 
 
 class Server:
@@ -229,6 +237,44 @@ def webhook(arguments: argparse.Namespace) -> None:
             server.stop()
 
 
+def abandoned(arguments: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        pki = make_pki(Path(directory))
+        server = Server(pki, [])
+        try:
+            body = extender_body(make_pod(), make_nodes(arguments.nodes))
+            head = b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
+            context = scheduler_context(pki)
+            samples = []
+            for _ in range(arguments.rounds):
+                _give_up_after(server.port, context, head + body, arguments.give_up)
+                samples.append(rss_mib(server.process.pid)[0])
+            print(
+                f"{arguments.rounds} filter requests of {len(body) / MIB:.1f} MiB ({arguments.nodes} nodes),"
+                f" each abandoned after {arguments.give_up} s: RSS after each"
+                f" {[round(value) for value in samples]} MiB,"
+                f" peak {peak_rss_mib(server.process.pid):.0f} MiB; answers logged {len(server.requests)},"
+                f" delivered {sum(1 for entry in server.requests if 'delivery' not in entry)}"
+            )
+        finally:
+            server.stop()
+
+
+def _give_up_after(port: int, context: ssl.SSLContext, message: bytes, seconds: float) -> None:
+    """Send ``message``, read what comes back until ``seconds`` have passed, then close."""
+    end = time.monotonic() + seconds
+    with context.wrap_socket(socket.create_connection((LOOPBACK, port)), server_hostname=LOOPBACK) as sock:
+        try:
+            sock.settimeout(seconds)
+            sock.sendall(message)
+            while (left := end - time.monotonic()) > 0:
+                sock.settimeout(left)
+                if not sock.recv(READ_BYTES):
+                    return
+        except (TimeoutError, OSError):
+            return
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -248,8 +294,19 @@ def main() -> None:
     four = sub.add_parser("webhook")
     four.add_argument("--concurrent", type=int, default=2)
     four.add_argument("--rounds", type=int, default=200)
+    five = sub.add_parser("abandoned")
+    five.add_argument("--nodes", type=int, default=5000)
+    five.add_argument("--give-up", type=float, default=2.0, help="seconds, as kube-scheduler's httpTimeout")
+    five.add_argument("--rounds", type=int, default=12)
     arguments = parser.parse_args()
-    {"latency": latency, "memory": memory, "probes": probes, "webhook": webhook}[arguments.what](arguments)
+    measures = {
+        "latency": latency,
+        "memory": memory,
+        "probes": probes,
+        "webhook": webhook,
+        "abandoned": abandoned,
+    }
+    measures[arguments.what](arguments)
 
 
 if __name__ == "__main__":

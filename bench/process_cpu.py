@@ -4,6 +4,7 @@ On this 2-core machine a run with the client rate limit lifted is CPU-bound: the
 share both cores, so each one's CPU per bound pod says where the throughput goes.
 """
 
+import contextlib
 import os
 from collections.abc import Mapping
 
@@ -19,8 +20,12 @@ def cpu_seconds(pid: int) -> float:
 
 
 def snapshot(pids: Mapping[str, int]) -> dict[str, float]:
-    """CPU seconds so far, by process name."""
-    return {name: cpu_seconds(pid) for name, pid in pids.items()}
+    """CPU seconds so far, by process name; a process that has exited and been reaped is left out."""
+    seconds = {}
+    for name, pid in pids.items():
+        with contextlib.suppress(FileNotFoundError):
+            seconds[name] = cpu_seconds(pid)
+    return seconds
 
 
 def spent(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:

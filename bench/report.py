@@ -8,10 +8,14 @@ from bench.e2e_throughput import E2EReport, Setting
 from bench.extender_bench import Cell, MemoryResult, SoakResult
 from bench.machine import Machine
 from bench.node_cache_bench import CacheResult
+from bench.scale_report import render_scale_section
+from bench.scale_results import load as load_scale
 from components.stack_config import EXTENDER_RESOURCES
 from policy import parse_quantity
 
 FINDINGS = Path(__file__).with_name("FINDINGS.md")
+SCALE_RESULTS = Path(__file__).with_name("scale-results.json")
+"""Written by ``python -m bench.scale`` (make bench-scale); its section is kept when make bench rewrites."""
 MIB = 1024 * 1024
 FILTER_TARGET_MS = 30.0
 PLUGIN_TARGET_RATIO = 0.95
@@ -58,6 +62,8 @@ def render_report(
         lines += _soak(results["soak"])
     if "e2e" in results:
         lines += _e2e(results["e2e"], machine.cpus)
+    if SCALE_RESULTS.exists() and not quick:
+        lines += ["", *render_scale_section(load_scale(SCALE_RESULTS))]
     if FINDINGS.exists():
         lines += ["", FINDINGS.read_text().rstrip(), ""]
     return "\n".join(lines) + "\n"

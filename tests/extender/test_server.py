@@ -1,9 +1,13 @@
 """The real server over mutual TLS on loopback: routing, statuses, limits, logs, metrics."""
 
 import contextlib
+import gc
 import io
 import select
+import socket
 import ssl
+import struct
+import types
 from typing import Any
 
 import orjson
@@ -13,6 +17,8 @@ from extender_app.verbs import handlers as handlers_module
 from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY, NODE_MEMORY_LABEL
 from testbed.eks_nodes import extender_body, make_nodes, make_pod
 from testbed.extender import (
+    DEADLINE,
+    LOOPBACK,
     ThreadedExtender,
     read_response,
     refusal,
@@ -424,3 +430,48 @@ def test_unreadable_heads_are_logged_and_counted(extender):
     assert extender.logs.requests()[0]["verb"] == "malformed"
     metrics = request(extender.ports.health_port, None, "/metrics", method="GET").body.decode()
     assert 'gpu_extender_requests_total{status="400",verb="malformed"} 1.0' in metrics
+
+
+def test_a_client_gone_before_a_large_answer_is_one_log_line(extender, caplog):
+    """The answer stops at the first write that fails: no flood of asyncio's per-write warnings."""
+    body = extender_body(make_pod(), make_nodes(600))  # every node passes: a 12 MB answer
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: a small window
+    raw.settimeout(DEADLINE)
+    raw.connect((LOOPBACK, extender.ports.port))
+    with scheduler_context(extender.pki).wrap_socket(raw, server_hostname=LOOPBACK) as gone:
+        gone.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        assert gone.recv(1) == b"H"  # the answer has begun; most of it cannot have left the server yet
+        gone.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close = reset
+    wait_for(lambda: len(extender.logs.requests()) == 1, "the request's log line")
+    assert extender.logs.requests()[0].get("delivery") == "client went away"
+    flood = [record for record in caplog.records if record.name == "asyncio"]
+    assert not flood, f"{len(flood)} asyncio records, the first: {flood[0].getMessage()}"
+
+
+def _request_frames() -> list[types.FrameType]:
+    return [
+        thing
+        for thing in gc.get_objects()
+        if isinstance(thing, types.FrameType) and thing.f_code.co_name in ("_read_body", "_one_request")
+    ]
+
+
+def test_a_client_gone_mid_body_leaves_no_frames_holding_its_body(extender):
+    """The error a vanished client raises is kept by the stream reader, and its traceback's frames hold
+    the request's body: without clearing them, every abandoned request's body waits for the cyclic GC
+    (a scheduler timing out on large requests drove RSS past 1 GiB)."""
+    body = extender_body(make_pod(), make_nodes(300))
+    gc.collect()
+    gc.disable()  # what is not freed by reference counting stays visible
+    try:
+        for _ in range(3):
+            with tls_socket(extender.ports.port, scheduler_context(extender.pki)) as quitter:
+                quitter.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body))
+                quitter.sendall(body[: len(body) // 2])
+                wait_for(lambda: extender.service.verb_server.buffered_body_bytes > 0, "the body being read")
+                quitter.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            wait_for(lambda: extender.service.verb_server.open_connections == 0, "the connection closed")
+        assert _request_frames() == []
+    finally:
+        gc.enable()
