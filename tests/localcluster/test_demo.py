@@ -119,6 +119,17 @@ def work_dirs_of(pids: set[int]) -> set[Path]:
     }
 
 
+def freeze_the_scheduler(children: set[int]) -> None:
+    """SIGSTOP the demo's kube-scheduler: no pod can be placed any more, so the demo cannot finish
+    before the signal the test sends it, however fast the scheduler was until then."""
+    (scheduler,) = (
+        pid
+        for pid in children
+        if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"kube-scheduler")
+    )
+    os.kill(scheduler, signal.SIGSTOP)
+
+
 def start_demo_until_the_cluster_runs(bin_dir: Path) -> tuple[subprocess.Popen[str], set[int]]:
     demo = subprocess.Popen(
         demo_command(bin_dir, "extender"),
@@ -143,6 +154,7 @@ def test_an_interrupted_demo_stops_every_process_and_removes_its_files(bin_dir: 
     demo, children = start_demo_until_the_cluster_runs(bin_dir)
     work_dirs = work_dirs_of(children)
     assert work_dirs
+    freeze_the_scheduler(children)  # stopped children are stopped all the same (SIGCONT follows SIGTERM)
     demo.send_signal(signum)
     assert demo.wait(timeout=60) != 0
     assert not alive(children)
