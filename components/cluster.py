@@ -18,6 +18,8 @@ import pulumi_kubernetes as k8s
 from components.network import Network
 from components.render.gpu_memory import InstanceGpus, require_architecture
 from components.stack_config import PROJECT, ClusterSettings
+from policy import CAPACITY_TYPE_LABEL
+from policy.capacity_type import ON_DEMAND
 
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 SYSTEM_AMI_ARCHITECTURE = "x86_64"
@@ -162,7 +164,7 @@ class Cluster(pulumi.ComponentResource):
                 desired_size=group.scaling.desired_size,
             ),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=MAX_UNAVAILABLE_NODES),
-            labels={NODE_POOL_LABEL: SYSTEM_POOL},
+            labels={NODE_POOL_LABEL: SYSTEM_POOL, CAPACITY_TYPE_LABEL: ON_DEMAND},
             opts=pulumi.ResourceOptions(
                 parent=self, depends_on=self.node_group_dependencies, ignore_changes=AUTOSCALED_FIELDS
             ),

@@ -36,7 +36,7 @@ from components.render.autoscaler_template import (
 )
 from components.stack_config import ClusterAutoscalerSettings
 from contracts.cluster import GPU_PRESENT_LABEL
-from policy import GPU_RESOURCE, NODE_MEMORY_LABEL
+from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL
 
 CHART = "cluster-autoscaler"
 CHART_REPOSITORY = "https://kubernetes.github.io/autoscaler"
@@ -95,6 +95,13 @@ def node_template_tags(
     if gpu_taint:
         tags[f"{NODE_TEMPLATE}/taint/{GPU_TAINT_KEY}"] = f"{GPU_TAINT_VALUE}:NoSchedule"
     return tags
+
+
+def capacity_type_template_tag(capacity_type: str) -> dict[str, str]:
+    """A group's capacity type as a node-template label (ours, normalised), so a pod whose required
+    affinity names it (the webhook writes ``<label> In [...]`` for a required choice) picks a group of
+    that type."""
+    return {f"{NODE_TEMPLATE}/label/{CAPACITY_TYPE_LABEL}": capacity_type}
 
 
 def autoscaler_values(
@@ -178,6 +185,13 @@ class ClusterAutoscaler(pulumi.ComponentResource):
                     tag=aws.autoscaling.TagTagArgs(
                         key=key, value=template.apply(itemgetter(key)), propagate_at_launch=False
                     ),
+                    opts=child,
+                )
+            for key, value in capacity_type_template_tag(group.capacity_type).items():
+                aws.autoscaling.Tag(
+                    f"{name}-{group_name}-{key.removeprefix(TAG_PREFIX + '/').replace('/', '-')}",
+                    autoscaling_group_name=asg,
+                    tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
                     opts=child,
                 )
         agent = [cluster.pod_identity_agent] if cluster.pod_identity_agent is not None else []

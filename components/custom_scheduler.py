@@ -94,6 +94,7 @@ class CustomScheduler(pulumi.ComponentResource):
             SchedulerConfig(
                 mode=mode,
                 extender=ExtenderEndpoint(weight=settings.extender_weight),
+                capacity_type_weight=settings.capacity_type_weight,
                 scoring_strategy=scoring_strategy,
                 job_zone=settings.job_zone,
             )

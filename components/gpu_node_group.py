@@ -19,7 +19,7 @@ from components.render.gpu_memory import (
 from components.render.karpenter_pools import memory_class_name
 from components.stack_config import GpuNodeGroup as GpuNodeGroupSettings
 from contracts.cluster import GPU_PRESENT_LABEL
-from policy import GPU_RESOURCE, NODE_MEMORY_LABEL
+from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL, vendor_capacity_type
 
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 """EKS-optimised Amazon Linux 2023 with the NVIDIA driver and container toolkit."""
@@ -114,7 +114,11 @@ class GpuNodeGroup(pulumi.ComponentResource):
         self.accelerator = pulumi.Output.all(self.memory_label, self.instance_gpus).apply(
             lambda checked: accelerator_name(group_key(settings), checked[1])
         )
-        self.node_pool = self.memory_label.apply(lambda memory: memory_class_name(int(memory)))
+        self.capacity_type = vendor_capacity_type(settings.capacity_type)
+        """Our capacity-type label of the group's nodes (``on-demand`` or ``spot``)."""
+        self.node_pool = self.memory_label.apply(
+            lambda memory: memory_class_name(int(memory), self.capacity_type)
+        )
         self.gpus_per_node = self.instance_gpus.apply(
             lambda described: min(sum(gpu.count for gpu in item.gpus) for item in described)
         )
@@ -146,6 +150,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
                 NODE_POOL_LABEL: self.node_pool,
                 # Cluster Autoscaler counts a GPU node as not ready until its GPUs are advertised.
                 ACCELERATOR_LABEL: self.accelerator,
+                CAPACITY_TYPE_LABEL: self.capacity_type,
             },
             taints=taints,
             opts=pulumi.ResourceOptions(

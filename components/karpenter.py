@@ -45,7 +45,7 @@ from components.render.karpenter_pools import (
 )
 from components.stack_config import KarpenterSettings, Resources
 from contracts.cluster import GPU_PRESENT_LABEL
-from policy import NODE_MEMORY_LABEL
+from policy import CAPACITY_TYPE_LABEL, NODE_MEMORY_LABEL
 
 CHART_REGISTRY = "oci://public.ecr.aws/karpenter"
 CHART = f"{CHART_REGISTRY}/karpenter"
@@ -91,9 +91,12 @@ def karpenter_values(cluster_name: str, queue_name: str, resources: Resources) -
 
 
 def pool_labels(memory_class: MemoryClass) -> dict[str, str]:
-    """The template labels of a memory class's nodes: ours, the device plugin's, the pool's."""
+    """The template labels of a memory class's nodes: ours (memory, capacity type), the device
+    plugin's, the pool's."""
+    (capacity_type,) = memory_class.capacity_types
     return {
         NODE_MEMORY_LABEL: str(memory_class.memory_mib),
+        CAPACITY_TYPE_LABEL: capacity_type,
         GPU_PRESENT_LABEL: GPU_TAINT_VALUE,
         NODE_POOL_LABEL: memory_class.name,
     }

@@ -14,6 +14,8 @@ from explain.node_facts import NodeFacts
 from explain.pod_verdicts import PodVerdicts
 from explain.settings import LISTED_NODES, SUGGESTED_INSTANCE_TYPES
 from policy import (
+    CAPACITY_TYPE_ANNOTATION,
+    INVALID_CAPACITY_CHOICE,
     INVALID_MIN_MEMORY,
     INVALID_NODE_LABEL,
     MAX_GPU_MEMORY_MIB,
@@ -60,6 +62,11 @@ def _fix_for_error(verdicts: PodVerdicts, settings: PolicySettings) -> str:
         if mib is not None:
             fix += f'; {raw!r} read as a byte quantity is {mib} MiB: "{mib}"'
         return fix
+    if verdicts.error == INVALID_CAPACITY_CHOICE:
+        return (
+            f"set the annotation {CAPACITY_TYPE_ANNOTATION} to on-demand, spot, prefer-on-demand or "
+            f"prefer-spot, or remove it"
+        )
     if verdicts.error == REQUIRES_GPU_REQUEST:
         return (
             f"request GPUs ({settings.gpu_resource} in a container's resources.limits or requests), "

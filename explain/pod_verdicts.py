@@ -20,8 +20,12 @@ from policy import (
     PolicyError,
     PolicySettings,
     Requirement,
+    capacity_choice,
+    capacity_score_100,
     extender_score,
+    fits_capacity_type,
     fits_memory,
+    node_capacity_type,
     requirement_from_pod,
     score_100,
 )
@@ -60,6 +64,11 @@ class NodeVerdict:
     """0..10, as the extender reports it."""
     gpu_count_fits: bool
     untolerated: tuple[Taint, ...]
+    capacity_type: str = ""
+    """The node's capacity type as the capacity-type rule reads it ("" unknown)."""
+    capacity_score: int = 0
+    """The capacity-type rule's 0..100 (0 for a pod without a choice). ``fits`` and ``reason``
+    include the rule's verdict, after the memory rule's, as the scheduler runs them."""
 
     @property
     def tolerated(self) -> bool:
@@ -88,6 +97,8 @@ class PodVerdicts:
     """The policy's message when the pod itself is invalid, else ''."""
     nodes: tuple[NodeVerdict, ...]
     verdict: Verdict
+    capacity_choice: str = ""
+    """The pod's capacity-type choice ("" for none)."""
 
     @property
     def exit_code(self) -> int:
@@ -146,6 +157,11 @@ def judge_pod(
         error = ""
     except PolicyError as failure:
         requirement, error = None, str(failure)
+    choice = ""
+    try:
+        choice = capacity_choice(pod)
+    except PolicyError as failure:
+        requirement, error = None, error or str(failure)
 
     allocated = allocated_gpus(assigned_pods, settings, exclude=pod_key(pod))
     facts = [node_facts(node, allocated, settings) for node in nodes]
@@ -157,6 +173,7 @@ def judge_pod(
                     node,
                     fact,
                     requirement=requirement,
+                    choice=choice,
                     error=error,
                     gpu_request=gpu_request,
                     settings=settings,
@@ -178,6 +195,7 @@ def judge_pod(
         error=error,
         nodes=rows,
         verdict=verdict,
+        capacity_choice=choice,
     )
 
 
@@ -187,6 +205,7 @@ def _node_verdict(
     facts: NodeFacts,
     *,
     requirement: Requirement | None,
+    choice: str,
     error: str,
     gpu_request: Decimal | None,
     settings: PolicySettings,
@@ -199,6 +218,8 @@ def _node_verdict(
     if requirement is None:
         return NodeVerdict(facts, gpu, False, error, 0, 0, gpu_count_fits, untolerated)
     fits, reason = fits_memory(requirement, node, settings)
+    if fits:
+        fits, reason = fits_capacity_type(choice, node)
     return NodeVerdict(
         facts,
         gpu,
@@ -208,6 +229,8 @@ def _node_verdict(
         extender_score(requirement, node, settings),
         gpu_count_fits,
         untolerated,
+        capacity_type=node_capacity_type(node),
+        capacity_score=capacity_score_100(choice, node),
     )
 
 

@@ -9,7 +9,7 @@ from explain.nodes_report import NodeInventory, NodeRow, Problem
 from explain.pod_report import PodExplanation
 from explain.pod_verdicts import NodeVerdict
 from explain.settings import SCHEMA_VERSION
-from policy import PolicySettings
+from policy import CAPACITY_TYPE_ANNOTATION, PolicySettings
 
 VERDICTS = {
     "bound": "the pod is bound",
@@ -58,7 +58,8 @@ def pod_text(explanation: PodExplanation, settings: PolicySettings) -> str:
     lines += ["", "What would have to change:", *(f"  - {change}" for change in explanation.changes)]
     lines += [
         "",
-        f"SCORE is the plugin's 0..100, EXT the extender's 0..10; GPUS and TAINTS repeat the scheduler's "
+        f"SCORE is GPUScheduler's 0..100, EXT the extender's memory score 0..10, CAPACITY the node's "
+        f"capacity type and CapacityType's 0..100; GPUS and TAINTS repeat the scheduler's "
         f"other filters for information. EC2 data: {explanation.ec2_source}.",
     ]
     return "\n".join(lines)
@@ -70,6 +71,7 @@ _POD_HEADER = (
     "REASON",
     "SCORE",
     "EXT",
+    "CAPACITY",
     "INSTANCE TYPE",
     "GPU",
     "LABEL MiB",
@@ -90,6 +92,7 @@ def _pod_row(row: NodeVerdict, explanation: PodExplanation) -> tuple[str, ...]:
         row.reason or "-",
         str(row.score),
         str(row.extender_score),
+        f"{row.capacity_type or 'unknown'} ({row.capacity_score})",
         node.instance_type or "-",
         row.gpu,
         node.label if node.label is not None else "-",
@@ -118,11 +121,13 @@ def _asks_text(explanation: PodExplanation, settings: PolicySettings) -> str:
         return f"{request}; invalid: {explanation.error}{raw}"
     requirement = explanation.requirement
     assert requirement is not None
+    choice = explanation.capacity_choice
+    capacity = f"; capacity type {choice} ({CAPACITY_TYPE_ANNOTATION})" if choice else ""
     if requirement.min_memory_mib:
-        return f"{request}, >= {requirement.min_memory_mib} MiB per GPU ({annotation})"
+        return f"{request}, >= {requirement.min_memory_mib} MiB per GPU ({annotation}){capacity}"
     if requirement.has_gpu:
-        return f"{request}, any GPU memory (no {annotation})"
-    return f"no {settings.gpu_resource}: the GPU-memory policy does not restrict it"
+        return f"{request}, any GPU memory (no {annotation}){capacity}"
+    return f"no {settings.gpu_resource}: the GPU-memory policy does not restrict it{capacity}"
 
 
 def pod_json(explanation: PodExplanation) -> dict[str, Any]:
@@ -155,6 +160,7 @@ def pod_json(explanation: PodExplanation) -> dict[str, Any]:
             if requirement is None
             else {"hasGpu": requirement.has_gpu, "minMemoryMiB": requirement.min_memory_mib}
         ),
+        "capacityType": explanation.capacity_choice or None,
         "error": explanation.error or None,
         "verdict": explanation.verdict,
         "exitCode": explanation.exit_code,
@@ -171,6 +177,8 @@ def _node_verdict_json(row: NodeVerdict) -> dict[str, Any]:
         "reason": row.reason,
         "score": row.score,
         "extenderScore": row.extender_score,
+        "capacityType": row.capacity_type or None,
+        "capacityScore": row.capacity_score,
         **_facts_json(row.node),
         "gpu": row.gpu,
         "gpuCountFits": row.gpu_count_fits,

@@ -63,7 +63,14 @@ from localcluster.workloads import (
     submit_pods_through_admission,
 )
 from localcluster.zone_scene import run_zone_scene
-from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY, SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
+from policy import (
+    BELOW_MINIMUM,
+    INVALID_CAPACITY_CHOICE,
+    INVALID_MIN_MEMORY,
+    SCORING_STRATEGIES,
+    SCORING_STRATEGY,
+    ScoringStrategy,
+)
 
 GIB = 1024
 
@@ -78,6 +85,8 @@ class DemoPod:
     """For a Pending (or refused) pod: text the scheduler's reason (or the refusal) must contain."""
     expect_refused: bool = False
     """The admission webhook refuses to create it (its annotation is not a valid minimum)."""
+    expect_capacity: str = ""
+    """For a bound pod: the capacity type its node must have ("" any); never a node being taken away."""
 
     @property
     def minimum_mib(self) -> int:
@@ -89,6 +98,37 @@ NODE_AFFINITY_MISMATCH = "didn't match Pod's node affinity/selector"
 """kube-scheduler's NodeAffinity filter's reason: with the webhook's affinity on a pod, it refuses
 a node too small before the extender is asked (extenders run after every filter plugin; in plugin
 mode GPUScheduler runs first at filter, so the policy's reason is the one recorded)."""
+
+
+SPOT_NODES = ("spot-g5-xlarge-1", "spot-g5-xlarge-2")
+"""Two, so that spot-only and prefers-spot both find one, in whichever order they are scheduled."""
+DRAINING_NODE = "draining-g5-xlarge"
+"""Beside the fleet (all on-demand): spot nodes and an on-demand one Karpenter is draining."""
+
+
+def capacity_nodes() -> list[SimulatedNode]:
+    """The demo's capacity-type nodes: two spot, one being taken away (``karpenter.sh/disrupted``)."""
+    g5 = load_inventory()["g5.xlarge"]
+    spot = [SimulatedNode(name, g5, "us-east-1b", capacity_type="SPOT") for name in SPOT_NODES]
+    return [
+        *spot,
+        SimulatedNode(DRAINING_NODE, g5, "us-east-1a", taints=("karpenter.sh/disrupted",)),
+    ]
+
+
+def capacity_pods(webhook: bool) -> list[DemoPod]:
+    """A pod of each capacity-type choice; the one that tolerates every taint must still avoid
+    the node being taken away; an invalid choice is refused (webhook) or waits with the message."""
+    on_demand = PodSpecification("on-demand-tolerates-all", capacity_type="on-demand", tolerate_all=True)
+    prefers_spot = PodSpecification("prefers-spot", capacity_type="prefer-spot", tolerate_all=True)
+    invalid = PodSpecification("invalid-capacity-type", capacity_type="Spot")
+    return [
+        DemoPod(on_demand, expect_bound=True, expect_capacity="on-demand"),
+        DemoPod(PodSpecification("spot-only", capacity_type="spot"), True, expect_capacity="spot"),
+        DemoPod(PodSpecification("prefers-on-demand", capacity_type="prefer-on-demand"), expect_bound=True),
+        DemoPod(prefers_spot, expect_bound=True),
+        DemoPod(invalid, False, INVALID_CAPACITY_CHOICE, webhook),
+    ]
 
 
 def sample_pods(mode: SchedulerMode, webhook: bool = True) -> list[DemoPod]:
@@ -107,7 +147,7 @@ def sample_pods(mode: SchedulerMode, webhook: bool = True) -> list[DemoPod]:
         DemoPod(PodSpecification("gpu-no-minimum"), expect_bound=True),
         DemoPod(PodSpecification("cpu-only", gpus=0), expect_bound=True),
     ]
-    return pods
+    return pods + capacity_pods(webhook)
 
 
 REFUSED = "RefusedAtAdmission"
@@ -128,10 +168,26 @@ def check(pod: DemoPod, outcome: PodOutcome, nodes: dict[str, InstanceType]) -> 
         return "a GPU pod on a node without GPUs"
     if instance_type.gpu_memory_mib < pod.minimum_mib:
         return "bound to a GPU below its minimum"
+    return _capacity_problem(pod, outcome.node or "")
+
+
+def _capacity_problem(pod: DemoPod, node: str) -> str:
+    """'' unless the pod is on a node being taken away or of the wrong capacity type."""
+    if node == DRAINING_NODE:
+        return "bound to a node being taken away"
+    capacity = "spot" if node in SPOT_NODES else "on-demand"
+    if pod.expect_capacity and capacity != pod.expect_capacity:
+        return f"bound to {capacity}, expected {pod.expect_capacity}"
     return ""
 
 
 def describe_request(spec: PodSpecification) -> str:
+    capacity = f", {spec.capacity_type}" if spec.capacity_type else ""
+    capacity += ", tolerates all" if spec.tolerate_all else ""
+    return _describe_memory(spec) + capacity
+
+
+def _describe_memory(spec: PodSpecification) -> str:
     if not spec.gpus:
         return "no GPU"
     if spec.min_memory is None:
@@ -183,10 +239,10 @@ def report(
 def admission_report(api: kubernetes.client.ApiClient, pods: list[DemoPod], refused: dict[str, str]) -> str:
     """What admission did to each annotated pod: the required node affinity it was created with
     (the webhook's patch, which autoscalers read), or the refusal."""
-    lines = ["Admission (the webhook, for pods with the minimum annotation):"]
+    lines = ["Admission (the webhook, for pods with the minimum or the capacity-type annotation):"]
     for pod in pods:
         name = pod.spec.name
-        if pod.spec.min_memory is None:
+        if pod.spec.min_memory is None and pod.spec.capacity_type is None:
             continue
         affinity = "" if name in refused else created_affinity(api, name)
         lines.append(admission_line(name, affinity, refused.get(name, "")))
@@ -242,6 +298,8 @@ def run(
     inventory = load_inventory()
     types = [t for t in inventory.values() if autoscaler == "none" or not t.has_gpu]
     simulated = fleet(types, per_type)
+    if autoscaler == "none":
+        simulated += capacity_nodes()
     settings: dict[str, str] = {"schedulerMode": mode, "scoringStrategy": scoring_strategy}
     if autoscaler == "karpenter" and affinity == "none":
         settings[WEBHOOK_ENABLED_KEY] = "false"

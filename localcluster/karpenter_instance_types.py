@@ -8,7 +8,9 @@ single-value ``In`` offering requirement becomes a label of the Node Karpenter c
 takes part in its scheduling simulation: that is where our GPU-memory label goes, with the
 value the Pulumi program derives from EC2 (``localcluster.inventory``, through
 ``components.gpu_memory``), so Karpenter can match a pod's ``Gt`` affinity against it before
-the node exists.
+the node exists. Each type is offered on-demand and spot (cheaper), and each offering carries
+our capacity-type label with its type, so a pod's required ``training.example.com/capacity-type``
+picks the offering, as the stack's per-capacity-type NodePools do on EKS.
 
 Pure: no I/O. ``localcluster.karpenter`` writes the document to a file.
 """
@@ -18,6 +20,7 @@ from typing import Any
 
 from localcluster.inventory import InstanceType
 from localcluster.nodes import MAX_PODS, ZONES
+from policy import CAPACITY_TYPE_LABEL as OUR_CAPACITY_TYPE_LABEL
 from policy import DEFAULT_SETTINGS, GPU_RESOURCE, PolicySettings
 
 KARPENTER_INSTANCE_TYPES = ("g4dn.xlarge", "g5.xlarge", "g6e.xlarge", "p4d.24xlarge", "p5.48xlarge")
@@ -37,7 +40,11 @@ whose offering fits), so their order is what matters here."""
 
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
-CAPACITY_TYPE = "on-demand"
+CAPACITY_TYPES = ("on-demand", "spot")
+"""Every type is offered as both."""
+SPOT_PRICE_FACTOR = 0.4
+"""A spot offering's price as a share of on-demand's (spot is typically 60-70% off; Karpenter only
+compares prices, so any factor below 1 makes spot the cheaper offering of a type)."""
 ARCHITECTURE = "amd64"
 """Karpenter's and the Node label's spelling of EC2's x86_64 (all the types above)."""
 OPERATING_SYSTEM = "linux"
@@ -77,14 +84,16 @@ def _entry(
     }
     offerings = [
         {
-            "Price": price,
+            "Price": price if capacity_type == "on-demand" else round(price * SPOT_PRICE_FACTOR, 4),
             "Available": True,
             "Requirements": [
-                {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": [CAPACITY_TYPE]},
+                {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": [capacity_type]},
+                {"key": OUR_CAPACITY_TYPE_LABEL, "operator": "In", "values": [capacity_type]},
                 {"key": ZONE_LABEL, "operator": "In", "values": [zone]},
                 memory_label,
             ],
         }
+        for capacity_type in CAPACITY_TYPES
         for zone in zones
     ]
     return {

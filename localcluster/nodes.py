@@ -14,7 +14,7 @@ import kubernetes.client
 
 from contracts.cluster import GPU_PRESENT_LABEL
 from localcluster.inventory import InstanceType
-from policy import GPU_RESOURCE, NODE_MEMORY_LABEL
+from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL, vendor_capacity_type
 
 GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
 REGION = "us-east-1"
@@ -32,6 +32,10 @@ class SimulatedNode:
     instance_type: InstanceType
     zone: str
     gpu_taint: bool = True
+    capacity_type: str = "ON_DEMAND"
+    """The EKS capacity-type label's value (``eks.amazonaws.com/capacityType``)."""
+    taints: tuple[str, ...] = ()
+    """Keys of further NoSchedule taints (a disruption taint, for example)."""
 
     @property
     def node_group(self) -> str:
@@ -60,7 +64,9 @@ def node_manifest(node: SimulatedNode) -> dict[str, Any]:
         "topology.kubernetes.io/region": REGION,
         "topology.kubernetes.io/zone": node.zone,
         "eks.amazonaws.com/nodegroup": node.node_group,
-        "eks.amazonaws.com/capacityType": "ON_DEMAND",
+        "eks.amazonaws.com/capacityType": node.capacity_type,
+        # As the stack's node groups label their nodes (components/gpu_node_group.py).
+        CAPACITY_TYPE_LABEL: vendor_capacity_type(node.capacity_type),
     }
     spec: dict[str, Any] = {}
     if instance_type.has_gpu:
@@ -68,6 +74,11 @@ def node_manifest(node: SimulatedNode) -> dict[str, Any]:
         labels[NODE_MEMORY_LABEL] = str(instance_type.gpu_memory_mib)
         if node.gpu_taint:
             spec["taints"] = [dict(GPU_TAINT)]
+    if node.taints:
+        spec["taints"] = [
+            *spec.get("taints", []),
+            *({"key": key, "effect": "NoSchedule"} for key in node.taints),
+        ]
     return {
         "apiVersion": "v1",
         "kind": "Node",

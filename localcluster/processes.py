@@ -69,6 +69,7 @@ class ManagedProcess:
         """SIGTERM the child's process group, wait, then SIGKILL; returns the exit status."""
         if self.running():
             self._signal_group(signal.SIGTERM)
+            self._signal_group(signal.SIGCONT)  # a stopped child acts on SIGTERM only once continued
             try:
                 self.popen.wait(timeout=grace)
             except subprocess.TimeoutExpired:

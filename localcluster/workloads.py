@@ -9,7 +9,7 @@ from kubernetes.client.rest import ApiException
 
 from contracts.cluster import SCHEDULER_NAME
 from localcluster.nodes import GPU_TAINT
-from policy import GPU_RESOURCE, MIN_MEMORY_ANNOTATION
+from policy import CAPACITY_TYPE_ANNOTATION, GPU_RESOURCE, MIN_MEMORY_ANNOTATION
 
 WORKLOAD_NAMESPACE = "ml-training"
 POD_IMAGE = "busybox:1.37.0"
@@ -25,6 +25,10 @@ class PodSpecification:
     """The raw annotation value (None: no annotation)."""
     gpus: int = 1
     scheduler_name: str = SCHEDULER_NAME
+    capacity_type: str | None = None
+    """The raw capacity-type annotation (None: no annotation)."""
+    tolerate_all: bool = False
+    """Tolerate every taint (``operator: Exists`` without a key)."""
 
 
 def pod_manifest(spec: PodSpecification, namespace: str = WORKLOAD_NAMESPACE) -> dict[str, Any]:
@@ -55,9 +59,16 @@ def pod_manifest(spec: PodSpecification, namespace: str = WORKLOAD_NAMESPACE) ->
         pod_spec["tolerations"] = [
             {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
         ]
+    if spec.tolerate_all:
+        pod_spec["tolerations"] = [{"operator": "Exists"}]
     metadata: dict[str, Any] = {"name": spec.name, "namespace": namespace, "labels": {"app": "gpu-demo"}}
+    annotations = {}
     if spec.min_memory is not None:
-        metadata["annotations"] = {MIN_MEMORY_ANNOTATION: spec.min_memory}
+        annotations[MIN_MEMORY_ANNOTATION] = spec.min_memory
+    if spec.capacity_type is not None:
+        annotations[CAPACITY_TYPE_ANNOTATION] = spec.capacity_type
+    if annotations:
+        metadata["annotations"] = annotations
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
 
 

@@ -2,14 +2,34 @@
 
 A pod declares the minimum memory each of its GPUs needs in an annotation; an
 administrator labels each GPU node with the memory of its GPUs. This package decides
-whether a node fits a pod and how much the pod prefers it. It does no I/O and knows
-nothing of HTTP, Pulumi or the Kubernetes client: pods and nodes are the plain
-mappings that Kubernetes' JSON decodes to.
+whether a node fits a pod and how much the pod prefers it. Beside it, the capacity-type
+rule (``policy.capacity_type``): on-demand or spot as a pod's choice. The package does
+no I/O and knows nothing of HTTP, Pulumi or the Kubernetes client: pods and nodes are
+the plain mappings that Kubernetes' JSON decodes to.
 """
 
+from policy.capacity_type import (
+    CAPACITY_CHOICES,
+    CAPACITY_TYPE_ANNOTATION,
+    CAPACITY_TYPE_LABEL,
+    DEFAULT_CAPACITY_SETTINGS,
+    DISRUPTION_TAINTS,
+    INVALID_CAPACITY_CHOICE,
+    NODE_BEING_REMOVED,
+    NOT_ON_DEMAND,
+    NOT_SPOT,
+    UNKNOWN_CAPACITY_TYPE,
+    CapacityTypeSettings,
+    capacity_choice,
+    capacity_extender_score,
+    capacity_score_100,
+    fits_capacity_type,
+    node_capacity_type,
+    vendor_capacity_type,
+)
 from policy.errors import PolicyError
 from policy.integers import parse_go_int64
-from policy.node_affinity import memory_affinity_patch, memory_expression
+from policy.node_affinity import capacity_expression, memory_expression, node_affinity_patch
 from policy.node_fit import (
     BELOW_MINIMUM,
     INVALID_NODE_LABEL,
@@ -47,33 +67,51 @@ from policy.settings import (
 __all__ = [
     "BELOW_MINIMUM",
     "BEST_FIT",
+    "CAPACITY_CHOICES",
+    "CAPACITY_TYPE_ANNOTATION",
+    "CAPACITY_TYPE_LABEL",
+    "DEFAULT_CAPACITY_SETTINGS",
     "DEFAULT_SETTINGS",
+    "DISRUPTION_TAINTS",
     "GPU_RESOURCE",
+    "INVALID_CAPACITY_CHOICE",
     "INVALID_MIN_MEMORY",
     "INVALID_NODE_LABEL",
     "MAX_GPU_MEMORY_MIB",
     "MIN_MEMORY_ANNOTATION",
     "MISSING_NODE",
     "MISSING_POD",
+    "NODE_BEING_REMOVED",
     "NODE_MEMORY_LABEL",
+    "NOT_ON_DEMAND",
+    "NOT_SPOT",
     "NO_REQUIREMENT",
     "PREFER_LARGER",
     "REQUIRES_GPU_REQUEST",
     "SCORE_SCALE_MIB",
     "SCORING_STRATEGIES",
     "SCORING_STRATEGY",
+    "UNKNOWN_CAPACITY_TYPE",
+    "CapacityTypeSettings",
     "PolicyError",
     "PolicySettings",
     "Requirement",
     "ScoringStrategy",
+    "capacity_choice",
+    "capacity_expression",
+    "capacity_extender_score",
+    "capacity_score_100",
     "extender_score",
+    "fits_capacity_type",
     "fits_memory",
-    "memory_affinity_patch",
     "memory_expression",
+    "node_affinity_patch",
+    "node_capacity_type",
     "node_gpu_memory_mib",
     "parse_go_int64",
     "parse_quantity",
     "pod_requests",
     "requirement_from_pod",
     "score_100",
+    "vendor_capacity_type",
 ]

@@ -69,7 +69,7 @@ def zone_affinity_patch(
 def combined_affinity_patch(
     memory_patch: list[dict[str, Any]], zone_patch: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """One JSON Patch doing both ``memory_affinity_patch``'s and ``zone_affinity_patch``'s work.
+    """One JSON Patch doing both ``node_affinity_patch``'s and ``zone_affinity_patch``'s work.
 
     Both are computed on the same pod. They touch different members of ``spec.affinity``
     (``nodeAffinity`` and ``podAffinity``), so they apply one after the other, except when the

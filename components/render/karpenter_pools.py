@@ -81,56 +81,67 @@ class GpuGroupTypes:
     """EKS spelling: ON_DEMAND or SPOT."""
 
 
+CAPACITY_TYPE_ORDER = ("spot", "on-demand")
+"""Within one per-GPU memory size, the pool of the cheaper capacity type weighs more."""
+
+
 @dataclass(frozen=True)
 class MemoryClass:
-    """Instance types whose GPUs have the same per-GPU memory."""
+    """Instance types whose GPUs have the same per-GPU memory, of one capacity type."""
 
     memory_mib: int
     instance_types: tuple[str, ...]
     capacity_types: tuple[str, ...]
-    """Karpenter spelling (on-demand, spot): those of the groups the types were configured in."""
+    """Karpenter spelling (on-demand or spot), one: each pool carries one value, so its nodes'
+    capacity-type label (ours, a template label) is known before launch."""
     weight: int
-    """The smallest memory class weighs most. Karpenter takes the first NodePool, in weight order,
-    that can hold a pod (equal weights: names in reverse order, the largest class first here), so
-    a pod gets the smallest per-GPU memory that is large enough; prices are compared only among
-    one pool's types (tests/e2e/test_karpenter.py shows both with real Karpenter)."""
+    """The smallest memory class weighs most, and within one size the cheaper capacity type
+    (``CAPACITY_TYPE_ORDER``). Karpenter takes the first NodePool, in weight order, that can hold
+    a pod (equal weights: names in reverse order, the largest class first here), so a pod gets the
+    smallest per-GPU memory that is large enough, of the capacity type it allows; prices are
+    compared only among one pool's types (tests/e2e/test_karpenter.py shows both with real
+    Karpenter)."""
 
     @property
     def name(self) -> str:
         """The NodePool's name, also its nodes' ``training.example.com/node-pool`` label."""
-        return memory_class_name(self.memory_mib)
+        (capacity_type,) = self.capacity_types
+        return memory_class_name(self.memory_mib, capacity_type)
 
 
-def memory_class_name(memory_mib: int) -> str:
-    """The name of the per-GPU memory class ``memory_mib``: the NodePool's name and the node-pool
-    label of every node of the class, whether a NodePool or a managed node group made it."""
-    return f"gpu-{memory_mib}mib"
+def memory_class_name(memory_mib: int, capacity_type: str = "on-demand") -> str:
+    """The name of the per-GPU memory class ``memory_mib`` of one capacity type: the NodePool's
+    name and the node-pool label of every node of the class, whether a NodePool or a managed
+    node group made it; ``gpu-<MiB>mib`` for on-demand, with ``-spot`` for spot."""
+    return f"gpu-{memory_mib}mib" + ("" if capacity_type == "on-demand" else f"-{capacity_type}")
 
 
 def memory_classes(groups: Iterable[GpuGroupTypes]) -> list[MemoryClass]:
-    """The GPU node groups' instance types regrouped by per-GPU memory, smallest first.
+    """The GPU node groups' instance types regrouped by per-GPU memory and capacity type, smallest
+    memory first, then the cheaper capacity type; each pool holds the types configured with its
+    capacity type.
 
     Each type's memory is ``group_gpu_memory_mib`` of that type alone (the same checks: NVIDIA,
     whole GPUs, within the label's range, the AMI's architecture; errors name the group's key).
     """
-    types: dict[int, dict[str, None]] = {}
-    capacity: dict[int, set[str]] = {}
+    types: dict[tuple[int, str], dict[str, None]] = {}
     for group in groups:
         require_architecture(group.where, group.instance_types, NVIDIA_AMI_ARCHITECTURE)
+        capacity_type = KARPENTER_CAPACITY_TYPES[group.capacity_type]
         for described in group.instance_types:
             memory = group_gpu_memory_mib(group.where, [described])
-            types.setdefault(memory, {})[described.instance_type] = None
-            capacity.setdefault(memory, set()).add(KARPENTER_CAPACITY_TYPES[group.capacity_type])
-    if len(types) > MAX_NODE_POOL_WEIGHT:
+            types.setdefault((memory, capacity_type), {})[described.instance_type] = None
+    pools = sorted(types, key=lambda pool: (pool[0], CAPACITY_TYPE_ORDER.index(pool[1])))
+    if len(pools) > MAX_NODE_POOL_WEIGHT:
         raise GpuMemoryError(
-            f"gpuNodeGroups: {len(types)} per-GPU memory sizes; Karpenter's weights rank at most "
-            f"{MAX_NODE_POOL_WEIGHT} NodePools"
+            f"gpuNodeGroups: {len(pools)} pairs of per-GPU memory size and capacity type; Karpenter's "
+            f"weights rank at most {MAX_NODE_POOL_WEIGHT} NodePools"
         )
     return [
         MemoryClass(
-            memory, tuple(types[memory]), tuple(sorted(capacity[memory])), MAX_NODE_POOL_WEIGHT - rank
+            memory, tuple(types[memory, capacity_type]), (capacity_type,), MAX_NODE_POOL_WEIGHT - rank
         )
-        for rank, memory in enumerate(sorted(types))
+        for rank, (memory, capacity_type) in enumerate(pools)
     ]
 
 

@@ -26,6 +26,11 @@ EXTENDER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached")
 """The modes that run the upstream kube-scheduler with our HTTP extender."""
 
 PLUGIN_NAME = "GPUScheduler"
+CAPACITY_PLUGIN_NAME = "CapacityType"
+"""Plugin mode: the capacity-type rule's plugin (on-demand or spot as the pod's choice)."""
+CAPACITY_TYPE_WEIGHT = 20
+"""CapacityType's score weight: twice GPUScheduler's, so a pod that prefers a capacity type
+gets it over a larger GPU of the other type (both scores are 0..100)."""
 JOB_ZONE_PLUGIN = "JobZone"
 """Plugin mode: keeps each same-zone job in one zone chosen for the whole job (plugin/jobzone)."""
 CONFIG_API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -103,6 +108,8 @@ class SchedulerConfig:
     mode: SchedulerMode
     scheduler_name: str = SCHEDULER_NAME
     plugin_weight: int = 10
+    capacity_type_weight: int = CAPACITY_TYPE_WEIGHT
+    """Plugin mode: CapacityType's score weight."""
     extender: ExtenderEndpoint = field(default_factory=ExtenderEndpoint)
     leader_election: LeaderElection = field(default_factory=LeaderElection)
     kubeconfig: str = ""
@@ -147,23 +154,28 @@ def scheduler_mode_flags(mode: SchedulerMode) -> tuple[str, ...]:
     return ()
 
 
-def plugin_mode_plugins(weight: int) -> dict[str, Any]:
-    """GPUScheduler at preFilter, filter and score, running first at preFilter and filter; JobZone
-    at its own points (preFilter, reserve, permit) through ``multiPoint``.
+def plugin_mode_plugins(weight: int, capacity_type_weight: int = CAPACITY_TYPE_WEIGHT) -> dict[str, Any]:
+    """GPUScheduler, then CapacityType, at preFilter, filter and score, first at preFilter and filter;
+    JobZone at its own points (preFilter, reserve, permit) through ``multiPoint``.
 
     preFilter reads the pod's requirement once per cycle (and skips pods without a minimum);
     without it Filter and Score recompute it for every node. A plugin enabled only at an
     extension point runs after the defaults (which kube-scheduler enables through
     ``multiPoint``); one enabled in ``multiPoint`` *and* at the extension point is an override
     and runs first (``expandMultiPointPlugins``, kube-scheduler 1.35). First, a node whose GPUs
-    are too small is refused by our cheap label check before NodeResourcesFit and the other
-    filters run on it, and the reason recorded is the permanent one.
+    are too small, or of a capacity type the pod refuses, is refused by our cheap label checks
+    before NodeResourcesFit and the other filters run on it, and the reason recorded is the
+    permanent one. CapacityType's preScore (which skips pods without a choice) is enabled
+    through ``multiPoint``.
     """
+    ours = [(PLUGIN_NAME, weight), (CAPACITY_PLUGIN_NAME, capacity_type_weight)]
     return {
-        "multiPoint": {"enabled": [{"name": PLUGIN_NAME, "weight": weight}, {"name": JOB_ZONE_PLUGIN}]},
-        "preFilter": {"enabled": [{"name": PLUGIN_NAME}]},
-        "filter": {"enabled": [{"name": PLUGIN_NAME}]},
-        "score": {"enabled": [{"name": PLUGIN_NAME, "weight": weight}]},
+        "multiPoint": {
+            "enabled": [*({"name": name, "weight": w} for name, w in ours), {"name": JOB_ZONE_PLUGIN}]
+        },
+        "preFilter": {"enabled": [{"name": name} for name, _ in ours]},
+        "filter": {"enabled": [{"name": name} for name, _ in ours]},
+        "score": {"enabled": [{"name": name, "weight": w} for name, w in ours]},
     }
 
 
@@ -188,7 +200,7 @@ def render_scheduler_config(config: SchedulerConfig) -> dict[str, Any]:
     profile: dict[str, Any] = {"schedulerName": config.scheduler_name}
     document["profiles"] = [profile]
     if not uses_extender(config.mode):
-        profile["plugins"] = plugin_mode_plugins(config.plugin_weight)
+        profile["plugins"] = plugin_mode_plugins(config.plugin_weight, config.capacity_type_weight)
         profile["pluginConfig"] = [
             {"name": PLUGIN_NAME, "args": {"scoringStrategy": config.scoring_strategy}},
             {"name": JOB_ZONE_PLUGIN, "args": config.job_zone.render()},

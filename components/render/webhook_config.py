@@ -6,8 +6,8 @@ on loopback instead of the Service, which a control plane without kube-proxy can
 
 Why each field is what it is (docs/webhook.md has the long form):
 
-- ``matchConditions``: only pods that carry the minimum annotation or a same-zone job annotation
-  (zone policy, job size) are sent. Every other pod is
+- ``matchConditions``: only pods that carry the minimum annotation, the capacity-type annotation
+  or a same-zone job annotation (zone policy, job size) are sent. Every other pod is
   admitted without a call, so neither the webhook's latency nor its outage touches them (with
   ``failurePolicy: Fail`` too), and the webhook's own pods, which carry no annotation, never wait
   on it.
@@ -39,7 +39,7 @@ from contracts.server import (
     flag,
     tls_flags,
 )
-from policy import MIN_MEMORY_ANNOTATION
+from policy import CAPACITY_TYPE_ANNOTATION, MIN_MEMORY_ANNOTATION
 from policy.job_zone import JOB_SIZE_ANNOTATION, MAX_JOB_SIZE, ZONE_POLICY_ANNOTATION
 
 WEBHOOK_SERVICE_HOST = f"{WEBHOOK_SERVICE}.{NAMESPACE}.svc"
@@ -65,8 +65,14 @@ MAX_TIMEOUT_SECONDS = 30
 """The API's limit for ``timeoutSeconds``."""
 
 
-WEBHOOK_ANNOTATIONS = (MIN_MEMORY_ANNOTATION, ZONE_POLICY_ANNOTATION, JOB_SIZE_ANNOTATION)
-"""The annotations that get a pod sent to the webhook: the GPU-memory minimum and the same-zone job's."""
+WEBHOOK_ANNOTATIONS = (
+    MIN_MEMORY_ANNOTATION,
+    CAPACITY_TYPE_ANNOTATION,
+    ZONE_POLICY_ANNOTATION,
+    JOB_SIZE_ANNOTATION,
+)
+"""The annotations that get a pod sent to the webhook: the GPU-memory minimum, the capacity-type
+choice and the same-zone job's."""
 
 
 def annotation_condition(annotations: tuple[str, ...] = WEBHOOK_ANNOTATIONS) -> dict[str, str]:

@@ -3,6 +3,7 @@
 from dataclasses import dataclass, field
 
 from components.render.scheduler_config import (
+    CAPACITY_TYPE_WEIGHT,
     MAX_FAILED_ZONE_SECONDS,
     MAX_PERMIT_TIMEOUT_SECONDS,
     ExtenderEndpoint,
@@ -18,6 +19,9 @@ MAX_EXTENDER_WEIGHT = 100
 """kube-scheduler multiplies the extender's 0-10 priorities by this weight and adds them to the
 plugins' scores (default plugins weigh 1-3); 100 already lets the extender outvote all of them."""
 
+MAX_PLUGIN_WEIGHT = 100
+"""The largest score weight the stack accepts for one of our plugins."""
+
 SCHEDULER_RESOURCES = Resources(cpu_request="100m", memory_request="256Mi", memory_limit="1Gi")
 """kube-scheduler caches every node and pod; raise the limit for large clusters."""
 
@@ -32,13 +36,15 @@ class SchedulerSettings:
     resources: Resources = SCHEDULER_RESOURCES
     extender_weight: int = ExtenderEndpoint().weight
     """The extender's weight in the scheduler's configuration (both extender modes)."""
+    capacity_type_weight: int = CAPACITY_TYPE_WEIGHT
+    """Plugin mode: the CapacityType plugin's score weight."""
     job_zone: JobZoneArgs = field(default_factory=JobZoneArgs)
     """Plugin mode: the JobZone plugin's hold timeout, failed-zone duration and largest job."""
 
 
 def parse_scheduler(value: Value) -> SchedulerSettings:
     fields = value.fields(
-        {"replicas", "kubeSchedulerImage", "resources", "extenderWeight"}
+        {"replicas", "kubeSchedulerImage", "resources", "extenderWeight", "capacityTypeWeight"}
         | {"jobPermitTimeoutSeconds", "failedZoneSeconds", "maxJobSize"}
     )
     default = SchedulerSettings()
@@ -57,6 +63,9 @@ def parse_scheduler(value: Value) -> SchedulerSettings:
         ),
         extender_weight=fields.read(
             "extenderWeight", default.extender_weight, lambda v: v.integer(1, MAX_EXTENDER_WEIGHT)
+        ),
+        capacity_type_weight=fields.read(
+            "capacityTypeWeight", default.capacity_type_weight, lambda v: v.integer(1, MAX_PLUGIN_WEIGHT)
         ),
         job_zone=JobZoneArgs(
             permit_timeout_seconds=fields.read(

@@ -23,7 +23,16 @@ the list is older than it.
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from extender_app.node_cache.metadata import ADDED, BOOKMARK, DELETED, MODIFIED, NodeMeta, WatchEvent
+from extender_app.node_cache.metadata import (
+    ADDED,
+    BOOKMARK,
+    DELETED,
+    MODIFIED,
+    NO_CAPACITY_FACTS,
+    CapacityFacts,
+    NodeMeta,
+    WatchEvent,
+)
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,8 @@ class NodeCache:
         self.label_key = label_key
         """The label the policy reads (PolicySettings.node_memory_label)."""
         self._labels: dict[str, str | None] = {}
+        self._capacity: dict[str, CapacityFacts] = {}
+        """name -> the capacity-type rule's reading, for the nodes that have any (the others: none)."""
         self.resource_version = ""
         """Where a watch resumes: the last list's or event's resourceVersion."""
         self._synced_at: float | None = None
@@ -79,6 +90,15 @@ class NodeCache:
         return self._labels
 
     @property
+    def capacity(self) -> Mapping[str, CapacityFacts]:
+        """name -> capacity facts (absent: ``NO_CAPACITY_FACTS``). Hold it with ``labels`` for a request."""
+        return self._capacity
+
+    def facts(self, name: str) -> CapacityFacts:
+        """The capacity facts the cache holds for ``name``."""
+        return self._capacity.get(name, NO_CAPACITY_FACTS)
+
+    @property
     def synced(self) -> bool:
         """Whether a first list has completed."""
         return self._synced_at is not None
@@ -88,9 +108,18 @@ class NodeCache:
 
     def replace(self, nodes: Iterable[NodeMeta], resource_version: str, now: float) -> ListChanges:
         """Swap in the result of a complete list (all pages) at once."""
-        fresh = {node.name: node.label for node in nodes}
-        old = self._labels
-        relabelled = sum(1 for name, label in fresh.items() if name in old and old[name] != label)
+        listed_nodes = list(nodes)
+        fresh = {node.name: node.label for node in listed_nodes}
+        fresh_capacity = {
+            node.name: node.capacity for node in listed_nodes if node.capacity != NO_CAPACITY_FACTS
+        }
+        old, old_capacity = self._labels, self._capacity
+        relabelled = sum(
+            1
+            for name, label in fresh.items()
+            if name in old
+            and (old[name], self.facts(name)) != (label, fresh_capacity.get(name, NO_CAPACITY_FACTS))
+        )
         added = sum(1 for name in fresh if name not in old)
         changes = ListChanges(len(fresh), added, len(old) - (len(fresh) - added), relabelled)
         listed = resource_version_number(resource_version)
@@ -99,7 +128,9 @@ class NodeCache:
                 del self._learned[name]  # the list is as new as the lookup, or cannot be compared
             elif name in old:
                 fresh[name] = old[name]  # learned after the list was taken: the lookup is newer
+                _set_facts(fresh_capacity, name, old_capacity.get(name, NO_CAPACITY_FACTS))
         self._labels = fresh
+        self._capacity = fresh_capacity
         self.resource_version = resource_version
         self._synced_at = now
         if self.on_known is not None:
@@ -125,15 +156,18 @@ class NodeCache:
         labels = self._labels
         known = node.name in labels
         previous = labels.get(node.name)
+        previous_facts = self.facts(node.name)
         if event.type == DELETED:
             if not known:
                 return None
             del labels[node.name]
+            self._capacity.pop(node.name, None)
             return NodeChange(DELETED, node.name, None, previous)
         labels[node.name] = node.label
+        _set_facts(self._capacity, node.name, node.capacity)
         if self.on_known is not None and not known:
             self.on_known(node.name)
-        if known and previous == node.label:
+        if known and previous == node.label and previous_facts == node.capacity:
             return None
         return NodeChange(MODIFIED if known else ADDED, node.name, node.label, previous)
 
@@ -155,11 +189,13 @@ class NodeCache:
             known = self._learned.get(node.name)
             if known is None or version > known:
                 self._labels[node.name] = node.label
+                _set_facts(self._capacity, node.name, node.capacity)
                 self._learned[node.name] = version
-            return NodeMeta(node.name, self._labels[node.name], str(self._learned[node.name]))
+            held = self._labels[node.name]
+            return NodeMeta(node.name, held, str(self._learned[node.name]), self.facts(node.name))
         if node.name not in self._labels:
             return None
-        return NodeMeta(node.name, self._labels[node.name], self.resource_version)
+        return NodeMeta(node.name, self._labels[node.name], self.resource_version, self.facts(node.name))
 
     def confirm(self, now: float) -> None:
         """Record proof that the cache is in sync at ``now`` (a watch accepted or ended normally)."""
@@ -169,3 +205,11 @@ class NodeCache:
     def seconds_since_sync(self, now: float) -> float | None:
         """Seconds since the cache was last confirmed in sync; None before the first list."""
         return None if self._synced_at is None else max(0.0, now - self._synced_at)
+
+
+def _set_facts(capacity: dict[str, CapacityFacts], name: str, facts: CapacityFacts) -> None:
+    """Store a node's facts; a node with none is not stored."""
+    if facts == NO_CAPACITY_FACTS:
+        capacity.pop(name, None)
+    else:
+        capacity[name] = facts

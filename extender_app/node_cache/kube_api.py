@@ -1,10 +1,11 @@
-"""The API server side of the node cache: list and watch Nodes' metadata with kubernetes_asyncio.
+"""The API server side of the node cache: list and watch Nodes with kubernetes_asyncio.
 
 kubernetes_asyncio loads the credentials (a kubeconfig file, or the Pod's service account,
 whose rotating token it re-reads) and makes the authenticated aiohttp requests. We ask for
-metadata only (``as=PartialObjectMetadata[List]``, as client-go's metadata informers do),
-keep the bodies as bytes and decode them with ``node_metadata``: the generated models are
-never built. ``CoreV1Api.list_node`` is not used because it overwrites the Accept header.
+full Nodes (the capacity-type rule reads the taints, in ``spec``, which metadata-only
+objects lack), keep the bodies as bytes and decode them with ``node_metadata``, which builds
+only the fields the rules read: the generated models are never built.
+``CoreV1Api.list_node`` is not used because it overwrites the Accept header.
 
 Imported only with ``--node-cache watch`` (the client library adds about 45 MiB to the process).
 """
@@ -31,10 +32,10 @@ from extender_app.node_cache.metadata import (
 from extender_app.node_cache.sync import GONE, NodeApiConfigError, NodeApiError, ResourceExpired
 
 NODES_PATH = "/api/v1/nodes"
-LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
-WATCH_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+LIST_ACCEPT = "application/json"
+WATCH_ACCEPT = "application/json"
 GET_ACCEPT = WATCH_ACCEPT
-"""Metadata only, falling back to full objects (decoded the same way) on a server without it."""
+"""Full Nodes: their taints are in ``spec``."""
 ERROR_BODY_BYTES = 4096
 """At most this much of an error answer is read, for its Status message."""
 

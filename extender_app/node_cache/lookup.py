@@ -156,7 +156,7 @@ class NodeLookup:
         if name not in labels:  # brought by the watch and deleted again since
             return self._refused(name, GONE, NODE_DELETED, started)
         self._logged(name, WATCH, started, label=labels[name])
-        return NodeMeta(name, labels[name])
+        return NodeMeta(name, labels[name], capacity=self._cache.facts(name))
 
     async def _get(self, name: str, deadline: float) -> Outcome:
         timeout = self._settings.node_lookup_timeout

@@ -1,10 +1,10 @@
 """What the node cache keeps of a Node, and how it is read from the API server's JSON.
 
-The extender lists and watches Nodes as metadata only (``PartialObjectMetadata``): the
-policy reads one label, so the rest of a Node is never sent. A full Node has its metadata
-at the same place, so the same decoding reads both (the shared-vector check feeds it full
-Nodes). Of each object only ``metadata.name``, ``metadata.resourceVersion`` and the one
-label are built; the other labels are skipped in C by msgspec.
+The extender lists and watches full Nodes: the memory rule reads one label, the
+capacity-type rule three labels and the taints, which live in ``spec`` (metadata-only
+objects do not carry them). Of each object only ``metadata.name``,
+``metadata.resourceVersion``, those labels and the taints' keys are built; the rest is
+skipped in C by msgspec, and the cache keeps only the values the rules read.
 
 This module has no I/O: bytes in, values out.
 """
@@ -17,6 +17,14 @@ from typing import Any
 
 import msgspec
 from msgspec import UNSET, Raw
+
+from policy import DEFAULT_CAPACITY_SETTINGS, node_capacity_type
+from policy.capacity_type import (
+    DELETION_CANDIDATE_TAINT,
+    EKS_CAPACITY_TYPE_LABEL,
+    KARPENTER_CAPACITY_TYPE_LABEL,
+    disruption_taint,
+)
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
@@ -34,13 +42,31 @@ class NodeDecodeError(ValueError):
 
 
 @dataclass(frozen=True)
+class CapacityFacts:
+    """What the capacity-type rule reads of a node, read once per node version."""
+
+    capacity_type: str = ""
+    """The node's capacity type (``policy.node_capacity_type``), "" when unknown."""
+    disruption: str = ""
+    """The first disruption taint's key, "" when none."""
+    deletion_candidate: bool = False
+    """Whether the node carries Cluster Autoscaler's DeletionCandidate taint."""
+
+
+NO_CAPACITY_FACTS = CapacityFacts()
+"""A node without capacity-type labels or relevant taints."""
+
+
+@dataclass(frozen=True)
 class NodeMeta:
-    """One node as the cache keeps it: its name and the value of the policy's label."""
+    """One node as the cache keeps it: its name and what the policy's rules read of it."""
 
     name: str
     label: str | None
-    """The label's value; None when the node has no such label ("" for a JSON null, as Go stores it)."""
+    """The memory label's value; None when the node has no such label ("" for a JSON null, as Go
+    stores it)."""
     resource_version: str = ""
+    capacity: CapacityFacts = NO_CAPACITY_FACTS
 
 
 @dataclass(frozen=True)
@@ -82,8 +108,17 @@ class _Metadata(msgspec.Struct):
     labels: Raw = Raw(_NULL)
 
 
+class _Taint(msgspec.Struct):
+    key: str | None = None
+
+
+class _Spec(msgspec.Struct):
+    taints: list[_Taint | None] | None = None
+
+
 class _Object(msgspec.Struct):
     metadata: _Metadata | None = None
+    spec: _Spec | None = None
 
 
 class _ListMetadata(msgspec.Struct):
@@ -118,6 +153,41 @@ def label_decoder(label_key: str) -> msgspec.json.Decoder[Any]:
     """A decoder of a labels object that builds only ``label_key`` (as ``.value``: str, None or UNSET)."""
     view = msgspec.defstruct("_LabelView", [("value", str | None, UNSET)], rename={"value": label_key})
     return msgspec.json.Decoder(view)
+
+
+_CAPACITY_LABELS = (
+    DEFAULT_CAPACITY_SETTINGS.node_label,
+    EKS_CAPACITY_TYPE_LABEL,
+    KARPENTER_CAPACITY_TYPE_LABEL,
+)
+_CAPACITY_VIEW = msgspec.json.Decoder(
+    msgspec.defstruct(
+        "_CapacityLabels",
+        [(f"l{index}", str | None, UNSET) for index in range(len(_CAPACITY_LABELS))],
+        rename={f"l{index}": key for index, key in enumerate(_CAPACITY_LABELS)},
+    )
+)
+
+
+def _capacity_facts(labels: Raw, spec: _Spec | None) -> CapacityFacts:
+    """The capacity-type rule's reading of the node, through the policy's own functions."""
+    present: dict[str, str] = {}
+    if bytes(labels) != _NULL:
+        view = _CAPACITY_VIEW.decode(labels)
+        for index, key in enumerate(_CAPACITY_LABELS):
+            value = getattr(view, f"l{index}")
+            if value is not UNSET:
+                present[key] = "" if value is None else value
+    taints = (
+        [{"key": (taint.key or "") if taint else ""} for taint in (spec.taints or ()) if spec] if spec else []
+    )
+    node = {"metadata": {"labels": present}, "spec": {"taints": taints}}
+    facts = CapacityFacts(
+        node_capacity_type(node),
+        disruption_taint(node),
+        any(taint["key"] == DELETION_CANDIDATE_TAINT for taint in taints),
+    )
+    return NO_CAPACITY_FACTS if facts == NO_CAPACITY_FACTS else facts
 
 
 def node_from_json(raw: bytes | Raw, label_key: str) -> NodeMeta:
@@ -167,17 +237,28 @@ def _node(obj: _Object, label_key: str) -> NodeMeta:
     if metadata is None or not metadata.name:
         raise NodeDecodeError("node: metadata.name must be a non-empty string")
     label: str | None = None
-    if bytes(metadata.labels) != _NULL:
-        try:
+    try:
+        if bytes(metadata.labels) != _NULL:
             value = label_decoder(label_key).decode(metadata.labels).value
-        except msgspec.DecodeError as error:
-            raise NodeDecodeError(f"node {metadata.name!r}: metadata.labels: {error}") from None
-        if value is not UNSET:
-            # Interned: thousands of nodes share a handful of values.
-            label = "" if value is None else sys.intern(value)
-    return NodeMeta(metadata.name, label, metadata.resourceVersion)
+            if value is not UNSET:
+                # Interned: thousands of nodes share a handful of values.
+                label = "" if value is None else sys.intern(value)
+        capacity = _capacity_facts(metadata.labels, obj.spec)
+    except msgspec.DecodeError as error:
+        raise NodeDecodeError(f"node {metadata.name!r}: metadata.labels: {error}") from None
+    return NodeMeta(metadata.name, label, metadata.resourceVersion, capacity)
 
 
 def policy_view(label_key: str, label: str | None) -> dict[str, Any]:
-    """The node as the policy reads it: only the one label, when the node has it."""
+    """The node as the memory rule reads it: only the one label, when the node has it."""
     return {"metadata": {"labels": {} if label is None else {label_key: label}}}
+
+
+def capacity_view(facts: CapacityFacts, capacity_label: str) -> dict[str, Any]:
+    """A node the capacity-type rule reads as it read the original: the type in our label, and
+    the taints that count."""
+    labels = {capacity_label: facts.capacity_type} if facts.capacity_type else {}
+    taints = [{"key": key} for key in (facts.disruption,) if key]
+    if facts.deletion_candidate:
+        taints.append({"key": DELETION_CANDIDATE_TAINT})
+    return {"metadata": {"labels": labels}, "spec": {"taints": taints}}

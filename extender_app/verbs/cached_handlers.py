@@ -19,21 +19,29 @@ from contracts.server import FILTER_PATH, PRIORITIZE_PATH
 from extender_app.metrics import NodeCacheMetrics
 from extender_app.node_cache.cache import NodeCache
 from extender_app.node_cache.lookup import NodeLookup
-from extender_app.node_cache.metadata import NodeMeta, policy_view
+from extender_app.node_cache.metadata import (
+    NO_CAPACITY_FACTS,
+    CapacityFacts,
+    NodeMeta,
+    capacity_view,
+    policy_view,
+)
 from extender_app.verbs.handlers import (
     AsyncVerbHandler,
     Computed,
+    PodAsk,
     VerbHandler,
     VerbLimits,
     VerbResult,
     answer,
     conclude,
     prepare,
+    priority,
     zero_scores,
 )
 from extender_app.verbs.wire import encode_priorities
 from extender_app.verbs.wire_names import NamesArgs, encode_names_filter_result, parse_names_args
-from policy import PolicySettings, Requirement, extender_score, fits_memory
+from policy import capacity_score_100, fits_capacity_type, fits_memory, score_100
 
 UNKNOWN_NODE = "node not yet in the extender's node cache"
 """FailedNodes reason for a candidate the cache does not hold (yet): resolvable, the scheduler retries."""
@@ -48,16 +56,16 @@ def cached_verbs(cache: NodeCache, metrics: NodeCacheMetrics | None = None) -> M
     def filter_names(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
         """POST /filter with NodeNames."""
 
-        def compute(args: NamesArgs, requirement: Requirement, policy: PolicySettings) -> Computed:
-            return filter_by_labels(args, requirement, policy, cache.labels)
+        def compute(args: NamesArgs, ask: PodAsk, limits: VerbLimits) -> Computed:
+            return filter_by_labels(args, ask, limits, cache.labels, cache.capacity)
 
         return count_unknown(answer(body, limits, parse_names_args, compute, _filter_refusal))
 
     def prioritize_names(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
         """POST /prioritize with NodeNames."""
 
-        def compute(args: NamesArgs, requirement: Requirement, policy: PolicySettings) -> Computed:
-            return prioritize_by_labels(args, requirement, policy, cache.labels)
+        def compute(args: NamesArgs, ask: PodAsk, limits: VerbLimits) -> Computed:
+            return prioritize_by_labels(args, ask, limits, cache.labels, cache.capacity)
 
         return count_unknown(answer(body, limits, parse_names_args, compute, zero_scores))
 
@@ -76,18 +84,22 @@ def verifying_verbs(
         if isinstance(prepared, VerbResult):
             return prepared
         labels: Mapping[str, str | None] = cache.labels
+        capacity: Mapping[str, CapacityFacts] = cache.capacity
         refusals: dict[str, str] = {}
-        if prepared.requirement.min_memory_mib:
+        if prepared.ask.reads_nodes_to_filter:
             missing = [name for name in prepared.args.names if name not in labels]
             if missing:
                 outcomes = await lookup.verify(missing)
-                found = {name: node.label for name, node in outcomes.items() if isinstance(node, NodeMeta)}
+                nodes = {name: node for name, node in outcomes.items() if isinstance(node, NodeMeta)}
                 refusals = {name: reason for name, reason in outcomes.items() if isinstance(reason, str)}
                 # Read-only layers: what the lookups read, over the cache as it is now (after the wait).
+                found = {name: node.label for name, node in nodes.items()}
                 labels = ChainMap(found, cast(dict[str, str | None], cache.labels))
+                found_capacity = {name: node.capacity for name, node in nodes.items()}
+                capacity = ChainMap(found_capacity, cast(dict[str, CapacityFacts], cache.capacity))
 
-        def compute(args: NamesArgs, requirement: Requirement, policy: PolicySettings) -> Computed:
-            return filter_by_labels(args, requirement, policy, labels, refusals)
+        def compute(args: NamesArgs, ask: PodAsk, limits: VerbLimits) -> Computed:
+            return filter_by_labels(args, ask, limits, labels, capacity, refusals=refusals)
 
         return _counted(metrics, conclude(prepared, limits, compute))
 
@@ -106,21 +118,22 @@ def _counted(metrics: NodeCacheMetrics | None, result: VerbResult) -> VerbResult
 
 def filter_by_labels(
     args: NamesArgs,
-    requirement: Requirement,
-    policy: PolicySettings,
+    ask: PodAsk,
+    limits: VerbLimits,
     labels: Mapping[str, str | None],
+    capacity: Mapping[str, CapacityFacts],
+    *,
     refusals: Mapping[str, str] | None = None,
 ) -> Computed:
     """The filter answer for ``args`` against one snapshot of the cache.
 
     A name not in ``labels`` fails resolvably with its reason in ``refusals`` (a lookup's), else
-    ``UNKNOWN_NODE``.
+    ``UNKNOWN_NODE``. The rules are asked once per distinct (label, capacity facts) pair.
     """
     names = args.names
-    if requirement.min_memory_mib == 0:  # fits everywhere: the policy would not read the nodes
+    if not ask.reads_nodes_to_filter:  # fits everywhere: the policy would not read the nodes
         return Computed(encode_names_filter_result(names, {}, {}), len(names))
-    key = policy.node_memory_label
-    verdicts: dict[str | None, tuple[bool, str]] = {}
+    verdicts: dict[tuple[str | None, CapacityFacts], tuple[bool, str]] = {}
     passed: list[str] = []
     unknown: dict[str, str] = {}
     failed: dict[str, str] = {}
@@ -128,10 +141,10 @@ def filter_by_labels(
         if name not in labels:
             unknown[name] = refusals.get(name, UNKNOWN_NODE) if refusals else UNKNOWN_NODE
             continue
-        label = labels[name]
-        verdict = verdicts.get(label)
+        key = (labels[name], capacity.get(name, NO_CAPACITY_FACTS))
+        verdict = verdicts.get(key)
         if verdict is None:
-            verdict = verdicts[label] = fits_memory(requirement, policy_view(key, label), policy)
+            verdict = verdicts[key] = _verdict(ask, limits, *key)
         if verdict[0]:
             passed.append(name)
         else:
@@ -139,14 +152,29 @@ def filter_by_labels(
     return Computed(encode_names_filter_result(passed, unknown, failed), len(passed), len(unknown))
 
 
+def _verdict(ask: PodAsk, limits: VerbLimits, label: str | None, facts: CapacityFacts) -> tuple[bool, str]:
+    """The memory rule, then the capacity-type rule, as plugin mode runs its two filters."""
+    fits, reason = True, ""
+    if ask.requirement.min_memory_mib:
+        key = limits.policy.node_memory_label
+        fits, reason = fits_memory(ask.requirement, policy_view(key, label), limits.policy)
+    if fits and ask.choice:
+        view = capacity_view(facts, limits.capacity.node_label)
+        fits, reason = fits_capacity_type(ask.choice, view, limits.capacity)
+    return fits, reason
+
+
 def prioritize_by_labels(
-    args: NamesArgs, requirement: Requirement, policy: PolicySettings, labels: Mapping[str, str | None]
+    args: NamesArgs,
+    ask: PodAsk,
+    limits: VerbLimits,
+    labels: Mapping[str, str | None],
+    capacity: Mapping[str, CapacityFacts],
 ) -> Computed:
     """The prioritize answer for ``args`` against one snapshot of the cache (unknown nodes score 0)."""
-    if not requirement.has_gpu:  # scores 0 everywhere: the policy would not read the nodes
+    if not ask.reads_nodes_to_score:  # scores 0 everywhere: the policy would not read the nodes
         return zero_scores(args, "")
-    key = policy.node_memory_label
-    memo: dict[str | None, int] = {}
+    memo: dict[tuple[str | None, CapacityFacts], int] = {}
     scores: list[tuple[str, int]] = []
     unknown = 0
     for name in args.names:
@@ -154,12 +182,24 @@ def prioritize_by_labels(
             unknown += 1
             scores.append((name, 0))
             continue
-        label = labels[name]
-        score = memo.get(label)
+        key = (labels[name], capacity.get(name, NO_CAPACITY_FACTS))
+        score = memo.get(key)
         if score is None:
-            score = memo[label] = extender_score(requirement, policy_view(key, label), policy)
+            score = memo[key] = _priority(ask, limits, *key)
         scores.append((name, score))
     return Computed(encode_priorities(scores), unknown=unknown)
+
+
+def _priority(ask: PodAsk, limits: VerbLimits, label: str | None, facts: CapacityFacts) -> int:
+    memory = 0
+    if ask.requirement.has_gpu:
+        view = policy_view(limits.policy.node_memory_label, label)
+        memory = score_100(ask.requirement, view, limits.policy)
+    capacity = 0
+    if ask.choice:
+        view = capacity_view(facts, limits.capacity.node_label)
+        capacity = capacity_score_100(ask.choice, view, limits.capacity)
+    return priority(memory, capacity, ask.choice)
 
 
 def _filter_refusal(args: NamesArgs, message: str) -> Computed:

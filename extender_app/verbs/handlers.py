@@ -17,7 +17,25 @@ from extender_app.verbs.wire import (
     encode_priorities,
     parse_args,
 )
-from policy import PolicyError, PolicySettings, Requirement, extender_score, fits_memory, requirement_from_pod
+from policy import (
+    DEFAULT_CAPACITY_SETTINGS,
+    CapacityTypeSettings,
+    PolicyError,
+    PolicySettings,
+    Requirement,
+    capacity_choice,
+    capacity_score_100,
+    fits_capacity_type,
+    fits_memory,
+    requirement_from_pod,
+    score_100,
+)
+from policy.settings import MAX_EXTENDER_SCORE, MAX_SCORE
+
+MEMORY_PRIORITY_WEIGHT = 10
+"""The memory score's share of the one priority the extender answers (GPUScheduler's plugin-mode weight)."""
+CAPACITY_PRIORITY_WEIGHT = 20
+"""The capacity-type score's share of it, for a pod with a choice (CapacityType's plugin-mode weight)."""
 
 
 @dataclass(frozen=True)
@@ -26,6 +44,7 @@ class VerbLimits:
 
     max_nodes: int
     policy: PolicySettings
+    capacity: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS
     pod_error_status: HTTPStatus = HTTPStatus.OK
     """How a pod the policy cannot judge is answered: 200 = every candidate unresolvable (filter) or
     scored 0 (prioritize), with the policy's message; 400 = the message as plain text."""
@@ -56,6 +75,33 @@ class Computed:
     body: bytes
     passed: int | None = None
     unknown: int = 0
+
+
+@dataclass(frozen=True)
+class PodAsk:
+    """What the pod asks of a node: its GPU requirement and its capacity-type choice ("" for none)."""
+
+    requirement: Requirement
+    choice: str = ""
+
+    @property
+    def reads_nodes_to_filter(self) -> bool:
+        """False when every node passes both rules without being read."""
+        return bool(self.requirement.min_memory_mib or self.choice)
+
+    @property
+    def reads_nodes_to_score(self) -> bool:
+        """False when every node scores 0 under both rules without being read."""
+        return self.requirement.has_gpu or bool(self.choice)
+
+
+def priority(memory_100: int, capacity_100: int, choice: str) -> int:
+    """The extender's 0..10 priority: the memory score alone for a pod without a capacity choice,
+    else both rules' 0..100 scores weighted as plugin mode weighs its two plugins."""
+    if not choice:
+        return memory_100 // (MAX_SCORE // MAX_EXTENDER_SCORE)
+    weighted = MEMORY_PRIORITY_WEIGHT * memory_100 + CAPACITY_PRIORITY_WEIGHT * capacity_100
+    return weighted * MAX_EXTENDER_SCORE // ((MEMORY_PRIORITY_WEIGHT + CAPACITY_PRIORITY_WEIGHT) * MAX_SCORE)
 
 
 class CandidateArgs(Protocol):
@@ -92,7 +138,7 @@ def answer(
     body: bytes | bytearray,
     limits: VerbLimits,
     parse: Callable[[bytes | bytearray, int], Args],
-    compute: Callable[[Args, Requirement, PolicySettings], Computed],
+    compute: Callable[[Args, PodAsk, VerbLimits], Computed],
     refuse_pod: Callable[[Args, str], Computed],
 ) -> VerbResult:
     """Parse, read the pod's requirement, compute; wire errors and (per the limits) pod errors -> 4xx."""
@@ -102,10 +148,10 @@ def answer(
 
 @dataclass(frozen=True)
 class Prepared(Generic[Args]):
-    """A request parsed and its pod's requirement read: what ``conclude`` computes the answer from."""
+    """A request parsed and what its pod asks read: what ``conclude`` computes the answer from."""
 
     args: Args
-    requirement: Requirement
+    ask: PodAsk
     pod: str
 
 
@@ -123,7 +169,9 @@ def prepare(
     pod = _pod_name(args.pod)
     candidates = len(args.names)
     try:
-        requirement = requirement_from_pod(args.pod, limits.policy)
+        ask = PodAsk(
+            requirement_from_pod(args.pod, limits.policy), capacity_choice(args.pod, limits.capacity)
+        )
     except PolicyError as error:
         message = str(error)
         if limits.pod_error_status != HTTPStatus.OK:
@@ -137,18 +185,18 @@ def prepare(
             passed=refused.passed,
             pod_error=message,
         )
-    return Prepared(args, requirement, pod)
+    return Prepared(args, ask, pod)
 
 
 def conclude(
     prepared: Prepared[Args],
     limits: VerbLimits,
-    compute: Callable[[Args, Requirement, PolicySettings], Computed],
+    compute: Callable[[Args, PodAsk, VerbLimits], Computed],
 ) -> VerbResult:
     """The second half of ``answer``: compute the verb's answer for a prepared request."""
     pod, candidates = prepared.pod, len(prepared.args.names)
     try:
-        computed = compute(prepared.args, prepared.requirement, limits.policy)
+        computed = compute(prepared.args, prepared.ask, limits)
     except PolicyError as error:  # a node the policy cannot read
         return VerbResult(HTTPStatus.BAD_REQUEST, str(error).encode(), pod=pod, candidates=candidates)
     except WireError as error:  # a candidate's labels could not be read
@@ -172,15 +220,19 @@ def _filter_refusal(args: ExtenderArgs, message: str) -> Computed:
     return Computed(encode_filter_result(args, (), dict.fromkeys(args.names, message)), passed=0)
 
 
-def _filter(args: ExtenderArgs, requirement: Requirement, policy: PolicySettings) -> Computed:
-    if requirement.min_memory_mib == 0:  # fits everywhere: the policy would not read the nodes
+def _filter(args: ExtenderArgs, ask: PodAsk, limits: VerbLimits) -> Computed:
+    if not ask.reads_nodes_to_filter:  # fits everywhere: the policy would not read the nodes
         everyone = range(len(args.names))
         return Computed(encode_filter_result(args, everyone, {}), len(everyone))
     passed: list[int] = []
     failed: dict[str, str] = {}
     for index, name in enumerate(args.names):
-        node = args.labels_for_policy(index, policy.node_memory_label)
-        fits, reason = fits_memory(requirement, node, policy)
+        fits, reason = True, ""
+        if ask.requirement.min_memory_mib:
+            node = args.labels_for_policy(index, limits.policy.node_memory_label)
+            fits, reason = fits_memory(ask.requirement, node, limits.policy)
+        if fits and ask.choice:
+            fits, reason = fits_capacity_type(ask.choice, args.node_for_policy(index), limits.capacity)
         if fits:
             passed.append(index)
         else:
@@ -188,14 +240,19 @@ def _filter(args: ExtenderArgs, requirement: Requirement, policy: PolicySettings
     return Computed(encode_filter_result(args, passed, failed), len(passed))
 
 
-def _prioritize(args: ExtenderArgs, requirement: Requirement, policy: PolicySettings) -> Computed:
-    if not requirement.has_gpu:  # scores 0 everywhere: the policy would not read the nodes
+def _prioritize(args: ExtenderArgs, ask: PodAsk, limits: VerbLimits) -> Computed:
+    if not ask.reads_nodes_to_score:  # scores 0 everywhere: the policy would not read the nodes
         return zero_scores(args, "")
-    label = policy.node_memory_label
-    scores = [
-        (name, extender_score(requirement, args.labels_for_policy(index, label), policy))
-        for index, name in enumerate(args.names)
-    ]
+    label = limits.policy.node_memory_label
+    scores = []
+    for index, name in enumerate(args.names):
+        memory = 0
+        if ask.requirement.has_gpu:
+            memory = score_100(ask.requirement, args.labels_for_policy(index, label), limits.policy)
+        capacity = (
+            capacity_score_100(ask.choice, args.node_for_policy(index), limits.capacity) if ask.choice else 0
+        )
+        scores.append((name, priority(memory, capacity, ask.choice)))
     return Computed(encode_priorities(scores))
 
 

@@ -123,6 +123,18 @@ class ExtenderArgs:
         labels = {} if value is UNSET else {label_key: value}
         return {"metadata": {"labels": labels}}
 
+    def node_for_policy(self, index: int) -> Mapping[str, Any]:
+        """Node ``index`` decoded in full, for the capacity-type rule (its labels and taints).
+
+        Decoded only for a pod with a capacity-type choice. Raises WireError (400) when the
+        node nests deeper than the decoder allows.
+        """
+        try:
+            node: Mapping[str, Any] = orjson.loads(bytes(self.raw_nodes[index]))
+        except orjson.JSONDecodeError:
+            raise WireError(HTTPStatus.BAD_REQUEST, MAX_DEPTH_REASON) from None
+        return node
+
 
 def go_fold(key: str) -> str:
     """The form under which Go's encoding/json matches a key to a field name.

@@ -1,15 +1,16 @@
 """Pod admission: the policy's node-affinity rule as an ``admission.k8s.io/v1`` AdmissionReview answer.
 
 kube-apiserver POSTs an AdmissionReview for each pod CREATE the webhook configuration
-sends; the answer carries the request's ``uid`` and, when the pod declares a minimum,
-the JSON Patch that writes it into the pod's required node affinity (so autoscalers
-launch a node type whose label is large enough) and, with disruption protection on,
-adds the autoscalers' opt-out annotations (``disruption_protection``); for a member of a
-same-zone job, the required pod affinity that keeps the job in one zone. A pod whose annotations the policy
-refuses is denied with the policy's own message, or admitted with a warning when the
-operator chose ``warn``. What is not a pod CREATE is admitted unchanged: a webhook must
-never block what it was not written for. A body that is not an AdmissionReview is a
-``WireError`` (400), as the extender's verbs answer.
+sends; the answer carries the request's ``uid`` and, when the pod declares a minimum or
+a capacity-type choice, the JSON Patch that writes them into the pod's node affinity (so
+autoscalers launch a node type whose label is large enough, of the capacity type chosen)
+and, with disruption protection on, adds the autoscalers' opt-out annotations
+(``disruption_protection``); for a member of a same-zone job, the required pod affinity that
+keeps the job in one zone. A pod whose annotations the policy refuses is denied with the
+policy's own message, or admitted with a warning when the operator chose ``warn``. What is
+not a pod CREATE is admitted unchanged: a webhook must never block what it was not written
+for. A body that is not an AdmissionReview is a ``WireError`` (400), as the extender's verbs
+answer.
 """
 
 import base64
@@ -28,7 +29,16 @@ from contracts.server import (
 )
 from extender_app.verbs.wire import WireError, check_utf8
 from extender_app.webhook.disruption_protection import protection_patch
-from policy import DEFAULT_SETTINGS, PolicyError, PolicySettings, memory_affinity_patch, requirement_from_pod
+from policy import (
+    DEFAULT_CAPACITY_SETTINGS,
+    DEFAULT_SETTINGS,
+    INVALID_CAPACITY_CHOICE,
+    CapacityTypeSettings,
+    PolicyError,
+    PolicySettings,
+    node_affinity_patch,
+    requirement_from_pod,
+)
 from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings
 from policy.job_zone_affinity import combined_affinity_patch, zone_affinity_patch
 
@@ -49,6 +59,7 @@ class AdmissionSettings:
 
     invalid_annotation: InvalidAnnotation = INVALID_ANNOTATION
     policy: PolicySettings = field(default_factory=lambda: DEFAULT_SETTINGS)
+    capacity: CapacityTypeSettings = field(default_factory=lambda: DEFAULT_CAPACITY_SETTINGS)
     protect_from_disruption: bool = True
     """Pods with a minimum also get the annotations that keep autoscalers from removing their node
     while they run (``disruption_protection``): on by default, a training job is not restarted
@@ -123,10 +134,12 @@ def _pod_name(request: dict[str, Any]) -> str:
 
 def _pod_answer(pod: object, settings: AdmissionSettings) -> dict[str, Any]:
     try:
-        memory_patch = memory_affinity_patch(pod, settings.policy)
+        memory_patch = node_affinity_patch(pod, settings.policy, settings.capacity)
         minimum = requirement_from_pod(pod, settings.policy).min_memory_mib
     except PolicyError as error:
-        return _refusal(f"{settings.policy.min_memory_annotation}: {error}", settings)
+        capacity_error = str(error) == INVALID_CAPACITY_CHOICE
+        annotation = settings.capacity.annotation if capacity_error else settings.policy.min_memory_annotation
+        return _refusal(f"{annotation}: {error}", settings)
     try:
         zone_patch = zone_affinity_patch(pod, settings.job_zone)
     except PolicyError as error:

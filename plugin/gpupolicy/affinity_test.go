@@ -12,7 +12,7 @@ import (
 	"example.com/gpu-scheduler-eks/plugin/internal/policyvectors"
 )
 
-// TestAffinityVectors holds MemoryAffinityPatch to tests/vectors/affinity_cases.json, the
+// TestAffinityVectors holds NodeAffinityPatch to tests/vectors/affinity_cases.json, the
 // file policy/node_affinity.py is tested against: the pod each patch produces must be
 // the same (Go re-encodes untouched terms, so the patches are compared by their effect),
 // and a second call on the patched pod must return nothing.
@@ -32,7 +32,7 @@ func checkAffinityCase(t *testing.T, c policyvectors.AffinityCase) {
 	if !ok {
 		return
 	}
-	ops, err := gpupolicy.MemoryAffinityPatch(pod, c.Settings)
+	ops, err := gpupolicy.NodeAffinityPatch(pod, c.Settings, c.CapacitySettings)
 	if !policyvectors.MustMatchError(t, err, c.Expect.Error) {
 		return
 	}
@@ -54,7 +54,7 @@ func checkAffinityCase(t *testing.T, c policyvectors.AffinityCase) {
 	if !apiequality.Semantic.DeepEqual(gotPod, wantPod) {
 		t.Fatalf("patched pod differs:\n got %s\nwant %s", got, c.Expect.Patch)
 	}
-	again, err := gpupolicy.MemoryAffinityPatch(gotPod, c.Settings)
+	again, err := gpupolicy.NodeAffinityPatch(gotPod, c.Settings, c.CapacitySettings)
 	if err != nil || len(again) != 0 {
 		t.Fatalf("second call = %+v, %v; want nothing", again, err)
 	}

@@ -12,6 +12,7 @@ minimum (the cheap T4 and A10G types are below every pod's minimum: without the 
 Karpenter launches them, and the test fails).
 """
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +39,14 @@ from localcluster.karpenter import (
     node_claims,
     running_karpenter,
 )
+from localcluster.karpenter import node_pool_manifest as node_pool_manifest_local
 from localcluster.karpenter_instance_types import KARPENTER_INSTANCE_TYPES
 from localcluster.nodes import GPU_TAINT, SimulatedNode
 from localcluster.outcomes import PodOutcome
+from localcluster.waiting import wait_for
 from localcluster.webhook import created_affinity, start_webhook
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, pod_manifest
-from policy import NODE_MEMORY_LABEL
+from policy import CAPACITY_TYPE_LABEL, NODE_MEMORY_LABEL
 from testbed.e2e_cluster import INVENTORY, E2ECluster
 
 SYSTEM = SimulatedNode("system-1", INVENTORY["m5.xlarge"], "us-east-1a")
@@ -170,3 +173,55 @@ def test_the_eks_stacks_node_pools_launch_the_smallest_gpu_memory_that_fits(
             smallest_fit = min(size for size in classes if size >= MINIMUMS_MIB[name])
             assert memory == smallest_fit, f"{name} ({MINIMUMS_MIB[name]} MiB) on {memory} MiB"
             assert labels[NODE_POOL_LABEL] == f"gpu-{memory}mib"
+
+
+LAUNCHED = "karpenter.sh/capacity-type"
+"""The label a launched NodeClaim carries: the capacity type of the offering Karpenter took."""
+
+
+def launched_claims(api: kubernetes.client.ApiClient) -> list[Mapping[str, Any]]:
+    """The NodeClaims that carry the capacity type of their offering (Karpenter launched them)."""
+    return [claim for claim in node_claims(api) if LAUNCHED in (claim["metadata"].get("labels") or {})]
+
+
+def both_types_pool() -> dict[str, Any]:
+    """One NodePool that allows on-demand and spot (spot is the cheaper offering of every type),
+    and declares our capacity-type label, which each local offering carries with its type."""
+    pool = node_pool_manifest_local()
+    requirements = pool["spec"]["template"]["spec"]["requirements"]
+    requirements[:] = [
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand", "spot"]},
+        {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand", "spot"]},
+    ]
+    return pool
+
+
+@pytest.mark.parametrize("webhook", [True, False], ids=["webhook", "control-without-webhook"])
+def test_an_on_demand_pod_gets_an_on_demand_node_claim_from_a_pool_that_allows_both(
+    extender_cluster: E2ECluster, autoscaler_bin_dir: Path, tmp_path: Path, webhook: bool
+) -> None:
+    """The webhook writes ``training.example.com/capacity-type In [on-demand, reserved]``: Karpenter
+    then launches the on-demand offering. Without it (the control) Karpenter launches the cheaper
+    spot offering, which the extender then refuses for the pod."""
+    cluster = extender_cluster
+    cluster.add_nodes(SYSTEM)
+    if webhook:
+        start_webhook(cluster.plane, tmp_path / "webhook")
+    cluster.start()
+    work_dir = cluster.plane.work_dir / "karpenter-both-types"
+    with running_karpenter(cluster.plane, autoscaler_bin_dir, work_dir, node_pools=[both_types_pool()]):
+        spec = PodSpecification("needs-on-demand", str(16 * 1024), capacity_type="on-demand")
+        kubernetes.client.CoreV1Api(cluster.api).create_namespaced_pod(WORKLOAD_NAMESPACE, pod_manifest(spec))
+        claims = wait_for(lambda: launched_claims(cluster.api), BIND_SECONDS, "a launched NodeClaim")
+        launched = {claim["metadata"]["labels"][LAUNCHED] for claim in claims}
+        if webhook:
+            assert created_affinity(cluster.api, "needs-on-demand").endswith(
+                f"{CAPACITY_TYPE_LABEL} In on-demand,reserved"
+            )
+            assert launched == {"on-demand"}
+            outcome = cluster.outcome("needs-on-demand", bound_only=True)
+            node = kubernetes.client.CoreV1Api(cluster.api).read_node(outcome.node)
+            assert node.metadata.labels[CAPACITY_TYPE_LABEL] == "on-demand"
+        else:
+            assert created_affinity(cluster.api, "needs-on-demand") == ""
+            assert launched == {"spot"}, "the control: without the affinity Karpenter takes the cheaper spot"

@@ -25,11 +25,24 @@ from policy import (
     DEFAULT_SETTINGS,
     INVALID_MIN_MEMORY,
     INVALID_NODE_LABEL,
+    NODE_BEING_REMOVED,
+    NOT_ON_DEMAND,
+    NOT_SPOT,
     REQUIRES_GPU_REQUEST,
+    UNKNOWN_CAPACITY_TYPE,
 )
 from testbed.e2e_cluster import INVENTORY, E2ECluster, e2e_cluster
 
-POLICY_REASONS = (BELOW_MINIMUM, INVALID_NODE_LABEL, INVALID_MIN_MEMORY, REQUIRES_GPU_REQUEST)
+POLICY_REASONS = (
+    BELOW_MINIMUM,
+    INVALID_NODE_LABEL,
+    INVALID_MIN_MEMORY,
+    REQUIRES_GPU_REQUEST,
+    NOT_ON_DEMAND,
+    NOT_SPOT,
+    UNKNOWN_CAPACITY_TYPE,
+    NODE_BEING_REMOVED,
+)
 EXTENDER_REFUSED = "code 400"
 """kube-scheduler's message when the extender answers an invalid pod with 400 (its body is dropped)."""
 

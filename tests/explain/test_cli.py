@@ -26,12 +26,13 @@ from tests.explain.objects import DEMO_FLEET, pod_json
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 POD_KEYS = {
-    "schemaVersion", "kind", "pod", "annotation", "gpuRequest", "requirement", "error",
+    "schemaVersion", "kind", "pod", "annotation", "gpuRequest", "requirement", "capacityType", "error",
     "verdict", "exitCode", "nodes", "changes", "ec2Source",
 }  # fmt: skip
 POD_STATE_KEYS = {"namespace", "name", "schedulerName", "governed", "phase", "nodeName", "podScheduled"}
 POD_NODE_KEYS = {
-    "name", "fits", "reason", "score", "extenderScore", "nodeGroup", "instanceType", "gpu",
+    "name", "fits", "reason", "score", "extenderScore", "capacityType", "capacityScore", "nodeGroup",
+    "instanceType", "gpu",
     "gpuMemoryLabel", "labelMiB", "gpusAllocatable", "gpusAllocated", "gpusFree", "gpuCountFits",
     "toleratesTaints", "untoleratedTaints",
 }  # fmt: skip

@@ -13,9 +13,13 @@ from explain.render import pod_text
 from explain.settings import EXIT
 from policy import (
     BELOW_MINIMUM,
+    CAPACITY_TYPE_ANNOTATION,
     DEFAULT_SETTINGS,
+    INVALID_CAPACITY_CHOICE,
     INVALID_MIN_MEMORY,
     INVALID_NODE_LABEL,
+    NODE_BEING_REMOVED,
+    NOT_ON_DEMAND,
     REQUIRES_GPU_REQUEST,
     SCORE_SCALE_MIB,
     PolicySettings,
@@ -288,3 +292,49 @@ def test_the_table_has_a_row_per_node_and_the_label_column() -> None:
     assert "8x H200" in h200
     assert str(INVENTORY["p5e.48xlarge"].gpu_memory_mib) in h200
     assert "verdict    no-fit: no node passes the GPU-memory policy (exit 1)" in text
+
+
+def test_the_capacity_type_verdict_is_given_per_node() -> None:
+    on_demand = gpu_node("on-demand", "g5.xlarge")
+    spot = gpu_node("spot", "g5.xlarge")
+    spot["metadata"]["labels"]["eks.amazonaws.com/capacityType"] = "SPOT"
+    draining = gpu_node("draining", "g5.xlarge")
+    draining["spec"]["taints"] = [
+        *draining["spec"].get("taints", []),
+        {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"},
+    ]
+    pod = pod_json("train", "16384")
+    pod["metadata"]["annotations"][CAPACITY_TYPE_ANNOTATION] = "on-demand"
+    pod["spec"]["tolerations"] = [{"operator": "Exists"}]
+
+    explanation = explain(pod, [on_demand, spot, draining])
+    rows = {row.node.name: row for row in explanation.nodes}
+    assert explanation.capacity_choice == "on-demand"
+    assert (rows["on-demand"].fits, rows["on-demand"].capacity_type, rows["on-demand"].capacity_score) == (
+        True,
+        "on-demand",
+        100,
+    )
+    assert (rows["spot"].fits, rows["spot"].reason, rows["spot"].capacity_score) == (False, NOT_ON_DEMAND, 0)
+    assert (rows["draining"].fits, rows["draining"].reason) == (False, NODE_BEING_REMOVED)
+    assert explanation.fitting_nodes == ("on-demand",)
+    text = pod_text(explanation, DEFAULT_SETTINGS)
+    assert f"capacity type on-demand ({CAPACITY_TYPE_ANNOTATION})" in text
+    assert NOT_ON_DEMAND in text
+    assert "spot (0)" in text
+    document = render_pod_json(explanation)
+    assert document["capacityType"] == "on-demand"
+    assert {node["name"]: node["capacityScore"] for node in document["nodes"]} == {
+        "on-demand": 100,
+        "spot": 0,
+        "draining": 100,
+    }
+
+
+def test_an_invalid_capacity_type_is_an_invalid_pod_with_its_fix() -> None:
+    pod = pod_json("train", "16384")
+    pod["metadata"]["annotations"][CAPACITY_TYPE_ANNOTATION] = "Spot"
+    explanation = explain(pod)
+    assert explanation.verdict == "invalid"
+    assert explanation.error == INVALID_CAPACITY_CHOICE
+    assert explanation.changes[-1].startswith(f"set the annotation {CAPACITY_TYPE_ANNOTATION} to on-demand")

@@ -39,6 +39,27 @@ def test_an_annotated_gpu_pod_gets_the_memory_affinity() -> None:
     assert again == {"uid": UID, "allowed": True}, "reinvocation changes nothing"
 
 
+def test_a_capacity_type_choice_is_written_as_affinity_beside_the_minimum() -> None:
+    original = pod()
+    original["metadata"]["annotations"][policy.CAPACITY_TYPE_ANNOTATION] = "on-demand"
+    response = answer(admission_review(original))
+    patched = jsonpatch.apply_patch(original, orjson.loads(base64.b64decode(response["patch"])))
+    terms = patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    capacity = {"key": policy.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand", "reserved"]}
+    memory = {"key": policy.NODE_MEMORY_LABEL, "operator": "Gt", "values": ["40959"]}
+    assert terms["nodeSelectorTerms"] == [{"matchExpressions": [memory, capacity]}]
+    assert answer(admission_review(patched)) == {"uid": UID, "allowed": True}, "reinvocation changes nothing"
+
+
+def test_an_invalid_capacity_type_is_denied_naming_its_annotation() -> None:
+    original = pod()
+    original["metadata"]["annotations"][policy.CAPACITY_TYPE_ANNOTATION] = "SPOT"
+    denied = answer(admission_review(original))
+    assert denied["allowed"] is False
+    message = f"{policy.CAPACITY_TYPE_ANNOTATION}: {policy.INVALID_CAPACITY_CHOICE}"
+    assert denied["status"] == {"code": HTTPStatus.UNPROCESSABLE_ENTITY, "message": message}
+
+
 def patched_pod(original: dict[str, Any], settings: AdmissionSettings | None = None) -> dict[str, Any]:
     response = answer(admission_review(original), settings)
     result: dict[str, Any] = jsonpatch.apply_patch(

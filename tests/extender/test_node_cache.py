@@ -3,7 +3,16 @@
 import pytest
 
 from extender_app.node_cache.cache import ListChanges, NodeCache, NodeChange, resource_version_number
-from extender_app.node_cache.metadata import ADDED, BOOKMARK, DELETED, MODIFIED, NodeMeta, WatchEvent
+from extender_app.node_cache.metadata import (
+    ADDED,
+    BOOKMARK,
+    DELETED,
+    MODIFIED,
+    NO_CAPACITY_FACTS,
+    CapacityFacts,
+    NodeMeta,
+    WatchEvent,
+)
 
 KEY = "example.com/gpu-memory-mib"
 
@@ -130,3 +139,18 @@ def test_a_node_learned_before_the_first_list_and_an_uncomparable_version():
     odd = NodeMeta("odd", "81920", "not-a-number")
     assert cache.learn(odd) == odd  # judged as read, but the cache is left to the watch
     assert "odd" not in cache.labels
+
+
+def test_capacity_facts_follow_lists_and_events():
+    spot = CapacityFacts("spot")
+    draining = CapacityFacts("spot", "karpenter.sh/disrupted")
+    cache = NodeCache(KEY)
+    cache.replace([NodeMeta("a", "1", capacity=spot), NodeMeta("b", "2")], "5", 0.0)
+    assert (cache.facts("a"), cache.facts("b")) == (spot, NO_CAPACITY_FACTS)
+    assert dict(cache.capacity) == {"a": spot}, "a node without facts is not stored"
+    tainted = WatchEvent(MODIFIED, node=NodeMeta("a", "1", "9", draining), resource_version="9")
+    assert cache.apply(tainted, 1.0) == NodeChange(MODIFIED, "a", "1", "1"), "a new taint is a change"
+    assert cache.facts("a") == draining
+    assert cache.replace([NodeMeta("a", "1", capacity=spot)], "10", 2.0).relabelled == 1
+    assert cache.apply(WatchEvent(DELETED, node=NodeMeta("a", "1", "11"), resource_version="11"), 3.0)
+    assert (cache.facts("a"), dict(cache.capacity)) == (NO_CAPACITY_FACTS, {})

@@ -8,6 +8,7 @@ from extender_app.node_cache.metadata import (
     DELETED,
     ERROR,
     MODIFIED,
+    CapacityFacts,
     NodeDecodeError,
     NodeMeta,
     event_from_json,
@@ -33,9 +34,27 @@ def partial(name, labels, resource_version="7"):
 def test_a_realistic_node_keeps_only_its_name_label_and_resource_version():
     node = base_node()
     meta = node_from_json(orjson.dumps(node), KEY)
+    assert node["metadata"]["labels"]["eks.amazonaws.com/capacityType"] == "ON_DEMAND"
     assert meta == NodeMeta(
-        node["metadata"]["name"], node["metadata"]["labels"][KEY], node["metadata"]["resourceVersion"]
+        node["metadata"]["name"],
+        node["metadata"]["labels"][KEY],
+        node["metadata"]["resourceVersion"],
+        CapacityFacts(capacity_type="on-demand"),
     )
+
+
+def test_capacity_facts_are_read_from_the_labels_and_the_taints():
+    node = base_node()
+    node["metadata"]["labels"]["training.example.com/capacity-type"] = "spot"
+    node["spec"]["taints"] = [
+        {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
+        {"key": "DeletionCandidateOfClusterAutoscaler", "value": "1700000000", "effect": "PreferNoSchedule"},
+        {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"},
+    ]
+    meta = node_from_json(orjson.dumps(node), KEY)
+    assert meta.capacity == CapacityFacts("spot", "karpenter.sh/disrupted", deletion_candidate=True)
+    partial_meta = node_from_json(orjson.dumps(partial("n", {"karpenter.sh/capacity-type": "spot"})), KEY)
+    assert partial_meta.capacity == CapacityFacts("spot"), "metadata alone: labels, no taints"
 
 
 def test_label_absent_null_and_labels_null():

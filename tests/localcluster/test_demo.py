@@ -15,7 +15,7 @@ from components.render.webhook_config import WEBHOOK_NAME
 from localcluster.demo import sample_pods
 from localcluster.images import LocalImages
 from localcluster.waiting import wait_for
-from policy import MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
+from policy import CAPACITY_TYPE_ANNOTATION, CAPACITY_TYPE_LABEL, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,11 +60,15 @@ def assert_every_pod_reported(stdout: str, mode: str) -> None:
         assert f"\n{pod.spec.name} " in stdout
         if pod.expect_refused:  # by the stack's admission webhook, with the policy's message
             refusal = f'  {pod.spec.name}: refused: admission webhook "{WEBHOOK_NAME}" denied the request: '
-            assert refusal + f"{MIN_MEMORY_ANNOTATION}: {pod.expect_in_reason}" in stdout
+            annotation = CAPACITY_TYPE_ANNOTATION if pod.spec.capacity_type else MIN_MEMORY_ANNOTATION
+            assert refusal + f"{annotation}: {pod.expect_in_reason}" in stdout
         elif not pod.expect_bound:  # explain's answer follows the table
             assert f"$ python -m explain pod ml-training/{pod.spec.name}\nPod ml-training/" in stdout
         elif pod.minimum_mib:  # the webhook's affinity, read back from the stored pod
             affinity = f"created with required node affinity {NODE_MEMORY_LABEL} Gt {pod.minimum_mib - 1}"
+            assert f"  {pod.spec.name}: {affinity}\n" in stdout
+        elif pod.spec.capacity_type == "spot":  # the capacity-type choice as affinity
+            affinity = f"created with required node affinity {CAPACITY_TYPE_LABEL} In spot"
             assert f"  {pod.spec.name}: {affinity}\n" in stdout
     # The same-zone scene: plugin mode places the whole job in the one zone that holds it.
     assert "Same-zone job: 8 pods of 1 GPU" in stdout
@@ -115,6 +119,17 @@ def work_dirs_of(pids: set[int]) -> set[Path]:
     }
 
 
+def freeze_the_scheduler(children: set[int]) -> None:
+    """SIGSTOP the demo's kube-scheduler: no pod can be placed any more, so the demo cannot finish
+    before the signal the test sends it, however fast the scheduler was until then."""
+    (scheduler,) = (
+        pid
+        for pid in children
+        if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"kube-scheduler")
+    )
+    os.kill(scheduler, signal.SIGSTOP)
+
+
 def start_demo_until_the_cluster_runs(bin_dir: Path) -> tuple[subprocess.Popen[str], set[int]]:
     demo = subprocess.Popen(
         demo_command(bin_dir, "extender"),
@@ -139,6 +154,7 @@ def test_an_interrupted_demo_stops_every_process_and_removes_its_files(bin_dir: 
     demo, children = start_demo_until_the_cluster_runs(bin_dir)
     work_dirs = work_dirs_of(children)
     assert work_dirs
+    freeze_the_scheduler(children)  # stopped children are stopped all the same (SIGCONT follows SIGTERM)
     demo.send_signal(signum)
     assert demo.wait(timeout=60) != 0
     assert not alive(children)

@@ -1,6 +1,7 @@
 """The instance types offered to Karpenter's kwok provider carry the fleet's EC2 GPU data."""
 
 import json
+from typing import Any
 
 import pytest
 
@@ -11,13 +12,13 @@ from localcluster.karpenter_instance_types import (
     InstanceTypesError,
     karpenter_instance_types,
 )
-from policy import NODE_MEMORY_LABEL, PolicySettings
+from policy import CAPACITY_TYPE_LABEL, NODE_MEMORY_LABEL, PolicySettings
 
 INVENTORY = load_inventory()
 OFFERED = [INVENTORY[name] for name in KARPENTER_INSTANCE_TYPES]
 
 
-def by_name(document: list[dict[str, object]]) -> dict[str, dict[str, object]]:
+def by_name(document: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {str(entry["name"]): entry for entry in document}
 
 
@@ -33,11 +34,23 @@ def test_each_offering_labels_the_per_gpu_memory_derived_from_ec2() -> None:
     for name, memory in expected.items():
         offerings = document[name]["offerings"]
         assert isinstance(offerings, list)
-        assert len(offerings) == 3  # one per zone
+        assert len(offerings) == 6  # one per zone and capacity type
         for offering in offerings:
             memory_requirements = [r for r in offering["Requirements"] if r["key"] == NODE_MEMORY_LABEL]
             # Single-value In: the form Karpenter turns into a Node label.
             assert memory_requirements == [{"key": NODE_MEMORY_LABEL, "operator": "In", "values": [memory]}]
+
+
+def test_each_type_is_offered_on_demand_and_cheaper_as_spot_with_our_capacity_label() -> None:
+    entry = by_name(karpenter_instance_types(OFFERED))["g5.xlarge"]
+    by_type: dict[str, list[float]] = {}
+    for offering in entry["offerings"]:
+        requirements = {r["key"]: r["values"] for r in offering["Requirements"]}
+        (capacity_type,) = requirements["karpenter.sh/capacity-type"]
+        assert requirements[CAPACITY_TYPE_LABEL] == [capacity_type], "ours, with the same value"
+        by_type.setdefault(capacity_type, []).append(offering["Price"])
+    assert set(by_type) == {"on-demand", "spot"}
+    assert max(by_type["spot"]) < min(by_type["on-demand"])
 
 
 def test_resources_come_from_the_instance_type() -> None:
@@ -48,7 +61,7 @@ def test_resources_come_from_the_instance_type() -> None:
         "pods": "110",
         "nvidia.com/gpu": "8",
     }
-    assert document["g5.xlarge"]["resources"]["nvidia.com/gpu"] == "1"  # type: ignore[index]
+    assert document["g5.xlarge"]["resources"]["nvidia.com/gpu"] == "1"
 
 
 def test_prices_keep_their_order_so_the_smallest_gpu_is_the_cheapest() -> None:

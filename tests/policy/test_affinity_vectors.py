@@ -7,11 +7,23 @@ import jsonpatch
 import pytest
 
 import policy
-from policy.node_affinity import REQUIRED_TERMS_FIELD, memory_expression
-from tests.vectors import case_settings, load_cases
+from policy.node_affinity import (
+    CAPACITY_PREFERENCE_WEIGHT,
+    PREFERRED_TERMS_FIELD,
+    REQUIRED_TERMS_FIELD,
+    capacity_expression,
+    memory_expression,
+)
+from tests.vectors import case_settings, load_cases, load_file
 
 FILE = "affinity_cases.json"
 CASES = load_cases(FILE)
+
+
+def capacity_settings(case: dict[str, Any]) -> policy.CapacityTypeSettings:
+    """The capacity-type settings of a case: the file's, overridden by the case's own."""
+    fields = {**load_file(FILE)["capacity_settings"], **case.get("capacity_settings", {})}
+    return policy.CapacityTypeSettings(**fields)
 
 
 def test_vector_file_covers_each_outcome() -> None:
@@ -20,39 +32,62 @@ def test_vector_file_covers_each_outcome() -> None:
     outcomes = {next(iter(case["expect"])) for case in CASES}
     assert outcomes == {"patch", "error", "decode_error"}
     assert policy.PolicySettings(**case_settings(FILE, {})) == policy.DEFAULT_SETTINGS
+    assert capacity_settings({}) == policy.DEFAULT_CAPACITY_SETTINGS
+    choices = {
+        (case["pod"]["metadata"].get("annotations") or {}).get(policy.CAPACITY_TYPE_ANNOTATION)
+        for case in CASES
+    }
+    assert set(policy.CAPACITY_CHOICES) <= choices
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case["name"])
 def test_affinity_case(case: dict[str, Any]) -> None:
     settings = policy.PolicySettings(**case_settings(FILE, case))
+    capacity = capacity_settings(case)
     pod = case["pod"]
     before = copy.deepcopy(pod)
     expect = case["expect"]
     if "patch" not in expect:
         with pytest.raises(policy.PolicyError) as raised:
-            policy.memory_affinity_patch(pod, settings)
+            policy.node_affinity_patch(pod, settings, capacity)
         if "error" in expect:
             assert str(raised.value) == expect["error"]
         return
 
-    patch = policy.memory_affinity_patch(pod, settings)
+    patch = policy.node_affinity_patch(pod, settings, capacity)
     assert patch == expect["patch"]
     assert pod == before, "the pod given is not modified"
 
     patched = jsonpatch.apply_patch(pod, patch)
-    assert policy.memory_affinity_patch(patched, settings) == [], "a second call (reinvocation) adds nothing"
+    assert policy.node_affinity_patch(patched, settings, capacity) == [], (
+        "a second call (reinvocation) adds nothing"
+    )
     assert patched["spec"].get("nodeSelector") == pod["spec"].get("nodeSelector")
     node_affinity = (patched["spec"].get("affinity") or {}).get("nodeAffinity") or {}
     before_affinity = (pod["spec"].get("affinity") or {}).get("nodeAffinity") or {}
-    assert node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") == before_affinity.get(
-        "preferredDuringSchedulingIgnoredDuringExecution"
-    )
+    choice = policy.capacity_choice(pod, capacity)
+    preferred_before = before_affinity.get(PREFERRED_TERMS_FIELD) or []
+    preferred_after = node_affinity.get(PREFERRED_TERMS_FIELD) or []
+    if choice.startswith("prefer-"):
+        wanted = capacity_expression(choice.removeprefix("prefer-"), capacity)
+        ours = {"weight": CAPACITY_PREFERENCE_WEIGHT, "preference": {"matchExpressions": [wanted]}}
+        assert ours in preferred_after
+        assert [term for term in preferred_after if term != ours] == [
+            t for t in preferred_before if t != ours
+        ]
+    else:
+        assert preferred_after == preferred_before
     requirement = policy.requirement_from_pod(pod, settings)
-    if requirement.min_memory_mib and patch:
-        expression = memory_expression(requirement.min_memory_mib, settings)
+    expressions = []
+    if requirement.min_memory_mib:
+        expressions.append(memory_expression(requirement.min_memory_mib, settings))
+    if choice in ("on-demand", "spot"):
+        expressions.append(capacity_expression(choice, capacity))
+    if expressions and patch:
         for term in node_affinity[REQUIRED_TERMS_FIELD]["nodeSelectorTerms"]:
             selects_something = term.get("matchExpressions") or term.get("matchFields")
-            assert (expression in term.get("matchExpressions", [])) == bool(selects_something)
+            for expression in expressions:
+                assert (expression in term.get("matchExpressions", [])) == bool(selects_something)
 
 
 @pytest.mark.parametrize("minimum", [1, 2, 16384, 22888, 40960, 1048576])

@@ -23,7 +23,7 @@ from policy.job_zone_affinity import (
     zone_affinity_patch,
     zone_affinity_term,
 )
-from policy.node_affinity import memory_affinity_patch
+from policy.node_affinity import node_affinity_patch
 from policy.requirement import MISSING_POD
 from tests.vectors import load_file
 
@@ -178,9 +178,9 @@ def test_zone_affinity_patch_leaves_other_pods_and_refuses_bad_ones() -> None:
 def test_combined_patch_applies_both_rules(affinity: object) -> None:
     pod = same_zone_pod(affinity)
     pod["metadata"]["annotations"]["training.example.com/min-gpu-memory-mib"] = "40960"
-    combined = combined_affinity_patch(memory_affinity_patch(pod), zone_affinity_patch(pod))
+    combined = combined_affinity_patch(node_affinity_patch(pod), zone_affinity_patch(pod))
     patched = jsonpatch.apply_patch(pod, combined)
-    assert memory_affinity_patch(patched) == [], "the memory rule is already in the patched pod"
+    assert node_affinity_patch(patched) == [], "the memory rule is already in the patched pod"
     assert zone_affinity_patch(patched) == [], "the zone rule is already in the patched pod"
 
 

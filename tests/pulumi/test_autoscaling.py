@@ -17,7 +17,7 @@ from components.cluster_autoscaler import NODE_TEMPLATE, SCALING_ACTIONS
 from components.karpenter import INTERRUPTION_EVENTS, NODE_POLICIES
 from components.render.karpenter_pools import DISCOVERY_TAG
 from components.stack_config import DEFAULT_KARPENTER_CHART_VERSION
-from policy import GPU_RESOURCE, NODE_MEMORY_LABEL
+from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, run_with
 from tests.pulumi.mocks import (
     EKS_SECURITY_GROUP,
@@ -167,17 +167,20 @@ def test_each_gpu_group_asg_carries_discovery_and_scale_from_zero_tags(
     node_group = autoscaler_run.one("aws:eks/nodeGroup:NodeGroup", f"gpu-{group['name']}-nodes").plain
     memory = str(moto_per_gpu_memory(group["instanceTypes"]))
     accelerator = {"mixed": "nvidia-a10g", "l40s": "nvidia-l40s"}[group["name"]]  # the first type's GPU
+    capacity = group.get("capacityType", "on-demand")
     assert node_group["labels"] == {
         NODE_MEMORY_LABEL: memory,
         "nvidia.com/gpu.present": "true",
-        "training.example.com/node-pool": f"gpu-{memory}mib",
+        "training.example.com/node-pool": f"gpu-{memory}mib" + ("" if capacity == "on-demand" else "-spot"),
         "k8s.amazonaws.com/accelerator": accelerator,
+        CAPACITY_TYPE_LABEL: capacity,
     }
     assert tags == {
         **{f"{NODE_TEMPLATE}/label/{key}": value for key, value in node_group["labels"].items()},
         f"{NODE_TEMPLATE}/resources/{GPU_RESOURCE}": "1",
         f"{NODE_TEMPLATE}/resources/ephemeral-storage": "100Gi",
         f"{NODE_TEMPLATE}/taint/nvidia.com/gpu": "true:NoSchedule",
+        f"{NODE_TEMPLATE}/label/{CAPACITY_TYPE_LABEL}": group.get("capacityType", "on-demand"),
     }
 
 
@@ -278,12 +281,18 @@ def test_one_node_pool_per_gpu_memory_class_from_ec2(karpenter_run: StackRun) ->
         expected[moto_per_gpu_memory([instance_type])] = (instance_type, capacity)
     pools = node_pools(karpenter_run)
     assert len(pools) == len(expected) == 3
-    weights = [pools[f"gpu-{memory}mib"]["spec"]["weight"] for memory in sorted(expected)]
+
+    def pool_name(memory: int) -> str:
+        capacity = expected[memory][1]
+        return f"gpu-{memory}mib" + ("" if capacity == "on-demand" else f"-{capacity}")
+
+    weights = [pools[pool_name(memory)]["spec"]["weight"] for memory in sorted(expected)]
     assert weights == sorted(weights, reverse=True), "the smallest GPU that fits is tried first"
     for memory, (instance_type, capacity) in expected.items():
-        pool = pools[f"gpu-{memory}mib"]
+        pool = pools[pool_name(memory)]
         labels = pool["spec"]["template"]["metadata"]["labels"]
         assert labels[NODE_MEMORY_LABEL] == str(memory)
+        assert labels[CAPACITY_TYPE_LABEL] == capacity, "one capacity type per pool, in our label"
         assert labels["nvidia.com/gpu.present"] == "true"
         assert requirement(pool, "node.kubernetes.io/instance-type") == [instance_type]
         assert requirement(pool, "karpenter.sh/capacity-type") == [capacity]
@@ -349,16 +358,24 @@ def test_a_node_pool_label_names_the_class_whoever_made_the_node() -> None:
     assert managed["training.example.com/node-pool"] == template["training.example.com/node-pool"]
 
 
-def test_a_type_in_two_groups_of_different_capacity_allows_both() -> None:
+def test_a_type_in_two_groups_of_different_capacity_gets_a_pool_of_each_type() -> None:
     groups = [
         {"name": "a", "instanceTypes": ["g5.xlarge"], "capacityType": "spot"},
         {"name": "b", "instanceTypes": ["g5.2xlarge", "g5.xlarge"]},
     ]
     run = run_with({"autoscaling": "karpenter", "gpuNodeGroups": groups, "gpuTaint": "false"})
-    [pool] = node_pools(run).values()
-    assert requirement(pool, "node.kubernetes.io/instance-type") == ["g5.xlarge", "g5.2xlarge"]
-    assert requirement(pool, "karpenter.sh/capacity-type") == ["on-demand", "spot"]
-    assert pool["spec"]["template"]["spec"]["taints"] == []
+    pools = node_pools(run)
+    memory = moto_per_gpu_memory(["g5.xlarge"])
+    spot, on_demand = pools[f"gpu-{memory}mib-spot"], pools[f"gpu-{memory}mib"]
+    assert set(pools) == {f"gpu-{memory}mib-spot", f"gpu-{memory}mib"}
+    assert requirement(spot, "node.kubernetes.io/instance-type") == ["g5.xlarge"]
+    assert requirement(spot, "karpenter.sh/capacity-type") == ["spot"]
+    assert requirement(on_demand, "node.kubernetes.io/instance-type") == ["g5.2xlarge", "g5.xlarge"]
+    assert requirement(on_demand, "karpenter.sh/capacity-type") == ["on-demand"]
+    assert spot["spec"]["weight"] > on_demand["spec"]["weight"], "the cheaper type first"
+    for pool, capacity in ((spot, "spot"), (on_demand, "on-demand")):
+        assert pool["spec"]["template"]["metadata"]["labels"][CAPACITY_TYPE_LABEL] == capacity
+        assert pool["spec"]["template"]["spec"]["taints"] == []
 
 
 def test_the_node_class_finds_subnets_and_security_group_by_the_discovery_tag(

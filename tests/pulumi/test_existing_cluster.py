@@ -211,6 +211,21 @@ def test_the_extender_weight_reaches_the_scheduler_configuration() -> None:
     assert weighted.outputs["schedulerConfig"] != default.outputs["schedulerConfig"]
 
 
+def test_the_capacity_type_weight_reaches_the_plugin_mode_configuration() -> None:
+    default = existing_run_with(existing_values("plugin"))
+    weighted = existing_run_with(existing_values("plugin", scheduler={"capacityTypeWeight": 7}))
+
+    def weights(run: StackRun) -> dict[str, int]:
+        document = yaml.safe_load(
+            run.kubernetes_object("ConfigMap", f"{SCHEDULER_NAME}-config")["data"][CONFIG_FILE]
+        )
+        enabled = document["profiles"][0]["plugins"]["score"]["enabled"]
+        return {each["name"]: each["weight"] for each in enabled}
+
+    assert weights(default) == {"GPUScheduler": 10, "CapacityType": 20}
+    assert weights(weighted) == {"GPUScheduler": 10, "CapacityType": 7}
+
+
 # --- __main__.py with Pulumi's config ------------------------------------------------------------
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from components.stack_config import PROJECT, SystemNodeGroup
-from policy import NODE_MEMORY_LABEL
+from policy import CAPACITY_TYPE_LABEL, NODE_MEMORY_LABEL
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, run_with
 from tests.pulumi.mocks import StackRun, moto_per_gpu_memory
 
@@ -18,6 +18,7 @@ def test_system_node_group(run: StackRun) -> None:
     assert system["capacityType"] == "ON_DEMAND"
     assert "taints" not in system or not system["taints"]
     assert NODE_MEMORY_LABEL not in system["labels"]
+    assert system["labels"][CAPACITY_TYPE_LABEL] == "on-demand"
 
 
 @pytest.mark.parametrize("group", [MIXED_GROUP, SINGLE_GROUP], ids=lambda group: group["name"])
@@ -26,6 +27,7 @@ def test_gpu_node_group_label_comes_from_ec2(run: StackRun, group: dict[str, Any
     expected = moto_per_gpu_memory(group["instanceTypes"])
     assert declared["labels"][NODE_MEMORY_LABEL] == str(expected)
     assert declared["labels"]["nvidia.com/gpu.present"] == "true"
+    assert declared["labels"][CAPACITY_TYPE_LABEL] == group.get("capacityType", "on-demand")
     assert declared["amiType"] == "AL2023_x86_64_NVIDIA"
     assert declared["instanceTypes"] == group["instanceTypes"]
     assert run.outputs["gpuMemoryLabels"][group["name"]] == str(expected)

@@ -77,12 +77,17 @@ def test_scheduler_config_map_holds_the_rendered_configuration(run: StackRun) ->
     else:
         assert "extenders" not in document
         assert document["profiles"][0]["plugins"]["score"]["enabled"] == [
-            {"name": "GPUScheduler", "weight": 10}
+            {"name": "GPUScheduler", "weight": 10},
+            {"name": "CapacityType", "weight": 20},
         ]
         for point in ("preFilter", "filter"):
-            assert document["profiles"][0]["plugins"][point]["enabled"] == [{"name": "GPUScheduler"}]
+            assert document["profiles"][0]["plugins"][point]["enabled"] == [
+                {"name": "GPUScheduler"},
+                {"name": "CapacityType"},
+            ]
         assert document["profiles"][0]["plugins"]["multiPoint"]["enabled"] == [
             {"name": "GPUScheduler", "weight": 10},
+            {"name": "CapacityType", "weight": 20},
             {"name": "JobZone"},
         ]
 

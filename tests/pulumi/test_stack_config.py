@@ -414,6 +414,8 @@ BAD_VALUES += [
     ({"devicePlugin": {"enabled": "maybe"}}, "devicePlugin.enabled", "must be true or false"),
     ({"scheduler": {"extenderWeight": 0}}, "scheduler.extenderWeight", "must be 1..100"),
     ({"scheduler": {"extenderWeight": 101}}, "scheduler.extenderWeight", "must be 1..100"),
+    ({"scheduler": {"capacityTypeWeight": 0}}, "scheduler.capacityTypeWeight", "must be 1..100"),
+    ({"scheduler": {"capacityTypeWeight": "heavy"}}, "scheduler.capacityTypeWeight", "must be an integer"),
     (
         {"images": {"extender": EXTENDER_REFERENCE}},
         "images.extender",

@@ -24,7 +24,7 @@ from contracts.server import (
 )
 from extender_app.cli import settings_from
 from extender_app.settings import WEBHOOK_MAX_BODY_BYTES
-from policy import MIN_MEMORY_ANNOTATION
+from policy import CAPACITY_TYPE_ANNOTATION, MIN_MEMORY_ANNOTATION
 from policy.job_zone import JOB_SIZE_ANNOTATION, ZONE_POLICY_ANNOTATION
 from tests.pulumi.conftest import run_with, stack_config
 from tests.pulumi.mocks import StackRun
@@ -55,6 +55,7 @@ def test_every_mode_registers_the_webhook_for_annotated_pod_creates(run: StackRu
     [condition] = webhook["matchConditions"]
     assert condition["expression"] == (
         f'has(object.metadata.annotations) && ("{MIN_MEMORY_ANNOTATION}" in object.metadata.annotations'
+        f' || "{CAPACITY_TYPE_ANNOTATION}" in object.metadata.annotations'
         f' || "{ZONE_POLICY_ANNOTATION}" in object.metadata.annotations'
         f' || "{JOB_SIZE_ANNOTATION}" in object.metadata.annotations)'
     )

@@ -1,6 +1,6 @@
 // Command gpu-scheduler is the upstream kube-scheduler with the GPUScheduler and
-// JobZone plugins compiled in. Every built-in plugin is already registered by the
-// upstream command; only ours are added, and a profile enables them like any other.
+// CapacityType and JobZone plugins compiled in. Every built-in plugin is already registered by
+// the upstream command; only ours are added, and a profile enables them like any other plugin.
 package main
 
 import (
@@ -9,6 +9,7 @@ import (
 	"k8s.io/component-base/cli"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
+	"example.com/gpu-scheduler-eks/plugin/capacitytype"
 	"example.com/gpu-scheduler-eks/plugin/gpuscheduler"
 	"example.com/gpu-scheduler-eks/plugin/jobzone"
 )
@@ -17,6 +18,7 @@ import (
 func registryOptions() []app.Option {
 	return []app.Option{
 		app.WithPlugin(gpuscheduler.Name, gpuscheduler.New),
+		app.WithPlugin(capacitytype.Name, capacitytype.New),
 		app.WithPlugin(jobzone.Name, jobzone.New),
 	}
 }

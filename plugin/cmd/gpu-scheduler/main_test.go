@@ -23,6 +23,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"example.com/gpu-scheduler-eks/plugin/capacitytype"
 	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
 	"example.com/gpu-scheduler-eks/plugin/gpuscheduler"
 	"example.com/gpu-scheduler-eks/plugin/internal/policyvectors"
@@ -183,13 +184,7 @@ func TestPluginModeConfiguration(t *testing.T) {
 			v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("16Gi"),
 			v1.ResourcePods: resource.MustParse("110"), gpupolicy.GPUResource: resource.MustParse("1"),
 		}
-		info := framework.NewNodeInfo()
-		info.SetNode(node)
-		state := framework.NewCycleState()
-		if _, status, _ := profile.RunPreFilterPlugins(ctx, state, pod); !status.IsSuccess() {
-			t.Fatalf("PreFilter plugins: %v", status)
-		}
-		status := profile.RunFilterPlugins(ctx, state, pod, info)
+		status := filterStatus(ctx, t, profile, pod, node)
 		switch {
 		case tt.want == "" && !status.IsSuccess():
 			t.Errorf("node %s: filters rejected it: %v", tt.memory, status)
@@ -197,6 +192,18 @@ func TestPluginModeConfiguration(t *testing.T) {
 			t.Errorf("node %s: filter status %v from %q, want %q from GPUScheduler", tt.memory, status, status.Plugin(), tt.want)
 		}
 	}
+}
+
+// filterStatus runs the profile's PreFilter and Filter plugins for pod on node.
+func filterStatus(ctx context.Context, t *testing.T, profile framework.Framework, pod *v1.Pod, node *v1.Node) *fwk.Status {
+	t.Helper()
+	info := framework.NewNodeInfo()
+	info.SetNode(node)
+	state := framework.NewCycleState()
+	if _, status, _ := profile.RunPreFilterPlugins(ctx, state, pod); !status.IsSuccess() {
+		t.Fatalf("PreFilter plugins: %v", status)
+	}
+	return profile.RunFilterPlugins(ctx, state, pod, info)
 }
 
 func hasPlugin(plugins []config.Plugin, name string, weight int32) bool {
@@ -298,5 +305,61 @@ func TestBadPluginArgsStopTheScheduler(t *testing.T) {
 `)
 	if err == nil || !strings.Contains(err.Error(), "JobZone args") || !strings.Contains(err.Error(), "permitTimeout must be more than 0 and at most 15m0s") {
 		t.Fatalf("Setup error = %v, want one naming JobZone args and permitTimeout", err)
+	}
+}
+
+// TestCapacityTypeInPluginModeProfile loads the deployed profile into the real
+// scheduler: CapacityType must run right after GPUScheduler at preFilter and filter,
+// score with weight 20, and reject with the policy's reason a spot node for an
+// on-demand pod and a node being taken away for a pod that tolerates every taint,
+// while the same pod passes every filter on a ready on-demand node.
+func TestCapacityTypeInPluginModeProfile(t *testing.T) {
+	sched, err := setupScheduler(t, "")
+	if err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	profile := sched.Profiles["custom-scheduler"]
+	plugins := profile.ListPlugins()
+	for point, enabled := range map[string][]config.Plugin{"preFilter": plugins.PreFilter.Enabled, "filter": plugins.Filter.Enabled} {
+		if len(enabled) < 3 || enabled[1].Name != capacitytype.Name || hasPlugin(enabled[2:], capacitytype.Name, 0) {
+			t.Errorf("CapacityType must run second, once, at %s: %v", point, enabled)
+		}
+	}
+	if !hasPlugin(plugins.Score.Enabled, capacitytype.Name, 20) || !hasPlugin(plugins.PreScore.Enabled, capacitytype.Name, 0) {
+		t.Errorf("CapacityType not enabled for preScore and score with weight 20: %v / %v", plugins.PreScore.Enabled, plugins.Score.Enabled)
+	}
+
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml", UID: "uid-train",
+			Annotations: map[string]string{gpupolicy.CapacityTypeAnnotation: "on-demand"}},
+		Spec: v1.PodSpec{SchedulerName: "custom-scheduler",
+			Tolerations: []v1.Toleration{{Operator: v1.TolerationOpExists}},
+			Containers: []v1.Container{{Name: "train", Image: "busybox:1.37.0",
+				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}}}}},
+	}
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name, capacity, taint, want string
+	}{
+		{"spot", "SPOT", "", gpupolicy.ReasonNotOnDemand},
+		{"disrupted", "ON_DEMAND", "karpenter.sh/disrupted", gpupolicy.ReasonNodeBeingRemoved},
+		{"on-demand", "ON_DEMAND", "", ""},
+	} {
+		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: tt.name, Labels: map[string]string{
+			"kubernetes.io/hostname": tt.name, gpupolicy.EKSCapacityTypeLabel: tt.capacity,
+		}}}
+		if tt.taint != "" {
+			node.Spec.Taints = []v1.Taint{{Key: tt.taint, Effect: v1.TaintEffectNoSchedule}}
+		}
+		node.Status.Allocatable = v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("16Gi"), v1.ResourcePods: resource.MustParse("110"),
+		}
+		status := filterStatus(ctx, t, profile, pod, node)
+		switch {
+		case tt.want == "" && !status.IsSuccess():
+			t.Errorf("node %s: filters rejected it: %v", tt.name, status)
+		case tt.want != "" && (status.IsSuccess() || status.Plugin() != capacitytype.Name || status.Message() != tt.want):
+			t.Errorf("node %s: filter status %v from %q, want %q from CapacityType", tt.name, status, status.Plugin(), tt.want)
+		}
 	}
 }

@@ -16,7 +16,9 @@ type AffinityCases struct {
 	Schema      int            `json:"schema"`
 	Description string         `json:"description"`
 	Settings    SettingsFields `json:"settings"`
-	Cases       []AffinityCase `json:"cases"`
+	// CapacitySettings are the capacity-type rule's settings of every case.
+	CapacitySettings CapacitySettingsFields `json:"capacity_settings"`
+	Cases            []AffinityCase         `json:"cases"`
 }
 
 // AffinityCase is a pod and what writing its minimum into its node affinity gives.
@@ -24,6 +26,8 @@ type AffinityCase struct {
 	Name             string          `json:"name"`
 	Description      string          `json:"description"`
 	SettingsOverride json.RawMessage `json:"settings,omitempty"`
+	// CapacityOverride is the case's own capacity-type settings, overriding some of the file's.
+	CapacityOverride json.RawMessage `json:"capacity_settings,omitempty"`
 	Pod              json.RawMessage `json:"pod"`
 	Expect           struct {
 		// Patch is the expected JSON Patch (an empty list: nothing to change).
@@ -33,8 +37,10 @@ type AffinityCase struct {
 		// DecodeError is "pod" when the pod must not decode.
 		DecodeError string `json:"decode_error"`
 	} `json:"expect"`
-	// Settings are the validated settings of this case; MustLoadAffinity fills them.
-	Settings gpupolicy.Settings `json:"-"`
+	// Settings and CapacitySettings are the validated settings of this case;
+	// MustLoadAffinity fills them.
+	Settings         gpupolicy.Settings         `json:"-"`
+	CapacitySettings gpupolicy.CapacitySettings `json:"-"`
 }
 
 // MustLoadAffinity loads affinity_cases.json (each case with its settings) for a test.
@@ -50,6 +56,13 @@ func MustLoadAffinity(t testing.TB) AffinityCases {
 		}
 		if err != nil {
 			t.Fatalf("%s: case %q: settings: %v", AffinityFile, c.Name, fmt.Errorf("%w", err))
+		}
+		capacity, err := file.CapacitySettings.override(c.CapacityOverride)
+		if err == nil {
+			c.CapacitySettings, err = capacity.Settings()
+		}
+		if err != nil {
+			t.Fatalf("%s: case %q: capacity_settings: %v", AffinityFile, c.Name, err)
 		}
 	}
 	return file

@@ -86,13 +86,18 @@ func (f SettingsFields) Settings() (gpupolicy.Settings, error) {
 // override returns the file's settings with the fields a case sets replaced (the
 // case's keys are the file's keys; an unknown key is an error).
 func (f SettingsFields) override(raw json.RawMessage) (SettingsFields, error) {
+	return overridden(f, raw)
+}
+
+// overridden returns fields with the keys raw sets replaced; an unknown key is an error.
+func overridden[T any](fields T, raw json.RawMessage) (T, error) {
 	if len(raw) == 0 {
-		return f, nil
+		return fields, nil
 	}
 	decoder := json.NewDecoder(bytes.NewReader(raw))
 	decoder.DisallowUnknownFields()
-	err := decoder.Decode(&f)
-	return f, err
+	err := decoder.Decode(&fields)
+	return fields, err
 }
 
 // PolicyCase is one pod/node pair and what the policy must say about it.

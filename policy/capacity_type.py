@@ -1,0 +1,252 @@
+"""Capacity type as a pod's choice: on-demand or spot, required or preferred, and no node being removed.
+
+A pod says in an annotation which EC2 capacity it may run on: ``on-demand`` or ``spot``
+(required), ``prefer-on-demand`` or ``prefer-spot`` (preferred, with the other as a
+fallback). Without the annotation the stack's default choice applies, if one is set;
+with neither the pod has no choice and this rule does not judge it at all.
+
+A node's capacity type is read from the first of these labels it carries:
+
+1. ours, ``training.example.com/capacity-type``: ``on-demand``, ``spot`` or ``reserved``,
+   exactly (the stack writes it on what it creates);
+2. EKS managed node groups' ``eks.amazonaws.com/capacityType`` (``ON_DEMAND``, ``SPOT``,
+   ``CAPACITY_BLOCK``);
+3. Karpenter's ``karpenter.sh/capacity-type`` (``on-demand``, ``spot``, ``reserved``).
+
+The vendor labels are read in any letter case and with or without ``-``/``_``, so the
+common misspellings (``ONDEMAND``, ``On-Demand``, ``on_demand``) count. A value the rule
+does not know makes the capacity type unknown: such a node fails a required choice with
+its own reason. Reserved capacity (Karpenter's ``reserved``, EKS's ``CAPACITY_BLOCK``)
+is not interruptible like spot, so for this rule it counts as on-demand.
+
+For a pod with a choice, a node that is being taken away fails whatever the pod
+tolerates: Karpenter's ``karpenter.sh/disrupted``, Cluster Autoscaler's
+``ToBeDeletedByClusterAutoscaler`` and AWS Node Termination Handler's taints. Cluster
+Autoscaler's softer ``DeletionCandidateOfClusterAutoscaler`` halves the node's score.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from policy.errors import PolicyError
+from policy.json_fields import element, list_field, map_entry, mapping_field, optional_string
+from policy.node_fit import MISSING_NODE
+from policy.requirement import MISSING_POD
+from policy.settings import MAX_EXTENDER_SCORE, MAX_SCORE
+
+CAPACITY_TYPE_ANNOTATION = "training.example.com/capacity-type"
+"""Pod annotation: the pod's capacity-type choice (``CAPACITY_CHOICES``)."""
+
+CAPACITY_TYPE_LABEL = "training.example.com/capacity-type"
+"""Node label: the node's capacity type (``NODE_CAPACITY_TYPES``), written by the stack."""
+
+EKS_CAPACITY_TYPE_LABEL = "eks.amazonaws.com/capacityType"
+"""The label EKS managed node groups write: ``ON_DEMAND``, ``SPOT`` or ``CAPACITY_BLOCK``."""
+
+KARPENTER_CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+"""The label Karpenter writes: ``on-demand``, ``spot`` or ``reserved``."""
+
+CapacityType = Literal["on-demand", "spot", "reserved"]
+ON_DEMAND: CapacityType = "on-demand"
+SPOT: CapacityType = "spot"
+RESERVED: CapacityType = "reserved"
+NODE_CAPACITY_TYPES: tuple[CapacityType, ...] = (ON_DEMAND, SPOT, RESERVED)
+"""The values of our node label."""
+
+CapacityChoice = Literal["on-demand", "spot", "prefer-on-demand", "prefer-spot"]
+PREFER_ON_DEMAND: CapacityChoice = "prefer-on-demand"
+PREFER_SPOT: CapacityChoice = "prefer-spot"
+CAPACITY_CHOICES: tuple[CapacityChoice, ...] = ("on-demand", "spot", PREFER_ON_DEMAND, PREFER_SPOT)
+"""The values of the pod annotation (and of the stack's default choice)."""
+
+VENDOR_SPELLINGS: Mapping[str, CapacityType] = {
+    "ondemand": ON_DEMAND,
+    "spot": SPOT,
+    "reserved": RESERVED,
+    "capacityblock": RESERVED,
+}
+"""A vendor label's value, lower-cased and without ``-``/``_``, to the capacity type it means."""
+
+DISRUPTION_TAINTS: tuple[str, ...] = (
+    "karpenter.sh/disrupted",
+    "ToBeDeletedByClusterAutoscaler",
+    "aws-node-termination-handler/spot-itn",
+    "aws-node-termination-handler/rebalance-recommendation",
+    "aws-node-termination-handler/scheduled-maintenance",
+    "aws-node-termination-handler/asg-lifecycle-termination",
+)
+"""Taint keys of a node that is being taken away; any effect counts."""
+
+DELETION_CANDIDATE_TAINT = "DeletionCandidateOfClusterAutoscaler"
+"""Cluster Autoscaler's mark on a node it may remove soon: the node's score is divided."""
+
+DELETION_CANDIDATE_DIVISOR = 2
+"""A deletion candidate's score is its score divided by this."""
+
+INVALID_CAPACITY_CHOICE = "capacity type must be on-demand, spot, prefer-on-demand or prefer-spot"
+UNKNOWN_CAPACITY_TYPE = "node's capacity type is unknown (no valid capacity-type label)"
+NOT_ON_DEMAND = "pod requires on-demand capacity; the node is spot"
+NOT_SPOT = "pod requires spot capacity; the node is not spot"
+NODE_BEING_REMOVED = "node is being taken away (it carries a disruption taint)"
+
+
+@dataclass(frozen=True)
+class CapacityTypeSettings:
+    """The keys this rule reads and the stack's default choice ("" for none)."""
+
+    annotation: str = CAPACITY_TYPE_ANNOTATION
+    node_label: str = CAPACITY_TYPE_LABEL
+    default_choice: CapacityChoice | Literal[""] = ""
+    """The choice of a pod without the annotation; "" leaves such pods unjudged."""
+
+    def __post_init__(self) -> None:
+        for name in ("annotation", "node_label"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"capacity-type setting {name} must be a non-empty string")
+        if self.default_choice != "" and self.default_choice not in CAPACITY_CHOICES:
+            choices = ", ".join(CAPACITY_CHOICES)
+            raise ValueError(
+                f"capacity-type setting default_choice must be empty or one of {choices}, "
+                f"not {self.default_choice!r}"
+            )
+
+
+DEFAULT_CAPACITY_SETTINGS = CapacityTypeSettings()
+
+
+def capacity_choice(pod: object, settings: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS) -> str:
+    """The pod's choice: one of ``CAPACITY_CHOICES``, or "" when it has none.
+
+    The annotation, else ``settings.default_choice``. Raises PolicyError with
+    ``INVALID_CAPACITY_CHOICE`` for an annotation that is not exactly one of the choices.
+    """
+    if pod is None:
+        raise PolicyError(MISSING_POD)
+    if not isinstance(pod, Mapping):
+        raise PolicyError("pod must be an object")
+    metadata = mapping_field(pod, "metadata", "pod")
+    annotations = mapping_field(metadata, "annotations", "metadata")
+    raw = map_entry(annotations, settings.annotation, "metadata.annotations")
+    if raw is None:
+        return settings.default_choice
+    if raw not in CAPACITY_CHOICES:
+        raise PolicyError(INVALID_CAPACITY_CHOICE)
+    return raw
+
+
+def node_capacity_type(node: object, settings: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS) -> str:
+    """The node's capacity type (``NODE_CAPACITY_TYPES``), or "" when it cannot be known.
+
+    The first of our label, EKS's and Karpenter's that the node carries decides; see the
+    module's description for the spellings read.
+    """
+    labels = _labels(_node_mapping(node))
+    ours = map_entry(labels, settings.node_label, "metadata.labels")
+    if ours is not None:
+        return ours if ours in NODE_CAPACITY_TYPES else ""
+    for key in (EKS_CAPACITY_TYPE_LABEL, KARPENTER_CAPACITY_TYPE_LABEL):
+        value = map_entry(labels, key, "metadata.labels")
+        if value is not None:
+            return vendor_capacity_type(value)
+    return ""
+
+
+def disruption_taint(node: object) -> str:
+    """The key of the first disruption taint the node carries, or ""."""
+    for key in _taint_keys(_node_mapping(node)):
+        if key in DISRUPTION_TAINTS:
+            return key
+    return ""
+
+
+def fits_capacity_type(
+    choice: str, node: object, settings: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS
+) -> tuple[bool, str]:
+    """Whether the node suits a pod with this choice, and if not, why.
+
+    A pod without a choice fits every node (the node is not read). For any other, a node
+    being taken away fails (``NODE_BEING_REMOVED``); a required type fails on the other
+    type (``NOT_ON_DEMAND``, ``NOT_SPOT``) and on an unknown one (``UNKNOWN_CAPACITY_TYPE``).
+    """
+    if not choice:
+        return True, ""
+    if node is None:
+        return False, MISSING_NODE
+    if disruption_taint(node):
+        return False, NODE_BEING_REMOVED
+    reason = _required_type_reason(choice, node, settings)
+    return not reason, reason
+
+
+def _required_type_reason(choice: str, node: object, settings: CapacityTypeSettings) -> str:
+    """Why the node's type fails a required choice; "" for a preferred choice or a match."""
+    if choice not in (ON_DEMAND, SPOT):
+        return ""
+    capacity = _as_on_demand_or_spot(node_capacity_type(node, settings))
+    if not capacity:
+        return UNKNOWN_CAPACITY_TYPE
+    if capacity != choice:
+        return NOT_ON_DEMAND if choice == ON_DEMAND else NOT_SPOT
+    return ""
+
+
+def capacity_score_100(
+    choice: str, node: object, settings: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS
+) -> int:
+    """0..100: 100 on the type the pod chose or prefers, 0 on the other or an unknown one.
+
+    Divided by ``DELETION_CANDIDATE_DIVISOR`` on a node Cluster Autoscaler marked as a
+    deletion candidate. 0 for a pod without a choice and for a missing node.
+    """
+    if not choice or node is None:
+        return 0
+    wanted = choice.removeprefix("prefer-")
+    capacity = _as_on_demand_or_spot(node_capacity_type(node, settings))
+    score = MAX_SCORE if capacity == wanted else 0
+    if DELETION_CANDIDATE_TAINT in _taint_keys(_node_mapping(node)):
+        score //= DELETION_CANDIDATE_DIVISOR
+    return score
+
+
+def capacity_extender_score(
+    choice: str, node: object, settings: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS
+) -> int:
+    """0..10: ``capacity_score_100`` in the extender API's range."""
+    return capacity_score_100(choice, node, settings) // (MAX_SCORE // MAX_EXTENDER_SCORE)
+
+
+def vendor_capacity_type(value: str) -> str:
+    """A vendor label's value (``ON_DEMAND``, ``SPOT``, ``CAPACITY_BLOCK``, ``on-demand``, ...) as
+    one of ``NODE_CAPACITY_TYPES``; "" for a value the rule does not know."""
+    if not value.isascii():
+        return ""
+    return VENDOR_SPELLINGS.get(value.lower().replace("-", "").replace("_", ""), "")
+
+
+def _as_on_demand_or_spot(capacity: str) -> str:
+    """Reserved capacity counts as on-demand for this rule; "" stays unknown."""
+    return ON_DEMAND if capacity == RESERVED else capacity
+
+
+def _node_mapping(node: object) -> Mapping[str, Any]:
+    if node is None:
+        raise PolicyError(MISSING_NODE)
+    if not isinstance(node, Mapping):
+        raise PolicyError("node must be an object")
+    return node
+
+
+def _labels(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    metadata = mapping_field(node, "metadata", "node")
+    return mapping_field(metadata, "labels", "metadata")
+
+
+def _taint_keys(node: Mapping[str, Any]) -> Sequence[str]:
+    spec = mapping_field(node, "spec", "node")
+    keys: list[str] = []
+    for index, raw in enumerate(list_field(spec, "taints", "spec")):
+        where = f"spec.taints[{index}]"
+        keys.append(optional_string(element(raw, where), "key", where) or "")
+    return keys

@@ -1,0 +1,81 @@
+"""The capacity-type rule through the real kube-scheduler and API server, in every mode.
+
+On-demand and spot GPU nodes (by EKS's and Karpenter's labels) and one of each being taken
+away (Karpenter's and Node Termination Handler's taints); pods that require or prefer a type,
+some tolerating every taint. No pod may land on the other type or on a node being taken away,
+and a pod with nowhere to go waits with the policy's reasons in its condition.
+"""
+
+import pytest
+
+from localcluster.nodes import SimulatedNode
+from localcluster.workloads import PodSpecification
+from policy import INVALID_CAPACITY_CHOICE, NODE_BEING_REMOVED, NOT_ON_DEMAND
+from testbed.e2e_cluster import E2ECluster, shaped_like
+
+pytestmark = pytest.mark.e2e
+
+TWO_GPUS = shaped_like("g5.xlarge", 22888, gpu_count=2)
+THREE_GPUS = shaped_like("g5.xlarge", 22888, gpu_count=3)
+ON_DEMAND_NODES = {"on-demand-1"}
+SPOT_NODES = {"spot-1"}
+BEING_REMOVED = {"on-demand-draining", "spot-interrupted"}
+
+
+def nodes() -> list[SimulatedNode]:
+    return [
+        SimulatedNode("on-demand-1", TWO_GPUS, "us-east-1a"),
+        SimulatedNode("spot-1", THREE_GPUS, "us-east-1b", capacity_type="SPOT"),
+        SimulatedNode("on-demand-draining", TWO_GPUS, "us-east-1a", taints=("karpenter.sh/disrupted",)),
+        SimulatedNode(
+            "spot-interrupted",
+            TWO_GPUS,
+            "us-east-1b",
+            capacity_type="Spot",
+            taints=("aws-node-termination-handler/spot-itn",),
+        ),
+    ]
+
+
+def test_pods_land_only_on_their_capacity_type_and_never_on_a_node_being_taken_away(
+    cluster: E2ECluster,
+) -> None:
+    cluster.add_nodes(*nodes())
+    cluster.start()
+    first = cluster.submit(
+        PodSpecification("on-demand-a", capacity_type="on-demand"),
+        PodSpecification("on-demand-anywhere", capacity_type="on-demand", tolerate_all=True),
+        PodSpecification("spot-a", capacity_type="spot"),
+        PodSpecification("spot-anywhere", capacity_type="spot", tolerate_all=True),
+        PodSpecification("invalid", capacity_type="SPOT"),
+    )
+    outcomes = cluster.outcomes(first)
+    for name in ("on-demand-a", "on-demand-anywhere"):
+        assert outcomes[name].node in ON_DEMAND_NODES, outcomes[name]
+    for name in ("spot-a", "spot-anywhere"):
+        assert outcomes[name].node in SPOT_NODES, outcomes[name]
+    invalid = outcomes["invalid"]
+    assert not invalid.bound
+    assert INVALID_CAPACITY_CHOICE in invalid.message, invalid
+
+    # The on-demand node is full now (the spot one has a GPU left): a pod that tolerates
+    # everything still may not take a node being taken away, nor one of the other type; it
+    # waits and says why.
+    (waiting,) = cluster.submit(
+        PodSpecification("on-demand-waits", capacity_type="on-demand", tolerate_all=True)
+    )
+    outcome = cluster.outcome(waiting)
+    assert not outcome.bound, outcome
+    assert NODE_BEING_REMOVED in outcome.message, outcome
+    assert NOT_ON_DEMAND in outcome.message, outcome
+    everything = cluster.outcomes([*first, waiting])
+    assert not {outcome.node for outcome in everything.values()} & BEING_REMOVED
+
+
+def test_a_preference_takes_its_type_first_then_falls_back(cluster: E2ECluster) -> None:
+    cluster.add_nodes(*nodes())
+    cluster.start()
+    specs = [PodSpecification(f"prefers-spot-{index}", capacity_type="prefer-spot") for index in range(4)]
+    placed = cluster.outcomes(cluster.submit(*specs), bound_only=True)
+    hosts = sorted(outcome.node or "" for outcome in placed.values())
+    assert hosts == ["on-demand-1", "spot-1", "spot-1", "spot-1"], "the spot node's three GPUs first"

@@ -1,0 +1,133 @@
+"""The capacity-type rule beyond the shared vectors: settings, null and malformed objects, properties."""
+
+import itertools
+from typing import Any
+
+import pytest
+
+import policy
+from policy.capacity_type import (
+    DELETION_CANDIDATE_TAINT,
+    EKS_CAPACITY_TYPE_LABEL,
+    KARPENTER_CAPACITY_TYPE_LABEL,
+    CapacityTypeSettings,
+    disruption_taint,
+)
+from policy.settings import MAX_SCORE
+
+
+def pod_choosing(choice: str) -> dict[str, Any]:
+    return {"metadata": {"annotations": {policy.CAPACITY_TYPE_ANNOTATION: choice}}}
+
+
+def node_of(labels: dict[str, str], taints: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "n", "labels": labels},
+        "spec": {"taints": [{"key": key, "effect": "NoSchedule"} for key in taints]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"annotation": ""}, "annotation must be a non-empty string"),
+        ({"node_label": None}, "node_label must be a non-empty string"),
+        (
+            {"default_choice": "SPOT"},
+            "default_choice must be empty or one of on-demand, spot, prefer-on-demand",
+        ),
+        ({"default_choice": "reserved"}, "not 'reserved'"),
+    ],
+)
+def test_invalid_settings_are_refused(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        CapacityTypeSettings(**overrides)
+
+
+def test_defaults_are_the_documented_keys_and_no_default_choice() -> None:
+    settings = policy.DEFAULT_CAPACITY_SETTINGS
+    assert settings.annotation == settings.node_label == "training.example.com/capacity-type"
+    assert settings.default_choice == ""
+
+
+@pytest.mark.parametrize("pod", ["spot", [], 3])
+def test_a_pod_that_is_not_an_object_is_an_error(pod: object) -> None:
+    with pytest.raises(policy.PolicyError, match="pod must be an object"):
+        policy.capacity_choice(pod)
+
+
+@pytest.mark.parametrize("node", ["spot", [], 3])
+def test_a_node_that_is_not_an_object_is_an_error(node: object) -> None:
+    with pytest.raises(policy.PolicyError, match="node must be an object"):
+        policy.fits_capacity_type("spot", node)
+    with pytest.raises(policy.PolicyError, match="node must be an object"):
+        policy.node_capacity_type(node)
+
+
+def test_reading_a_null_node_directly_is_missing_node() -> None:
+    with pytest.raises(policy.PolicyError, match="missing node"):
+        policy.node_capacity_type(None)
+    with pytest.raises(policy.PolicyError, match="missing node"):
+        disruption_taint(None)
+
+
+def test_disruption_taint_names_the_first_one() -> None:
+    node = node_of({}, ("nvidia.com/gpu", "ToBeDeletedByClusterAutoscaler", "karpenter.sh/disrupted"))
+    assert disruption_taint(node) == "ToBeDeletedByClusterAutoscaler"
+    assert disruption_taint(node_of({}, ("nvidia.com/gpu",))) == ""
+
+
+VENDOR_VALUES = [
+    "ON_DEMAND",
+    "SPOT",
+    "CAPACITY_BLOCK",
+    "on-demand",
+    "spot",
+    "reserved",
+    "ONDEMAND",
+    "Spot",
+    "x",
+    "",
+]
+VENDOR_KEYS = [EKS_CAPACITY_TYPE_LABEL, KARPENTER_CAPACITY_TYPE_LABEL]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    list(itertools.product(VENDOR_KEYS, VENDOR_VALUES)),
+)
+def test_both_vendor_keys_read_the_same_spellings(key: str, value: str) -> None:
+    eks = policy.node_capacity_type(node_of({EKS_CAPACITY_TYPE_LABEL: value}))
+    assert policy.node_capacity_type(node_of({key: value})) == eks
+
+
+NODE_LABELS = [
+    {},
+    {policy.CAPACITY_TYPE_LABEL: "spot"},
+    {policy.CAPACITY_TYPE_LABEL: "on-demand"},
+    {EKS_CAPACITY_TYPE_LABEL: "CAPACITY_BLOCK"},
+]
+NODE_TAINTS = [(), (DELETION_CANDIDATE_TAINT,), ("karpenter.sh/disrupted",)]
+
+
+@pytest.mark.parametrize(
+    ("choice", "labels", "taints"), list(itertools.product(policy.CAPACITY_CHOICES, NODE_LABELS, NODE_TAINTS))
+)
+def test_properties_over_choices_and_nodes(
+    choice: str, labels: dict[str, str], taints: tuple[str, ...]
+) -> None:
+    node = node_of(labels, taints)
+    fits, reason = policy.fits_capacity_type(choice, node)
+    score = policy.capacity_score_100(choice, node)
+    assert fits == (reason == "")
+    assert 0 <= score <= MAX_SCORE
+    assert policy.capacity_extender_score(choice, node) == score // 10
+    if taints == ("karpenter.sh/disrupted",):
+        assert reason == policy.NODE_BEING_REMOVED
+    elif choice.startswith("prefer-"):
+        assert fits, "a preference never fails a node that is not being taken away"
+    else:
+        # A required choice fits exactly the nodes of its type, which then score the most they can.
+        assert fits == (score > 0)
+    untainted = policy.capacity_score_100(choice, node_of(labels))
+    assert score == (untainted // 2 if DELETION_CANDIDATE_TAINT in taints else untainted)
