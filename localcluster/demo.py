@@ -100,8 +100,10 @@ a node too small before the extender is asked (extenders run after every filter 
 mode GPUScheduler runs first at filter, so the policy's reason is the one recorded)."""
 
 
-SPOT_NODES = ("spot-g5-xlarge-1", "spot-g5-xlarge-2")
-"""Two, so that spot-only and prefers-spot both find one, in whichever order they are scheduled."""
+SPOT_TYPE = "g5.12xlarge"
+SPOT_NODES = ("spot-g5-12xlarge-1", "spot-g5-12xlarge-2")
+"""Four A10G GPUs each: room for spot-only and prefers-spot beside every pod without a choice that a
+scoring strategy may send there (best-fit puts the 16 GiB pods on A10Gs), whatever the order."""
 DRAINING_NODE = "draining-g5-xlarge"
 """Beside the fleet (all on-demand): spot nodes and an on-demand one Karpenter is draining."""
 
@@ -109,7 +111,8 @@ DRAINING_NODE = "draining-g5-xlarge"
 def capacity_nodes() -> list[SimulatedNode]:
     """The demo's capacity-type nodes: two spot, one being taken away (``karpenter.sh/disrupted``)."""
     g5 = load_inventory()["g5.xlarge"]
-    spot = [SimulatedNode(name, g5, "us-east-1b", capacity_type="SPOT") for name in SPOT_NODES]
+    spot_type = load_inventory((SPOT_TYPE,))[SPOT_TYPE]
+    spot = [SimulatedNode(name, spot_type, "us-east-1b", capacity_type="SPOT") for name in SPOT_NODES]
     return [
         *spot,
         SimulatedNode(DRAINING_NODE, g5, "us-east-1a", taints=("karpenter.sh/disrupted",)),
