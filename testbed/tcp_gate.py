@@ -32,6 +32,8 @@ class TcpGate:
         """Connections forwarded so far."""
         self.refused = 0
         """Connections closed at once because the gate was shut."""
+        self.cuts = 0
+        """Calls to ``drop`` that severed at least one open connection."""
         self._open = True
         self._links: set[asyncio.StreamWriter] = set()
         self._loop = asyncio.new_event_loop()
@@ -47,6 +49,11 @@ class TcpGate:
         self._server = self._call(asyncio.start_server(self._serve, LOOPBACK, 0))
         self.port = self._server.sockets[0].getsockname()[1]
 
+    @property
+    def open_links(self) -> int:
+        """Connections being forwarded right now."""
+        return len(self._links) // 2
+
     def shut(self) -> None:
         """Refuse new connections (closed as soon as accepted) and cut the open ones."""
         self._open = False
@@ -55,14 +62,21 @@ class TcpGate:
     def reopen(self) -> None:
         self._open = True
 
-    def drop(self) -> None:
-        """Cut every open connection (both directions); new ones are still let through if open."""
+    def drop(self) -> int:
+        """Cut every open connection (both directions); new ones are still let through if open.
 
-        async def close_all() -> None:
-            for writer in list(self._links):
+        Returns how many connections were open (counting each direction's socket once)."""
+
+        async def close_all() -> int:
+            links = list(self._links)
+            for writer in links:
                 writer.transport.abort()
+            return len(links) // 2
 
-        self._call(close_all())
+        severed = self._call(close_all())
+        if severed:
+            self.cuts += 1
+        return severed
 
     def stop(self) -> None:
         self.shut()
