@@ -253,17 +253,22 @@ def admission_report(api: kubernetes.client.ApiClient, pods: list[DemoPod], refu
 
 
 @contextlib.contextmanager
-def sigterm_as_exit() -> Iterator[None]:
-    """Turn SIGTERM into SystemExit so every process is stopped on the way out."""
+def interrupts_as_exit() -> Iterator[None]:
+    """Ctrl-C (SIGINT) and SIGTERM end the demo, stopping every process on the way out.
+
+    SIGINT is handled even when it was inherited as ignored, as a shell does for its background
+    jobs: the demo is stopped the same way however it was started."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
         raise SystemExit(128 + signum)
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous_term = signal.signal(signal.SIGTERM, handler)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, previous_term)
+        signal.signal(signal.SIGINT, previous_int)
 
 
 def indented(text: str, prefix: str = "  ") -> str:
@@ -307,7 +312,7 @@ def run(
     if autoscaler == "karpenter" and affinity == "none":
         settings[WEBHOOK_ENABLED_KEY] = "false"
     print(f"Starting etcd and kube-apiserver (binaries from {bin_dir})...", flush=True)
-    with sigterm_as_exit(), start_control_plane(bin_dir) as plane:
+    with interrupts_as_exit(), start_control_plane(bin_dir) as plane:
         api = plane.api_client()
         create_nodes(api, simulated)
         ensure_namespace(api, WORKLOAD_NAMESPACE, restricted_namespace_labels())

@@ -2,6 +2,7 @@
 
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -131,8 +132,10 @@ def freeze_the_scheduler(children: set[int]) -> None:
 
 
 def start_demo_until_the_cluster_runs(bin_dir: Path) -> tuple[subprocess.Popen[str], set[int]]:
+    """The demo started as a shell starts a background job: with SIGINT ignored, which it inherits."""
+    command = shlex.join(demo_command(bin_dir, "extender"))
     demo = subprocess.Popen(
-        demo_command(bin_dir, "extender"),
+        ["bash", "-c", f"trap '' INT; exec {command}"],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
