@@ -143,16 +143,22 @@ def created_pod_affinity(api: kubernetes.client.ApiClient, name: str) -> str:
 
 
 def job_claims(api: kubernetes.client.ApiClient) -> list[Claim]:
-    """Every NodeClaim (after ``clear_gpu_nodes`` only the job's), by name."""
+    """Every NodeClaim (after ``clear_gpu_nodes`` only the job's), by name. The node is found by
+    the provider ID, which Karpenter records at launch: the NodeClaim's ``status.nodeName``
+    follows its registration and can lag behind a pod already bound to the node."""
+    node_of = {
+        node.spec.provider_id: node.metadata.name for node in karpenter_nodes(api) if node.spec.provider_id
+    }
     claims = []
     for claim in node_claims(api):
         labels: Mapping[str, str] = claim["metadata"].get("labels") or {}
+        status = claim.get("status") or {}
         claims.append(
             Claim(
                 name=claim["metadata"]["name"],
                 instance_type=labels.get(INSTANCE_TYPE_LABEL, "?"),
                 zone=labels.get(ZONE_LABEL, "?"),
-                node=(claim.get("status") or {}).get("nodeName", ""),
+                node=status.get("nodeName") or node_of.get(status.get("providerID", ""), ""),
             )
         )
     return sorted(claims, key=lambda claim: claim.name)
