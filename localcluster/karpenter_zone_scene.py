@@ -201,6 +201,9 @@ def run_karpenter_zone_scene(
     pod_rows = [("POD", "NODE", "ZONE")]
     pod_rows += [(name, _node(outcomes.get(name)) or "Pending", pod_zones[name] or "-") for name in names]
     result, failed = verdict(claims, pod_zones, JOB_SIZE, needed)
+    without = [name for name in names if not affinity[name]]
+    if without:  # Karpenter saw no zone constraint: a one-zone result would prove nothing
+        result, failed = f"WRONG: created without the pod affinity: {', '.join(without)}", 1
     return (
         f"{header}\n{admitted}\n\nNodeClaims Karpenter made for the job:\n{format_table(claim_rows)}\n\n"
         f"Where each pod bound:\n{format_table(pod_rows)}\n\n{result}",
