@@ -54,6 +54,9 @@ class ExitCodes:
     no_room: int = 4
     """explain pod: nodes pass the policy, but none of them has enough free GPUs and
     taints the pod tolerates."""
+    no_zone: int = 5
+    """explain pod: nodes have room for the pod, but its same-zone job fits no zone whole,
+    or the zone its members are bound in cannot hold the rest."""
 
 
 EXIT = ExitCodes()
