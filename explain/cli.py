@@ -95,7 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             reader = ClusterReader(api, args.request_timeout)
             if args.command == "pod":
                 namespace, name = args.pod
-                explanation = pod_answer(reader, namespace, name, settings, args.scheduler_name, job_settings)
+                explanation = pod_answer(
+                    reader, namespace, name, settings, args.scheduler_name, job_settings=job_settings
+                )
                 document, text, code = (
                     pod_json(explanation),
                     pod_text(explanation, settings),
