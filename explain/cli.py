@@ -7,8 +7,9 @@ Reads the cluster through a kubeconfig (--kubeconfig, default $KUBECONFIG, else
 ~/.kube/config; --context). Exit codes: 0 the pod is bound or a node fits it / no node
 flagged; 1 no node passes the GPU-memory policy / a node or group flagged; 2 usage,
 kubeconfig, API or EC2 error, pod not found; 3 the pod fails the policy itself (its
-annotation or GPU request); 4 nodes pass the policy but none has enough free GPUs and
-taints the pod tolerates.
+annotation, GPU request or same-zone job annotations); 4 nodes pass the policy but none
+has enough free GPUs and taints the pod tolerates; 5 nodes have room, but the pod's
+same-zone job does not fit whole in its zone.
 """
 
 import argparse

@@ -18,7 +18,7 @@ VERDICTS = {
     "no-room": "nodes pass the policy, but none has enough free GPUs and taints the pod tolerates",
     "no-fit": "no node passes the GPU-memory policy",
     "invalid": "the pod fails the policy itself",
-    "no-zone": "nodes have room, but the pod's same-zone job does not fit whole in its zone (see job status)",
+    "no-zone": "nodes have room, but the pod's same-zone job does not fit whole in its zone",
 }
 """One line per verdict of ``explain pod``."""
 

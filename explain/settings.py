@@ -50,7 +50,8 @@ class ExitCodes:
     error: int = 2
     """Usage error, bad flag, unreadable kubeconfig, API or EC2 error, pod not found."""
     invalid_pod: int = 3
-    """explain pod: the pod fails the policy itself (its annotation or GPU request)."""
+    """explain pod: the pod fails the policy itself (its annotation, GPU request or same-zone
+    job annotations)."""
     no_room: int = 4
     """explain pod: nodes pass the policy, but none of them has enough free GPUs and
     taints the pod tolerates."""
