@@ -20,7 +20,7 @@ from localcluster.control_plane import write_kubeconfig
 from localcluster.ports import reserve_port
 from localcluster.workloads import WORKLOAD_NAMESPACE
 from policy import INVALID_MIN_MEMORY, NODE_MEMORY_LABEL
-from policy.job_zone import INVALID_ZONE_POLICY, ZONE_POLICY_ANNOTATION
+from policy.job_zone import INVALID_JOB_SIZE, INVALID_ZONE_POLICY, ZONE_POLICY_ANNOTATION
 from tests.explain.conftest import MISLABELLED, SPARE, Cluster
 from tests.explain.objects import DEMO_FLEET, job_pod, pod_json
 
@@ -211,6 +211,10 @@ def test_a_job_member_gets_its_jobs_zones_from_the_api(
         assert code == EXIT.no_zone
         assert f"  job zone   must use {h100.zone} (members are bound there); it holds 6 more copies" in text
 
+        code, document = run_json(cluster, capsys, "pod", references[1], "--max-job-size", "8")
+        assert (document["verdict"], code) == ("invalid", EXIT.invalid_pod)
+        assert document["jobError"] == INVALID_JOB_SIZE.format(maximum=8), "the flag is JobZone's maxJobSize"
+
         code, document = run_json(cluster, capsys, "pod", references[3])
         assert (document["verdict"], code) == ("invalid", EXIT.invalid_pod)
         assert document["jobError"] == document["error"] == INVALID_ZONE_POLICY
@@ -300,6 +304,11 @@ def test_an_unreachable_server_is_an_error(
             ["nodes", "--kubeconfig", "/nonexistent/kubeconfig"],
             "explain: --kubeconfig /nonexistent/kubeconfig",
         ),
+        (
+            ["pod", "a/b", "--max-job-size", "0"],
+            "explain: --max-job-size: job zone setting max_job_size must be",
+        ),
+        (["pod", "a/b", "--zone-label", ""], "explain: --zone-label: job zone setting zone_label must be"),
         (["explode"], "argument command: invalid choice: 'explode'"),
     ],
 )
