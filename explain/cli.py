@@ -136,11 +136,13 @@ def settings_from_flags(args: argparse.Namespace, kind: type[SettingsT], prefix:
     return kind(**given)
 
 
-def _add_settings_flags(parser: argparse.ArgumentParser, kind: type, prefix: str, title: str) -> None:
+def _add_settings_flags(
+    parser: argparse.ArgumentParser, settings_class: type, prefix: str, title: str
+) -> None:
     """One flag per field of a settings dataclass (named as the extender's), so new fields appear here too."""
     group = parser.add_argument_group(title)
-    hints = typing.get_type_hints(kind)
-    for field in dataclasses.fields(kind):
+    hints = typing.get_type_hints(settings_class)
+    for field in dataclasses.fields(settings_class):
         kind = hints[field.name]
         choices = typing.get_args(kind) if typing.get_origin(kind) is Literal else None
         group.add_argument(
