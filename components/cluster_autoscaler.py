@@ -9,9 +9,10 @@ label (so a pod whose required affinity is ``<label> Gt <minimum - 1>`` picks a 
 GPU memory), the device plugin's label, the node-pool label, the accelerator label (a GPU node
 counts as not ready until its GPUs are advertised), the GPU taint, ``nvidia.com/gpu`` and
 ``ephemeral-storage`` (absent, a template has none, and a pod requesting any fits no empty
-group), and for each zone's group of a ``perZone`` GPU group its zone. EKS puts the node group's tags on the node group, not its ASG, hence
-``aws.autoscaling.Tag`` resources on the ASG itself. The ``priority`` expander prefers the group
-with the smallest GPU memory that fits (components/render/autoscaler_template.py).
+group), and on each zone's group of a ``perZone`` GPU group its zone. EKS puts the node group's
+tags on the node group, not its ASG, hence ``aws.autoscaling.Tag`` resources on the ASG itself.
+The ``priority`` expander prefers the group with the smallest GPU memory that fits
+(components/render/autoscaler_template.py).
 """
 
 import json

@@ -72,7 +72,7 @@ def check_zonal_names(groups: Sequence[GpuNodeGroup], zones: Sequence[str]) -> N
     for group in groups:
         prefix = group.name_prefix(longest)
         if group.per_zone and len(prefix) > MAX_NAME_PREFIX:
-            room = MAX_NAME_PREFIX - len(GpuNodeGroup(name="", instance_types=()).name_prefix(longest))
+            room = MAX_NAME_PREFIX - (len(prefix) - len(group.name))
             Value(f"{group.config_key.removeprefix(PROJECT + ':')}.name", group.name).fail(
                 f"with perZone the node group of zone {longest} is named {prefix!r} plus "
                 f"{UNIQUE_SUFFIX} characters the provider adds, over EKS' {MAX_NODE_GROUP_NAME}: "

@@ -245,9 +245,7 @@ class StackMocks(Mocks):
         ``numberOfAvailabilityZones``), a private and a public subnet in each."""
         zones = (
             inputs.get("availabilityZoneNames")
-            or self._availability_zones({"state": "available"})["names"][
-                : int(inputs["numberOfAvailabilityZones"])
-            ]
+            or self._availability_zones({})["names"][: int(inputs["numberOfAvailabilityZones"])]
         )
         vpc = self.ec2.create_vpc(CidrBlock=inputs["cidrBlock"])["Vpc"]["VpcId"]
         blocks = ipaddress.ip_network(inputs["cidrBlock"]).subnets(new_prefix=24)

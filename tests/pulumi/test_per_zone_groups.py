@@ -73,7 +73,7 @@ def existing_vpc(ec2: Any, zones: list[str]) -> dict[str, object]:
 def moto_zones(count: int) -> list[str]:
     with moto_ec2() as ec2:
         zones = ec2.describe_availability_zones()["AvailabilityZones"]
-    return sorted(zone["ZoneName"] for zone in zones)[:count]
+    return [zone["ZoneName"] for zone in zones][:count]
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +87,7 @@ def test_a_per_zone_group_is_one_managed_group_per_zone_in_only_that_zones_subne
 ) -> None:
     zones = moto_zones(3)
     groups = new_vpc_run.groups("l40s")
-    assert sorted(groups) == zones
+    assert sorted(groups) == sorted(zones)
     private = new_vpc_run.run.one("eks:index:Cluster").plain["privateSubnetIds"]
     assert sorted(s for group in groups.values() for s in group["subnetIds"]) == sorted(private)
     for zone, group in groups.items():
@@ -168,7 +168,7 @@ def test_an_existing_vpcs_subnets_are_grouped_by_their_zone() -> None:
         lambda ec2: {"network": existing_vpc(ec2, [zones[0], zones[1], zones[0]]), "gpuNodeGroups": [ZONAL]}
     )
     groups = result.groups("l40s")
-    assert sorted(groups) == zones
+    assert sorted(groups) == sorted(zones)
     assert len(groups[zones[0]]["subnetIds"]) == 2
     assert len(groups[zones[1]]["subnetIds"]) == 1
 
@@ -205,3 +205,12 @@ def test_a_name_too_long_for_its_zones_fails_naming_the_key_with_nothing_declare
     assert message.startswith(f"{PROJECT}:gpuNodeGroups[1].name: "), message
     assert f"at most {len(name) - 1} characters" in message
     assert not mocks.registered
+
+
+def test_more_zones_than_the_region_has_fails_naming_the_key() -> None:
+    """awsx would fail later, mid-run; with perZone the zones are read first, so the key is named."""
+    count = len(moto_zones(10)) + 1
+    with moto_ec2():
+        config = stack_config({"network": {"availabilityZones": count}, "gpuNodeGroups": [ZONAL]})
+        with pytest.raises(StackConfigError, match=rf"^{PROJECT}:network\.availabilityZones: the region has"):
+            run_stack(lambda: build_stack(config))
