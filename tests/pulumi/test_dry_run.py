@@ -336,12 +336,14 @@ def test_a_node_pool_name_longer_than_a_label_value_passes_the_crds_but_not_its_
     too_long = "p" * (MAX_NODE_POOL_NAME + 1)
     pool["metadata"]["name"] = too_long
     assert api.create(pool) == []
-    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "probe", "labels": {}}}
-    node["metadata"]["labels"]["karpenter.sh/nodepool"] = too_long[:MAX_NODE_POOL_NAME]
-    assert api.create(node) == []
-    node["metadata"]["labels"]["karpenter.sh/nodepool"] = too_long
+
+    def node(pool_name: str) -> dict[str, Any]:
+        labels = {"karpenter.sh/nodepool": pool_name}
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "probe", "labels": labels}}
+
+    assert api.create(node(too_long[:MAX_NODE_POOL_NAME])) == []
     with pytest.raises(ApiException) as refused:
-        api.create(node)
+        api.create(node(too_long))
     assert refused.value.status == 422
 
 

@@ -46,10 +46,11 @@ def zonal_pools(zonal: StackRun) -> dict[str, dict[str, Any]]:
 
 
 def without_zone(pool: dict[str, Any]) -> dict[str, Any]:
-    """``pool`` as the class's single pool would be: the zone requirement and name suffix gone."""
+    """``pool``'s spec without its zone requirement: what the class's single pool's spec would be."""
     requirements = pool["spec"]["template"]["spec"]["requirements"]
     pool["spec"]["template"]["spec"]["requirements"] = [r for r in requirements if r["key"] != ZONE_LABEL]
-    return pool["spec"]
+    spec: dict[str, Any] = pool["spec"]
+    return spec
 
 
 def test_by_default_each_class_has_one_pool_without_a_zone_requirement(
