@@ -136,6 +136,7 @@ class HttpServer:
         self._connections: dict[asyncio.Task[Any], _Connection] = {}
         self._server: asyncio.Server | None = None
         self._stopping = False
+        self._waiting_for_slot = 0
 
     async def start(self, host: str, port: int) -> int:
         """Listen; returns the bound port (useful when ``port`` is 0)."""
@@ -153,8 +154,13 @@ class HttpServer:
         return sum(1 for connection in self._connections.values() if connection.busy)
 
     @property
+    def requests_waiting_for_slot(self) -> int:
+        """Requests whose body is read and that wait for a concurrent-work slot."""
+        return self._waiting_for_slot
+
+    @property
     def buffered_body_bytes(self) -> int:
-        """Body bytes reserved by requests in progress."""
+        """Budget bytes reserved by requests in progress: bodies read or judged, answers being written."""
         return self._bodies.in_use
 
     async def shutdown(self, timeout: float) -> None:
@@ -293,6 +299,8 @@ class HttpServer:
                 response = await self._response(
                     conn, reader, writer, hold=hold, request=event, route=route, request_start=request_start
                 )
+                if response is ABANDONED:
+                    raise _ClientGone
                 hold.keep_for_answer(len(response.body))  # until it is written: the body is gone
                 body_read = conn.their_state is h11.DONE
                 await self._send(conn, writer, response, close=self._stopping or not body_read)
@@ -340,8 +348,14 @@ class HttpServer:
         )
         if isinstance(body, Response):
             return body
-        if route.gated and not await hold.take_slot():  # held until the answer is written
-            return _refusal(hold, _BUSY)
+        if route.gated:
+            self._waiting_for_slot += 1
+            try:
+                slot = await hold.take_slot()  # held until the answer is written
+            finally:
+                self._waiting_for_slot -= 1
+            if not slot:
+                return _refusal(hold, _BUSY)
         if hold.client_gone:
             return ABANDONED
         try:
