@@ -417,6 +417,32 @@ BAD_VALUES += [
     ({"scheduler": {"capacityTypeWeight": 0}}, "scheduler.capacityTypeWeight", "must be 1..100"),
     ({"scheduler": {"capacityTypeWeight": "heavy"}}, "scheduler.capacityTypeWeight", "must be an integer"),
     (
+        {"scheduler": {"extenderHttpTimeoutSeconds": 1}},
+        "scheduler.extenderHttpTimeoutSeconds",
+        "must be 2..60",
+    ),
+    (
+        {"scheduler": {"extenderHttpTimeoutSeconds": 61}},
+        "scheduler.extenderHttpTimeoutSeconds",
+        "must be 2..60",
+    ),
+    (
+        {"scheduler": {"extenderHttpTimeoutSeconds": "5s"}},
+        "scheduler.extenderHttpTimeoutSeconds",
+        "must be an integer",
+    ),
+    ({"scheduler": {"percentageOfNodesToScore": 0}}, "scheduler.percentageOfNodesToScore", "must be 1..100"),
+    (
+        {"scheduler": {"percentageOfNodesToScore": 101}},
+        "scheduler.percentageOfNodesToScore",
+        "must be 1..100",
+    ),
+    (
+        {"scheduler": {"percentageOfNodesToScore": "50%"}},
+        "scheduler.percentageOfNodesToScore",
+        "must be an integer",
+    ),
+    (
         {"images": {"extender": EXTENDER_REFERENCE}},
         "images.extender",
         "only with existingCluster: an EKS stack builds this image",
