@@ -354,6 +354,18 @@ BAD_VALUES: list[tuple[dict[str, Any], str, str]] = [
     ({"extender": {"maxBodyBytes": 0}}, "extender.maxBodyBytes", "must be 1.."),
     ({"extender": {"maxNodes": "many"}}, "extender.maxNodes", "must be an integer"),
     (
+        {"extender": {"maxBodyBytes": 256 * 2**20}},
+        "extender",
+        "resources.limits.memory (768Mi) is below what the extender can hold at once with a 256 MiB"
+        " body limit (maxBodyBytes): 864Mi",
+    ),
+    (
+        {"extender": {"resources": {"limits": {"memory": "400Mi"}}}},
+        "extender",
+        "resources.limits.memory (400Mi) is below what the extender can hold at once with a 128 MiB"
+        " body limit (maxBodyBytes): 480Mi",
+    ),
+    (
         {"extender": {"resources": {"limits": {"memory": "64Mi"}}}},
         "extender.resources",
         "limits.memory (64Mi) must be at least requests.memory",
