@@ -209,9 +209,9 @@ def _memory(memory: MemoryResult) -> list[str]:
     return [
         "## Extender memory at the worst case",
         "",
-        f"{memory.concurrency} simultaneous `/filter` clients (with the defaults: two work slots whose",
-        "answers are being written while two more bodies fill `--max-buffered-body-bytes`), three requests",
-        "each, whose"
+        f"{memory.concurrency} simultaneous `/filter` clients (more than the two work slots; bodies and",
+        "answers not yet written share `--max-buffered-body-bytes`, and a body that finds no room within",
+        "`--queue-timeout` is an error, 503), three requests each, whose"
         f" bodies fill `--max-body-bytes` (128 MiB) with {memory.nodes} realistic nodes padded with image",
         "entries; the pod has no minimum, so every node passes and each answer is as large as its body.",
         "",
