@@ -16,9 +16,10 @@ MAX_NODES = 10**6
 
 
 EXTENDER_RESOURCES = Resources(cpu_request="100m", memory_request="256Mi", memory_limit="768Mi")
-"""From the extender's bound with its default limits (docs/serving.md#memory-the-figure-behind-the-deployments-limit):
+"""From the extender's bound with its default limits (docs/serving.md, "Memory: the figure behind ..."):
 480 MiB (``extender_memory_floor`` of the 128 MiB body limit; 421 MiB measured with 4 concurrent
-128 MiB requests) plus 60% for the allocator's slack; the request covers the default-settings worst case."""
+128 MiB requests) plus 60% for the allocator's slack; the request covers the default-settings
+worst case."""
 
 MIB = 2**20
 EXTENDER_BASELINE_MIB = 96
