@@ -101,6 +101,8 @@ class RequestRecord:
 
 @dataclass
 class _Connection:
+    closed: "asyncio.Future[None]"
+    """Done once the connection is closed (by the peer, an error or us)."""
     busy: bool = False
     """A request's head has arrived and its response is not yet written."""
 
@@ -186,7 +188,7 @@ class HttpServer:
             self._on_rejected()
             writer.transport.abort()
             return
-        connection = _Connection()
+        connection = _Connection(asyncio.ensure_future(_until_closed(writer)))
         self._connections[task] = connection
         graceful = False
         try:
@@ -203,6 +205,7 @@ class HttpServer:
                 _forget_frames(lost)  # the transport's own error: its frames hold the transport
             del self._connections[task]
             await _close(writer, graceful)
+            connection.closed.cancel()  # closed already, or about to be: nothing waits on it now
 
     async def _serve(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, state: _Connection
@@ -293,9 +296,8 @@ class HttpServer:
         route = self._router(event.method.decode("ascii", "replace"), _path(event.target))
         response: Response | None = None
         failure = ""
-        client_gone = asyncio.ensure_future(_until_closed(writer))
         try:
-            with RequestHold(self._bodies, self._gate, limits.queue_timeout, client_gone) as hold:
+            with RequestHold(self._bodies, self._gate, limits.queue_timeout, state.closed) as hold:
                 response = await self._response(
                     conn, reader, writer, hold=hold, request=event, route=route, request_start=request_start
                 )
@@ -311,7 +313,6 @@ class HttpServer:
             failure = "client went away"
             raise
         finally:
-            client_gone.cancel()
             state.busy = False
             if response is not None:
                 duration = asyncio.get_running_loop().time() - started
