@@ -52,7 +52,7 @@ def _load(
         mode=mode,
         extender=endpoint,
         kubeconfig=str(_kubeconfig(tmp_path)),
-        percentage_of_nodes_to_score=percentage,
+        percentage_of_nodes_to_score=min(percentage, 100),
     )
     text = scheduler_config_yaml(config)
     if percentage > 100:  # past the renderer's own check, to see the binary's
