@@ -319,8 +319,9 @@ def _cache(cache: CacheResult) -> list[str]:
         "## extender-cached: the node cache and names-only verbs",
         "",
         f"{cache.nodes} realistic EKS GPU Nodes ({cache.bytes_per_node:,.0f} bytes each as the API server"
-        " lists them) created through the API; the extender keeps only each Node's name and memory label"
-        " (metadata-only list and watch). RSS from /proc (VmRSS; peak VmHWM).",
+        " lists them) created through the API; the extender lists and watches full Nodes (the capacity-type"
+        " rule reads their taints) and keeps of each its name, memory label, capacity type and disruption"
+        " taint. RSS from /proc (VmRSS; peak VmHWM).",
         "",
         "| extender | RSS MiB |",
         "| --- | --- |",

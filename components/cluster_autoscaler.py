@@ -9,9 +9,10 @@ label (so a pod whose required affinity is ``<label> Gt <minimum - 1>`` picks a 
 GPU memory), the device plugin's label, the node-pool label, the accelerator label (a GPU node
 counts as not ready until its GPUs are advertised), the GPU taint, ``nvidia.com/gpu`` and
 ``ephemeral-storage`` (absent, a template has none, and a pod requesting any fits no empty
-group). EKS puts the node group's tags on the node group, not its ASG, hence
-``aws.autoscaling.Tag`` resources on the ASG itself. The ``priority`` expander prefers the group
-with the smallest GPU memory that fits (components/render/autoscaler_template.py).
+group), and on each zone's group of a ``perZone`` GPU group its zone. EKS puts the node group's
+tags on the node group, not its ASG, hence ``aws.autoscaling.Tag`` resources on the ASG itself.
+The ``priority`` expander prefers the group with the smallest GPU memory that fits
+(components/render/autoscaler_template.py).
 """
 
 import json
@@ -37,6 +38,7 @@ from components.render.autoscaler_template import (
 from components.stack_config import ClusterAutoscalerSettings
 from contracts.cluster import GPU_PRESENT_LABEL
 from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL
+from policy.job_zone import ZONE_LABEL
 
 CHART = "cluster-autoscaler"
 CHART_REPOSITORY = "https://kubernetes.github.io/autoscaler"
@@ -104,6 +106,15 @@ def capacity_type_template_tag(capacity_type: str) -> dict[str, str]:
     return {f"{NODE_TEMPLATE}/label/{CAPACITY_TYPE_LABEL}": capacity_type}
 
 
+def zone_template_tag(zone: str | None) -> dict[str, str]:
+    """A one-zone group's zone as a node-template label, so its template node says where a new node
+    lands (a pod with a zone affinity, as the webhook writes for a same-zone job, picks the group
+    of the right zone). Cluster Autoscaler already labels the template with the first zone of the
+    ASG, exact for a one-zone ASG; the tag states the same zone on the ASG. None: no tag (a group
+    across zones has no single zone to promise)."""
+    return {} if zone is None else {f"{NODE_TEMPLATE}/label/{ZONE_LABEL}": zone}
+
+
 def autoscaler_values(
     cluster_name: str, region: str, settings: ClusterAutoscalerSettings, priorities: dict[str, list[str]]
 ) -> dict[str, Any]:
@@ -161,8 +172,6 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         super().__init__("gpu-scheduler-eks:index:ClusterAutoscaler", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         for group in gpu_groups:
-            group_name = group.settings.name
-            asg = group.node_group.resources.apply(_asg_name)
             template = pulumi.Output.all(
                 memory_label=group.memory_label,
                 gpus_per_node=group.gpus_per_node,
@@ -178,22 +187,21 @@ class ClusterAutoscaler(pulumi.ComponentResource):
                 disk_size_gib=0,
                 gpu_taint=gpu_taint,
             )
-            for key in keys:
-                aws.autoscaling.Tag(
-                    f"{name}-{group_name}-{key.removeprefix(TAG_PREFIX + '/').replace('/', '-')}",
-                    autoscaling_group_name=asg,
-                    tag=aws.autoscaling.TagTagArgs(
-                        key=key, value=template.apply(itemgetter(key)), propagate_at_launch=False
-                    ),
-                    opts=child,
-                )
-            for key, value in capacity_type_template_tag(group.capacity_type).items():
-                aws.autoscaling.Tag(
-                    f"{name}-{group_name}-{key.removeprefix(TAG_PREFIX + '/').replace('/', '-')}",
-                    autoscaling_group_name=asg,
-                    tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
-                    opts=child,
-                )
+            for managed in group.managed_groups:
+                asg = managed.node_group.resources.apply(_asg_name)
+                tags: dict[str, pulumi.Input[str]] = {
+                    **{key: template.apply(itemgetter(key)) for key in keys},
+                    **capacity_type_template_tag(group.capacity_type),
+                    **zone_template_tag(managed.zone),
+                }
+                where = "-".join(part for part in (name, group.settings.name, managed.zone) if part)
+                for key, value in tags.items():
+                    aws.autoscaling.Tag(
+                        f"{where}-{key.removeprefix(TAG_PREFIX + '/').replace('/', '-')}",
+                        autoscaling_group_name=asg,
+                        tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
+                        opts=child,
+                    )
         agent = [cluster.pod_identity_agent] if cluster.pod_identity_agent is not None else []
         identity = pod_identity_role(
             f"{name}-controller",
@@ -208,8 +216,9 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         priorities = pulumi.Output.all(
             cluster.system_node_group.resources.apply(_asg_name),
             *(
-                pulumi.Output.all(group.node_group.resources.apply(_asg_name), group.memory_label)
+                pulumi.Output.all(managed.node_group.resources.apply(_asg_name), group.memory_label)
                 for group in gpu_groups
+                for managed in group.managed_groups
             ),
         ).apply(lambda asgs: expander_priorities([asgs[0]], [(asg, int(memory)) for asg, memory in asgs[1:]]))
         self.release = k8s.helm.v3.Release(

@@ -1,6 +1,8 @@
-"""A GPU managed node group: NVIDIA AMI, per-GPU memory label from EC2, optional GPU taint."""
+"""A GPU node group: NVIDIA AMI, per-GPU memory label from EC2, optional GPU taint; one EKS
+managed node group across the nodes' subnets, or one per availability zone (``perZone``)."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -63,6 +65,15 @@ def gpu_memory_label(settings: GpuNodeGroupSettings, described: Sequence[Instanc
     return str(group_gpu_memory_mib(where, described))
 
 
+@dataclass(frozen=True)
+class ManagedGroup:
+    """One EKS managed node group of a GPU node group: its only one, or one zone's."""
+
+    node_group: aws.eks.NodeGroup
+    zone: str | None
+    """The availability zone all its subnets are in (``perZone``); None when it spans the cluster's."""
+
+
 class GpuNodeGroup(pulumi.ComponentResource):
     """One GPU node group; its label is the minimum per-GPU memory of its instance types."""
 
@@ -77,7 +88,8 @@ class GpuNodeGroup(pulumi.ComponentResource):
     """Cluster Autoscaler's ``k8s.amazonaws.com/accelerator`` value for the group's nodes."""
     node_pool: pulumi.Output[str]
     """The nodes' ``training.example.com/node-pool``: their memory class, named as Karpenter's NodePool."""
-    node_group: aws.eks.NodeGroup
+    managed_groups: list[ManagedGroup]
+    """Its EKS managed node groups: one, or one per zone, in zone order."""
     settings: GpuNodeGroupSettings
     """The group as configured (the autoscalers read its name, types and capacity type)."""
 
@@ -87,8 +99,12 @@ class GpuNodeGroup(pulumi.ComponentResource):
         settings: GpuNodeGroupSettings,
         cluster: Cluster,
         gpu_taint: bool,
+        *,
+        zonal_subnets: Mapping[str, pulumi.Input[Sequence[str]]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """``zonal_subnets``: the private subnets of each zone, for a ``perZone`` group (one managed
+        node group per zone, each in only its zone's subnets); None: one group in all the cluster's."""
         super().__init__("gpu-scheduler-eks:index:GpuNodeGroup", name, None, opts)
         self.settings = settings
         lookups = [
@@ -127,21 +143,44 @@ class GpuNodeGroup(pulumi.ComponentResource):
             if gpu_taint
             else []
         )
-        self.node_group = aws.eks.NodeGroup(
-            f"{name}-nodes",
+        placements: list[tuple[str | None, pulumi.Input[Sequence[str]]]] = (
+            [(None, cluster.subnet_ids)] if zonal_subnets is None else list(zonal_subnets.items())
+        )
+        self.managed_groups = [
+            ManagedGroup(self._node_group(name, cluster, zone, subnets, taints), zone)
+            for zone, subnets in placements
+        ]
+        self.register_outputs(
+            {
+                "memoryLabel": self.memory_label,
+                "nodeGroupNames": [managed.node_group.node_group_name for managed in self.managed_groups],
+            }
+        )
+
+    def _node_group(
+        self,
+        name: str,
+        cluster: Cluster,
+        zone: str | None,
+        subnets: pulumi.Input[Sequence[str]],
+        taints: list[aws.eks.NodeGroupTaintArgs],
+    ) -> aws.eks.NodeGroup:
+        """One managed node group: the same types, sizes, labels and taints in every zone."""
+        return aws.eks.NodeGroup(
+            f"{name}-{zone}-nodes" if zone else f"{name}-nodes",
             cluster_name=cluster.name,
-            node_group_name_prefix=f"gpu-{settings.name}-",
+            node_group_name_prefix=self.settings.name_prefix(zone),
             node_role_arn=cluster.node_role_arn,
-            subnet_ids=cluster.subnet_ids,
+            subnet_ids=subnets,
             ami_type=GPU_AMI_TYPE,
             version=cluster.kubernetes_version,
-            capacity_type=settings.capacity_type,
-            instance_types=list(settings.instance_types),
-            disk_size=settings.disk_size_gib,
+            capacity_type=self.settings.capacity_type,
+            instance_types=list(self.settings.instance_types),
+            disk_size=self.settings.disk_size_gib,
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
-                min_size=settings.scaling.min_size,
-                max_size=settings.scaling.max_size,
-                desired_size=settings.scaling.desired_size,
+                min_size=self.settings.scaling.min_size,
+                max_size=self.settings.scaling.max_size,
+                desired_size=self.settings.scaling.desired_size,
             ),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=MAX_UNAVAILABLE_NODES),
             labels={
@@ -156,7 +195,4 @@ class GpuNodeGroup(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self, depends_on=cluster.node_group_dependencies, ignore_changes=AUTOSCALED_FIELDS
             ),
-        )
-        self.register_outputs(
-            {"memoryLabel": self.memory_label, "nodeGroupName": self.node_group.node_group_name}
         )

@@ -30,10 +30,14 @@ class Network(pulumi.ComponentResource):
         name: str,
         settings: NewVpc | ExistingNetwork,
         private_subnet_tags: Mapping[str, str] | None = None,
+        zones: Sequence[str] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """``private_subnet_tags``: more tags for the nodes' subnets (Karpenter's discovery tag);
-        on an existing VPC each subnet gets them as tag resources (removed with the stack)."""
+        on an existing VPC each subnet gets them as tag resources (removed with the stack).
+        ``zones``: the zones a new VPC uses, when the program needs to know them beforehand
+        (``components/availability_zones.py``); without, it takes the region's first
+        ``availabilityZones``."""
         super().__init__("gpu-scheduler-eks:index:Network", name, None, opts)
         if isinstance(settings, ExistingNetwork):
             self.vpc_id = pulumi.Output.from_input(settings.vpc_id)
@@ -56,7 +60,8 @@ class Network(pulumi.ComponentResource):
             vpc = awsx.ec2.Vpc(
                 f"{name}-vpc",
                 cidr_block=settings.cidr_block,
-                number_of_availability_zones=settings.availability_zones,
+                number_of_availability_zones=None if zones else settings.availability_zones,
+                availability_zone_names=list(zones) or None,
                 nat_gateways=awsx.ec2.NatGatewayConfigurationArgs(
                     strategy=NAT_STRATEGIES[settings.nat_gateways]
                 ),
@@ -74,10 +79,28 @@ class Network(pulumi.ComponentResource):
             self.vpc_id = vpc.vpc_id
             self.private_subnet_ids = vpc.private_subnet_ids
             self.public_subnet_ids = vpc.public_subnet_ids
+        self._subnet_zones: pulumi.Output[dict[str, str]] | None = None
         self.register_outputs(
             {
                 "vpcId": self.vpc_id,
                 "privateSubnetIds": self.private_subnet_ids,
                 "publicSubnetIds": self.public_subnet_ids,
             }
+        )
+
+    def private_subnets_in(self, zone: str) -> pulumi.Output[list[str]]:
+        """The private subnets in ``zone``, as EC2's DescribeSubnets places them."""
+        if self._subnet_zones is None:
+            self._subnet_zones = self.private_subnet_ids.apply(self._zones_of)
+        return self._subnet_zones.apply(
+            lambda zones: [subnet for subnet, subnet_zone in zones.items() if subnet_zone == zone]
+        )
+
+    def _zones_of(self, subnets: Sequence[str]) -> pulumi.Output[dict[str, str]]:
+        lookups = [
+            aws.ec2.get_subnet_output(id=subnet, opts=pulumi.InvokeOutputOptions(parent=self))
+            for subnet in subnets
+        ]
+        return pulumi.Output.all(*(lookup.availability_zone for lookup in lookups)).apply(
+            lambda zones: dict(zip(subnets, zones, strict=True))
         )

@@ -16,6 +16,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.availability_zones import node_zones
 from components.certificates import Certificates
 from components.cluster import Cluster
 from components.cluster_autoscaler import ClusterAutoscaler
@@ -30,7 +31,12 @@ from components.kubernetes_await import await_annotations
 from components.network import Network
 from components.render.karpenter_pools import DISCOVERY_TAG
 from components.render.scheduler_config import uses_extender
-from components.stack_config import ClusterAutoscalerSettings, KarpenterSettings, StackConfig
+from components.stack_config import (
+    ClusterAutoscalerSettings,
+    KarpenterSettings,
+    StackConfig,
+    check_zonal_names,
+)
 from components.webhook import AdmissionWebhook
 from contracts.cluster import NAMESPACE
 
@@ -145,14 +151,27 @@ def _eks_target(config: StackConfig) -> ClusterTarget:
     """A new EKS cluster: network, control plane, node groups, ECR repositories, image builds."""
     autoscaler = config.autoscaler
     karpenter = isinstance(autoscaler, KarpenterSettings)
+    # Looked up and checked before anything is declared, so a name too long for a zone's group
+    # fails the run with nothing created.
+    zones = node_zones(config.network) if any(group.per_zone for group in config.gpu_node_groups) else ()
+    check_zonal_names(config.gpu_node_groups, zones)
     network = Network(
         "network",
         config.network,
         private_subnet_tags={DISCOVERY_TAG: config.cluster_name} if karpenter else None,
+        zones=zones,
     )
     cluster = Cluster("cluster", config.cluster, network)
     gpu_groups = [
-        GpuNodeGroup(f"gpu-{group.name}", group, cluster, config.gpu_taint)
+        GpuNodeGroup(
+            f"gpu-{group.name}",
+            group,
+            cluster,
+            config.gpu_taint,
+            zonal_subnets={zone: network.private_subnets_in(zone) for zone in zones}
+            if group.per_zone
+            else None,
+        )
         for group in config.gpu_node_groups
     ]
     if isinstance(autoscaler, KarpenterSettings):

@@ -9,7 +9,8 @@ from explain.nodes_report import NodeInventory, inventory
 from explain.pod_report import PodExplanation, explain_pod
 from explain.render import pod_text
 from explain.settings import DEFAULT_SCHEDULER_NAME
-from policy import DEFAULT_SETTINGS, PolicySettings
+from policy import DEFAULT_SETTINGS, PolicyError, PolicySettings
+from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings, job_from_pod
 
 
 def pod_answer(
@@ -18,10 +19,18 @@ def pod_answer(
     name: str,
     settings: PolicySettings,
     scheduler_name: str = DEFAULT_SCHEDULER_NAME,
+    *,
+    job_settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS,
 ) -> PodExplanation:
-    """``explain pod``: the pod, then every node and bound pod, judged by the policy."""
+    """``explain pod``: the pod, then every node and bound pod (and a same-zone job's members),
+    judged by the policy."""
     pod = reader.pod(namespace, name)
     state = reader.state()
+    try:
+        job = job_from_pod(pod, job_settings)
+    except PolicyError:
+        job = None
+    members = reader.pods_labelled(namespace, job.name_label, job.name) if job else ()
     return explain_pod(
         pod,
         state.nodes,
@@ -29,6 +38,8 @@ def pod_answer(
         settings=settings,
         ec2=load_table(),
         scheduler_name=scheduler_name,
+        members=members,
+        job_settings=job_settings,
     )
 
 

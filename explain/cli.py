@@ -7,8 +7,9 @@ Reads the cluster through a kubeconfig (--kubeconfig, default $KUBECONFIG, else
 ~/.kube/config; --context). Exit codes: 0 the pod is bound or a node fits it / no node
 flagged; 1 no node passes the GPU-memory policy / a node or group flagged; 2 usage,
 kubeconfig, API or EC2 error, pod not found; 3 the pod fails the policy itself (its
-annotation or GPU request); 4 nodes pass the policy but none has enough free GPUs and
-taints the pod tolerates.
+annotation, GPU request or same-zone job annotations); 4 nodes pass the policy but none
+has enough free GPUs and taints the pod tolerates; 5 nodes have room, but the pod's
+same-zone job does not fit whole in its zone.
 """
 
 import argparse
@@ -17,7 +18,7 @@ import json
 import sys
 import typing
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from explain.answers import nodes_answer, pod_answer
 from explain.cluster import ClusterReader, api_client
@@ -25,9 +26,12 @@ from explain.errors import ExplainError
 from explain.render import nodes_json, nodes_text, pod_json, pod_text
 from explain.settings import DEFAULT_SCHEDULER_NAME, EXIT, REQUEST_TIMEOUT_SECONDS
 from policy import PolicySettings
+from policy.job_zone import JobZoneSettings
 
 OUTPUT_FORMATS = ("table", "json")
 POLICY_FLAG_PREFIX = "policy_"
+JOB_ZONE_FLAG_PREFIX = "job_zone_"
+SettingsT = TypeVar("SettingsT")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,7 +60,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_SCHEDULER_NAME,
         help=f"the scheduler the policy runs in (default {DEFAULT_SCHEDULER_NAME})",
     )
-    _add_policy_flags(common)
+    _add_settings_flags(
+        common, PolicySettings, POLICY_FLAG_PREFIX, "policy settings (as the custom scheduler is configured)"
+    )
+    _add_settings_flags(
+        common,
+        JobZoneSettings,
+        JOB_ZONE_FLAG_PREFIX,
+        "same-zone job settings (as JobZone and the webhook are configured)",
+    )
 
     parser = _Parser(
         prog="python -m explain", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -78,12 +90,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = policy_settings(args)
+        job_settings = settings_from_flags(args, JobZoneSettings, JOB_ZONE_FLAG_PREFIX)
         api = api_client(args.kubeconfig, args.context)
         try:
             reader = ClusterReader(api, args.request_timeout)
             if args.command == "pod":
                 namespace, name = args.pod
-                explanation = pod_answer(reader, namespace, name, settings, args.scheduler_name)
+                explanation = pod_answer(
+                    reader, namespace, name, settings, args.scheduler_name, job_settings=job_settings
+                )
                 document, text, code = (
                     pod_json(explanation),
                     pod_text(explanation, settings),
@@ -103,29 +118,36 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def policy_settings(args: argparse.Namespace) -> PolicySettings:
     """PolicySettings from the policy flags given (each checked alone, so an error names its flag)."""
+    return settings_from_flags(args, PolicySettings, POLICY_FLAG_PREFIX)
+
+
+def settings_from_flags(args: argparse.Namespace, kind: type[SettingsT], prefix: str) -> SettingsT:
+    """A settings dataclass from its flags given (each checked alone, so an error names its flag)."""
     given: dict[str, Any] = {
-        key.removeprefix(POLICY_FLAG_PREFIX): value
+        key.removeprefix(prefix): value
         for key, value in vars(args).items()
-        if key.startswith(POLICY_FLAG_PREFIX) and value is not None
+        if key.startswith(prefix) and value is not None
     }
     for name, value in given.items():
         try:
-            PolicySettings(**{name: value})
+            kind(**{name: value})
         except ValueError as error:
             raise ExplainError(f"{_flag(name)}: {error}") from error
-    return PolicySettings(**given)
+    return kind(**given)
 
 
-def _add_policy_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per PolicySettings field (named as the extender's), so new fields appear here too."""
-    group = parser.add_argument_group("policy settings (as the custom scheduler is configured)")
-    hints = typing.get_type_hints(PolicySettings)
-    for field in dataclasses.fields(PolicySettings):
+def _add_settings_flags(
+    parser: argparse.ArgumentParser, settings_class: type, prefix: str, title: str
+) -> None:
+    """One flag per field of a settings dataclass (named as the extender's), so new fields appear here too."""
+    group = parser.add_argument_group(title)
+    hints = typing.get_type_hints(settings_class)
+    for field in dataclasses.fields(settings_class):
         kind = hints[field.name]
         choices = typing.get_args(kind) if typing.get_origin(kind) is Literal else None
         group.add_argument(
             _flag(field.name),
-            dest=POLICY_FLAG_PREFIX + field.name,
+            dest=prefix + field.name,
             metavar=field.name.upper(),
             type=int if kind is int else str,
             choices=choices,

@@ -59,6 +59,16 @@ class ClusterReader:
             ),
         )
 
+    def pods_labelled(self, namespace: str, key: str, value: str) -> tuple[JsonObject, ...]:
+        """The namespace's pods whose label ``key`` is ``value`` (a same-zone job's members)."""
+        return tuple(
+            self._list(
+                f"pods {key}={value} in {namespace}",
+                functools.partial(self._core.list_namespaced_pod, namespace),
+                label_selector=f"{key}={value}",
+            )
+        )
+
     def state(self) -> ClusterState:
         """Every node and every non-terminal pod bound to one."""
         nodes = tuple(self._list("nodes", self._core.list_node))

@@ -2,7 +2,8 @@
 
 Drawn from the verdicts of ``explain.pod_verdicts`` and never a verdict itself: a lower
 annotation, an instance type with enough memory per GPU (from EC2's data), free GPUs,
-tolerations, the scheduler name. Pure, like the verdicts.
+tolerations, the scheduler name; for a same-zone job's pod, ``explain.job_zone_advice``'s
+sentences on its job. Pure, like the verdicts.
 """
 
 import math
@@ -10,6 +11,8 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from explain.ec2_gpu_data import Ec2GpuData
+from explain.job_zone_advice import job_changes, job_fix
+from explain.job_zone_report import JobZoneReport
 from explain.node_facts import NodeFacts
 from explain.pod_verdicts import PodVerdicts
 from explain.settings import LISTED_NODES, SUGGESTED_INSTANCE_TYPES
@@ -24,12 +27,19 @@ from policy import (
     PolicySettings,
     parse_quantity,
 )
+from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings
 
 MIB = 1024 * 1024
 
 
-def advice(verdicts: PodVerdicts, settings: PolicySettings, ec2: Ec2GpuData) -> tuple[str, ...]:
-    """What would have to change for the pod to be placed (or nothing), one line each."""
+def advice(
+    verdicts: PodVerdicts,
+    settings: PolicySettings,
+    ec2: Ec2GpuData,
+    job: JobZoneReport | None = None,
+    job_settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS,
+) -> tuple[str, ...]:
+    """What would have to change for the pod (and its same-zone job) to be placed, one line each."""
     changes: list[str] = []
     if not verdicts.governed:
         changes.append(
@@ -37,7 +47,9 @@ def advice(verdicts: PodVerdicts, settings: PolicySettings, ec2: Ec2GpuData) -> 
             f"{verdicts.expected_scheduler!r}, so the GPU-memory policy is not applied to it; "
             f"set spec.schedulerName: {verdicts.expected_scheduler} if it should be"
         )
-    if verdicts.error:
+    if verdicts.error == verdicts.job_error != "":
+        changes.append(job_fix(verdicts.job_error, job_settings))
+    elif verdicts.error:
         changes.append(_fix_for_error(verdicts, settings))
     elif verdicts.verdict == "bound":
         changes += _bound_changes(verdicts)
@@ -45,8 +57,12 @@ def advice(verdicts: PodVerdicts, settings: PolicySettings, ec2: Ec2GpuData) -> 
         changes += _no_fit_changes(verdicts, settings, ec2)
     elif verdicts.verdict == "no-room":
         changes += _no_room_changes(verdicts, settings)
-    else:
+    elif verdicts.verdict == "fits":
         changes += _fits_changes(verdicts)
+    if job is not None:
+        needed = verdicts.gpu_request or Decimal(0)
+        per_copy = f"{_count(needed)} {settings.gpu_resource}" if needed else "a pod slot"
+        changes += job_changes(job, per_copy, job_settings)
     return tuple(changes)
 
 

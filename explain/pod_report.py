@@ -1,23 +1,30 @@
-"""``explain pod``: the verdicts (``pod_verdicts``) and the advice (``pod_advice``) as one answer."""
+"""``explain pod``: the verdicts (``pod_verdicts``), the same-zone job (``job_zone_report``) and
+the advice (``pod_advice``) as one answer."""
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from explain.ec2_gpu_data import Ec2GpuData
+from explain.job_zone_report import JobZoneReport, job_zone_report
 from explain.pod_advice import advice
 from explain.pod_verdicts import JsonObject, PodVerdicts, judge_pod
 from policy import PolicySettings
+from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings
 
 
 @dataclass(frozen=True, kw_only=True)
 class PodExplanation(PodVerdicts):
-    """Everything ``explain pod`` reports: the verdicts, what would have to change, the EC2 data's source.
+    """Everything ``explain pod`` reports: the verdicts, the pod's same-zone job, what would have
+    to change, the EC2 data's source.
 
     Keyword-only, as ``PodVerdicts``: a field with a default may be added to either.
     """
 
     changes: tuple[str, ...]
     ec2_source: str
+    job: JobZoneReport | None = None
+    """The pod's same-zone job; None for a pod in no job (or whose pod fails the policy)."""
 
 
 def explain_pod(
@@ -28,7 +35,30 @@ def explain_pod(
     settings: PolicySettings,
     ec2: Ec2GpuData,
     scheduler_name: str,
+    members: Sequence[JsonObject] = (),
+    job_settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS,
 ) -> PodExplanation:
-    """The policy's verdict on every node for ``pod``, and what would have to change."""
-    verdicts = judge_pod(pod, nodes, assigned_pods, settings=settings, ec2=ec2, scheduler_name=scheduler_name)
-    return PodExplanation(**vars(verdicts), changes=advice(verdicts, settings, ec2), ec2_source=ec2.source)
+    """The policy's verdict on every node for ``pod``, its job's zones, and what would have to change.
+
+    ``members`` are the pods carrying the pod's job label in its namespace (any phase).
+    """
+    verdicts = judge_pod(
+        pod,
+        nodes,
+        assigned_pods,
+        settings=settings,
+        ec2=ec2,
+        scheduler_name=scheduler_name,
+        job_settings=job_settings,
+    )
+    job = None
+    if not verdicts.error:
+        job = job_zone_report(pod, verdicts, nodes, assigned_pods, members=members, settings=job_settings)
+    if job is not None and job.blocks and verdicts.verdict == "fits":
+        verdicts = dataclasses.replace(verdicts, verdict="no-zone")
+    return PodExplanation(
+        **vars(verdicts),
+        changes=advice(verdicts, settings, ec2, job, job_settings),
+        ec2_source=ec2.source,
+        job=job,
+    )

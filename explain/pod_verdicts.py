@@ -29,9 +29,12 @@ from policy import (
     requirement_from_pod,
     score_100,
 )
+from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings, job_from_pod
 
 JsonObject = Mapping[str, Any]
-Verdict = Literal["bound", "fits", "no-room", "no-fit", "invalid"]
+Verdict = Literal["bound", "fits", "no-room", "no-fit", "invalid", "no-zone"]
+"""``no-zone`` is set by ``explain.pod_report``: nodes have room, but the pod's same-zone job
+holds it Pending (``explain.job_zone_report``)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,9 @@ class PodVerdicts:
     verdict: Verdict
     capacity_choice: str = ""
     """The pod's capacity-type choice ("" for none)."""
+    job_error: str = ""
+    """The same-zone job rule's reason when the pod's job annotations are invalid (then also
+    ``error`` unless the memory rule failed first), else ''."""
 
     @property
     def exit_code(self) -> int:
@@ -108,6 +114,7 @@ class PodVerdicts:
             "no-room": EXIT.no_room,
             "no-fit": EXIT.no_fit,
             "invalid": EXIT.invalid_pod,
+            "no-zone": EXIT.no_zone,
         }[self.verdict]
 
     @property
@@ -144,6 +151,7 @@ def judge_pod(
     settings: PolicySettings,
     ec2: Ec2GpuData,
     scheduler_name: str,
+    job_settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS,
 ) -> PodVerdicts:
     """The policy's verdict on every node for ``pod``, and the overall verdict."""
     state = pod_state(pod)
@@ -162,6 +170,12 @@ def judge_pod(
         choice = capacity_choice(pod)
     except PolicyError as failure:
         requirement, error = None, error or str(failure)
+    job_error = ""
+    try:
+        job_from_pod(pod, job_settings)
+    except PolicyError as failure:
+        job_error = str(failure)
+        requirement, error = None, error or job_error
 
     allocated = allocated_gpus(assigned_pods, settings, exclude=pod_key(pod))
     facts = [node_facts(node, allocated, settings) for node in nodes]
@@ -196,6 +210,7 @@ def judge_pod(
         nodes=rows,
         verdict=verdict,
         capacity_choice=choice,
+        job_error=job_error,
     )
 
 

@@ -4,6 +4,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
+from explain.job_zone_render import JOB_ZONE_HEADER, job_json, job_summary, job_zone_rows
 from explain.node_facts import NodeFacts
 from explain.nodes_report import NodeInventory, NodeRow, Problem
 from explain.pod_report import PodExplanation
@@ -17,6 +18,7 @@ VERDICTS = {
     "no-room": "nodes pass the policy, but none has enough free GPUs and taints the pod tolerates",
     "no-fit": "no node passes the GPU-memory policy",
     "invalid": "the pod fails the policy itself",
+    "no-zone": "nodes have room, but the pod's same-zone job does not fit whole in its zone",
 }
 """One line per verdict of ``explain pod``."""
 
@@ -53,6 +55,10 @@ def pod_text(explanation: PodExplanation, settings: PolicySettings) -> str:
         f"  asks for   {_asks_text(explanation, settings)}",
         f"  verdict    {explanation.verdict}: {VERDICTS[explanation.verdict]} (exit {explanation.exit_code})",
     ]
+    if explanation.job is not None:
+        lines += job_summary(explanation.job)
+        if explanation.job.zones:
+            lines += ["", table([JOB_ZONE_HEADER, *job_zone_rows(explanation.job)])]
     if explanation.nodes:
         lines += ["", table([_POD_HEADER, *(_pod_row(row, explanation) for row in explanation.nodes)])]
     lines += ["", "What would have to change:", *(f"  - {change}" for change in explanation.changes)]
@@ -62,6 +68,12 @@ def pod_text(explanation: PodExplanation, settings: PolicySettings) -> str:
         f"capacity type and CapacityType's 0..100; GPUS and TAINTS repeat the scheduler's "
         f"other filters for information. EC2 data: {explanation.ec2_source}.",
     ]
+    if explanation.job is not None:
+        lines.append(
+            "COPIES: how many copies of the pod a zone's nodes hold now (policy fit, free GPUs, "
+            "tolerated taints, pod slots); NOMINATED: Pending members nominated to a node there "
+            "(held at Permit in plugin mode)."
+        )
     return "\n".join(lines)
 
 
@@ -162,9 +174,11 @@ def pod_json(explanation: PodExplanation) -> dict[str, Any]:
         ),
         "capacityType": explanation.capacity_choice or None,
         "error": explanation.error or None,
+        "jobError": explanation.job_error or None,
         "verdict": explanation.verdict,
         "exitCode": explanation.exit_code,
         "nodes": [_node_verdict_json(row) for row in explanation.nodes],
+        "job": None if explanation.job is None else job_json(explanation.job),
         "changes": list(explanation.changes),
         "ec2Source": explanation.ec2_source,
     }

@@ -50,10 +50,14 @@ class ExitCodes:
     error: int = 2
     """Usage error, bad flag, unreadable kubeconfig, API or EC2 error, pod not found."""
     invalid_pod: int = 3
-    """explain pod: the pod fails the policy itself (its annotation or GPU request)."""
+    """explain pod: the pod fails the policy itself (its annotation, GPU request or same-zone
+    job annotations)."""
     no_room: int = 4
     """explain pod: nodes pass the policy, but none of them has enough free GPUs and
     taints the pod tolerates."""
+    no_zone: int = 5
+    """explain pod: nodes have room for the pod, but its same-zone job fits no zone whole,
+    or the zone its members are bound in cannot hold the rest."""
 
 
 EXIT = ExitCodes()

@@ -30,7 +30,12 @@ from components.stack_config.certificates import CertificateSettings
 from components.stack_config.extender import EXTENDER_RESOURCES, ExtenderSettings
 from components.stack_config.images import ImageSettings
 from components.stack_config.network import ExistingNetwork, NewVpc
-from components.stack_config.node_groups import DEFAULT_GPU_NODE_GROUPS, GpuNodeGroup, SystemNodeGroup
+from components.stack_config.node_groups import (
+    DEFAULT_GPU_NODE_GROUPS,
+    GpuNodeGroup,
+    SystemNodeGroup,
+    check_zonal_names,
+)
 from components.stack_config.scheduler import MAX_EXTENDER_WEIGHT, SchedulerSettings
 from components.stack_config.stack import (
     DEFAULT_KUBERNETES_VERSION,
@@ -68,6 +73,7 @@ __all__ = [
     "StackConfigError",
     "SystemNodeGroup",
     "WebhookSettings",
+    "check_zonal_names",
     "load_stack_config",
     "parse_stack_config",
 ]

@@ -1,6 +1,7 @@
 """``systemNodeGroup`` and ``gpuNodeGroups``: the managed node groups, their sizes and disks."""
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -12,7 +13,15 @@ MAX_NODE_GROUP_SIZE = 1000
 CapacityType = Literal["ON_DEMAND", "SPOT"]
 CAPACITY_TYPES: dict[str, CapacityType] = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
 """Config spelling -> the EKS API's."""
+MAX_NODE_GROUP_NAME = 63
+"""EKS' limit on a managed node group's name."""
+UNIQUE_SUFFIX = 26
+"""What the AWS provider appends to a ``node_group_name_prefix`` (a timestamp and a counter)."""
+MAX_NAME_PREFIX = MAX_NODE_GROUP_NAME - UNIQUE_SUFFIX
+"""The longest ``node_group_name_prefix`` the provider accepts: 37."""
+GROUP_PREFIX = "gpu-"
 _GROUP_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?")
+"""1-32 characters: ``gpu-<name>-`` is then at most the 37 a prefix may have."""
 _INSTANCE_TYPE = re.compile(r"[a-z][a-z0-9-]*\.[a-z0-9-]+")
 
 
@@ -43,8 +52,32 @@ class GpuNodeGroup:
     scaling: Scaling = Scaling(min_size=0, max_size=2, desired_size=1)
     capacity_type: CapacityType = "ON_DEMAND"
     disk_size_gib: int = 100
+    per_zone: bool = False
+    """One managed node group per availability zone of the nodes' subnets, instead of one spanning
+    them all (so Cluster Autoscaler's template node of each says its zone)."""
     config_key: str = ""
     """Where this group was configured, e.g. ``gpu-scheduler-eks:gpuNodeGroups[0]`` (for errors)."""
+
+    def name_prefix(self, zone: str | None = None) -> str:
+        """The EKS node group name prefix: ``gpu-<name>-``, or ``gpu-<name>-<zone>-`` for a zone's group."""
+        return f"{GROUP_PREFIX}{self.name}-" + (f"{zone}-" if zone else "")
+
+
+def check_zonal_names(groups: Sequence[GpuNodeGroup], zones: Sequence[str]) -> None:
+    """Fail, naming the group's ``name`` key, if a ``perZone`` group's name with the longest of
+    ``zones`` makes a node group name prefix longer than EKS and the provider allow."""
+    if not zones:
+        return
+    longest = max(zones, key=len)
+    for group in groups:
+        prefix = group.name_prefix(longest)
+        if group.per_zone and len(prefix) > MAX_NAME_PREFIX:
+            room = MAX_NAME_PREFIX - (len(prefix) - len(group.name))
+            Value(f"{group.config_key.removeprefix(PROJECT + ':')}.name", group.name).fail(
+                f"with perZone the node group of zone {longest} is named {prefix!r} plus "
+                f"{UNIQUE_SUFFIX} characters the provider adds, over EKS' {MAX_NODE_GROUP_NAME}: "
+                f"shorten the name to at most {room} characters"
+            )
 
 
 DEFAULT_GPU_NODE_GROUPS = (GpuNodeGroup(name="t4", instance_types=("g4dn.xlarge",)),)
@@ -102,7 +135,7 @@ def parse_gpu_node_groups(value: Value) -> tuple[GpuNodeGroup, ...]:
 
 
 def _gpu_node_group(value: Value) -> GpuNodeGroup:
-    fields = value.fields(_SCALING_KEYS | {"name", "instanceTypes", "capacityType", "diskSizeGib"})
+    fields = value.fields(_SCALING_KEYS | {"name", "instanceTypes", "capacityType", "diskSizeGib", "perZone"})
     for required in ("name", "instanceTypes"):
         if required not in fields:
             value.fail(f"needs {required}")
@@ -116,5 +149,6 @@ def _gpu_node_group(value: Value) -> GpuNodeGroup:
         scaling=_scaling(value, fields, default.scaling, lowest_min=0),
         capacity_type=CAPACITY_TYPES[capacity],
         disk_size_gib=fields.read("diskSizeGib", default.disk_size_gib, parse_disk_size),
+        per_zone=fields.read("perZone", default.per_zone, Value.boolean),
         config_key=f"{PROJECT}:{value.path}",
     )

@@ -288,7 +288,8 @@ _AUTOSCALER_KEYS: dict[str, Autoscaler] = {
 
 def _check_autoscaler_settings(config: StackConfig, top: "Fields") -> None:
     """An autoscaler's settings only next to ``autoscaling`` naming it (else they would be ignored);
-    Cluster Autoscaler's minor must be the cluster's."""
+    ``perZone`` groups not with Karpenter (it would not use them); Cluster Autoscaler's minor must
+    be the cluster's."""
     for key, named in _AUTOSCALER_KEYS.items():
         if key in top and config.autoscaling != named:
             top[key].fail(
@@ -296,6 +297,13 @@ def _check_autoscaler_settings(config: StackConfig, top: "Fields") -> None:
                 "so these settings would be ignored"
             )
     autoscaler = config.autoscaler
+    if isinstance(autoscaler, KarpenterSettings):
+        for group in config.gpu_node_groups:
+            if group.per_zone:
+                Value(f"{group.config_key.removeprefix(PROJECT + ':')}.perZone", True).fail(
+                    "only with autoscaling: cluster-autoscaler or none; Karpenter launches each node "
+                    "in the zone the pending pod needs, from its NodePools, not from these groups"
+                )
     if isinstance(autoscaler, KarpenterSettings) and len(config.cluster_name) > MAX_SQS_QUEUE_NAME:
         Value("clusterName", config.cluster_name).fail(
             f"at most {MAX_SQS_QUEUE_NAME} characters with autoscaling: karpenter (it also names "

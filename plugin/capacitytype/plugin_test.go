@@ -3,7 +3,6 @@ package capacitytype
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
+	"example.com/gpu-scheduler-eks/plugin/internal/plugintest"
 )
 
 // newPlugin builds the plugin through its factory, as the scheduler does.
@@ -242,43 +242,28 @@ func TestSignPod(t *testing.T) {
 func TestArgs(t *testing.T) {
 	withDefault := gpupolicy.DefaultCapacitySettings()
 	withDefault.DefaultChoice = gpupolicy.PreferOnDemand
-	tests := []struct {
-		name    string
-		args    runtime.Object
-		want    gpupolicy.CapacitySettings
-		wantErr string
-	}{
-		{name: "nil args: defaults", want: gpupolicy.DefaultCapacitySettings()},
-		{name: "empty object: defaults", args: &runtime.Unknown{Raw: []byte(`{}`)}, want: gpupolicy.DefaultCapacitySettings()},
-		{name: "YAML default choice", args: &runtime.Unknown{ContentType: runtime.ContentTypeYAML, Raw: []byte("defaultChoice: prefer-on-demand\n")}, want: withDefault},
+	tests := []plugintest.ArgsCase[gpupolicy.CapacitySettings]{
+		{Name: "nil Args: defaults", Want: gpupolicy.DefaultCapacitySettings()},
+		{Name: "empty object: defaults", Args: &runtime.Unknown{Raw: []byte(`{}`)}, Want: gpupolicy.DefaultCapacitySettings()},
+		{Name: "YAML default choice", Args: &runtime.Unknown{ContentType: runtime.ContentTypeYAML, Raw: []byte("defaultChoice: prefer-on-demand\n")}, Want: withDefault},
 		{
-			name: "every field",
-			args: &runtime.Unknown{Raw: []byte(`{"annotation":"example.org/capacity","nodeLabel":"example.org/lifecycle","defaultChoice":"spot"}`)},
-			want: gpupolicy.CapacitySettings{Annotation: "example.org/capacity", NodeLabel: "example.org/lifecycle", DefaultChoice: gpupolicy.RequireSpot},
+			Name: "every field",
+			Args: &runtime.Unknown{Raw: []byte(`{"annotation":"example.org/capacity","nodeLabel":"example.org/lifecycle","defaultChoice":"spot"}`)},
+			Want: gpupolicy.CapacitySettings{Annotation: "example.org/capacity", NodeLabel: "example.org/lifecycle", DefaultChoice: gpupolicy.RequireSpot},
 		},
-		{name: "empty default: none", args: &runtime.Unknown{Raw: []byte(`{"defaultChoice":""}`)}, want: gpupolicy.DefaultCapacitySettings()},
-		{name: "unknown default", args: &runtime.Unknown{Raw: []byte(`{"defaultChoice":"SPOT"}`)}, wantErr: `defaultChoice must be empty, on-demand, spot, prefer-on-demand or prefer-spot, got "SPOT"`},
-		{name: "empty label", args: &runtime.Unknown{Raw: []byte(`{"nodeLabel":""}`)}, wantErr: "nodeLabel must not be empty"},
-		{name: "unknown field", args: &runtime.Unknown{Raw: []byte(`{"default":"spot"}`)}, wantErr: `unknown field "default"`},
-		{name: "typed args of another plugin", args: &v1.Pod{}, wantErr: "want *runtime.Unknown"},
+		{Name: "empty default: none", Args: &runtime.Unknown{Raw: []byte(`{"defaultChoice":""}`)}, Want: gpupolicy.DefaultCapacitySettings()},
+		{Name: "unknown default", Args: &runtime.Unknown{Raw: []byte(`{"defaultChoice":"SPOT"}`)}, WantErr: `defaultChoice must be empty, on-demand, spot, prefer-on-demand or prefer-spot, got "SPOT"`},
+		{Name: "empty label", Args: &runtime.Unknown{Raw: []byte(`{"nodeLabel":""}`)}, WantErr: "nodeLabel must not be empty"},
+		{Name: "unknown field", Args: &runtime.Unknown{Raw: []byte(`{"default":"spot"}`)}, WantErr: `unknown field "default"`},
+		{Name: "typed args of another plugin", Args: &v1.Pod{}, WantErr: "want *runtime.Unknown"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			plugin, err := New(context.Background(), tt.args, nil)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), Name+" args: ") {
-					t.Fatalf("New error = %v, want one starting %q and containing %q", err, Name+" args: ", tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("New: %v", err)
-			}
-			if got := plugin.(*CapacityType).settings; got != tt.want {
-				t.Fatalf("settings = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
+	plugintest.CheckArgs(t, Name, tests, func(args runtime.Object) (gpupolicy.CapacitySettings, error) {
+		plugin, err := New(context.Background(), args, nil)
+		if err != nil {
+			return gpupolicy.CapacitySettings{}, err
+		}
+		return plugin.(*CapacityType).settings, nil
+	})
 }
 
 // TestArgsReachTheRules: the configured annotation and label are the ones Filter reads,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
+	"example.com/gpu-scheduler-eks/plugin/internal/plugintest"
 )
 
 // newPlugin builds the plugin through its factory, as the scheduler does.
@@ -259,71 +259,56 @@ func TestSignPod(t *testing.T) {
 }
 
 func TestArgs(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    runtime.Object
-		want    gpupolicy.Settings
-		wantErr string
-	}{
-		{name: "nil args: defaults", args: nil, want: gpupolicy.DefaultSettings()},
-		{name: "empty object: defaults", args: &runtime.Unknown{Raw: []byte(`{}`)}, want: gpupolicy.DefaultSettings()},
-		{name: "no raw data: defaults", args: &runtime.Unknown{}, want: gpupolicy.DefaultSettings()},
+	tests := []plugintest.ArgsCase[gpupolicy.Settings]{
+		{Name: "nil Args: defaults", Args: nil, Want: gpupolicy.DefaultSettings()},
+		{Name: "empty object: defaults", Args: &runtime.Unknown{Raw: []byte(`{}`)}, Want: gpupolicy.DefaultSettings()},
+		{Name: "no raw data: defaults", Args: &runtime.Unknown{}, Want: gpupolicy.DefaultSettings()},
 		{
-			name: "every field",
-			args: &runtime.Unknown{ContentType: runtime.ContentTypeJSON, Raw: []byte(
+			Name: "every field",
+			Args: &runtime.Unknown{ContentType: runtime.ContentTypeJSON, Raw: []byte(
 				`{"minMemoryAnnotation":"example.org/vram","nodeMemoryLabel":"example.org/gpu-mib","gpuResource":"amd.com/gpu","scoreScaleMiB":196608,"scoringStrategy":"best-fit"}`)},
-			want: gpupolicy.Settings{MinMemoryAnnotation: "example.org/vram", NodeMemoryLabel: "example.org/gpu-mib", GPUResource: "amd.com/gpu", ScoreScaleMiB: 196608, ScoringStrategy: gpupolicy.BestFit},
+			Want: gpupolicy.Settings{MinMemoryAnnotation: "example.org/vram", NodeMemoryLabel: "example.org/gpu-mib", GPUResource: "amd.com/gpu", ScoreScaleMiB: 196608, ScoringStrategy: gpupolicy.BestFit},
 		},
 		{
-			name: "YAML, the strategy",
-			args: &runtime.Unknown{ContentType: runtime.ContentTypeYAML, Raw: []byte("scoringStrategy: best-fit\n")},
-			want: func() gpupolicy.Settings {
+			Name: "YAML, the strategy",
+			Args: &runtime.Unknown{ContentType: runtime.ContentTypeYAML, Raw: []byte("scoringStrategy: best-fit\n")},
+			Want: func() gpupolicy.Settings {
 				s := gpupolicy.DefaultSettings()
 				s.ScoringStrategy = gpupolicy.BestFit
 				return s
 			}(),
 		},
 		{
-			name: "the default strategy named",
-			args: &runtime.Unknown{Raw: []byte(`{"scoringStrategy":"prefer-larger"}`)},
-			want: gpupolicy.DefaultSettings(),
+			Name: "the default strategy named",
+			Args: &runtime.Unknown{Raw: []byte(`{"scoringStrategy":"prefer-larger"}`)},
+			Want: gpupolicy.DefaultSettings(),
 		},
-		{name: "unknown strategy", args: &runtime.Unknown{Raw: []byte(`{"scoringStrategy":"bestfit"}`)}, wantErr: `scoringStrategy must be prefer-larger or best-fit, got "bestfit"`},
-		{name: "empty strategy", args: &runtime.Unknown{Raw: []byte(`{"scoringStrategy":""}`)}, wantErr: `scoringStrategy must be prefer-larger or best-fit, got ""`},
-		{name: "strategy in the wrong case", args: &runtime.Unknown{Raw: []byte(`{"scoringStrategy":"Best-Fit"}`)}, wantErr: `got "Best-Fit"`},
+		{Name: "unknown strategy", Args: &runtime.Unknown{Raw: []byte(`{"scoringStrategy":"bestfit"}`)}, WantErr: `scoringStrategy must be prefer-larger or best-fit, got "bestfit"`},
+		{Name: "empty strategy", Args: &runtime.Unknown{Raw: []byte(`{"scoringStrategy":""}`)}, WantErr: `scoringStrategy must be prefer-larger or best-fit, got ""`},
+		{Name: "strategy in the wrong case", Args: &runtime.Unknown{Raw: []byte(`{"scoringStrategy":"Best-Fit"}`)}, WantErr: `got "Best-Fit"`},
 		{
-			name: "YAML, one field",
-			args: &runtime.Unknown{ContentType: runtime.ContentTypeYAML, Raw: []byte("scoreScaleMiB: 40960\n")},
-			want: func() gpupolicy.Settings { s := gpupolicy.DefaultSettings(); s.ScoreScaleMiB = 40960; return s }(),
+			Name: "YAML, one field",
+			Args: &runtime.Unknown{ContentType: runtime.ContentTypeYAML, Raw: []byte("scoreScaleMiB: 40960\n")},
+			Want: func() gpupolicy.Settings { s := gpupolicy.DefaultSettings(); s.ScoreScaleMiB = 40960; return s }(),
 		},
-		{name: "unknown field", args: &runtime.Unknown{Raw: []byte(`{"scoreScale":40960}`)}, wantErr: `unknown field "scoreScale"`},
-		{name: "field in the wrong case", args: &runtime.Unknown{Raw: []byte(`{"ScoreScaleMiB":40960}`)}, wantErr: `unknown field "ScoreScaleMiB"`},
-		{name: "repeated field", args: &runtime.Unknown{Raw: []byte(`{"scoreScaleMiB":1,"scoreScaleMiB":2}`)}, wantErr: `duplicate field "scoreScaleMiB"`},
-		{name: "empty label", args: &runtime.Unknown{Raw: []byte(`{"nodeMemoryLabel":""}`)}, wantErr: "nodeMemoryLabel must not be empty"},
-		{name: "zero scale", args: &runtime.Unknown{Raw: []byte(`{"scoreScaleMiB":0}`)}, wantErr: "scoreScaleMiB must be 1..1048576"},
-		{name: "scale too large", args: &runtime.Unknown{Raw: []byte(`{"scoreScaleMiB":1048577}`)}, wantErr: "scoreScaleMiB must be 1..1048576"},
-		{name: "scale as a string", args: &runtime.Unknown{Raw: []byte(`{"scoreScaleMiB":"80Gi"}`)}, wantErr: "scoreScaleMiB"},
-		{name: "not an object", args: &runtime.Unknown{Raw: []byte(`[1]`)}, wantErr: "cannot unmarshal array"},
-		{name: "unsupported content type", args: &runtime.Unknown{ContentType: "application/cbor", Raw: []byte{0xa0}}, wantErr: "unsupported content type"},
-		{name: "typed args of another plugin", args: &v1.Pod{}, wantErr: "want *runtime.Unknown"},
+		{Name: "unknown field", Args: &runtime.Unknown{Raw: []byte(`{"scoreScale":40960}`)}, WantErr: `unknown field "scoreScale"`},
+		{Name: "field in the wrong case", Args: &runtime.Unknown{Raw: []byte(`{"ScoreScaleMiB":40960}`)}, WantErr: `unknown field "ScoreScaleMiB"`},
+		{Name: "repeated field", Args: &runtime.Unknown{Raw: []byte(`{"scoreScaleMiB":1,"scoreScaleMiB":2}`)}, WantErr: `duplicate field "scoreScaleMiB"`},
+		{Name: "empty label", Args: &runtime.Unknown{Raw: []byte(`{"nodeMemoryLabel":""}`)}, WantErr: "nodeMemoryLabel must not be empty"},
+		{Name: "zero scale", Args: &runtime.Unknown{Raw: []byte(`{"scoreScaleMiB":0}`)}, WantErr: "scoreScaleMiB must be 1..1048576"},
+		{Name: "scale too large", Args: &runtime.Unknown{Raw: []byte(`{"scoreScaleMiB":1048577}`)}, WantErr: "scoreScaleMiB must be 1..1048576"},
+		{Name: "scale as a string", Args: &runtime.Unknown{Raw: []byte(`{"scoreScaleMiB":"80Gi"}`)}, WantErr: "scoreScaleMiB"},
+		{Name: "not an object", Args: &runtime.Unknown{Raw: []byte(`[1]`)}, WantErr: "cannot unmarshal array"},
+		{Name: "unsupported content type", Args: &runtime.Unknown{ContentType: "application/cbor", Raw: []byte{0xa0}}, WantErr: "unsupported content type"},
+		{Name: "typed args of another plugin", Args: &v1.Pod{}, WantErr: "want *runtime.Unknown"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			plugin, err := New(context.Background(), tt.args, nil)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), Name+" args: ") {
-					t.Fatalf("New error = %v, want one starting %q and containing %q", err, Name+" args: ", tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("New: %v", err)
-			}
-			if got := plugin.(*GPUScheduler).settings; got != tt.want {
-				t.Fatalf("settings = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
+	plugintest.CheckArgs(t, Name, tests, func(args runtime.Object) (gpupolicy.Settings, error) {
+		plugin, err := New(context.Background(), args, nil)
+		if err != nil {
+			return gpupolicy.Settings{}, err
+		}
+		return plugin.(*GPUScheduler).settings, nil
+	})
 }
 
 // TestArgsReachTheRules checks configured keys are the ones Filter and Score read.

@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"example.com/gpu-scheduler-eks/plugin/internal/plugintest"
 )
 
 func TestEventsToRegister(t *testing.T) {
@@ -20,17 +22,7 @@ func TestEventsToRegister(t *testing.T) {
 		{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel},
 		{Resource: fwk.Pod, ActionType: fwk.Update},
 	}
-	if len(events) != len(want) {
-		t.Fatalf("got %d events, want %d", len(events), len(want))
-	}
-	for i, event := range events {
-		if event.Event != want[i] {
-			t.Errorf("event %d = %v, want %v", i, event.Event.Label(), want[i].Label())
-		}
-		if event.QueueingHintFn == nil {
-			t.Errorf("event %d has no QueueingHint", i)
-		}
-	}
+	plugintest.CheckEvents(t, events, want)
 }
 
 func TestNodeChangeHint(t *testing.T) {

@@ -48,9 +48,14 @@ const (
 //	    minMemoryAnnotation: training.example.com/min-gpu-memory-mib
 //	    nodeMemoryLabel: training.example.com/gpu-memory-mib
 //	    gpuResource: nvidia.com/gpu
+//	    capacityTypeAnnotation: training.example.com/capacity-type
+//	    capacityTypeNodeLabel: training.example.com/capacity-type
+//	    defaultCapacityChoice: ""
 //
-// The last three must match GPUScheduler's: the zone plan counts free GPUs and GPU
-// memory fit by the same rule. Unknown fields and out-of-range values stop the
+// minMemoryAnnotation, nodeMemoryLabel and gpuResource must match GPUScheduler's, and
+// the capacityType* fields and defaultCapacityChoice CapacityType's annotation,
+// nodeLabel and defaultChoice: the zone plan counts only nodes those plugins let the
+// pod onto. Unknown fields and out-of-range values stop the
 // scheduler at start with an error naming the field.
 type Args struct {
 	// PermitTimeout is how long the job's members wait at Permit for the whole job.
@@ -67,12 +72,18 @@ type Args struct {
 	MinMemoryAnnotation  *string `json:"minMemoryAnnotation,omitempty"`
 	NodeMemoryLabel      *string `json:"nodeMemoryLabel,omitempty"`
 	GPUResource          *string `json:"gpuResource,omitempty"`
+	// CapacityTypeAnnotation, CapacityTypeNodeLabel and DefaultCapacityChoice are
+	// CapacityType's annotation, nodeLabel and defaultChoice.
+	CapacityTypeAnnotation *string `json:"capacityTypeAnnotation,omitempty"`
+	CapacityTypeNodeLabel  *string `json:"capacityTypeNodeLabel,omitempty"`
+	DefaultCapacityChoice  *string `json:"defaultCapacityChoice,omitempty"`
 }
 
 // config is the validated configuration the plugin runs with.
 type config struct {
 	zone               zonepolicy.Settings
 	gpu                gpupolicy.Settings
+	capacity           gpupolicy.CapacitySettings
 	permitTimeout      time.Duration
 	failedZoneDuration time.Duration
 }
@@ -85,6 +96,7 @@ func configFromArgs(obj runtime.Object) (config, error) {
 	c := config{
 		zone:               zonepolicy.DefaultSettings(),
 		gpu:                gpupolicy.DefaultSettings(),
+		capacity:           gpupolicy.DefaultCapacitySettings(),
 		permitTimeout:      DefaultPermitTimeout,
 		failedZoneDuration: DefaultFailedZoneDuration,
 	}
@@ -98,6 +110,11 @@ func configFromArgs(obj runtime.Object) (config, error) {
 	if args.GPUResource != nil {
 		c.gpu.GPUResource = v1.ResourceName(*args.GPUResource)
 	}
+	setString(&c.capacity.Annotation, args.CapacityTypeAnnotation)
+	setString(&c.capacity.NodeLabel, args.CapacityTypeNodeLabel)
+	if args.DefaultCapacityChoice != nil {
+		c.capacity.DefaultChoice = gpupolicy.CapacityChoice(*args.DefaultCapacityChoice)
+	}
 	if args.MaxJobSize != nil {
 		c.zone.MaxJobSize = *args.MaxJobSize
 	}
@@ -107,7 +124,7 @@ func configFromArgs(obj runtime.Object) (config, error) {
 	if args.FailedZoneDuration != nil {
 		c.failedZoneDuration = args.FailedZoneDuration.Duration
 	}
-	errs := []error{c.zone.Validate(), c.gpu.Validate()}
+	errs := []error{c.zone.Validate(), c.gpu.Validate(), c.capacity.Validate()}
 	for _, d := range []struct {
 		name       string
 		value, max time.Duration

@@ -24,13 +24,17 @@ type podShape struct {
 	requirement gpupolicy.Requirement
 	// requirementErr is the GPU-memory policy's error for an invalid pod: it fits nowhere.
 	requirementErr error
-	affinity       nodeaffinity.RequiredNodeAffinity
+	capacity       gpupolicy.CapacityChoice
+	// capacityErr is the capacity-type rule's error for an invalid choice: it fits nowhere.
+	capacityErr error
+	affinity    nodeaffinity.RequiredNodeAffinity
 }
 
-func newPodShape(pod *v1.Pod, gpu gpupolicy.Settings) podShape {
+func newPodShape(pod *v1.Pod, c config) podShape {
 	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	gpus := requests[gpu.GPUResource]
-	requirement, err := gpupolicy.FromPod(pod, gpu)
+	gpus := requests[c.gpu.GPUResource]
+	requirement, err := gpupolicy.FromPod(pod, c.gpu)
+	capacity, capacityErr := gpupolicy.CapacityChoiceFromPod(pod, c.capacity)
 	return podShape{
 		pod:            pod,
 		gpus:           gpus.Value(),
@@ -38,19 +42,22 @@ func newPodShape(pod *v1.Pod, gpu gpupolicy.Settings) podShape {
 		memory:         requests.Memory().Value(),
 		requirement:    requirement,
 		requirementErr: err,
+		capacity:       capacity,
+		capacityErr:    capacityErr,
 		affinity:       nodeaffinity.GetRequiredNodeAffinity(pod),
 	}
 }
 
 // copiesOn is how many copies of the pod fit on the node now: zero for a node that
 // is cordoned, has a NoSchedule or NoExecute taint the pod does not tolerate, is
-// outside the pod's required node selector and affinity, or fails the GPU-memory
-// rule; otherwise the least of free GPUs, CPU, memory and pod slots, each divided by
+// outside the pod's required node selector and affinity, or fails the GPU-memory or
+// the capacity-type rule (CapacityType would refuse it); otherwise the least of free GPUs, CPU, memory and pod slots, each divided by
 // what one copy requests. Requested resources include pods assumed by the scheduler
 // and not yet bound, so members already reserved count as taken.
-func (s podShape) copiesOn(logger klog.Logger, info fwk.NodeInfo, gpu gpupolicy.Settings) int64 {
+func (s podShape) copiesOn(logger klog.Logger, info fwk.NodeInfo, c config) int64 {
+	gpu := c.gpu
 	node := info.Node()
-	if node == nil || node.Spec.Unschedulable || s.requirementErr != nil {
+	if node == nil || node.Spec.Unschedulable || s.requirementErr != nil || s.capacityErr != nil {
 		return 0
 	}
 	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, s.pod.Spec.Tolerations, blocksScheduling, false); untolerated {
@@ -60,6 +67,9 @@ func (s podShape) copiesOn(logger klog.Logger, info fwk.NodeInfo, gpu gpupolicy.
 		return 0
 	}
 	if fits, _ := gpupolicy.FitsMemory(s.requirement, node, gpu); !fits {
+		return 0
+	}
+	if fits, _ := gpupolicy.FitsCapacityType(s.capacity, node, c.capacity); !fits {
 		return 0
 	}
 	allocatable, requested := info.GetAllocatable(), info.GetRequested()
@@ -143,7 +153,7 @@ func copiesByZone(logger klog.Logger, nodes []fwk.NodeInfo, shape podShape, c co
 		if zone == "" {
 			continue
 		}
-		copies[zone] += shape.copiesOn(logger, info, c.gpu)
+		copies[zone] += shape.copiesOn(logger, info, c)
 	}
 	return copies
 }

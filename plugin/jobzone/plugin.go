@@ -138,7 +138,7 @@ func (pl *JobZone) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.
 	failed := pl.failedZones(jobKey(pod, job))
 	zone := memberZone(nodes, pod, job, pl.config.zone, failed)
 	if zone == "" {
-		shape := newPodShape(pod, pl.config.gpu)
+		shape := newPodShape(pod, pl.config)
 		copies := copiesByZone(logger, nodes, shape, pl.config)
 		plan := zonepolicy.PlanZone(copies, job.Size, failed)
 		if plan.Zone == "" {

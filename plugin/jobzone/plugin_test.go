@@ -90,7 +90,17 @@ func TestPreFilterSkipsPodsOutsideJobsAndRefusesInvalidOnes(t *testing.T) {
 }
 
 func TestCopiesOn(t *testing.T) {
-	gpu := gpupolicy.DefaultSettings()
+	c, err := configFromArgs(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := c.gpu
+	capacity := func(node, pod string) func(*v1.Node, *v1.Pod) {
+		return func(n *v1.Node, p *v1.Pod) {
+			n.Labels[gpupolicy.CapacityTypeLabel] = node
+			p.Annotations[gpupolicy.CapacityTypeAnnotation] = pod
+		}
+	}
 	logger := klog.Background()
 	pod := member("llm", 0, 8, "")
 	tests := []struct {
@@ -120,6 +130,14 @@ func TestCopiesOn(t *testing.T) {
 		{"GPU memory below minimum", func(n *v1.Node, _ *v1.Pod) { n.Labels[gpupolicy.NodeMemoryLabel] = "22888" }, 0},
 		{"invalid GPU-memory annotation", func(_ *v1.Node, p *v1.Pod) { p.Annotations[gpupolicy.MinMemoryAnnotation] = "x" }, 0},
 		{"pod slots", func(n *v1.Node, _ *v1.Pod) { n.Status.Allocatable[v1.ResourcePods] = *newQuantity("3") }, 2},
+		{"spot required, on-demand node", capacity("on-demand", "spot"), 0},
+		{"spot required, spot node", capacity("spot", "spot"), 8},
+		{"on-demand preferred, spot node", capacity("spot", "prefer-on-demand"), 8},
+		{"invalid capacity-type choice", capacity("spot", "Spot"), 0},
+		{"spot node being reclaimed", func(n *v1.Node, p *v1.Pod) {
+			capacity("spot", "prefer-spot")(n, p)
+			n.Spec.Taints = []v1.Taint{{Key: gpupolicy.DisruptionTaints[0], Effect: v1.TaintEffectPreferNoSchedule}}
+		}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,7 +145,7 @@ func TestCopiesOn(t *testing.T) {
 			tt.change(node, p)
 			info := framework.NewNodeInfo(filler("running", "n", 0))
 			info.SetNode(node)
-			if got := newPodShape(p, gpu).copiesOn(logger, info, gpu); got != tt.want {
+			if got := newPodShape(p, c).copiesOn(logger, info, c); got != tt.want {
 				t.Fatalf("copies = %d, want %d", got, tt.want)
 			}
 		})
@@ -280,6 +298,10 @@ func TestArgs(t *testing.T) {
 			return c.permitTimeout == 20*time.Second && c.failedZoneDuration == time.Minute && c.zone.MaxJobSize == 16 &&
 				c.zone.ZoneLabel == "topology.k8s.aws/zone-id" && c.gpu.GPUResource == "amd.com/gpu"
 		}},
+		{"capacity type as CapacityType reads it", `{"capacityTypeAnnotation":"example.org/capacity","capacityTypeNodeLabel":"example.org/lifecycle","defaultCapacityChoice":"spot"}`, "", func(c config) bool {
+			return c.capacity == gpupolicy.CapacitySettings{Annotation: "example.org/capacity", NodeLabel: "example.org/lifecycle", DefaultChoice: gpupolicy.RequireSpot}
+		}},
+		{"unknown default capacity choice", `{"defaultCapacityChoice":"SPOT"}`, "defaultChoice must be", nil},
 		{"unknown field", `{"permitTimeOut":"20s"}`, `unknown field "permitTimeOut"`, nil},
 		{"zero timeout", `{"permitTimeout":"0s"}`, "permitTimeout must be more than 0 and at most 15m0s, got 0s", nil},
 		{"beyond the framework's cap", `{"permitTimeout":"16m"}`, "permitTimeout must be more than 0 and at most 15m0s, got 16m0s", nil},

@@ -8,6 +8,7 @@ from localcluster.inventory import InstanceType, load_inventory
 from localcluster.nodes import SimulatedNode, fleet, node_manifest, node_status
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, pod_manifest
 from policy import NODE_MEMORY_LABEL
+from policy.job_zone import JOB_LABEL, JOB_SIZE_ANNOTATION, SAME_ZONE, ZONE_LABEL, ZONE_POLICY_ANNOTATION
 
 INVENTORY = load_inventory()
 DEMO_FLEET = fleet(list(INVENTORY.values()))
@@ -23,11 +24,19 @@ def fleet_json() -> list[dict[str, Any]]:
 
 
 def gpu_node(
-    name: str, instance_type: str, *, group: str | None = None, label: str | None = "ec2"
+    name: str,
+    instance_type: str,
+    *,
+    group: str | None = None,
+    label: str | None = "ec2",
+    zone: str | None = "us-east-1a",
 ) -> dict[str, Any]:
-    """A node of ``instance_type``; ``label`` 'ec2' keeps the derived label, None removes it."""
-    node = node_json(SimulatedNode(name, INVENTORY[instance_type], "us-east-1a"))
+    """A node of ``instance_type``; ``label`` 'ec2' keeps the derived label, None removes it;
+    ``zone`` None removes the zone label."""
+    node = node_json(SimulatedNode(name, INVENTORY[instance_type], zone or ""))
     labels = node["metadata"]["labels"]
+    if zone is None:
+        labels.pop(ZONE_LABEL)
     if group is not None:
         labels["eks.amazonaws.com/nodegroup"] = group
     if label is None:
@@ -67,4 +76,22 @@ def pod_json(
     if not tolerations:
         pod["spec"].pop("tolerations", None)
     pod["status"] = {"phase": "Pending"}
+    return pod
+
+
+def job_pod(
+    name: str,
+    size: int | str,
+    *,
+    job: str = "train",
+    min_memory: str | None = "40960",
+    node: str | None = None,
+) -> dict[str, Any]:
+    """A one-GPU member of same-zone job ``job`` of ``size`` pods, as ``pod_json`` builds it."""
+    pod = pod_json(name, min_memory, node=node)
+    metadata = pod["metadata"]
+    metadata.setdefault("labels", {})[JOB_LABEL] = job
+    metadata.setdefault("annotations", {}).update(
+        {ZONE_POLICY_ANNOTATION: SAME_ZONE, JOB_SIZE_ANNOTATION: str(size)}
+    )
     return pod

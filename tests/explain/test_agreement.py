@@ -10,6 +10,7 @@ policy's reasons as explain does), the pod's own policy error, or too few free G
 import re
 from pathlib import Path
 
+import kubernetes.client
 import pytest
 
 from components.render.scheduler_config import SchedulerMode
@@ -20,6 +21,7 @@ from localcluster.demo import sample_pods
 from localcluster.nodes import fleet
 from localcluster.outcomes import PodOutcome
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification
+from localcluster.zone_scene import ZONE_B, same_zone_member, scene_nodes
 from policy import (
     BELOW_MINIMUM,
     DEFAULT_SETTINGS,
@@ -125,3 +127,43 @@ def test_explain_agrees_with_the_scheduler(bin_dir: Path, tmp_path: Path, mode: 
         assert f"Pod {WORKLOAD_NAMESPACE}/{pending[0]}" in text
         assert f"verdict    {explained[pending[0]].verdict}: " in text
         assert explained[pending[0]].changes[0] in text
+
+
+@pytest.mark.e2e
+def test_explain_plans_a_same_zone_job_as_jobzone(bin_dir: Path, tmp_path: Path) -> None:
+    """Plugin mode on docs/zones.md's scene (6 free GPUs in A, 8 in B, 2 in C): the zone explain
+    plans for a job of 8 is the zone JobZone binds all 8 in; for a job of 9, which no zone then
+    holds, explain's verdict is no-zone and its plan message is the one JobZone puts on the pods."""
+    with e2e_cluster(bin_dir, tmp_path, "plugin") as cluster:
+        cluster.add_nodes(*scene_nodes())
+        core = kubernetes.client.CoreV1Api(cluster.api)
+        whole = [same_zone_member("whole", index, 8) for index in range(8)]
+        for manifest in whole:
+            core.create_namespaced_pod(WORKLOAD_NAMESPACE, manifest)
+        names = [manifest["metadata"]["name"] for manifest in whole]
+        predicted = explain_all(cluster, names)
+        plans = {explanation.job.plan for explanation in predicted.values() if explanation.job}
+        assert len(plans) == 1
+        (plan,) = plans
+        assert plan is not None
+        assert plan.zone == ZONE_B, plan
+        assert {explanation.verdict for explanation in predicted.values()} == {"fits"}
+
+        cluster.start()
+        outcomes = cluster.outcomes(names, bound_only=True)
+        assert {cluster.nodes[str(outcome.node)].zone for outcome in outcomes.values()} == {plan.zone}
+
+        too_big = [same_zone_member("too-big", index, 9) for index in range(9)]
+        for manifest in too_big:
+            core.create_namespaced_pod(WORKLOAD_NAMESPACE, manifest)
+        names = [manifest["metadata"]["name"] for manifest in too_big]
+        explained = explain_all(cluster, names)
+        pending = cluster.outcomes(names)
+        for name in names:
+            job = explained[name].job
+            assert job is not None
+            assert job.plan is not None
+            assert (explained[name].verdict, job.status) == ("no-zone", "no-zone")
+            assert [room.copies for room in job.zones] == [6, 0, 2], "B's 8 GPUs are the first job's"
+            assert not pending[name].bound
+            assert job.plan.message in pending[name].message, (job.plan.message, pending[name].message)

@@ -20,15 +20,21 @@ from localcluster.control_plane import write_kubeconfig
 from localcluster.ports import reserve_port
 from localcluster.workloads import WORKLOAD_NAMESPACE
 from policy import INVALID_MIN_MEMORY, NODE_MEMORY_LABEL
+from policy.job_zone import INVALID_JOB_SIZE, INVALID_ZONE_POLICY, ZONE_POLICY_ANNOTATION
 from tests.explain.conftest import MISLABELLED, SPARE, Cluster
-from tests.explain.objects import DEMO_FLEET, pod_json
+from tests.explain.objects import DEMO_FLEET, job_pod, pod_json
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 POD_KEYS = {
     "schemaVersion", "kind", "pod", "annotation", "gpuRequest", "requirement", "capacityType", "error",
-    "verdict", "exitCode", "nodes", "changes", "ec2Source",
+    "jobError", "verdict", "exitCode", "nodes", "job", "changes", "ec2Source",
 }  # fmt: skip
+JOB_KEYS = {
+    "name", "nameLabel", "size", "members", "pending", "memberZone", "remaining", "plan", "status",
+    "zoneAffinity", "zones", "unzonedNodes",
+}  # fmt: skip
+JOB_ZONE_KEYS = {"zone", "nodes", "copies", "bound", "nominated"}
 POD_STATE_KEYS = {"namespace", "name", "schedulerName", "governed", "phase", "nodeName", "podScheduled"}
 POD_NODE_KEYS = {
     "name", "fits", "reason", "score", "extenderScore", "capacityType", "capacityScore", "nodeGroup",
@@ -169,6 +175,55 @@ def test_each_pod_verdict_has_its_exit_code(cluster: Cluster, capsys: pytest.Cap
     assert "short (8 free, needs 9)" in text
 
 
+def test_a_job_member_gets_its_jobs_zones_from_the_api(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Members are found by the job label; one bound on p5-48xlarge-1 fixes the job's zone."""
+    core = kubernetes.client.CoreV1Api(cluster.api)
+    h100 = next(node for node in DEMO_FLEET if node.name == "p5-48xlarge-1")
+    same_zone = [node for node in DEMO_FLEET if node.zone == h100.zone]
+    bad = job_pod("explain-job-bad", 2, job="explain-bad")
+    bad["metadata"]["annotations"][ZONE_POLICY_ANNOTATION] = "one-zone"
+    pods = [
+        job_pod("explain-job-0", 9, job="explain-job", node=h100.name),
+        job_pod("explain-job-1", 9, job="explain-job"),
+        job_pod("explain-other-0", 9, job="explain-other", node=h100.name),
+        bad,
+    ]
+    references = [create_pod(cluster, pod) for pod in pods]
+    try:
+        code, document = run_json(cluster, capsys, "pod", references[1])
+        job = document["job"]
+        assert set(job) == JOB_KEYS
+        assert all(set(zone) == JOB_ZONE_KEYS for zone in job["zones"])
+        assert (job["name"], job["size"], job["members"], job["pending"]) == ("explain-job", 9, 2, 1)
+        assert (job["memberZone"], job["remaining"], job["plan"]) == (h100.zone, 8, None)
+        zones = {zone["zone"]: zone for zone in job["zones"]}
+        assert zones[h100.zone]["nodes"] == len(same_zone)
+        assert zones[h100.zone]["bound"] == 1, "the other job's member is not counted"
+        assert zones[h100.zone]["copies"] == 6, (
+            "8 H100s less the two bound pods; the zone's others are too small"
+        )
+        assert (job["status"], document["verdict"], code) == ("zone-full", "no-zone", EXIT.no_zone)
+        assert job["zoneAffinity"] is False, "no webhook in this cluster"
+
+        code, text, _ = run(cluster, capsys, "pod", references[1])
+        assert code == EXIT.no_zone
+        assert f"  job zone   must use {h100.zone} (members are bound there); it holds 6 more copies" in text
+
+        code, document = run_json(cluster, capsys, "pod", references[1], "--max-job-size", "8")
+        assert (document["verdict"], code) == ("invalid", EXIT.invalid_pod)
+        assert document["jobError"] == INVALID_JOB_SIZE.format(maximum=8), "the flag is JobZone's maxJobSize"
+
+        code, document = run_json(cluster, capsys, "pod", references[3])
+        assert (document["verdict"], code) == ("invalid", EXIT.invalid_pod)
+        assert document["jobError"] == document["error"] == INVALID_ZONE_POLICY
+        assert document["job"] is None
+    finally:
+        for reference in references:
+            core.delete_namespaced_pod(reference.split("/")[1], WORKLOAD_NAMESPACE, grace_period_seconds=0)
+
+
 def test_python_dash_m_explain_reads_kubeconfig_from_the_environment(cluster: Cluster) -> None:
     reference = create_pod(cluster, pod_json("explain-entry", "1048576"))
     environment = {**os.environ, "KUBECONFIG": cluster.kubeconfig}
@@ -249,6 +304,11 @@ def test_an_unreachable_server_is_an_error(
             ["nodes", "--kubeconfig", "/nonexistent/kubeconfig"],
             "explain: --kubeconfig /nonexistent/kubeconfig",
         ),
+        (
+            ["pod", "a/b", "--max-job-size", "0"],
+            "explain: --max-job-size: job zone setting max_job_size must be",
+        ),
+        (["pod", "a/b", "--zone-label", ""], "explain: --zone-label: job zone setting zone_label must be"),
         (["explode"], "argument command: invalid choice: 'explode'"),
     ],
 )

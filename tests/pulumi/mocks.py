@@ -6,6 +6,9 @@ marker, so tests can see what the program marked secret) and answers:
 
 - ``aws.ec2.get_instance_type`` from moto's EC2 instance-type catalogue through boto3;
 - ``aws.ecr.get_authorization_token`` from moto's ECR;
+- ``aws.get_availability_zones`` and ``aws.ec2.get_subnet`` from moto's EC2;
+- ``awsx.ec2.Vpc`` by creating the VPC and a private and a public subnet per zone in moto (so
+  the subnets' zones are moto's answer, as EC2's would be);
 - ``aws.eks.get_addon_version`` with a version naming the add-on and Kubernetes version
   (moto has no DescribeAddonVersions);
 - ``aws.get_caller_identity`` from moto's STS; ``aws.get_region`` and ``aws.get_partition``
@@ -26,6 +29,7 @@ Any other invoke fails the test: the program should call nothing else.
 import asyncio
 import base64
 import hashlib
+import ipaddress
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -167,23 +171,27 @@ class StackMocks(Mocks):
         self.calls.append(args)
         if args.token == "aws:ec2/getInstanceType:getInstanceType":
             return self._instance_type(args.args["instanceType"])
-        if args.token == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
-            return self._authorization_token(args.args.get("registryId")), []
-        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+        if args.token == "aws:ec2/getSubnet:getSubnet":
+            return self._subnet(args.args["id"])
+        return self._lookup(args.token, args.args), []
+
+    def _lookup(self, token: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        """The invokes that cannot fail here."""
+        if token == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
+            return self._authorization_token(args.get("registryId"))
+        if token == "aws:index/getCallerIdentity:getCallerIdentity":
             identity = self.sts.get_caller_identity()
-            return {
-                "accountId": identity["Account"],
-                "arn": identity["Arn"],
-                "userId": identity["UserId"],
-            }, []
-        if args.token == "aws:eks/getAddonVersion:getAddonVersion":
-            return self._addon_version(args.args["addonName"], args.args["kubernetesVersion"]), []
-        if args.token == "aws:index/getRegion:getRegion":
-            return {"region": REGION, "name": REGION, "endpoint": f"ec2.{REGION}.amazonaws.com"}, []
-        if args.token == "aws:index/getPartition:getPartition":
+            return {"accountId": identity["Account"], "arn": identity["Arn"], "userId": identity["UserId"]}
+        if token == "aws:eks/getAddonVersion:getAddonVersion":
+            return self._addon_version(args["addonName"], args["kubernetesVersion"])
+        if token == "aws:index/getAvailabilityZones:getAvailabilityZones":
+            return self._availability_zones(args)
+        if token == "aws:index/getRegion:getRegion":
+            return {"region": REGION, "name": REGION, "endpoint": f"ec2.{REGION}.amazonaws.com"}
+        if token == "aws:index/getPartition:getPartition":
             partition = boto3.session.Session().get_partition_for_region(REGION)
-            return {"partition": partition, "dnsSuffix": "amazonaws.com", "id": partition}, []
-        raise AssertionError(f"unexpected invoke {args.token}")
+            return {"partition": partition, "dnsSuffix": "amazonaws.com", "id": partition}
+        raise AssertionError(f"unexpected invoke {token}")
 
     def _instance_type(self, instance_type: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         """The provider's getInstanceType result, from moto's DescribeInstanceTypes."""
@@ -208,6 +216,47 @@ class StackMocks(Mocks):
             "memorySize": described["MemoryInfo"]["SizeInMiB"],
             "supportedArchitectures": described["ProcessorInfo"]["SupportedArchitectures"],
         }, []
+
+    def _availability_zones(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        filters = [{"Name": "state", "Values": [args["state"]]}] if "state" in args else []
+        zones = self.ec2.describe_availability_zones(Filters=filters)["AvailabilityZones"]
+        return {
+            "names": [zone["ZoneName"] for zone in zones],
+            "zoneIds": [zone["ZoneId"] for zone in zones],
+            "id": REGION,
+        }
+
+    def _subnet(self, subnet_id: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        """The provider's getSubnet result, from moto's DescribeSubnets."""
+        try:
+            [subnet] = self.ec2.describe_subnets(SubnetIds=[subnet_id])["Subnets"]
+        except ClientError as error:
+            return {}, [("id", str(error))]
+        return {
+            "id": subnet["SubnetId"],
+            "availabilityZone": subnet["AvailabilityZone"],
+            "availabilityZoneId": subnet["AvailabilityZoneId"],
+            "vpcId": subnet["VpcId"],
+            "cidrBlock": subnet["CidrBlock"],
+        }, []
+
+    def _vpc(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """awsx's Vpc made in moto: its zones (the given names, else the region's first
+        ``numberOfAvailabilityZones``), a private and a public subnet in each."""
+        zones = (
+            inputs.get("availabilityZoneNames")
+            or self._availability_zones({})["names"][: int(inputs["numberOfAvailabilityZones"])]
+        )
+        vpc = self.ec2.create_vpc(CidrBlock=inputs["cidrBlock"])["Vpc"]["VpcId"]
+        blocks = ipaddress.ip_network(inputs["cidrBlock"]).subnets(new_prefix=24)
+        subnets: dict[str, list[str]] = {"privateSubnetIds": [], "publicSubnetIds": []}
+        for zone in zones:
+            for ids in subnets.values():
+                created = self.ec2.create_subnet(
+                    VpcId=vpc, CidrBlock=str(next(blocks)), AvailabilityZone=zone
+                )
+                ids.append(created["Subnet"]["SubnetId"])
+        return {"vpcId": vpc, **subnets}
 
     def _addon_version(self, addon: str, kubernetes_version: str) -> dict[str, Any]:
         """moto has no DescribeAddonVersions: a version that names the add-on and the Kubernetes
@@ -268,15 +317,7 @@ _OUTPUTS: dict[str, Callable[[StackMocks, str, Mapping[str, Any]], dict[str, Any
             {"name": inputs["name"], "vpcConfig": {"clusterSecurityGroupId": EKS_SECURITY_GROUP}},
         ),
     },
-    "awsx:ec2:Vpc": lambda _m, name, inputs: {
-        "vpcId": "vpc-0123456789abcdef0",
-        "privateSubnetIds": [
-            f"subnet-0a{index:015x}" for index in range(int(inputs["numberOfAvailabilityZones"]))
-        ],
-        "publicSubnetIds": [
-            f"subnet-0b{index:015x}" for index in range(int(inputs["numberOfAvailabilityZones"]))
-        ],
-    },
+    "awsx:ec2:Vpc": lambda mocks, name, inputs: mocks._vpc(inputs),
     "aws:iam/role:Role": lambda _m, name, inputs: {
         "arn": f"arn:aws:iam::123456789012:role/{name}",
         "name": name,
@@ -368,12 +409,13 @@ class StackRun:
         return found[0]
 
 
-def run_stack(program: Callable[[], Mapping[str, Any]]) -> StackRun:
+def run_stack(program: Callable[[], Mapping[str, Any]], mocks: StackMocks | None = None) -> StackRun:
     """Run ``program`` (which declares resources and returns outputs) under fresh mocks.
 
-    Call inside moto's ``mock_aws``. Raises whatever the program or a resource raised.
+    Call inside moto's ``mock_aws``. Raises whatever the program or a resource raised; ``mocks``,
+    if given, then still holds what was registered before.
     """
-    mocks = StackMocks()
+    mocks = mocks or StackMocks()
     monitor = RecordingMonitor(mocks)
     mocks.monitor = monitor
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=STACK, preview=False, monitor=monitor)

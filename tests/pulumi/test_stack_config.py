@@ -285,6 +285,13 @@ BAD_VALUES: list[tuple[dict[str, Any], str, str]] = [
     ({"clusterName": "gpu--lab"}, "clusterName", "is not valid"),
     ({"gpuTaint": "yes"}, "gpuTaint", "must be true or false"),
     ({"gpuNodeGroups": []}, "gpuNodeGroups", "at least one GPU node group"),
+    ({"gpuNodeGroups": [{**GROUP, "perZone": "yes"}]}, "gpuNodeGroups[0].perZone", "must be true or false"),
+    ({"gpuNodeGroups": [{**GROUP, "perZone": 1}]}, "gpuNodeGroups[0].perZone", "must be true or false"),
+    (
+        {"autoscaling": "karpenter", "gpuNodeGroups": [GROUP, {**GROUP, "name": "b", "perZone": True}]},
+        "gpuNodeGroups[1].perZone",
+        "only with autoscaling: cluster-autoscaler or none",
+    ),
     ({"gpuNodeGroups": "g5.xlarge"}, "gpuNodeGroups", "must be a list"),
     (
         {"gpuNodeGroups": [GROUP, {"name": "b", "instanceTypes": []}]},

@@ -1,0 +1,90 @@
+"""A same-zone job's part of ``explain pod``, as lines and zone rows for the table and as JSON.
+
+``explain.render`` places these in its pod report (schema: docs/explain.md).
+"""
+
+from typing import Any
+
+from explain.job_zone_report import JobZoneReport
+from explain.settings import LISTED_NODES
+
+JOB_STATUS = {
+    "bound": "the pod is bound",
+    "fits": "its zone holds every member still to place",
+    "zone-full": "members are bound in a zone that cannot hold the rest",
+    "no-zone": "no zone holds the whole job",
+}
+"""One line per job status of ``explain pod``."""
+
+
+def job_summary(job: JobZoneReport) -> list[str]:
+    """The job's lines under the pod's summary."""
+    known = f"{job.members} known to the API: {job.members - job.pending} bound, {job.pending} Pending"
+    if job.member_zone:
+        zone = (
+            f"must use {job.member_zone} (members are bound there); it holds "
+            f"{_copies_in(job, job.member_zone)} more copies, {job.remaining} member(s) still to place"
+        )
+    else:
+        assert job.plan is not None
+        zone = (
+            f"JobZone plans {job.plan.zone}" if job.plan.zone else f"JobZone plans none: {job.plan.message}"
+        )
+    lines = [
+        f"  job        {job.job.name}, {job.job.size} pods (name from label {job.job.name_label}); {known}",
+        f"  job zone   {zone}",
+        f"  job status {job.status}: {JOB_STATUS[job.status]}",
+        "  affinity   the webhook's same-zone pod affinity: "
+        + ("present" if job.zone_affinity else "absent"),
+    ]
+    if job.unzoned_nodes:
+        names = ", ".join(job.unzoned_nodes[:LISTED_NODES])
+        more = len(job.unzoned_nodes) - LISTED_NODES
+        names += f", +{more} more" if more > 0 else ""
+        lines.append(f"  no zone    {names} (no zone label: never used for the job)")
+    return lines
+
+
+JOB_ZONE_HEADER = ("ZONE", "NODES", "COPIES", "BOUND", "NOMINATED")
+
+
+def job_zone_rows(job: JobZoneReport) -> list[tuple[str, ...]]:
+    """A row per zone under JOB_ZONE_HEADER."""
+    return [
+        (room.zone, str(room.nodes), str(room.copies), str(room.bound), str(room.nominated))
+        for room in job.zones
+    ]
+
+
+def _copies_in(job: JobZoneReport, zone: str) -> int:
+    room = job.room(zone)
+    return room.copies if room else 0
+
+
+def job_json(job: JobZoneReport) -> dict[str, Any]:
+    """The ``job`` member of the PodExplanation document."""
+    return {
+        "name": job.job.name,
+        "nameLabel": job.job.name_label,
+        "size": job.job.size,
+        "members": job.members,
+        "pending": job.pending,
+        "memberZone": job.member_zone or None,
+        "remaining": job.remaining,
+        "plan": None
+        if job.plan is None
+        else {"zone": job.plan.zone or None, "message": job.plan.message or None},
+        "status": job.status,
+        "zoneAffinity": job.zone_affinity,
+        "zones": [
+            {
+                "zone": room.zone,
+                "nodes": room.nodes,
+                "copies": room.copies,
+                "bound": room.bound,
+                "nominated": room.nominated,
+            }
+            for room in job.zones
+        ],
+        "unzonedNodes": list(job.unzoned_nodes),
+    }

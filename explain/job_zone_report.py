@@ -1,0 +1,211 @@
+"""A same-zone job member's job, zone by zone: what the JobZone plugin sees, for ``explain pod``.
+
+Pure: the pod, the nodes, the bound pods and the job's members are the API's JSON. Which
+pods form a job comes from ``policy.job_zone.job_from_pod`` and the zone choice from
+``policy.job_zone.plan_zone``; this module only counts, per zone, how many copies of the pod
+the zone's nodes hold now, from the per-node verdicts of ``explain.pod_verdicts`` (GPU-memory
+and capacity-type fit, free GPUs, tolerated taints) and each node's free pod slots, as
+JobZone's PreFilter counts them. CPU and memory are not modelled, as elsewhere in explain.
+"""
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Literal
+
+from explain.node_facts import PodKey, pod_key
+from explain.pod_verdicts import NodeVerdict, PodVerdicts
+from policy import PolicyError, parse_quantity
+from policy.job_zone import JobZoneSettings, ZoneJob, ZonePlan, job_from_pod, plan_zone
+from policy.job_zone_affinity import zone_affinity_patch
+
+JsonObject = Mapping[str, Any]
+JobStatus = Literal["bound", "fits", "zone-full", "no-zone"]
+"""``bound``: this pod is bound. ``fits``: the job's zone (where members are bound, else the
+plan's) holds every member still to place. ``zone-full``: members are bound in a zone that
+holds fewer copies than the members still to place. ``no-zone``: no member is bound and no
+zone holds the whole job."""
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True)
+class ZoneRoom:
+    """One zone as the job sees it."""
+
+    zone: str
+    nodes: int
+    copies: int
+    """How many copies of the pod the zone's nodes hold now."""
+    bound: int
+    """The job's members bound to a node of the zone."""
+    nominated: int
+    """Pending members nominated to a node of the zone (held at Permit in plugin mode)."""
+
+
+@dataclass(frozen=True)
+class JobZoneReport:
+    """The pod's same-zone job: its members, every zone's room for it, and where it must go."""
+
+    job: ZoneJob
+    members: int
+    """The job's members known to the API (not terminal), the explained pod included."""
+    pending: int
+    """Members not bound to a node."""
+    zones: tuple[ZoneRoom, ...]
+    """Every zone of the cluster, by name."""
+    unzoned_nodes: tuple[str, ...]
+    """Nodes without the zone label: never used for a same-zone job."""
+    member_zone: str
+    """The zone holding most bound members (ties to the first by name), as JobZone restricts
+    later members to it; '' when no member is bound."""
+    remaining: int
+    """Members still to place in ``member_zone`` (the job size minus those bound there)."""
+    plan: ZonePlan | None
+    """``plan_zone`` over every zone's copies for the whole job; None when members are bound."""
+    zone_affinity: bool
+    """The pod carries the webhook's same-zone pod affinity (the extender modes' only zone rule)."""
+    status: JobStatus
+
+    @property
+    def blocks(self) -> bool:
+        """The job keeps the pod Pending even where a node has room for it."""
+        return self.status in ("zone-full", "no-zone")
+
+    @property
+    def bound_zones(self) -> tuple[str, ...]:
+        return tuple(room.zone for room in self.zones if room.bound)
+
+    def room(self, zone: str) -> ZoneRoom | None:
+        return next((room for room in self.zones if room.zone == zone), None)
+
+
+def job_zone_report(
+    pod: JsonObject,
+    verdicts: PodVerdicts,
+    nodes: Sequence[JsonObject],
+    assigned_pods: Sequence[JsonObject],
+    *,
+    members: Sequence[JsonObject],
+    settings: JobZoneSettings,
+) -> JobZoneReport | None:
+    """The report for a same-zone job member; None for a pod in no job or with invalid job annotations."""
+    try:
+        job = job_from_pod(pod, settings)
+    except PolicyError:
+        return None
+    if job is None:
+        return None
+    zone_of = {_name(node): _labels(node).get(settings.zone_label) or "" for node in nodes}
+    copies_on = _copies_per_node(pod, verdicts, nodes, assigned_pods)
+    known = _members(pod, members, job)
+    bound = Counter(zone_of.get(str(_spec(member).get("nodeName")), "") for member in known if _bound(member))
+    nominated = Counter(
+        zone_of.get(str((member.get("status") or {}).get("nominatedNodeName") or ""), "")
+        for member in known
+        if not _bound(member)
+    )
+    names = sorted({zone for zone in zone_of.values() if zone})
+    zones = tuple(
+        ZoneRoom(
+            zone=zone,
+            nodes=sum(1 for node_zone in zone_of.values() if node_zone == zone),
+            copies=sum(copies_on[name] for name, node_zone in zone_of.items() if node_zone == zone),
+            bound=bound[zone],
+            nominated=nominated[zone],
+        )
+        for zone in names
+    )
+    # max keeps the first of equals: ties go to the first zone by name, as JobZone's memberZone.
+    member_zone = max((zone for zone in names if bound[zone]), key=bound.__getitem__, default="")
+    remaining = job.size - bound[member_zone] if member_zone else job.size
+    plan = None if member_zone else plan_zone({room.zone: room.copies for room in zones}, job.size)
+    return JobZoneReport(
+        job=job,
+        members=len(known),
+        pending=sum(1 for member in known if not _bound(member)),
+        zones=zones,
+        unzoned_nodes=tuple(sorted(name for name, zone in zone_of.items() if not zone)),
+        member_zone=member_zone,
+        remaining=remaining,
+        plan=plan,
+        zone_affinity=not zone_affinity_patch(pod, settings),
+        status=_status(verdicts, zones, member_zone, remaining, plan),
+    )
+
+
+def _status(
+    verdicts: PodVerdicts, zones: Sequence[ZoneRoom], member_zone: str, remaining: int, plan: ZonePlan | None
+) -> JobStatus:
+    if verdicts.state.node_name:
+        return "bound"
+    if member_zone:
+        room = next(room for room in zones if room.zone == member_zone)
+        return "fits" if room.copies >= remaining else "zone-full"
+    return "fits" if plan is not None and plan.zone else "no-zone"
+
+
+def _copies_per_node(
+    pod: JsonObject, verdicts: PodVerdicts, nodes: Sequence[JsonObject], assigned_pods: Sequence[JsonObject]
+) -> dict[str, int]:
+    """Copies of the pod each node holds now: 0 where the verdict refuses it or a taint is not
+    tolerated, else the least of free GPUs and free pod slots, each divided by one copy's need."""
+    needed = verdicts.gpu_request or Decimal(0)
+    own = pod_key(pod)
+    used_slots = Counter(
+        str(_spec(other).get("nodeName"))
+        for other in assigned_pods
+        if pod_key(other) != own and _bound(other)
+    )
+    rows: dict[str, NodeVerdict] = {row.node.name: row for row in verdicts.nodes}
+    copies: dict[str, int] = {}
+    for node in nodes:
+        name = _name(node)
+        row = rows.get(name)
+        if row is None or not row.fits or not row.tolerated:
+            copies[name] = 0
+            continue
+        count = max(0, _pod_slots(node) - used_slots[name])
+        if needed > 0:
+            count = min(count, int(row.node.gpus_free // needed))
+        copies[name] = count
+    return copies
+
+
+def _members(pod: JsonObject, members: Sequence[JsonObject], job: ZoneJob) -> list[JsonObject]:
+    """The job's non-terminal members (same namespace, same name label), the pod itself once."""
+    namespace = pod_key(pod)[0]
+    found: dict[PodKey, JsonObject] = {pod_key(pod): pod}
+    for member in members:
+        key = pod_key(member)
+        if (
+            key[0] == namespace
+            and _labels(member).get(job.name_label) == job.name
+            and (member.get("status") or {}).get("phase") not in TERMINAL_PHASES
+        ):
+            found.setdefault(key, member)
+    return list(found.values())
+
+
+def _pod_slots(node: JsonObject) -> int:
+    raw = ((node.get("status") or {}).get("allocatable") or {}).get("pods")
+    try:
+        return int(parse_quantity(raw)) if raw is not None else 0
+    except PolicyError:
+        return 0
+
+
+def _bound(pod: JsonObject) -> bool:
+    return bool(_spec(pod).get("nodeName"))
+
+
+def _spec(obj: JsonObject) -> JsonObject:
+    return obj.get("spec") or {}
+
+
+def _labels(obj: JsonObject) -> JsonObject:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def _name(obj: JsonObject) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")

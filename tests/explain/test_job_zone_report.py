@@ -1,0 +1,331 @@
+"""`explain pod` for a same-zone job's member: its job, every zone's room, JobZone's plan, the advice."""
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from explain.ec2_gpu_data import load_table
+from explain.pod_report import PodExplanation, explain_pod
+from explain.render import pod_json as render_pod_json
+from explain.render import pod_text
+from explain.settings import EXIT
+from policy import DEFAULT_SETTINGS
+from policy.job_zone import (
+    INVALID_JOB_SIZE,
+    INVALID_ZONE_POLICY,
+    JOB_LABEL,
+    JOB_SIZE_ANNOTATION,
+    JOB_SIZE_WITHOUT_ZONE_POLICY,
+    MAX_JOB_SIZE,
+    MISSING_JOB_NAME,
+    MISSING_JOB_SIZE,
+    NO_ZONE_FITS,
+    NO_ZONES,
+    POD_GROUP_LABEL,
+    ZONE_POLICY_ANNOTATION,
+)
+from tests.explain.objects import gpu_node, job_pod, pod_json
+
+TABLE = load_table()
+A, B, C = "us-east-1a", "us-east-1b", "us-east-1c"
+
+
+def six_eight_two() -> list[dict[str, Any]]:
+    """docs/zones.md's cluster: A has one 8-GPU H100 node, B eight 1-GPU L40S nodes (45776 MiB)
+    and an A10G (22888 MiB, too small for 40960), C one H100 node; the fillers below leave 6 free
+    GPUs in A and 2 in C."""
+    return [
+        gpu_node("h100-a", "p5.48xlarge", zone=A),
+        *(gpu_node(f"l40s-b{index}", "g6e.xlarge", zone=B) for index in range(8)),
+        gpu_node("a10g-b", "g5.xlarge", zone=B),
+        gpu_node("h100-c", "p5.48xlarge", zone=C),
+    ]
+
+
+def filler(name: str, node: str, gpus: int) -> dict[str, Any]:
+    """A pod in no job using ``gpus`` GPUs of ``node``."""
+    return pod_json(name, None, gpus=gpus, node=node)
+
+
+FILLERS = [filler("busy-a", "h100-a", 2), filler("busy-c", "h100-c", 6)]
+
+
+def with_affinity(pod: dict[str, Any]) -> dict[str, Any]:
+    """The pod as the admission webhook leaves it: with the job's same-zone pod affinity."""
+    pod = copy.deepcopy(pod)
+    labels = pod["metadata"]["labels"]
+    name_label = POD_GROUP_LABEL if POD_GROUP_LABEL in labels else JOB_LABEL
+    term = {
+        "labelSelector": {"matchLabels": {name_label: labels[name_label]}},
+        "topologyKey": "topology.kubernetes.io/zone",
+    }
+    pod["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    return pod
+
+
+def explain(
+    pod: dict[str, Any],
+    nodes: Sequence[dict[str, Any]] | None = None,
+    bound: Sequence[dict[str, Any]] = FILLERS,
+    members: Sequence[dict[str, Any]] = (),
+) -> PodExplanation:
+    return explain_pod(
+        pod,
+        six_eight_two() if nodes is None else nodes,
+        bound,
+        settings=DEFAULT_SETTINGS,
+        ec2=TABLE,
+        scheduler_name="custom-scheduler",
+        members=members,
+    )
+
+
+def copies(explanation: PodExplanation) -> dict[str, int]:
+    assert explanation.job is not None
+    return {room.zone: room.copies for room in explanation.job.zones}
+
+
+def test_the_plan_is_the_tightest_zone_that_holds_the_whole_job() -> None:
+    pod = with_affinity(job_pod("worker-0", 8))
+    explanation = explain(pod, members=[pod, job_pod("worker-1", 8)])
+
+    job = explanation.job
+    assert job is not None
+    assert (job.job.name, job.job.size, job.job.name_label) == ("train", 8, JOB_LABEL)
+    assert (job.members, job.pending, job.member_zone, job.remaining) == (2, 2, "", 8)
+    assert copies(explanation) == {A: 6, B: 8, C: 2}, "the A10G in B is too small, B's L40S hold one each"
+    assert job.plan is not None
+    assert (job.plan.zone, job.plan.message) == (B, "")
+    assert (job.status, explanation.verdict, explanation.exit_code) == ("fits", "fits", EXIT.fits)
+    assert job.zone_affinity
+
+    text = pod_text(explanation, DEFAULT_SETTINGS)
+    assert "  job        train, 8 pods (name from label training.example.com/job); 2 known to the API" in text
+    assert f"  job zone   JobZone plans {B}" in text
+    assert any(line.split() == [B, "9", "8", "0", "0"] for line in text.splitlines()), text
+    document = render_pod_json(explanation)
+    assert document["job"]["plan"] == {"zone": B, "message": None}
+    assert [(zone["zone"], zone["nodes"], zone["copies"]) for zone in document["job"]["zones"]] == [
+        (A, 1, 6),
+        (B, 9, 8),
+        (C, 1, 2),
+    ]
+
+
+def test_no_zone_holding_the_job_is_no_zone_with_the_plugins_message_and_advice() -> None:
+    explanation = explain(with_affinity(job_pod("worker-0", 9)))
+
+    job = explanation.job
+    assert job is not None
+    assert job.plan is not None
+    assert job.plan.message == NO_ZONE_FITS.format(size=9, zones=f"{A} 6, {B} 8, {C} 2")
+    assert (job.status, explanation.verdict, explanation.exit_code) == ("no-zone", "no-zone", EXIT.no_zone)
+    changes = explanation.changes
+    assert changes[0] == f"JobZone (plugin mode) leaves every member Pending: {job.plan.message}"
+    assert changes[1].startswith(
+        f"add nodes in one zone until it holds 9 copies: the closest is {B} with 8, 1 short"
+    )
+    assert changes[2].startswith(
+        f"or lower the annotation {JOB_SIZE_ANNOTATION} on every member to 8 or less"
+    )
+    assert "autoscaler" in changes[3]
+    text = pod_text(explanation, DEFAULT_SETTINGS)
+    assert f"  job zone   JobZone plans none: {job.plan.message}" in text
+    assert "verdict    no-zone:" in text
+    assert render_pod_json(explanation)["job"]["plan"] == {"zone": None, "message": job.plan.message}
+
+
+def test_taints_and_too_small_gpus_count_no_copies() -> None:
+    nodes = six_eight_two()
+    for node in nodes[1:9]:
+        node["spec"]["taints"].append({"key": "dedicated", "value": "other", "effect": "NoSchedule"})
+    explanation = explain(with_affinity(job_pod("worker-0", 8, min_memory="65536")), nodes)
+    assert copies(explanation) == {A: 6, B: 0, C: 2}, "L40S are tainted and too small, A10G too small"
+    assert explanation.verdict == "no-zone"
+
+
+def test_members_bound_in_a_zone_fix_it_and_a_full_zone_blocks_the_rest() -> None:
+    members = [job_pod(f"worker-{index}", 8, node="h100-c") for index in range(2)]
+    pending = with_affinity(job_pod("worker-2", 8))
+    fillers = [filler("busy-a", "h100-a", 2), filler("busy-c", "h100-c", 4), *members]
+    explanation = explain(pending, bound=fillers, members=[*members, pending])
+
+    job = explanation.job
+    assert job is not None
+    assert (job.member_zone, job.remaining, job.plan) == (C, 6, None)
+    assert copies(explanation) == {A: 6, B: 8, C: 2}
+    assert [(room.zone, room.bound) for room in job.zones] == [(A, 0), (B, 0), (C, 2)]
+    assert (job.members, job.pending) == (3, 1)
+    assert (job.status, explanation.verdict, explanation.exit_code) == ("zone-full", "no-zone", EXIT.no_zone)
+    assert explanation.changes[0].startswith(
+        f"2 member(s) of job train are bound in zone {C}, so the others must go there"
+    )
+    assert "it holds 2 more copies now and 6 member(s) are still to place" in explanation.changes[0]
+    assert explanation.changes[2].endswith(
+        f"the next plan then picks another zone that holds the whole job now: {B}"
+    )
+    text = pod_text(explanation, DEFAULT_SETTINGS)
+    assert f"  job zone   must use {C} (members are bound there); it holds 2 more copies, 6 member(s)" in text
+    assert render_pod_json(explanation)["job"]["memberZone"] == C
+
+
+def test_a_zone_with_room_for_the_rest_fits() -> None:
+    members = [job_pod(f"worker-{index}", 4, node="h100-c") for index in range(2)]
+    pending = with_affinity(job_pod("worker-2", 4))
+    explanation = explain(pending, bound=[*members], members=members)
+    job = explanation.job
+    assert job is not None
+    assert (job.member_zone, job.remaining, job.status, explanation.verdict) == (C, 2, "fits", "fits")
+
+
+def test_members_in_two_zones_are_named_and_the_most_wins() -> None:
+    members = [
+        job_pod("worker-0", 8, node="h100-c"),
+        job_pod("worker-1", 8, node="h100-a"),
+        job_pod("worker-2", 8, node="h100-a"),
+    ]
+    explanation = explain(with_affinity(job_pod("worker-3", 8)), members=members)
+    job = explanation.job
+    assert job is not None
+    assert (job.bound_zones, job.member_zone) == ((A, C), A)
+    assert any(
+        change.startswith(f"members of job train are bound in 2 zones ({A}, {C}): the job is not in one zone")
+        for change in explanation.changes
+    )
+
+
+def test_pending_members_nominated_to_a_node_are_counted_in_its_zone() -> None:
+    held = job_pod("worker-1", 8)
+    held["status"]["nominatedNodeName"] = "l40s-b3"
+    explanation = explain(with_affinity(job_pod("worker-0", 8)), members=[held])
+    assert explanation.job is not None
+    assert [(room.zone, room.nominated) for room in explanation.job.zones] == [(A, 0), (B, 1), (C, 0)]
+
+
+def test_terminal_members_and_other_jobs_are_not_members() -> None:
+    done = job_pod("worker-1", 8, node="h100-c")
+    done["status"]["phase"] = "Succeeded"
+    other = job_pod("other-0", 8, job="other", node="h100-c")
+    explanation = explain(with_affinity(job_pod("worker-0", 8)), members=[done, other])
+    assert explanation.job is not None
+    assert (explanation.job.members, explanation.job.member_zone) == (1, "")
+
+
+def test_the_pod_group_label_names_the_job() -> None:
+    pod = job_pod("worker-0", 8)
+    pod["metadata"]["labels"][POD_GROUP_LABEL] = "group"
+    explanation = explain(with_affinity(pod))
+    assert explanation.job is not None
+    assert (explanation.job.job.name, explanation.job.job.name_label) == ("group", POD_GROUP_LABEL)
+    assert render_pod_json(explanation)["job"]["nameLabel"] == POD_GROUP_LABEL
+
+
+def test_nodes_without_a_zone_label_are_named_and_hold_nothing() -> None:
+    nodes = [*six_eight_two(), gpu_node("h100-nowhere", "p5.48xlarge", zone=None)]
+    explanation = explain(with_affinity(job_pod("worker-0", 9)), nodes)
+    assert explanation.job is not None
+    assert explanation.job.unzoned_nodes == ("h100-nowhere",)
+    assert copies(explanation) == {A: 6, B: 8, C: 2}
+    assert "  no zone    h100-nowhere (no zone label: never used for the job)" in pod_text(
+        explanation, DEFAULT_SETTINGS
+    )
+    assert any(
+        change.startswith("1 node(s) have no topology.kubernetes.io/zone label")
+        for change in explanation.changes
+    )
+
+
+def test_a_cluster_without_zone_labels_says_so() -> None:
+    nodes = [gpu_node(f"h100-{index}", "p5.48xlarge", zone=None) for index in range(2)]
+    explanation = explain(with_affinity(job_pod("worker-0", 2)), nodes, bound=())
+    job = explanation.job
+    assert job is not None
+    assert job.plan is not None
+    assert job.plan.message == NO_ZONE_FITS.format(size=2, zones=NO_ZONES)
+    assert explanation.verdict == "no-zone"
+    assert explanation.changes[0].startswith(
+        f"JobZone (plugin mode) leaves every member Pending: {job.plan.message}"
+    )
+    assert "label the nodes with their zone" in explanation.changes[0]
+
+
+def test_a_pod_without_the_webhooks_affinity_is_flagged() -> None:
+    explanation = explain(job_pod("worker-0", 8))
+    assert explanation.job is not None
+    assert not explanation.job.zone_affinity
+    assert any(
+        "lacks the same-zone pod affinity on training.example.com/job=train" in change
+        for change in explanation.changes
+    )
+    assert render_pod_json(explanation)["job"]["zoneAffinity"] is False
+
+
+def test_a_pod_in_no_job_has_no_job_section() -> None:
+    explanation = explain(pod_json("alone", "40960"))
+    assert explanation.job is None
+    assert render_pod_json(explanation)["job"] is None
+    assert "  job " not in pod_text(explanation, DEFAULT_SETTINGS)
+
+
+@pytest.mark.parametrize(
+    ("annotations", "labels", "reason", "fix"),
+    [
+        (
+            {ZONE_POLICY_ANNOTATION: "same-region"},
+            None,
+            INVALID_ZONE_POLICY,
+            f"set the annotation {ZONE_POLICY_ANNOTATION} to same-zone",
+        ),
+        (
+            {JOB_SIZE_ANNOTATION: "eight"},
+            None,
+            INVALID_JOB_SIZE.format(maximum=MAX_JOB_SIZE),
+            f"1..{MAX_JOB_SIZE}",
+        ),
+        ({JOB_SIZE_ANNOTATION: None}, None, MISSING_JOB_SIZE, f"add the annotation {JOB_SIZE_ANNOTATION}"),
+        (
+            {ZONE_POLICY_ANNOTATION: None},
+            None,
+            JOB_SIZE_WITHOUT_ZONE_POLICY,
+            f"add the annotation {ZONE_POLICY_ANNOTATION}",
+        ),
+        ({}, {JOB_LABEL: None}, MISSING_JOB_NAME, f"label the pod {JOB_LABEL}"),
+    ],
+)
+def test_invalid_job_annotations_are_an_invalid_pod_with_the_policys_reason(
+    annotations: dict[str, str | None], labels: dict[str, str | None] | None, reason: str, fix: str
+) -> None:
+    pod = job_pod("worker-0", 8)
+    for where, changes in (("annotations", annotations), ("labels", labels or {})):
+        for key, value in changes.items():
+            if value is None:
+                pod["metadata"][where].pop(key)
+            else:
+                pod["metadata"][where][key] = value
+    explanation = explain(pod)
+
+    assert (explanation.verdict, explanation.exit_code) == ("invalid", EXIT.invalid_pod)
+    assert explanation.error == explanation.job_error == reason
+    assert explanation.job is None
+    assert all(not row.fits and row.reason == reason for row in explanation.nodes)
+    (change,) = explanation.changes
+    assert change.startswith(f"fix the same-zone job annotations ({reason}): ")
+    assert fix in change
+    assert "the admission webhook refuses such a pod" in change
+    assert render_pod_json(explanation)["jobError"] == reason
+
+
+def test_a_memory_error_comes_before_the_job_error() -> None:
+    pod = job_pod("worker-0", "eight", min_memory="80GiB")
+    explanation = explain(pod)
+    assert explanation.error != explanation.job_error == INVALID_JOB_SIZE.format(maximum=MAX_JOB_SIZE)
+    assert explanation.changes[0].startswith("set the annotation training.example.com/min-gpu-memory-mib")
+
+
+def test_a_bound_member_reports_its_job() -> None:
+    members = [job_pod(f"worker-{index}", 2, node="h100-c") for index in range(2)]
+    explanation = explain(with_affinity(members[0]), bound=members, members=members)
+    assert explanation.job is not None
+    assert (explanation.verdict, explanation.job.status, explanation.job.member_zone) == ("bound", "bound", C)
