@@ -41,6 +41,8 @@ from localcluster.images import ImagesNotBuilt, LocalImages
 from localcluster.inventory import InstanceType, load_inventory
 from localcluster.karpenter import running_karpenter
 from localcluster.karpenter_demo import AFFINITY_SOURCES, AffinitySource, run_autoscaler_demo
+from localcluster.karpenter_zone_scene import JOB_SIZE as KARPENTER_JOB_SIZE
+from localcluster.karpenter_zone_scene import run_karpenter_zone_scene
 from localcluster.nodes import SimulatedNode, create_nodes, fleet
 from localcluster.outcomes import PodOutcome, wait_for_outcomes
 from localcluster.pulumi_stack import (
@@ -380,7 +382,8 @@ def _fixed_fleet_pods(
 
 
 def _karpenter_pods(plane: ControlPlane, bin_dir: Path, affinity: AffinitySource) -> tuple[str, int]:
-    """Karpenter and kwok started, the autoscaler demo's pods submitted one by one."""
+    """Karpenter and kwok started, the autoscaler demo's pods submitted one by one; then (through
+    the webhook) the same-zone job from zero GPU nodes."""
     print("Starting Karpenter (kwok provider), kwok and the not-ready taint lifter...", flush=True)
     with running_karpenter(plane, bin_dir, plane.work_dir / "karpenter") as karpenter:
         offered = ", ".join(
@@ -389,7 +392,19 @@ def _karpenter_pods(plane: ControlPlane, bin_dir: Path, affinity: AffinitySource
         )
         print(f"Karpenter may launch: {offered}", flush=True)
         print(f"Submitting pods one at a time (affinity: {affinity})...", flush=True)
-        return run_autoscaler_demo(plane.api_client(), affinity)
+        text, failures = run_autoscaler_demo(plane.api_client(), affinity)
+        if affinity == "webhook":
+            print(
+                "Deleting those pods and NodeClaims; submitting a same-zone job of "
+                f"{KARPENTER_JOB_SIZE} whole-node workers to a cluster without GPU nodes...",
+                flush=True,
+            )
+            scene, scene_failures = run_karpenter_zone_scene(
+                plane.api_client(), karpenter.instance_types.values()
+            )
+            text += f"\n\n{scene}"
+            failures += scene_failures
+        return text, failures
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,9 +20,12 @@ What runs, all on loopback and stopped with the control plane:
   Karpenter's nodes keep the taint (Karpenter reports KnownEphemeralTaintsExist) and no pod
   could bind to them.
 
-A NodePool ``gpu`` (the KWOKNodeClass ``default``) launches on-demand nodes with the GPU taint
-and the device plugin's ``nvidia.com/gpu.present`` label, as the Pulumi program's GPU node
-groups have; consolidation is off so that a node lives as long as the run.
+One NodePool per zone, ``gpu-<zone>`` (the KWOKNodeClass ``default``), launches on-demand nodes
+in its zone with the GPU taint and the device plugin's ``nvidia.com/gpu.present`` label, as the
+Pulumi program's GPU node groups have; consolidation is off so that a node lives as long as the
+run. One pool per zone, not one for all zones, so that a same-zone job's NodeClaims land in one
+zone (docs/karpenter-local.md#same-zone-jobs: with one multi-zone pool, Karpenter v1.14.1 may
+give the job's first NodeClaim two candidate zones and the next ones other zones).
 """
 
 import contextlib
@@ -39,8 +42,12 @@ from contracts.cluster import GPU_PRESENT_LABEL
 from localcluster.control_plane import ControlPlane
 from localcluster.custom_scheduler import REPO_ROOT
 from localcluster.inventory import InstanceType, load_inventory
-from localcluster.karpenter_instance_types import KARPENTER_INSTANCE_TYPES, karpenter_instance_types
-from localcluster.nodes import GPU_TAINT
+from localcluster.karpenter_instance_types import (
+    KARPENTER_INSTANCE_TYPES,
+    ZONE_LABEL,
+    karpenter_instance_types,
+)
+from localcluster.nodes import GPU_TAINT, ZONES
 from localcluster.probes import LOOPBACK, http_status
 from localcluster.processes import ManagedProcess, ProcessGroup, python_module_argv, raise_if_exited
 from localcluster.waiting import wait_for
@@ -53,6 +60,7 @@ KWOK_STAGES_DIR = "kwok-stages"
 """Under the binaries' directory: kwok's node and pod Stages as the build publishes them."""
 
 NODE_POOL = "gpu"
+"""The NodePool's name, and the prefix of the per-zone pools' names (``gpu-<zone>``)."""
 NODE_CLASS = "default"
 KARPENTER_GROUP = "karpenter.sh"
 KARPENTER_VERSION = "v1"
@@ -93,20 +101,24 @@ def node_class_manifest() -> dict[str, Any]:
     }
 
 
-def node_pool_manifest() -> dict[str, Any]:
-    """GPU nodes as the Pulumi program's node groups make them: tainted, labelled, on-demand."""
+def node_pool_manifest(zone: str | None = None) -> dict[str, Any]:
+    """GPU nodes as the Pulumi program's node groups make them: tainted, labelled, on-demand; with
+    ``zone``, the pool ``gpu-<zone>`` launching in that zone only (None: ``gpu``, every zone)."""
+    requirements: list[dict[str, Any]] = [
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}
+    ]
+    if zone is not None:
+        requirements.append({"key": ZONE_LABEL, "operator": "In", "values": [zone]})
     return {
         "apiVersion": f"{KARPENTER_GROUP}/{KARPENTER_VERSION}",
         "kind": "NodePool",
-        "metadata": {"name": NODE_POOL},
+        "metadata": {"name": NODE_POOL if zone is None else f"{NODE_POOL}-{zone}"},
         "spec": {
             "template": {
                 "metadata": {"labels": {GPU_PRESENT_LABEL: "true"}},
                 "spec": {
                     "nodeClassRef": kwok_node_class_ref(),
-                    "requirements": [
-                        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}
-                    ],
+                    "requirements": requirements,
                     "taints": [dict(GPU_TAINT)],
                     "expireAfter": "Never",
                 },
@@ -114,6 +126,13 @@ def node_pool_manifest() -> dict[str, Any]:
             "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"},
         },
     }
+
+
+def zonal_node_pools(zones: Sequence[str] = ZONES) -> list[dict[str, Any]]:
+    """The default pools: one ``node_pool_manifest(zone)`` per zone. Equal weights, so Karpenter
+    tries them by name in reverse (a job's first NodeClaim goes to the last zone by name that can
+    launch it); every later member of a same-zone job follows it to that zone's pool."""
+    return [node_pool_manifest(zone) for zone in zones]
 
 
 def kwok_node_class_ref() -> dict[str, str]:
@@ -174,14 +193,14 @@ def running_karpenter(
     work_dir: Path,
     node_pools: Sequence[Mapping[str, Any]] | None = None,
 ) -> Iterator[RunningKarpenter]:
-    """CRDs, the NodePools (``node_pools``, each referring to the KWOKNodeClass; default: the one
-    ``gpu`` pool), kwok, the readiness lifter and Karpenter; all stopped on exit."""
+    """CRDs, the NodePools (``node_pools``, each referring to the KWOKNodeClass; default: one per
+    zone, ``zonal_node_pools``), kwok, the readiness lifter and Karpenter; all stopped on exit."""
     work_dir.mkdir(parents=True, exist_ok=True)
     api = plane.api_client()
     install_crds(api, bin_dir / CRD_DIR)
     custom = kubernetes.client.CustomObjectsApi(api)
     custom.create_cluster_custom_object(KWOK_GROUP, KWOK_VERSION, "kwoknodeclasses", node_class_manifest())
-    for pool in node_pools if node_pools is not None else [node_pool_manifest()]:
+    for pool in node_pools if node_pools is not None else zonal_node_pools():
         custom.create_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodepools", dict(pool))
 
     inventory = load_inventory()

@@ -50,10 +50,17 @@ def shaped_like(base: InstanceType, gpu_memory_mib: int, gpu_count: int) -> Inst
 
 
 def same_zone_member(
-    job: str, index: int, size: int, *, min_memory: str = "40960", node_selector: dict[str, str] | None = None
+    job: str,
+    index: int,
+    size: int,
+    *,
+    min_memory: str = "40960",
+    gpus: int = 1,
+    node_selector: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Pod ``<job>-<index>`` of a same-zone job of ``size`` pods, one GPU of at least ``min_memory`` MiB."""
-    manifest = pod_manifest(PodSpecification(f"{job}-{index}", min_memory=min_memory, gpus=1))
+    """Pod ``<job>-<index>`` of a same-zone job of ``size`` pods, ``gpus`` GPUs of at least
+    ``min_memory`` MiB each."""
+    manifest = pod_manifest(PodSpecification(f"{job}-{index}", min_memory=min_memory, gpus=gpus))
     manifest["metadata"]["labels"] = {JOB_LABEL: job}
     manifest["metadata"]["annotations"].update(
         {ZONE_POLICY_ANNOTATION: SAME_ZONE, JOB_SIZE_ANNOTATION: str(size)}

@@ -185,6 +185,12 @@ def test_a_killed_demo_takes_its_processes_with_it(bin_dir: Path) -> None:
                 r"min-80gib +>= 81920 MiB +p5\.48xlarge",
                 rf"  min-40gib: created with required node affinity {NODE_MEMORY_LABEL} Gt 40959\n",
                 r'  invalid-annotation: refused: admission webhook ".+" denied the request: ',
+                # the same-zone scene: its NodeClaims, its bindings and the one-zone result
+                r"Same-zone job from zero GPU nodes: 4 pods of 8 GPUs .* It needs 4 nodes",
+                r"\n(gpu-(us-east-1[abc])-\w+ +p5\.48xlarge +\2 +kwok-\S+\n){4}\n",
+                r"\n(llm-karpenter-\d +kwok-\S+ +us-east-1[abc]\n){4}\n",
+                r"One zone: all 4 NodeClaims and all 4 pods in us-east-1[abc]; "
+                r"4 NodeClaims for a job that needs 4: no extra ones\.",
             ],
         ),
         (
