@@ -3,8 +3,8 @@
     python -m bench --bin-dir .cache/bin [--quick] [--sections extender,cache,e2e,memory,soak]
 
 ``--quick`` shrinks every section (a smoke run of the harness, minutes not tens of minutes);
-its figures are not the reported ones. Findings written by hand live in bench/FINDINGS.md and
-are copied into RESULTS.md below the measured tables.
+its figures are not the reported ones. Findings written by hand live in bench/FINDINGS.md;
+RESULTS.md ends with a link to them.
 """
 
 import argparse
@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--render-only",
         action="store_true",
-        help="rewrite RESULTS.md from the last run's saved results (after editing FINDINGS.md)",
+        help="rewrite RESULTS.md from the last run's saved results",
     )
     parser.add_argument(
         "--extender-rounds", type=int, default=None, help="rounds that also run extender mode (both QPS)"

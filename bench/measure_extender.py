@@ -11,7 +11,9 @@ Both start the real ``python -m extender_app`` with a throw-away PKI on loopback
 it over mutual TLS. ``latency`` sends sequential filter and prioritize requests and reports
 client-side medians. ``memory`` sends ``--concurrent`` simultaneous filter requests whose
 bodies fill the body limit with ``--nodes`` nodes that all pass (the largest answer), then
-reads the server's peak RSS (VmHWM). ``probes`` polls /healthz while a large filter is judged.
+reads the server's peak RSS (VmHWM); a request refused before its body was read (no room in
+the body budget within the queue timeout: 503, then the connection closes) shows as status 0.
+``probes`` polls /healthz while a large filter is judged.
 ``webhook`` runs the same program with ``--role webhook`` (its own defaults: no client CA, the
 4 MiB body cap): sequential ``/mutate`` medians for a typical pod, then ``--concurrent``
 simultaneous reviews whose pods fill the body cap, and the peak RSS (docs/webhook.md#resources).
@@ -42,6 +44,8 @@ from testbed.extender import LOOPBACK, read_json_line, request, scheduler_contex
 from testbed.pki import Pki, make_pki
 
 MIB = 2**20
+CUT_OFF = 0
+"""``memory``'s status for a request whose connection closed while its body was sent (refused unread)."""
 READ_BYTES = 64 * 1024
 """What the abandoning client reads at a time before it gives up."""
 
@@ -167,7 +171,12 @@ def memory(arguments: argparse.Namespace) -> None:
 
             def send() -> None:
                 started = time.perf_counter()
-                reply = request(server.port, context, FILTER_PATH, body)
+                try:
+                    reply = request(server.port, context, FILTER_PATH, body)
+                except (ssl.SSLError, OSError):
+                    # refused before the body was read (503 then close): the budget was full
+                    results.append((CUT_OFF, 0, time.perf_counter() - started))
+                    return
                 results.append((reply.status, len(reply.body), time.perf_counter() - started))
 
             for _ in range(arguments.rounds):

@@ -1,4 +1,4 @@
-"""bench/RESULTS.md from the measured results (tables, the command, the machine) plus FINDINGS.md."""
+"""bench/RESULTS.md from the measured results (tables, the command, the machine) and a link to FINDINGS.md."""
 
 import statistics
 from pathlib import Path
@@ -14,6 +14,15 @@ from components.stack_config import EXTENDER_RESOURCES
 from policy import parse_quantity
 
 FINDINGS = Path(__file__).with_name("FINDINGS.md")
+FINDINGS_LINK = "\n".join(
+    [
+        "## Findings",
+        "",
+        "Why the figures are what they are, what limits them and what the code does about it:"
+        " [FINDINGS.md](FINDINGS.md), written by hand (one copy, not repeated here).",
+    ]
+)
+"""The last section of RESULTS.md: it starts with scale_report.FINDINGS_HEADING."""
 SCALE_RESULTS = Path(__file__).with_name("scale-results.json")
 """Written by ``python -m bench.scale`` (make bench-scale); its section is kept when make bench rewrites."""
 MIB = 1024 * 1024
@@ -34,7 +43,7 @@ def render_report(
         "# Benchmark results",
         "",
         "Written by `make bench` (`.venv/bin/python -m bench --bin-dir .cache/bin`); do not edit by hand"
-        " (the findings below the tables come from bench/FINDINGS.md).",
+        " (the findings are in [FINDINGS.md](FINDINGS.md)).",
         "",
     ]
     if quick:
@@ -64,8 +73,7 @@ def render_report(
         lines += _e2e(results["e2e"], machine.cpus)
     if SCALE_RESULTS.exists() and not quick:
         lines += ["", *render_scale_section(load_scale(SCALE_RESULTS))]
-    if FINDINGS.exists():
-        lines += ["", FINDINGS.read_text().rstrip(), ""]
+    lines += ["", FINDINGS_LINK, ""]
     return "\n".join(lines) + "\n"
 
 
@@ -201,9 +209,9 @@ def _memory(memory: MemoryResult) -> list[str]:
     return [
         "## Extender memory at the worst case",
         "",
-        f"{memory.concurrency} simultaneous `/filter` clients (with the defaults: two work slots whose",
-        "answers are being written while two more bodies fill `--max-buffered-body-bytes`), three requests",
-        "each, whose"
+        f"{memory.concurrency} simultaneous `/filter` clients (more than the two work slots; bodies and",
+        "answers not yet written share `--max-buffered-body-bytes`, and a body that finds no room within",
+        "`--queue-timeout` is an error, 503), three requests each, whose"
         f" bodies fill `--max-body-bytes` (128 MiB) with {memory.nodes} realistic nodes padded with image",
         "entries; the pod has no minimum, so every node passes and each answer is as large as its body.",
         "",

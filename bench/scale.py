@@ -31,7 +31,7 @@ import orjson
 from bench.cluster_load import create_nodes, node_labels, realistic_nodes
 from bench.e2e_throughput import EXTENDER_MODES, ExtenderLink, Mode, Setting, run_once
 from bench.machine import describe_machine
-from bench.report import FINDINGS
+from bench.report import FINDINGS_LINK
 from bench.scale_fleet import (
     SCALE_INSTANCE_TYPES,
     SCALE_MINIMUMS_MIB,
@@ -242,11 +242,10 @@ def _bytes_per_node(api: kubernetes.client.ApiClient) -> float:
 
 
 def publish(document: ScaleDocument, results_file: Path, results_md: Path) -> None:
-    """The plots beside ``results_file`` and the scale section of ``results_md`` (findings re-copied)."""
+    """The plots beside ``results_file`` and the scale section of ``results_md`` (then the findings link)."""
     draw_plots(document, results_file.parent)
     current = results_md.read_text() if results_md.exists() else "# Benchmark results\n"
-    findings = FINDINGS.read_text() if FINDINGS.exists() else ""
-    results_md.write_text(splice_scale_section(current, render_scale_section(document), findings))
+    results_md.write_text(splice_scale_section(current, render_scale_section(document), FINDINGS_LINK))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -197,7 +197,7 @@ def draw_plots(document: ScaleDocument, directory: Path) -> list[Path]:
 
 def splice_scale_section(results: str, section: list[str], findings: str) -> str:
     """``results`` with its scale section (or, if it has none, the place before the findings) replaced
-    by ``section``, followed by the current ``findings``."""
+    by ``section``, followed by ``findings`` (the findings section: report.FINDINGS_LINK)."""
     lines = results.splitlines()
     cut = len(lines)
     for marker in (SCALE_HEADING, FINDINGS_HEADING):

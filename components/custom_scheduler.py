@@ -93,7 +93,11 @@ class CustomScheduler(pulumi.ComponentResource):
         self.config_yaml = scheduler_config_yaml(
             SchedulerConfig(
                 mode=mode,
-                extender=ExtenderEndpoint(weight=settings.extender_weight),
+                extender=ExtenderEndpoint(
+                    weight=settings.extender_weight,
+                    http_timeout=f"{settings.extender_http_timeout_seconds}s",
+                ),
+                percentage_of_nodes_to_score=settings.percentage_of_nodes_to_score,
                 capacity_type_weight=settings.capacity_type_weight,
                 scoring_strategy=scoring_strategy,
                 job_zone=settings.job_zone,

@@ -13,6 +13,13 @@ ROLE_WEBHOOK: Role = "webhook"
 """``POST /mutate`` (pod admission webhook) over TLS, client certificate optional."""
 ROLES: tuple[Role, ...] = (ROLE_EXTENDER, ROLE_WEBHOOK)
 
+MAX_BODY_BYTES = 128 * 2**20
+"""The extender's default ``--max-body-bytes``: 5,000 realistic nodes (~98 MiB) plus 30% headroom."""
+REQUEST_BYTES_PER_BODY_LIMIT = 3
+"""Request memory the extender can hold at once, in ``--max-body-bytes``, with the default body
+budget (``--max-buffered-body-bytes`` 0: twice the body limit, for bodies and for answers not yet
+written) and one answer built beside its body (requests are judged one at a time)."""
+
 FILTER_PATH = "/filter"
 PRIORITIZE_PATH = "/prioritize"
 MUTATE_PATH = "/mutate"

@@ -17,6 +17,7 @@ from contracts.server import (
     HEALTH_PORT,
     INVALID_ANNOTATION,
     INVALID_ANNOTATION_ACTIONS,
+    MAX_BODY_BYTES,
     NODE_CACHE_MODES,
     NODE_CACHE_OFF,
     NODE_CACHE_WATCH,
@@ -79,16 +80,19 @@ class ExtenderSettings:
     bind: str = setting("0.0.0.0", "address both listeners bind to")  # noqa: S104 - reached through its Service
     port: int = setting(TLS_PORT, "TLS port for POST /filter and /prioritize (extender) or /mutate (webhook)")
     health_port: int = setting(HEALTH_PORT, "plain-HTTP port for /healthz, /readyz, /metrics")
-    # 5,000 realistic nodes (~98 MiB) plus 30% headroom.
     max_body_bytes: int = setting(
-        128 * MIB, "largest request body in bytes (larger -> 413, refused while reading)"
+        MAX_BODY_BYTES, "largest request body in bytes (larger -> 413, refused while reading)"
     )
     max_nodes: int = setting(MAX_CLUSTER_NODES, "most candidate nodes per request (more -> 413)")
-    # Each answer may be as large as its body, so this bounds memory as well as CPU.
     max_concurrent_requests: int = setting(2, "requests judged and answered at once; others wait")
-    # A body reserves its size before it is read, so a slowly sent body holds only its own share.
+    # A body reserves its size before it is read, so a slowly sent body holds only its own share;
+    # once judged, its request holds its answer's size instead until the answer is written. With
+    # one answer being built on top (requests are judged one at a time), this bounds the memory
+    # requests take: docs/serving.md#memory-the-figure-behind-the-deployments-limit.
     max_buffered_body_bytes: int = setting(
-        0, "request-body bytes held at once across connections; 0 means twice --max-body-bytes"
+        0,
+        "bytes of request bodies and of answers not yet written held at once across connections;"
+        " 0 means twice --max-body-bytes",
     )
     queue_timeout: float = setting(2.0, "seconds a request waits for a slot or for body room before 503")
     max_connections: int = setting(256, "open client connections; more are closed at once")

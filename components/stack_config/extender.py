@@ -4,6 +4,9 @@ from dataclasses import dataclass
 
 from components.stack_config.validation import Value
 from components.stack_config.values import Resources, parse_resources
+from contracts.server import MAX_BODY_BYTES as EXTENDER_MAX_BODY_BYTES
+from contracts.server import REQUEST_BYTES_PER_BODY_LIMIT
+from policy.quantity import parse_quantity
 
 MAX_EXTENDER_REPLICAS = 20
 MIN_EXTENDER_REPLICAS = 2
@@ -13,9 +16,21 @@ MAX_NODES = 10**6
 
 
 EXTENDER_RESOURCES = Resources(cpu_request="100m", memory_request="256Mi", memory_limit="768Mi")
-"""From the extender's measured worst case (docs/serving.md#memory-the-figure-behind-the-deployments-limit):
-550 MiB peak with every work slot answering and the body budget full (4 concurrent
-128 MiB requests), plus 40% for the limit; the request covers the default-settings worst case."""
+"""From the extender's bound with its default limits (docs/serving.md, "Memory: the figure behind ..."):
+480 MiB (``extender_memory_floor`` of the 128 MiB body limit; 421 MiB measured with 4 concurrent
+128 MiB requests) plus 60% for the allocator's slack; the request covers the default-settings
+worst case."""
+
+MIB = 2**20
+EXTENDER_BASELINE_MIB = 96
+"""The extender's memory besides requests: about 30 MiB idle, up to 94 MiB measured with the node
+cache of 5,000 nodes (extender-cached) and open connections' buffers."""
+
+
+def extender_memory_floor(max_body_bytes: int) -> int:
+    """Bytes the extender can hold at once with this body limit: what its body budget bounds, one
+    answer being built, and its baseline (docs/serving.md, "Memory: the figure behind ...")."""
+    return EXTENDER_BASELINE_MIB * MIB + REQUEST_BYTES_PER_BODY_LIMIT * max_body_bytes
 
 
 @dataclass(frozen=True)
@@ -31,7 +46,7 @@ class ExtenderSettings:
 def parse_extender(value: Value) -> ExtenderSettings:
     fields = value.fields({"replicas", "maxBodyBytes", "maxNodes", "resources"})
     default = ExtenderSettings()
-    return ExtenderSettings(
+    settings = ExtenderSettings(
         replicas=fields.read(
             "replicas", default.replicas, lambda v: v.integer(MIN_EXTENDER_REPLICAS, MAX_EXTENDER_REPLICAS)
         ),
@@ -43,3 +58,13 @@ def parse_extender(value: Value) -> ExtenderSettings:
             "resources", default.resources, lambda v: parse_resources(v, default.resources)
         ),
     )
+    body_limit = settings.max_body_bytes or EXTENDER_MAX_BODY_BYTES
+    floor = extender_memory_floor(body_limit)
+    if parse_quantity(settings.resources.memory_limit) < floor:
+        value.fail(
+            f"resources.limits.memory ({settings.resources.memory_limit}) is below what the extender can"
+            f" hold at once with a {body_limit // MIB} MiB body limit (maxBodyBytes):"
+            f" {-(-floor // MIB)}Mi ({EXTENDER_BASELINE_MIB} MiB plus {REQUEST_BYTES_PER_BODY_LIMIT} x"
+            " the body limit); raise the limit or lower maxBodyBytes"
+        )
+    return settings

@@ -4,8 +4,11 @@ from dataclasses import dataclass, field
 
 from components.render.scheduler_config import (
     CAPACITY_TYPE_WEIGHT,
+    EXTENDER_HTTP_TIMEOUT_SECONDS,
+    MAX_EXTENDER_HTTP_TIMEOUT_SECONDS,
     MAX_FAILED_ZONE_SECONDS,
     MAX_PERMIT_TIMEOUT_SECONDS,
+    MIN_EXTENDER_HTTP_TIMEOUT_SECONDS,
     ExtenderEndpoint,
     JobZoneArgs,
 )
@@ -40,12 +43,17 @@ class SchedulerSettings:
     """Plugin mode: the CapacityType plugin's score weight."""
     job_zone: JobZoneArgs = field(default_factory=JobZoneArgs)
     """Plugin mode: the JobZone plugin's hold timeout, failed-zone duration and largest job."""
+    extender_http_timeout_seconds: int = EXTENDER_HTTP_TIMEOUT_SECONDS
+    """Both extender modes: kube-scheduler's ``httpTimeout`` for each extender call."""
+    percentage_of_nodes_to_score: int | None = None
+    """The profile's ``percentageOfNodesToScore``; None = kube-scheduler's adaptive default."""
 
 
 def parse_scheduler(value: Value) -> SchedulerSettings:
     fields = value.fields(
         {"replicas", "kubeSchedulerImage", "resources", "extenderWeight", "capacityTypeWeight"}
         | {"jobPermitTimeoutSeconds", "failedZoneSeconds", "maxJobSize"}
+        | {"extenderHttpTimeoutSeconds", "percentageOfNodesToScore"}
     )
     default = SchedulerSettings()
     zone = default.job_zone
@@ -66,6 +74,14 @@ def parse_scheduler(value: Value) -> SchedulerSettings:
         ),
         capacity_type_weight=fields.read(
             "capacityTypeWeight", default.capacity_type_weight, lambda v: v.integer(1, MAX_PLUGIN_WEIGHT)
+        ),
+        extender_http_timeout_seconds=fields.read(
+            "extenderHttpTimeoutSeconds",
+            default.extender_http_timeout_seconds,
+            lambda v: v.integer(MIN_EXTENDER_HTTP_TIMEOUT_SECONDS, MAX_EXTENDER_HTTP_TIMEOUT_SECONDS),
+        ),
+        percentage_of_nodes_to_score=fields.read(
+            "percentageOfNodesToScore", default.percentage_of_nodes_to_score, lambda v: v.integer(1, 100)
         ),
         job_zone=JobZoneArgs(
             permit_timeout_seconds=fields.read(

@@ -1,15 +1,16 @@
-"""A bound on request-body bytes held in memory at once, across all connections.
+"""A bound on request-body and answer bytes held in memory at once, across all connections.
 
 A body reserves its bytes before they are buffered (its declared Content-Length at once,
-a chunked body chunk by chunk) and gives them back when its request is done. So a client
-that trickles a small body holds little and blocks nobody, while the total stays bounded.
+a chunked body chunk by chunk); once judged, its request holds its answer's bytes instead, and
+gives them back when the answer is written (``request_hold``). So a client that trickles a small
+body holds little and blocks nobody, while the total stays bounded.
 """
 
 import asyncio
 
 
 class BodyBudget:
-    """Bytes of request bodies the server may hold at once."""
+    """Bytes of request bodies and their answers the server may hold at once."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
@@ -37,6 +38,10 @@ class BodyBudget:
             return False
         self._free -= size
         return True
+
+    def take(self, size: int) -> None:
+        """Take ``size`` bytes at once, even past the capacity (for buffers that exist already)."""
+        self._free -= size
 
     def release(self, size: int) -> None:
         """Give ``size`` reserved bytes back and wake every waiter to try again."""

@@ -4,11 +4,12 @@ h11 parses and frames HTTP; this module adds what a server facing a hostile netw
 what no maintained Python server offers together (docs/design/own-http-loop.md): a header
 deadline from a request's first byte, a deadline for the whole request, a write deadline, an
 idle timeout, a body cap enforced while reading (also for chunked bodies), a bound on the body
-bytes held at once, a bound on concurrent work, TLS with a context chosen per connection (so
+and answer bytes held at once, a bound on concurrent work, TLS with a context chosen per connection (so
 rotated certificates apply without a restart) and a graceful shutdown.
 """
 
 import asyncio
+import contextlib
 import logging
 import ssl
 import traceback
@@ -20,6 +21,7 @@ from typing import Any
 import h11
 
 from extender_app.serving.body_budget import BodyBudget
+from extender_app.serving.request_hold import RequestHold
 
 READ_CHUNK_BYTES = 256 * 1024
 """Bytes asked of the socket per read (also the stream's buffer limit)."""
@@ -99,56 +101,10 @@ class RequestRecord:
 
 @dataclass
 class _Connection:
+    closed: "asyncio.Future[None]"
+    """Done once the connection is closed (by the peer, an error or us)."""
     busy: bool = False
     """A request's head has arrived and its response is not yet written."""
-
-
-class _RequestHold:
-    """The shared resources one request holds: body bytes from the budget and a work slot.
-
-    Every resource a request takes is taken here and given back here: ``with`` the hold around
-    the request returns whatever is still held when the request ends, however it ends.
-    """
-
-    def __init__(self, bodies: BodyBudget, gate: asyncio.Semaphore | None, queue_timeout: float) -> None:
-        self._bodies = bodies
-        self._gate = gate
-        self._queue_timeout = queue_timeout
-        self._body_bytes = 0
-        self._slot = False
-
-    def __enter__(self) -> "_RequestHold":
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.release_body()
-        if self._slot and self._gate is not None:
-            self._gate.release()
-        self._slot = False
-
-    async def reserve_body(self, size: int) -> bool:
-        """Reserve ``size`` more body bytes, waiting up to the queue timeout; False if no room came."""
-        if not await self._bodies.reserve(size, self._queue_timeout):
-            return False
-        self._body_bytes += size
-        return True
-
-    def release_body(self) -> None:
-        """Give the body bytes back (once the request is judged; later calls do nothing)."""
-        self._bodies.release(self._body_bytes)
-        self._body_bytes = 0
-
-    async def take_slot(self) -> bool:
-        """One of the concurrent-work slots, waiting up to the queue timeout; False if none came."""
-        if self._gate is None:
-            return True
-        try:
-            async with asyncio.timeout(self._queue_timeout):
-                await self._gate.acquire()
-        except TimeoutError:
-            return False
-        self._slot = True
-        return True
 
 
 class _ClientGone(Exception):
@@ -182,6 +138,7 @@ class HttpServer:
         self._connections: dict[asyncio.Task[Any], _Connection] = {}
         self._server: asyncio.Server | None = None
         self._stopping = False
+        self._waiting_for_slot = 0
 
     async def start(self, host: str, port: int) -> int:
         """Listen; returns the bound port (useful when ``port`` is 0)."""
@@ -199,8 +156,13 @@ class HttpServer:
         return sum(1 for connection in self._connections.values() if connection.busy)
 
     @property
+    def requests_waiting_for_slot(self) -> int:
+        """Requests whose body is read and that wait for a concurrent-work slot."""
+        return self._waiting_for_slot
+
+    @property
     def buffered_body_bytes(self) -> int:
-        """Body bytes reserved by requests in progress."""
+        """Budget bytes reserved by requests in progress: bodies read or judged, answers being written."""
         return self._bodies.in_use
 
     async def shutdown(self, timeout: float) -> None:
@@ -226,7 +188,7 @@ class HttpServer:
             self._on_rejected()
             writer.transport.abort()
             return
-        connection = _Connection()
+        connection = _Connection(asyncio.ensure_future(_until_closed(writer)))
         self._connections[task] = connection
         graceful = False
         try:
@@ -239,8 +201,11 @@ class HttpServer:
             self._log.exception("connection failed")
             _forget_frames(failed)
         finally:
+            if (lost := reader.exception()) is not None:
+                _forget_frames(lost)  # the transport's own error: its frames hold the transport
             del self._connections[task]
             await _close(writer, graceful)
+            connection.closed.cancel()  # closed already, or about to be: nothing waits on it now
 
     async def _serve(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, state: _Connection
@@ -332,10 +297,13 @@ class HttpServer:
         response: Response | None = None
         failure = ""
         try:
-            with _RequestHold(self._bodies, self._gate, limits.queue_timeout) as hold:
+            with RequestHold(self._bodies, self._gate, limits.queue_timeout, state.closed) as hold:
                 response = await self._response(
                     conn, reader, writer, hold=hold, request=event, route=route, request_start=request_start
                 )
+                if response is ABANDONED:
+                    raise _ClientGone
+                hold.keep_for_answer(len(response.body))  # until it is written: the body is gone
                 body_read = conn.their_state is h11.DONE
                 await self._send(conn, writer, response, close=self._stopping or not body_read)
         except TimeoutError:
@@ -362,7 +330,7 @@ class HttpServer:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         *,
-        hold: _RequestHold,
+        hold: RequestHold,
         request: h11.Request,
         route: Route,
         request_start: float,
@@ -371,6 +339,8 @@ class HttpServer:
 
         The body is read first, into bytes reserved from the body budget, and only then does
         the request wait for a work slot: a client that sends its body slowly holds no slot.
+        A request whose client left while it waited is not judged. Judging runs inline on the
+        event loop, so a client that leaves during it is noticed when the answer is written.
         """
         if route.answer is not None or route.handle is None:
             return route.answer or text_response(HTTPStatus.NOT_FOUND, "not found")
@@ -379,15 +349,21 @@ class HttpServer:
         )
         if isinstance(body, Response):
             return body
-        if route.gated and not await hold.take_slot():  # held until the answer is written
-            return text_response(HTTPStatus.SERVICE_UNAVAILABLE, _BUSY)
+        if route.gated:
+            self._waiting_for_slot += 1
+            try:
+                slot = await hold.take_slot()  # held until the answer is written
+            finally:
+                self._waiting_for_slot -= 1
+            if not slot:
+                return _refusal(hold, _BUSY)
+        if hold.client_gone:
+            return ABANDONED
         try:
             return await route.handle(body)
         except Exception:
             self._log.exception("request handler failed", extra={"fields": {"verb": route.label}})
             return text_response(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error; see the extender log")
-        finally:
-            hold.release_body()  # judged: the answer no longer needs the body
 
     async def _receive_body(
         self,
@@ -395,7 +371,7 @@ class HttpServer:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         *,
-        hold: _RequestHold,
+        hold: RequestHold,
         request: h11.Request,
         request_start: float,
     ) -> bytearray | Response:
@@ -405,7 +381,7 @@ class HttpServer:
         if declared is not None and declared > limits.max_body_bytes:
             return _too_large(declared, limits.max_body_bytes)
         if declared and not await hold.reserve_body(declared):
-            return text_response(HTTPStatus.SERVICE_UNAVAILABLE, _NO_ROOM)
+            return _refusal(hold, _NO_ROOM)
         if conn.they_are_waiting_for_100_continue:  # curl does this for large bodies
             writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
         return await _read_body(
@@ -450,22 +426,33 @@ class HttpServer:
         # drain() returns at once while the socket takes data, so a failed send is only noticed
         # once the loop has run: yield after each slice, and stop before the next one if the
         # client is gone (else every later slice is written into the void, each logged by
-        # asyncio, and the answer counted as delivered).
+        # asyncio, and the answer counted as delivered). Each slice is a copy, not a view: the
+        # transport keeps unsent slices, and when the connection fails they stay in a reference
+        # cycle (its error's traceback holds the transport) until a full collection; a view
+        # would keep the whole answer alive with them.
         async with asyncio.timeout(self._limits.write_timeout):
             for piece in pieces:
                 view = memoryview(piece)
                 for offset in range(0, len(view), WRITE_CHUNK_BYTES):
                     if writer.transport.is_closing():
                         raise _ClientGone
-                    writer.write(view[offset : offset + WRITE_CHUNK_BYTES])
+                    writer.write(bytes(view[offset : offset + WRITE_CHUNK_BYTES]))
                     await writer.drain()
                     await asyncio.sleep(0)
 
 
 MALFORMED = "malformed"
 """The verb label of requests whose head could not be read."""
+CLIENT_CLOSED_REQUEST = 499
+"""The status logged and counted (never sent) for a request whose client left before it was judged."""
+ABANDONED = Response(CLIENT_CLOSED_REQUEST, b"client went away before the request was judged\n")
 _BUSY = "extender busy: all request slots are taken (--max-concurrent-requests); retry"
-_NO_ROOM = "extender busy: request bodies fill --max-buffered-body-bytes; retry"
+_NO_ROOM = "extender busy: request bodies and answers fill --max-buffered-body-bytes; retry"
+
+
+def _refusal(hold: RequestHold, reason: str) -> Response:
+    """A 503 with ``reason`` (kube-scheduler retries the pod), or ABANDONED if the client is gone."""
+    return ABANDONED if hold.client_gone else text_response(HTTPStatus.SERVICE_UNAVAILABLE, reason)
 
 
 async def _next_event(
@@ -575,6 +562,12 @@ def _common_name(peercert: object) -> str:
             if key == "commonName":
                 return str(value)
     return ""
+
+
+async def _until_closed(writer: asyncio.StreamWriter) -> None:
+    """Return once the connection is closed (by the peer, an error or us)."""
+    with contextlib.suppress(Exception):
+        await writer.wait_closed()
 
 
 async def _linger(reader: asyncio.StreamReader, timeout: float) -> None:

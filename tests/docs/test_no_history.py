@@ -3,7 +3,7 @@
 No commit hashes, issue numbers, branch names, dated runs or "since fixed" stories in
 README.md, docs/ and the benchmark notes: a reader cannot look them up, and they go stale.
 Upstream references (``kubernetes/kubernetes#141781``) are fine; measured figures live with
-the command that produced them (bench/RESULTS.md, whose findings come from bench/FINDINGS.md).
+the command that produced them (bench/RESULTS.md, whose findings are in bench/FINDINGS.md).
 """
 
 from __future__ import annotations

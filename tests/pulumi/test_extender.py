@@ -115,6 +115,16 @@ def test_extender_limits_reach_its_flags() -> None:
     assert deployment["spec"]["replicas"] == 3
 
 
+def test_a_smaller_body_limit_allows_a_smaller_memory_limit() -> None:
+    """The memory limit must hold what the body limit lets the extender keep at once
+    (96 MiB + 3 x 32 MiB = 192 MiB here); raising one without the other is refused at parse time."""
+    resources = {"requests": {"memory": "128Mi"}, "limits": {"memory": "192Mi"}}
+    run = run_with({"extender": {"maxBodyBytes": 32 * 2**20, "resources": resources}})
+    [container] = containers(run.kubernetes_object("Deployment", EXTENDER_SERVICE))
+    assert container["resources"]["limits"] == {"memory": "192Mi"}
+    assert settings_from(container["args"], {}).max_body_bytes == 32 * 2**20
+
+
 def test_extender_pdb_service_and_network_policy(any_extender_run: StackRun) -> None:
     run = any_extender_run
     selector = run.kubernetes_object("Deployment", EXTENDER_SERVICE)["spec"]["selector"]

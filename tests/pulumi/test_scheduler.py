@@ -216,3 +216,34 @@ def test_scheduler_settings_reach_the_deployment() -> None:
         "limits": {"memory": "900Mi"},
     }
     assert run.one("eks:index:Cluster").plain["version"] == "1.34"
+
+
+def test_http_timeout_and_percentage_of_nodes_to_score_reach_the_configuration() -> None:
+    """Extender mode at thousands of nodes with percentageOfNodesToScore 100 needs a longer
+    httpTimeout (bench/FINDINGS.md, section 7): both are stack settings, rendered into the ConfigMap."""
+    run = run_with(
+        {
+            "schedulerMode": "extender",
+            "scheduler": {"extenderHttpTimeoutSeconds": 5, "percentageOfNodesToScore": 100},
+        }
+    )
+    document = yaml.safe_load(
+        run.kubernetes_object("ConfigMap", f"{SCHEDULER_NAME}-config")["data"][CONFIG_FILE]
+    )
+    [extender] = document["extenders"]
+    assert extender["httpTimeout"] == "5s"
+    assert document["profiles"][0]["percentageOfNodesToScore"] == 100
+    assert "percentageOfNodesToScore" not in document  # the profile's, not the global default
+
+
+def test_percentage_of_nodes_to_score_is_left_to_kube_scheduler_unless_set(run: StackRun) -> None:
+    document = yaml.safe_load(run.outputs["schedulerConfig"])
+    assert "percentageOfNodesToScore" not in document["profiles"][0]
+    assert "percentageOfNodesToScore" not in document
+
+
+def test_plugin_mode_takes_percentage_of_nodes_to_score_too() -> None:
+    run = run_with({"schedulerMode": "plugin", "scheduler": {"percentageOfNodesToScore": 30}})
+    document = yaml.safe_load(run.outputs["schedulerConfig"])
+    assert document["profiles"][0]["percentageOfNodesToScore"] == 30
+    assert "extenders" not in document

@@ -45,3 +45,9 @@ def test_the_extender_modes_differ_only_in_the_stanza() -> None:
 def test_an_unknown_mode_is_refused_naming_the_modes() -> None:
     with pytest.raises(ValueError, match=r"one of extender, extender-cached, plugin, not 'cached'"):
         SchedulerConfig(mode="cached")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("percentage", [0, 101, -5])
+def test_a_percentage_of_nodes_to_score_out_of_range_is_refused(percentage: int) -> None:
+    with pytest.raises(ValueError, match=r"percentage_of_nodes_to_score must be 1\.\.100"):
+        SchedulerConfig(mode="extender", percentage_of_nodes_to_score=percentage)

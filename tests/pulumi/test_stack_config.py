@@ -369,6 +369,18 @@ BAD_VALUES: list[tuple[dict[str, Any], str, str]] = [
     ({"extender": {"maxBodyBytes": 0}}, "extender.maxBodyBytes", "must be 1.."),
     ({"extender": {"maxNodes": "many"}}, "extender.maxNodes", "must be an integer"),
     (
+        {"extender": {"maxBodyBytes": 256 * 2**20}},
+        "extender",
+        "resources.limits.memory (768Mi) is below what the extender can hold at once with a 256 MiB"
+        " body limit (maxBodyBytes): 864Mi",
+    ),
+    (
+        {"extender": {"resources": {"limits": {"memory": "400Mi"}}}},
+        "extender",
+        "resources.limits.memory (400Mi) is below what the extender can hold at once with a 128 MiB"
+        " body limit (maxBodyBytes): 480Mi",
+    ),
+    (
         {"extender": {"resources": {"limits": {"memory": "64Mi"}}}},
         "extender.resources",
         "limits.memory (64Mi) must be at least requests.memory",
@@ -431,6 +443,32 @@ BAD_VALUES += [
     ({"scheduler": {"extenderWeight": 101}}, "scheduler.extenderWeight", "must be 1..100"),
     ({"scheduler": {"capacityTypeWeight": 0}}, "scheduler.capacityTypeWeight", "must be 1..100"),
     ({"scheduler": {"capacityTypeWeight": "heavy"}}, "scheduler.capacityTypeWeight", "must be an integer"),
+    (
+        {"scheduler": {"extenderHttpTimeoutSeconds": 1}},
+        "scheduler.extenderHttpTimeoutSeconds",
+        "must be 2..60",
+    ),
+    (
+        {"scheduler": {"extenderHttpTimeoutSeconds": 61}},
+        "scheduler.extenderHttpTimeoutSeconds",
+        "must be 2..60",
+    ),
+    (
+        {"scheduler": {"extenderHttpTimeoutSeconds": "5s"}},
+        "scheduler.extenderHttpTimeoutSeconds",
+        "must be an integer",
+    ),
+    ({"scheduler": {"percentageOfNodesToScore": 0}}, "scheduler.percentageOfNodesToScore", "must be 1..100"),
+    (
+        {"scheduler": {"percentageOfNodesToScore": 101}},
+        "scheduler.percentageOfNodesToScore",
+        "must be 1..100",
+    ),
+    (
+        {"scheduler": {"percentageOfNodesToScore": "50%"}},
+        "scheduler.percentageOfNodesToScore",
+        "must be an integer",
+    ),
     (
         {"images": {"extender": EXTENDER_REFERENCE}},
         "images.extender",
