@@ -152,8 +152,8 @@ def _eks_target(config: StackConfig) -> ClusterTarget:
     """A new EKS cluster: network, control plane, node groups, ECR repositories, image builds."""
     autoscaler = config.autoscaler
     karpenter = isinstance(autoscaler, KarpenterSettings)
-    # Looked up and checked before anything is declared, so a name too long for a zone's group
-    # fails the run with nothing created.
+    # Looked up and checked before anything is declared, so a name too long for a zone's group or
+    # NodePool fails the run with nothing created.
     per_zone = any(group.per_zone for group in config.gpu_node_groups) or (
         isinstance(autoscaler, KarpenterSettings) and autoscaler.per_zone
     )
