@@ -44,7 +44,8 @@ MAX_NODE_POOL_WEIGHT = 100
 """Karpenter's highest NodePool weight; pools of higher weight are tried first."""
 MAX_NODE_POOL_NAME = 63
 """A NodePool's name is also the value of its nodes' ``karpenter.sh/nodepool`` label, so at most a
-label value's 63 characters (Karpenter's CRD does not check it; the nodes would be refused)."""
+label value's 63 characters (Karpenter's CRD does not check it; its NodeClaims and nodes would be
+refused)."""
 KARPENTER_CAPACITY_TYPES = {"ON_DEMAND": "on-demand", "SPOT": "spot"}
 """The EKS API spelling (the stack's node groups) -> Karpenter's."""
 
