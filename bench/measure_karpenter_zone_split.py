@@ -2,6 +2,7 @@
 not part of the test run.
 
     python -m bench.measure_karpenter_zone_split [--runs 10] [--pools single|zonal] [--mode extender]
+        [--workload job|ordinary]
 
 Each run is the demo's same-zone job (``localcluster.karpenter_zone_scene``: 4 pods of 8 GPUs of
 at least 80 GiB, through the admission webhook) submitted at once to a fresh control plane with
@@ -10,6 +11,10 @@ the system node only, Karpenter (kwok) offering every type in three zones at equ
 The run waits until every member is bound, then lists the NodeClaims. Per run: the NodeClaims'
 count and zones, the zone requirement of each (two values: Karpenter left the zone open) and the
 pods' zones; then how many runs kept the job in one zone on the NodeClaims it needs.
+
+``--workload ordinary`` submits the same pods without the job's label and annotations (no pod
+affinity): what the pools do to GPU pods with no zone constraint (docs/zones.md#what-perzone-costs).
+The last line then counts the runs whose NodeClaims all landed in one zone.
 """
 
 import argparse
@@ -31,7 +36,12 @@ from localcluster.karpenter_zone_scene import (
 from localcluster.nodes import SimulatedNode
 from localcluster.outcomes import wait_for_outcomes
 from localcluster.webhook import start_webhook
-from localcluster.workloads import WORKLOAD_NAMESPACE, create_through_admission
+from localcluster.workloads import (
+    WORKLOAD_NAMESPACE,
+    PodSpecification,
+    create_through_admission,
+    pod_manifest,
+)
 from policy.job_zone import ZONE_LABEL
 from testbed.e2e_cluster import INVENTORY, e2e_cluster
 
@@ -49,8 +59,17 @@ def zone_requirement(claim: Any) -> list[str]:
     return []
 
 
-def one_run(bin_dir: Path, work_dir: Path, mode: SchedulerMode, pools: str) -> bool:
-    """One job on a fresh cluster; prints the run's line and returns whether it was kept whole."""
+def ordinary_pods() -> list[dict[str, Any]]:
+    """The job's pods without the job: the same GPUs and minimum, no label, no zone policy."""
+    return [
+        pod_manifest(PodSpecification(f"ordinary-{index}", min_memory=str(MIN_MEMORY_MIB), gpus=POD_GPUS))
+        for index in range(JOB_SIZE)
+    ]
+
+
+def one_run(bin_dir: Path, work_dir: Path, mode: SchedulerMode, pools: str, workload: str) -> bool:
+    """One job (or its ordinary pods) on a fresh cluster; prints the run's line and returns whether
+    it was kept whole (ordinary pods: whether all NodeClaims are in one zone)."""
     with e2e_cluster(bin_dir, work_dir, mode) as cluster:
         cluster.add_nodes(SYSTEM)
         start_webhook(cluster.plane, work_dir / "webhook")
@@ -58,7 +77,7 @@ def one_run(bin_dir: Path, work_dir: Path, mode: SchedulerMode, pools: str) -> b
         node_pools = [node_pool_manifest()] if pools == "single" else None
         with running_karpenter(cluster.plane, bin_dir, work_dir / "karpenter", node_pools=node_pools) as run:
             names = []
-            for manifest in job_members():
+            for manifest in job_members() if workload == "job" else ordinary_pods():
                 refusal = create_through_admission(cluster.api, manifest)
                 if refusal:
                     raise SystemExit(f"{manifest['metadata']['name']} refused: {refusal}")
@@ -76,6 +95,9 @@ def one_run(bin_dir: Path, work_dir: Path, mode: SchedulerMode, pools: str) -> b
     claim_zones = Counter(claim["metadata"]["labels"].get(ZONE_LABEL, "?") for claim in claims)
     pod_zones = Counter(zone_of[outcome.node or ""] for outcome in outcomes.values())
     open_zones = [",".join(zone_requirement(claim)) for claim in claims if len(zone_requirement(claim)) > 1]
+    if workload == "ordinary":
+        print(f"{len(claims)} NodeClaims by zone {dict(sorted(claim_zones.items()))}", flush=True)
+        return len(claim_zones) == 1
     whole = len(claim_zones) == 1 and len(pod_zones) == 1 and len(claims) <= needed
     print(
         f"{len(claims)} NodeClaims (needs {needed}) by zone {dict(sorted(claim_zones.items()))}; "
@@ -93,14 +115,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--pools", choices=("single", "zonal"), default="single")
     parser.add_argument("--mode", choices=SCHEDULER_MODES, default="extender")
+    parser.add_argument("--workload", choices=("job", "ordinary"), default="job")
     parser.add_argument("--bin-dir", type=Path, default=Path(".cache/bin"))
     args = parser.parse_args(argv)
     kept = 0
     for index in range(args.runs):
-        print(f"run {index + 1}/{args.runs} ({args.pools} pools, {args.mode} mode): ", end="", flush=True)
+        print(
+            f"run {index + 1}/{args.runs} ({args.pools} pools, {args.mode} mode, {args.workload}): ",
+            end="",
+            flush=True,
+        )
         with tempfile.TemporaryDirectory(prefix="karpenter-zone-split-") as work:
-            kept += one_run(args.bin_dir.resolve(), Path(work), args.mode, args.pools)
-    print(f"{args.pools} pools: the job in one zone on the NodeClaims it needs in {kept} of {args.runs} runs")
+            kept += one_run(args.bin_dir.resolve(), Path(work), args.mode, args.pools, args.workload)
+    outcome = (
+        "every NodeClaim in one zone"
+        if args.workload == "ordinary"
+        else "the job in one zone on the NodeClaims it needs"
+    )
+    print(f"{args.pools} pools: {outcome} in {kept} of {args.runs} runs")
     return 0
 
 

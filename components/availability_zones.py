@@ -1,10 +1,12 @@
-"""The availability zones of the nodes' subnets, for GPU node groups made one per zone (``perZone``).
+"""The availability zones of the nodes' subnets, for GPU node groups made one per zone (``perZone``)
+and Karpenter's NodePools made one per zone (``karpenter.perZone``).
 
-The program declares one managed node group per zone, so the zones must be plain values before
-anything is declared. A new VPC's are the region's first ``network.availabilityZones`` zones, as
-awsx's Vpc picks them itself (``aws.get_availability_zones()`` with no filter, in its order), and
-the VPC is then given exactly those names: turning ``perZone`` on for a stack whose VPC exists
-changes none of its subnets. An existing VPC's are those of its private subnets, from EC2's
+The program declares one managed node group (or NodePool) per zone, so the zones must be plain
+values before anything is declared. A new VPC's are the region's first
+``network.availabilityZones`` zones, as awsx's Vpc picks them itself
+(``aws.get_availability_zones()`` with no filter, in its order), and the VPC is then given exactly
+those names: turning either ``perZone`` on for a stack whose VPC exists changes none of its
+subnets. An existing VPC's are those of its private subnets, from EC2's
 DescribeSubnets.
 """
 

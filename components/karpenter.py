@@ -8,7 +8,8 @@ controller's role through EKS Pod Identity with the template's scoped policies, 
 interruption queue and the EventBridge rules that feed it, the discovery tag on the cluster
 security group EKS creates (the one managed nodes get; the subnets get the tag from ``Network``),
 when asked EC2 Spot's service-linked role, the chart's CRDs and controller from
-Karpenter's OCI registry, one EC2NodeClass and one NodePool per GPU memory class.
+Karpenter's OCI registry, one EC2NodeClass and one NodePool per GPU memory class (with
+``karpenter.perZone``, one per memory class and zone of the nodes' subnets).
 
 The managed GPU node groups stay as configured (a fixed baseline; sizes 0 leave all GPU capacity
 to Karpenter). The memory classes come from the same ``aws.ec2.get_instance_type`` data as their
@@ -42,6 +43,7 @@ from components.render.karpenter_pools import (
     memory_classes,
     node_class_manifest,
     node_pool_manifest,
+    node_pool_name,
 )
 from components.stack_config import KarpenterSettings, Resources
 from contracts.cluster import GPU_PRESENT_LABEL
@@ -116,11 +118,15 @@ class Karpenter(pulumi.ComponentResource):
         *,
         gpu_groups: Sequence[GpuNodeGroup],
         gpu_taint: bool,
+        zones: Sequence[str] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        """``gpu_groups``: the managed GPU node groups, whose instance types make the memory classes."""
+        """``gpu_groups``: the managed GPU node groups, whose instance types make the memory classes;
+        ``zones``: with ``settings.per_zone``, the zones of the nodes' subnets, one pool each."""
         super().__init__("gpu-scheduler-eks:index:Karpenter", name, None, opts)
+        assert zones or not settings.per_zone, "perZone needs the zones of the nodes' subnets"
         self._name, self._cluster = name, cluster
+        self._zones: tuple[str | None, ...] = tuple(zones) if settings.per_zone else (None,)
         self.memory_classes = self._memory_classes(gpu_groups)
         partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
         node_role, access_entry = self._node_role(partition)
@@ -135,7 +141,14 @@ class Karpenter(pulumi.ComponentResource):
         controller = self._controller(settings, partition, node_role, access_entry, queue)
         self.node_pools = self._node_pools(settings, node_role, controller, gpu_taint)
         self.register_outputs(
-            {"nodePools": [memory_class.name for memory_class in self.memory_classes], "queue": queue.name}
+            {
+                "nodePools": [
+                    node_pool_name(memory_class, zone)
+                    for memory_class in self.memory_classes
+                    for zone in self._zones
+                ],
+                "queue": queue.name,
+            }
         )
 
     def _memory_classes(self, gpu_groups: Sequence[GpuNodeGroup]) -> list[MemoryClass]:
@@ -298,7 +311,8 @@ class Karpenter(pulumi.ComponentResource):
         controller: list[pulumi.Resource],
         gpu_taint: bool,
     ) -> list[k8s.apiextensions.CustomResource]:
-        """The EC2NodeClass and one NodePool per GPU memory class, once the controller is installed."""
+        """The EC2NodeClass and one NodePool per GPU memory class (and zone, with ``perZone``), once
+        the controller is installed."""
         name, cluster_name = self._name, self._cluster.name
         after_controller = pulumi.ResourceOptions(
             parent=self, provider=self._cluster.provider, depends_on=controller
@@ -321,17 +335,26 @@ class Karpenter(pulumi.ComponentResource):
         )
         pools = []
         for memory_class in self.memory_classes:
-            manifest = node_pool_manifest(
-                memory_class, settings.node_pools, pool_labels(memory_class), taints
-            )
-            pools.append(
-                k8s.apiextensions.CustomResource(
-                    f"{name}-{memory_class.name}",
-                    api_version=manifest["apiVersion"],
-                    kind=manifest["kind"],
-                    metadata=manifest["metadata"],
-                    spec=manifest["spec"],
-                    opts=after_controller,
+            for zone in self._zones:
+                pools.append(
+                    self._node_pool(
+                        node_pool_manifest(
+                            memory_class, settings.node_pools, pool_labels(memory_class), taints, zone
+                        ),
+                        after_controller,
+                    )
                 )
-            )
         return pools
+
+    def _node_pool(
+        self, manifest: dict[str, Any], opts: pulumi.ResourceOptions
+    ) -> k8s.apiextensions.CustomResource:
+        """One NodePool, its Pulumi name the object's (``karpenter-<pool>``)."""
+        return k8s.apiextensions.CustomResource(
+            f"{self._name}-{manifest['metadata']['name']}",
+            api_version=manifest["apiVersion"],
+            kind=manifest["kind"],
+            metadata=manifest["metadata"],
+            spec=manifest["spec"],
+            opts=opts,
+        )

@@ -36,6 +36,7 @@ from components.stack_config import (
     KarpenterSettings,
     StackConfig,
     check_zonal_names,
+    check_zonal_pool_names,
 )
 from components.webhook import AdmissionWebhook
 from contracts.cluster import NAMESPACE
@@ -151,10 +152,15 @@ def _eks_target(config: StackConfig) -> ClusterTarget:
     """A new EKS cluster: network, control plane, node groups, ECR repositories, image builds."""
     autoscaler = config.autoscaler
     karpenter = isinstance(autoscaler, KarpenterSettings)
-    # Looked up and checked before anything is declared, so a name too long for a zone's group
-    # fails the run with nothing created.
-    zones = node_zones(config.network) if any(group.per_zone for group in config.gpu_node_groups) else ()
+    # Looked up and checked before anything is declared, so a name too long for a zone's group or
+    # NodePool fails the run with nothing created.
+    per_zone = any(group.per_zone for group in config.gpu_node_groups) or (
+        isinstance(autoscaler, KarpenterSettings) and autoscaler.per_zone
+    )
+    zones = node_zones(config.network) if per_zone else ()
     check_zonal_names(config.gpu_node_groups, zones)
+    if isinstance(autoscaler, KarpenterSettings):
+        check_zonal_pool_names(autoscaler, zones)
     network = Network(
         "network",
         config.network,
@@ -175,7 +181,14 @@ def _eks_target(config: StackConfig) -> ClusterTarget:
         for group in config.gpu_node_groups
     ]
     if isinstance(autoscaler, KarpenterSettings):
-        Karpenter("karpenter", autoscaler, cluster, gpu_groups=gpu_groups, gpu_taint=config.gpu_taint)
+        Karpenter(
+            "karpenter",
+            autoscaler,
+            cluster,
+            gpu_groups=gpu_groups,
+            gpu_taint=config.gpu_taint,
+            zones=zones if autoscaler.per_zone else (),
+        )
     elif isinstance(autoscaler, ClusterAutoscalerSettings):
         ClusterAutoscaler(
             "cluster-autoscaler", autoscaler, cluster, gpu_groups=gpu_groups, gpu_taint=config.gpu_taint

@@ -7,6 +7,10 @@ instance types of that size, and its nodes carry our memory label with that valu
 NodePool's template labels. Karpenter reads those labels when it simulates a node, so a pod whose
 required node affinity is ``<label> Gt <minimum - 1>`` (what the admission webhook writes) is
 offered only to the NodePools whose GPUs are large enough.
+
+With ``per_zone`` each memory class is rendered once per availability zone of the nodes' subnets,
+its template requiring that zone: a same-zone job's first NodeClaim then has one zone, which holds
+the job's later members to it (docs/zones.md#karpenter-one-nodepool-per-zone).
 """
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,7 +24,8 @@ from components.render.gpu_memory import (
     group_gpu_memory_mib,
     require_architecture,
 )
-from policy import GPU_RESOURCE
+from policy import GPU_RESOURCE, MAX_GPU_MEMORY_MIB
+from policy.job_zone import ZONE_LABEL
 
 KARPENTER_API = "karpenter.sh/v1"
 NODE_CLASS_API = "karpenter.k8s.aws/v1"
@@ -37,6 +42,10 @@ ROOT_DEVICE = "/dev/xvda"
 """AL2023's root volume."""
 MAX_NODE_POOL_WEIGHT = 100
 """Karpenter's highest NodePool weight; pools of higher weight are tried first."""
+MAX_NODE_POOL_NAME = 63
+"""A NodePool's name is also the value of its nodes' ``karpenter.sh/nodepool`` label, so at most a
+label value's 63 characters (Karpenter's CRD does not check it; its NodeClaims and nodes would be
+refused)."""
 KARPENTER_CAPACITY_TYPES = {"ON_DEMAND": "on-demand", "SPOT": "spot"}
 """The EKS API spelling (the stack's node groups) -> Karpenter's."""
 
@@ -53,7 +62,8 @@ class NodePoolSettings:
     """Limits and disruption, the same for every GPU NodePool."""
 
     gpu_limit: int = 16
-    """``spec.limits`` of ``nvidia.com/gpu``: a pool launches nothing more once its nodes hold this many."""
+    """``spec.limits`` of ``nvidia.com/gpu``: a pool launches nothing more once its nodes hold this
+    many. Per NodePool, so with one pool per zone, per zone (a job's zone may hold the whole limit)."""
     consolidation_policy: ConsolidationPolicy = "WhenEmpty"
     """WhenEmpty: a GPU node goes only once no pod runs there (training jobs are not moved)."""
     consolidate_after: str = "5m"
@@ -114,6 +124,17 @@ def memory_class_name(memory_mib: int, capacity_type: str = "on-demand") -> str:
     name and the node-pool label of every node of the class, whether a NodePool or a managed
     node group made it; ``gpu-<MiB>mib`` for on-demand, with ``-spot`` for spot."""
     return f"gpu-{memory_mib}mib" + ("" if capacity_type == "on-demand" else f"-{capacity_type}")
+
+
+def node_pool_name(memory_class: MemoryClass, zone: str | None = None) -> str:
+    """The NodePool of ``memory_class``: its name, or ``<name>-<zone>`` for that zone's pool."""
+    return memory_class.name + (f"-{zone}" if zone else "")
+
+
+def longest_node_pool_name(zone: str) -> str:
+    """The longest name a pool of ``zone`` can have: the largest per-GPU memory the label takes,
+    of spot capacity. Checked before the memory classes are known (before anything is declared)."""
+    return f"{memory_class_name(MAX_GPU_MEMORY_MIB, 'spot')}-{zone}"
 
 
 def memory_classes(groups: Iterable[GpuGroupTypes]) -> list[MemoryClass]:
@@ -179,13 +200,16 @@ def node_pool_manifest(
     settings: NodePoolSettings,
     labels: Mapping[str, str],
     taints: Sequence[Mapping[str, str]],
+    zone: str | None = None,
 ) -> dict[str, Any]:
     """The NodePool of one memory class. ``labels`` are the template's (our memory label among
-    them); ``taints`` the GPU taint, when the stack taints GPU nodes."""
+    them); ``taints`` the GPU taint, when the stack taints GPU nodes; ``zone``: the pool of that
+    zone only (same weight and limits as the class's other zones)."""
+    zone_requirement = [{"key": ZONE_LABEL, "operator": "In", "values": [zone]}] if zone else []
     return {
         "apiVersion": KARPENTER_API,
         "kind": "NodePool",
-        "metadata": {"name": memory_class.name},
+        "metadata": {"name": node_pool_name(memory_class, zone)},
         "spec": {
             "weight": memory_class.weight,
             "template": {
@@ -209,6 +233,7 @@ def node_pool_manifest(
                             "values": list(memory_class.capacity_types),
                         },
                         {"key": ARCH_LABEL, "operator": "In", "values": [GPU_ARCH]},
+                        *zone_requirement,
                     ],
                     "expireAfter": settings.expire_after,
                     "terminationGracePeriod": settings.termination_grace_period,

@@ -25,6 +25,7 @@ from components.stack_config.autoscaling import (
     DEFAULT_KARPENTER_CHART_VERSION,
     ClusterAutoscalerSettings,
     KarpenterSettings,
+    check_zonal_pool_names,
 )
 from components.stack_config.certificates import CertificateSettings
 from components.stack_config.extender import EXTENDER_RESOURCES, ExtenderSettings
@@ -74,6 +75,7 @@ __all__ = [
     "SystemNodeGroup",
     "WebhookSettings",
     "check_zonal_names",
+    "check_zonal_pool_names",
     "load_stack_config",
     "parse_stack_config",
 ]

@@ -3,6 +3,7 @@ autoscaler's own settings.
 """
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -11,7 +12,9 @@ from components.kubernetes_versions import (
 )
 from components.render.karpenter_pools import (
     CONSOLIDATION_POLICIES,
+    MAX_NODE_POOL_NAME,
     NodePoolSettings,
+    longest_node_pool_name,
 )
 from components.stack_config.node_groups import parse_disk_size
 from components.stack_config.validation import CHART_VERSION, Value
@@ -57,6 +60,11 @@ class KarpenterSettings:
     node_pools: NodePoolSettings = field(default_factory=NodePoolSettings)
     resources: Resources = KARPENTER_RESOURCES
     """The controller's requests and memory limit."""
+    per_zone: bool = False
+    """One NodePool per memory class and availability zone of the nodes' subnets, each requiring its
+    zone, instead of one per class over every zone: a same-zone job's NodeClaims then stay in one
+    zone. Off by default: pools of equal weight are tried by name, so every node without a zone
+    constraint lands in the last zone by name while it has capacity (docs/zones.md)."""
     create_spot_service_linked_role: bool = False
     """Declare EC2 Spot's service-linked role (an account that never used Spot lacks it, and
     Karpenter may not create it). Off by default: creating it fails where it already exists."""
@@ -75,7 +83,7 @@ def parse_karpenter(value: Value) -> KarpenterSettings:
     fields = value.fields(
         {"chartVersion", "amiAlias", "diskSizeGib", "gpuLimit", "consolidationPolicy"}
         | {"consolidateAfter", "disruptionBudget", "driftBudget", "expireAfter", "terminationGracePeriod"}
-        | {"resources", "createSpotServiceLinkedRole"}
+        | {"resources", "createSpotServiceLinkedRole", "perZone"}
     )
     default = KarpenterSettings()
     pools = default.node_pools
@@ -120,7 +128,24 @@ def parse_karpenter(value: Value) -> KarpenterSettings:
         create_spot_service_linked_role=fields.read(
             "createSpotServiceLinkedRole", default.create_spot_service_linked_role, Value.boolean
         ),
+        per_zone=fields.read("perZone", default.per_zone, Value.boolean),
     )
+
+
+def check_zonal_pool_names(settings: KarpenterSettings, zones: Sequence[str]) -> None:
+    """Fail, naming ``karpenter.perZone``, if a zone's NodePool name could exceed
+    ``MAX_NODE_POOL_NAME``: checked for the longest name a memory class can have, since the
+    classes (from EC2's data) are read only once resources are being declared."""
+    if not settings.per_zone or not zones:
+        return
+    longest = max(zones, key=len)
+    name = longest_node_pool_name(longest)
+    if len(name) > MAX_NODE_POOL_NAME:
+        Value("karpenter.perZone", True).fail(
+            f"zone {longest!r} would give NodePool names of up to {len(name)} characters "
+            f"({name!r}), over the {MAX_NODE_POOL_NAME} of a label value (each node's "
+            "karpenter.sh/nodepool): set perZone to false for these subnets"
+        )
 
 
 def _budget(value: Value) -> str:

@@ -302,7 +302,8 @@ def _check_autoscaler_settings(config: StackConfig, top: "Fields") -> None:
             if group.per_zone:
                 Value(f"{group.config_key.removeprefix(PROJECT + ':')}.perZone", True).fail(
                     "only with autoscaling: cluster-autoscaler or none; Karpenter launches each node "
-                    "in the zone the pending pod needs, from its NodePools, not from these groups"
+                    "from its NodePools, not from these groups: set karpenter.perZone for one "
+                    "NodePool per zone"
                 )
     if isinstance(autoscaler, KarpenterSettings) and len(config.cluster_name) > MAX_SQS_QUEUE_NAME:
         Value("clusterName", config.cluster_name).fail(

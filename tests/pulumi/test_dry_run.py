@@ -23,6 +23,7 @@ import pytest
 from kubernetes.client.rest import ApiException
 from kubernetes.dynamic import DynamicClient
 
+from components.render.karpenter_pools import MAX_NODE_POOL_NAME
 from components.render.node_reader import NODE_READER_ROLE
 from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode, uses_extender
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE
@@ -30,6 +31,7 @@ from localcluster.control_plane import ControlPlane, start_control_plane
 from localcluster.deployed_scheduler import SERVICE_ACCOUNT_GROUPS, service_account_user
 from localcluster.karpenter import install_crds
 from localcluster.waiting import wait_for
+from policy.job_zone import ZONE_LABEL
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, mode_run, run_with
 from tests.pulumi.mocks import StackRun
 
@@ -300,6 +302,49 @@ def test_karpenter_node_class_and_node_pools_are_accepted_with_the_crds(
     assert sorted(body["kind"] for body in objects) == ["EC2NodeClass", "NodePool", "NodePool", "NodePool"]
     for body in objects:
         assert api.create(body) == [], body["metadata"]["name"]
+
+
+def test_per_zone_node_pools_are_accepted_with_the_crds(api: DryRun, karpenter_crds: list[str]) -> None:
+    """``karpenter.perZone``: each zone's pool, its zone requirement and its longer name, too."""
+    run = run_with(
+        {
+            "autoscaling": "karpenter",
+            "gpuNodeGroups": [MIXED_GROUP, SINGLE_GROUP],
+            "karpenter": {"perZone": True},
+        }
+    )
+    pools = [body for body in declared_objects(run) if body["kind"] == "NodePool"]
+    zones = {
+        requirement["values"][0]
+        for pool in pools
+        for requirement in pool["spec"]["template"]["spec"]["requirements"]
+        if requirement["key"] == ZONE_LABEL
+    }
+    assert len(zones) > 1
+    assert len(pools) == 3 * len(zones)
+    for body in pools:
+        assert api.create(body) == [], body["metadata"]["name"]
+
+
+def test_a_node_pool_name_longer_than_a_label_value_passes_the_crds_but_not_its_nodes(
+    api: DryRun, karpenter_crds: list[str]
+) -> None:
+    """Why the stack checks zonal pool names itself: the CRD takes a 64-character NodePool name,
+    and the API server then refuses every node Karpenter labels ``karpenter.sh/nodepool`` with it."""
+    run = run_with({"autoscaling": "karpenter", "gpuNodeGroups": [SINGLE_GROUP]})
+    [pool] = [body for body in declared_objects(run) if body["kind"] == "NodePool"]
+    too_long = "p" * (MAX_NODE_POOL_NAME + 1)
+    pool["metadata"]["name"] = too_long
+    assert api.create(pool) == []
+
+    def node(pool_name: str) -> dict[str, Any]:
+        labels = {"karpenter.sh/nodepool": pool_name}
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "probe", "labels": labels}}
+
+    assert api.create(node(too_long[:MAX_NODE_POOL_NAME])) == []
+    with pytest.raises(ApiException) as refused:
+        api.create(node(too_long))
+    assert refused.value.status == 422
 
 
 def test_the_crds_refuse_a_node_pool_they_should(api: DryRun, karpenter_crds: list[str]) -> None:

@@ -290,8 +290,16 @@ BAD_VALUES: list[tuple[dict[str, Any], str, str]] = [
     (
         {"autoscaling": "karpenter", "gpuNodeGroups": [GROUP, {**GROUP, "name": "b", "perZone": True}]},
         "gpuNodeGroups[1].perZone",
-        "only with autoscaling: cluster-autoscaler or none",
+        "only with autoscaling: cluster-autoscaler or none; Karpenter launches each node from its "
+        "NodePools, not from these groups: set karpenter.perZone for one NodePool per zone",
     ),
+    (
+        {"autoscaling": "karpenter", "karpenter": {"perZone": "yes"}},
+        "karpenter.perZone",
+        "must be true or false",
+    ),
+    ({"autoscaling": "karpenter", "karpenter": {"perZone": 1}}, "karpenter.perZone", "must be true or false"),
+    ({"karpenter": {"perZone": True}}, "karpenter", "only with autoscaling: karpenter"),
     ({"gpuNodeGroups": "g5.xlarge"}, "gpuNodeGroups", "must be a list"),
     (
         {"gpuNodeGroups": [GROUP, {"name": "b", "instanceTypes": []}]},
