@@ -103,14 +103,21 @@ class BindingWatch:
 
     def _observe(self, pod: kubernetes.client.V1Pod, held: dict[str, _Hold], bound: set[str]) -> None:
         """A nomination for a node the pod was not held on holds it; a new PodScheduled=False
-        message (the Permit rejection) releases it. kube-scheduler leaves a rejected pod's
-        nomination in place, so a second hold on the same node is not seen (undercounted)."""
+        message (the Permit rejection), or a binding to another node, releases it.
+        kube-scheduler leaves a rejected pod's nomination in place, so a second hold on the same
+        node is not seen (undercounted)."""
         name, now = pod.metadata.name, time.monotonic()
         nominated = (pod.status and pod.status.nominated_node_name) or ""
         refusal = unschedulable_message(pod)
         found: list[PodEvent] = []
         hold = held.get(name)
         if pod.spec.node_name:
+            if hold is not None and hold.active and hold.node != pod.spec.node_name:
+                # Bound elsewhere, so released from its hold, even when the watch saw no new
+                # PodScheduled=False message for the rejection (seen once under load: a member
+                # held on one node went straight to bound on another).
+                hold.active = False
+                found.append(PodEvent(name, "released", hold.node, now))
             if name not in bound:
                 bound.add(name)
                 found.append(PodEvent(name, "bound", pod.spec.node_name, now))

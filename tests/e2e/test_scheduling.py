@@ -5,9 +5,13 @@ import random
 import kubernetes.client
 
 from localcluster.nodes import SimulatedNode, fleet
+from localcluster.waiting import wait_for
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification
 from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
 from testbed.e2e_cluster import INVENTORY, E2ECluster, shaped_like
+
+LOG_DEADLINE_SECONDS = 10.0
+"""How long the extender may take to log a request the scheduler has had the answer to."""
 
 SYSTEM = SimulatedNode("system-1", INVENTORY["m5.xlarge"], "us-east-1a")
 
@@ -76,8 +80,15 @@ def test_the_seeds_400_contract_stays_behind_a_flag(extender_cluster: E2ECluster
     assert not outcome.bound
     assert outcome.reason == "SchedulerError"
     assert "code 400" in outcome.message
-    assert cluster.extender is not None
-    assert INVALID_MIN_MEMORY in cluster.extender.process.log_path.read_text()
+    extender = cluster.extender
+    assert extender is not None
+    # The extender logs a request once its answer is written, which can be after the scheduler
+    # has read the answer and recorded the condition.
+    wait_for(
+        lambda: INVALID_MIN_MEMORY in extender.process.log_path.read_text() or None,
+        LOG_DEADLINE_SECONDS,
+        "the policy's message in the extender's log",
+    )
 
 
 def test_default_scheduler_pods_are_untouched(cluster: E2ECluster) -> None:
