@@ -80,9 +80,11 @@ class CustomScheduler(pulumi.ComponentResource):
         client_tls_checksum: pulumi.Input[str] | None = None,
         object_annotations: Mapping[str, str] | None = None,
         scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
+        default_capacity_type: str = "",
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        """``object_annotations`` go on every object (``kubernetes_await.await_annotations``)."""
+        """``object_annotations`` go on every object (``kubernetes_await.await_annotations``);
+        ``default_capacity_type``: plugin mode's default capacity-type choice ("" for none)."""
         super().__init__("gpu-scheduler-eks:index:CustomScheduler", name, None, opts)
         self._name = name
         self._child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on)
@@ -101,6 +103,7 @@ class CustomScheduler(pulumi.ComponentResource):
                 capacity_type_weight=settings.capacity_type_weight,
                 scoring_strategy=scoring_strategy,
                 job_zone=settings.job_zone,
+                default_capacity_type=default_capacity_type,
             )
         )
         config_map = k8s.core.v1.ConfigMap(

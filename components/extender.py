@@ -30,11 +30,15 @@ API_SERVER_PORT = 443
 
 
 def extender_args(
-    settings: ExtenderSettings, mode: SchedulerMode, scoring_strategy: ScoringStrategy = SCORING_STRATEGY
+    settings: ExtenderSettings,
+    mode: SchedulerMode,
+    scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
+    default_capacity_type: str = "",
 ) -> list[str]:
     """The extender's command-line flags; unset limits keep the extender's own defaults.
 
-    extender-cached adds ``--node-cache=watch``; extender mode leaves the default (``off``).
+    extender-cached adds ``--node-cache=watch``; extender mode leaves the default (``off``);
+    ``default_capacity_type`` (the stack's default choice) adds ``--default-capacity-type``.
     """
     args = [
         *tls_flags(EXTENDER_TLS_DIR, client_ca=True),
@@ -48,6 +52,8 @@ def extender_args(
         args.append(flag("max_nodes", settings.max_nodes))
     if node_cache_capable(mode):
         args.append(NODE_CACHE_WATCH_FLAG)
+    if default_capacity_type:
+        args.append(flag("default_capacity_type", default_capacity_type))
     return args
 
 
@@ -92,9 +98,11 @@ class Extender(pulumi.ComponentResource):
         depends_on: list[pulumi.Resource],
         object_annotations: Mapping[str, str] | None = None,
         scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
+        default_capacity_type: str = "",
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        """``object_annotations`` go on every object (``kubernetes_await.await_annotations``)."""
+        """``object_annotations`` go on every object (``kubernetes_await.await_annotations``);
+        ``default_capacity_type`` is the stack's default capacity-type choice ("" for none)."""
         if not uses_extender(mode):
             raise ValueError(f"{mode} mode runs no extender")
         super().__init__("gpu-scheduler-eks:index:Extender", name, None, opts)
@@ -118,7 +126,7 @@ class Extender(pulumi.ComponentResource):
             labels=labels,
             container="extender",
             image=image,
-            args=extender_args(settings, mode, scoring_strategy),
+            args=extender_args(settings, mode, scoring_strategy, default_capacity_type),
             port=EXTENDER_PORT,
             replicas=settings.replicas,
             resources=settings.resources,

@@ -114,6 +114,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
             depends_on=workload_dependencies,
             object_annotations=object_annotations,
             max_job_size=config.scheduler.job_zone.max_job_size,
+            default_capacity_type=config.default_capacity_type,
         )
     if extender_mode:
         Extender(
@@ -121,6 +122,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
             mode=config.scheduler_mode,
             settings=config.extender,
             scoring_strategy=config.scoring_strategy,
+            default_capacity_type=config.default_capacity_type,
             image=extender_image,
             provider=target.provider,
             depends_on=[*workload_dependencies, certificates.server_secret],
@@ -142,6 +144,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
         client_tls_checksum=client_tls_checksum,
         object_annotations=object_annotations,
         scoring_strategy=config.scoring_strategy,
+        default_capacity_type=config.default_capacity_type,
     )
     outputs["schedulerImage"] = scheduler_runs
     outputs["schedulerConfig"] = scheduler.config_yaml

@@ -71,10 +71,13 @@ class AdmissionWebhook(pulumi.ComponentResource):
         depends_on: list[pulumi.Resource],
         object_annotations: Mapping[str, str] | None = None,
         max_job_size: int = MAX_JOB_SIZE,
+        default_capacity_type: str = "",
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """``object_annotations`` go on every object (``kubernetes_await.await_annotations``);
-        ``max_job_size`` is the largest job size the webhook admits (the scheduler's)."""
+        ``max_job_size`` is the largest job size the webhook admits (the scheduler's);
+        ``default_capacity_type`` the stack's default choice ("" for none), which also sends every
+        pod of the custom scheduler to the webhook."""
         super().__init__("gpu-scheduler-eks:index:AdmissionWebhook", name, None, opts)
         child = pulumi.ResourceOptions(
             parent=self, provider=provider, depends_on=[*depends_on, certificates.webhook_secret]
@@ -95,7 +98,12 @@ class AdmissionWebhook(pulumi.ComponentResource):
             labels=labels,
             container="webhook",
             image=image,
-            args=webhook_args(settings.invalid_annotation, settings.disruption_protection, max_job_size),
+            args=webhook_args(
+                settings.invalid_annotation,
+                settings.disruption_protection,
+                max_job_size,
+                default_capacity_type,
+            ),
             port=TLS_PORT,
             replicas=settings.replicas,
             resources=settings.resources,
@@ -129,6 +137,7 @@ class AdmissionWebhook(pulumi.ComponentResource):
                     service_client_config(bundle),
                     failure_policy=settings.failure_policy,
                     timeout_seconds=settings.timeout_seconds,
+                    default_capacity_type=default_capacity_type,
                 )
             ],
             opts=pulumi.ResourceOptions.merge(

@@ -9,7 +9,13 @@ from explain.nodes_report import NodeInventory, inventory
 from explain.pod_report import PodExplanation, explain_pod
 from explain.render import pod_text
 from explain.settings import DEFAULT_SCHEDULER_NAME
-from policy import DEFAULT_SETTINGS, PolicyError, PolicySettings
+from policy import (
+    DEFAULT_CAPACITY_SETTINGS,
+    DEFAULT_SETTINGS,
+    CapacityTypeSettings,
+    PolicyError,
+    PolicySettings,
+)
 from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings, job_from_pod
 
 
@@ -21,9 +27,10 @@ def pod_answer(
     scheduler_name: str = DEFAULT_SCHEDULER_NAME,
     *,
     job_settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS,
+    capacity: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS,
 ) -> PodExplanation:
     """``explain pod``: the pod, then every node and bound pod (and a same-zone job's members),
-    judged by the policy."""
+    judged by the policy (``capacity``: the capacity-type rule's settings, its default choice)."""
     pod = reader.pod(namespace, name)
     state = reader.state()
     try:
@@ -40,6 +47,7 @@ def pod_answer(
         scheduler_name=scheduler_name,
         members=members,
         job_settings=job_settings,
+        capacity=capacity,
     )
 
 

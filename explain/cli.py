@@ -25,7 +25,7 @@ from explain.cluster import ClusterReader, api_client
 from explain.errors import ExplainError
 from explain.render import nodes_json, nodes_text, pod_json, pod_text
 from explain.settings import DEFAULT_SCHEDULER_NAME, EXIT, REQUEST_TIMEOUT_SECONDS
-from policy import PolicySettings
+from policy import CAPACITY_CHOICES, CapacityTypeSettings, PolicySettings
 from policy.job_zone import JobZoneSettings
 
 OUTPUT_FORMATS = ("table", "json")
@@ -63,6 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_settings_flags(
         common, PolicySettings, POLICY_FLAG_PREFIX, "policy settings (as the custom scheduler is configured)"
     )
+    common.add_argument(
+        "--default-capacity-type",
+        choices=CAPACITY_CHOICES,
+        default="",
+        help="the stack's defaultCapacityType: the capacity-type choice of a pod without the annotation"
+        " (default: none)",
+    )
     _add_settings_flags(
         common,
         JobZoneSettings,
@@ -97,7 +104,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "pod":
                 namespace, name = args.pod
                 explanation = pod_answer(
-                    reader, namespace, name, settings, args.scheduler_name, job_settings=job_settings
+                    reader,
+                    namespace,
+                    name,
+                    settings,
+                    args.scheduler_name,
+                    job_settings=job_settings,
+                    capacity=CapacityTypeSettings(default_choice=args.default_capacity_type),
                 )
                 document, text, code = (
                     pod_json(explanation),

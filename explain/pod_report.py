@@ -9,7 +9,7 @@ from explain.ec2_gpu_data import Ec2GpuData
 from explain.job_zone_report import JobZoneReport, job_zone_report
 from explain.pod_advice import advice
 from explain.pod_verdicts import JsonObject, PodVerdicts, judge_pod
-from policy import PolicySettings
+from policy import DEFAULT_CAPACITY_SETTINGS, CapacityTypeSettings, PolicySettings
 from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings
 
 
@@ -37,10 +37,12 @@ def explain_pod(
     scheduler_name: str,
     members: Sequence[JsonObject] = (),
     job_settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS,
+    capacity: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS,
 ) -> PodExplanation:
     """The policy's verdict on every node for ``pod``, its job's zones, and what would have to change.
 
-    ``members`` are the pods carrying the pod's job label in its namespace (any phase).
+    ``members`` are the pods carrying the pod's job label in its namespace (any phase);
+    ``capacity`` holds the stack's default capacity-type choice, if any.
     """
     verdicts = judge_pod(
         pod,
@@ -50,6 +52,7 @@ def explain_pod(
         ec2=ec2,
         scheduler_name=scheduler_name,
         job_settings=job_settings,
+        capacity=capacity,
     )
     job = None
     if not verdicts.error:

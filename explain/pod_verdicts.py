@@ -17,6 +17,8 @@ from explain.node_facts import NodeFacts, allocated_gpus, node_facts, pod_gpu_re
 from explain.settings import EXIT
 from explain.tolerations import Taint, untolerated_taints
 from policy import (
+    DEFAULT_CAPACITY_SETTINGS,
+    CapacityTypeSettings,
     PolicyError,
     PolicySettings,
     Requirement,
@@ -102,6 +104,8 @@ class PodVerdicts:
     verdict: Verdict
     capacity_choice: str = ""
     """The pod's capacity-type choice ("" for none)."""
+    capacity_by_default: bool = False
+    """The choice is the stack's default (the pod has no capacity-type annotation)."""
     job_error: str = ""
     """The same-zone job rule's reason when the pod's job annotations are invalid (then also
     ``error`` unless the memory rule failed first), else ''."""
@@ -152,10 +156,13 @@ def judge_pod(
     ec2: Ec2GpuData,
     scheduler_name: str,
     job_settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS,
+    capacity: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS,
 ) -> PodVerdicts:
-    """The policy's verdict on every node for ``pod``, and the overall verdict."""
+    """The policy's verdict on every node for ``pod``, and the overall verdict (``capacity``: the
+    capacity-type rule's settings, with the stack's default choice)."""
     state = pod_state(pod)
-    annotation = ((pod.get("metadata") or {}).get("annotations") or {}).get(settings.min_memory_annotation)
+    metadata = pod.get("metadata") or {}
+    annotation = (metadata.get("annotations") or {}).get(settings.min_memory_annotation)
     try:
         gpu_request: Decimal | None = pod_gpu_request(pod, settings)
     except PolicyError:
@@ -167,7 +174,7 @@ def judge_pod(
         requirement, error = None, str(failure)
     choice = ""
     try:
-        choice = capacity_choice(pod)
+        choice = capacity_choice(pod, capacity)
     except PolicyError as failure:
         requirement, error = None, error or str(failure)
     job_error = ""
@@ -210,6 +217,7 @@ def judge_pod(
         nodes=rows,
         verdict=verdict,
         capacity_choice=choice,
+        capacity_by_default=bool(choice) and capacity.annotation not in (metadata.get("annotations") or {}),
         job_error=job_error,
     )
 

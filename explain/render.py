@@ -134,7 +134,10 @@ def _asks_text(explanation: PodExplanation, settings: PolicySettings) -> str:
     requirement = explanation.requirement
     assert requirement is not None
     choice = explanation.capacity_choice
-    capacity = f"; capacity type {choice} ({CAPACITY_TYPE_ANNOTATION})" if choice else ""
+    source = (
+        "the stack's defaultCapacityType" if explanation.capacity_by_default else CAPACITY_TYPE_ANNOTATION
+    )
+    capacity = f"; capacity type {choice} ({source})" if choice else ""
     if requirement.min_memory_mib:
         return f"{request}, >= {requirement.min_memory_mib} MiB per GPU ({annotation}){capacity}"
     if requirement.has_gpu:

@@ -84,6 +84,7 @@ class ExtenderService:
         self._verb_limits = VerbLimits(
             max_nodes=settings.max_nodes,
             policy=settings.policy,
+            capacity=settings.capacity,
             pod_error_status=HTTPStatus(settings.pod_error_status),
         )
         self.node_cache = NodeCache(settings.policy.node_memory_label) if watch else None
@@ -226,7 +227,11 @@ class ExtenderService:
             protect = settings.disruption_protection == DISRUPTION_PROTECTION_ON
             job_zone = JobZoneSettings(max_job_size=settings.max_job_size)
             admission = AdmissionSettings(
-                action, settings.policy, protect_from_disruption=protect, job_zone=job_zone
+                action,
+                settings.policy,
+                capacity=settings.capacity,
+                protect_from_disruption=protect,
+                job_zone=job_zone,
             )
             return {MUTATE_PATH: _mutate_endpoint(admission)}
         verbs = VERBS if self.node_cache is None else cached_verbs(self.node_cache, self.metrics.node_cache)

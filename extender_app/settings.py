@@ -7,7 +7,7 @@ the scheduler extender (``--role extender``, the default) and the pod admission 
 """
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Literal, cast
 
 from contracts.server import (
     CLIENT_CA_FILE,
@@ -28,7 +28,8 @@ from contracts.server import (
     TLS_KEY_FILE,
     TLS_PORT,
 )
-from policy import PolicySettings
+from policy import CAPACITY_CHOICES, CapacityTypeSettings, PolicySettings
+from policy.capacity_type import CapacityChoice
 from policy.job_zone import JOB_SIZE_LIMIT, MAX_JOB_SIZE
 
 BYTES_PER_REALISTIC_NODE = 20_523
@@ -180,8 +181,21 @@ class ExtenderSettings:
         "webhook role: the largest job-size annotation a same-zone pod may declare (the scheduler's"
         " JobZone maxJobSize)",
     )
+    default_capacity_type: str = setting(
+        "",
+        "the capacity-type choice of a pod without the capacity-type annotation: on-demand, spot,"
+        " prefer-on-demand or prefer-spot; empty = none (such pods are not judged by the rule). Webhook"
+        " role: applied to pods of the custom scheduler only",
+        metavar="CHOICE",
+    )
     policy: PolicySettings = field(default_factory=PolicySettings)
     """Keys and scale of the GPU-memory policy."""
+
+    @property
+    def capacity(self) -> CapacityTypeSettings:
+        """The capacity-type rule's settings: its keys, and the default choice."""
+        choice = cast("CapacityChoice | Literal['']", self.default_capacity_type)  # checked on creation
+        return CapacityTypeSettings(default_choice=choice)
 
     @property
     def body_budget_bytes(self) -> int:
@@ -229,6 +243,11 @@ class ExtenderSettings:
             raise ValueError(
                 f"disruption_protection must be one of {', '.join(DISRUPTION_PROTECTION_CHOICES)}, "
                 f"not {self.disruption_protection!r}"
+            )
+        if self.default_capacity_type and self.default_capacity_type not in CAPACITY_CHOICES:
+            raise ValueError(
+                f"default_capacity_type must be empty or one of {', '.join(CAPACITY_CHOICES)}, "
+                f"not {self.default_capacity_type!r}"
             )
         if self.role == ROLE_EXTENDER and not self.client_ca:
             raise ValueError("client_ca must be a file path: the extender requires client certificates")

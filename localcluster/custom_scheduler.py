@@ -258,16 +258,19 @@ def start_scheduler(
     scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
     images: LocalImages | None = None,
     job_zone: JobZoneArgs | None = None,
+    default_capacity_type: str = "",
 ) -> CustomScheduler:
     """Write the configuration and start the scheduler binary (in plugin mode with ``images``, the
     gpu-scheduler image); wait until it holds its Lease.
 
-    ``job_zone``: plugin mode's JobZone args (None: the defaults)."""
+    ``job_zone``: plugin mode's JobZone args (None: the defaults); ``default_capacity_type``:
+    plugin mode's default capacity-type choice (the extender modes: the extender's flag)."""
     config = SchedulerConfig(
         mode=mode,
         kubeconfig=str(plane.scheduler.kubeconfig),
         scoring_strategy=scoring_strategy,
         job_zone=job_zone or JobZoneArgs(),
+        default_capacity_type=default_capacity_type,
     )
     if uses_extender(mode):
         if extender is None or client_tls is None or extender_ca is None:

@@ -5,13 +5,14 @@ from typing import Any
 import orjson
 
 import policy
+from contracts.cluster import SCHEDULER_NAME
 
 UID = "705ab4f5-6393-11e8-b7cc-42010a800002"
 
 
 def gpu_pod(annotation: str | None = "40960", gpus: str | None = "1") -> dict[str, Any]:
-    """Pod ``ml/train``: one container requesting ``gpus`` GPUs (None: no request), the
-    minimum annotation set to ``annotation`` (None: absent)."""
+    """Pod ``ml/train`` of the custom scheduler: one container requesting ``gpus`` GPUs (None: no
+    request), the minimum annotation set to ``annotation`` (None: absent)."""
     container: dict[str, Any] = {"name": "main", "image": "busybox:1.37.0"}
     if gpus is not None:
         container["resources"] = {"requests": {"nvidia.com/gpu": gpus}}
@@ -20,7 +21,7 @@ def gpu_pod(annotation: str | None = "40960", gpus: str | None = "1") -> dict[st
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "train", "namespace": "ml", "annotations": annotations},
-        "spec": {"containers": [container]},
+        "spec": {"schedulerName": SCHEDULER_NAME, "containers": [container]},
     }
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import kubernetes.client
 
 from components.render.scheduler_config import JobZoneArgs, SchedulerMode, uses_extender
+from contracts.server import flag
 from localcluster.control_plane import ControlPlane, start_control_plane
 from localcluster.custom_scheduler import (
     CustomScheduler,
@@ -72,13 +73,18 @@ class E2ECluster:
         extender_args: tuple[str, ...] = (),
         extender_api_server: str = "",
         job_zone: JobZoneArgs | None = None,
+        default_capacity_type: str = "",
     ) -> CustomScheduler:
         """Start the extender (extender modes) and the scheduler.
 
-        ``job_zone``: plugin mode's JobZone args (None: the defaults)."""
+        ``job_zone``: plugin mode's JobZone args (None: the defaults); ``default_capacity_type``:
+        the stack's default capacity-type choice, as the mode takes it (plugin args or the
+        extender's flag)."""
         if uses_extender(self.mode):
+            if default_capacity_type:
+                extender_args = (*extender_args, flag("default_capacity_type", default_capacity_type))
             self.start_extender(extender_args, extender_api_server)
-        return self.start_scheduler(verbosity, job_zone)
+        return self.start_scheduler(verbosity, job_zone, default_capacity_type)
 
     def start_extender(
         self, extra_args: tuple[str, ...] = (), api_server: str = "", *, wait_ready: bool = True
@@ -90,7 +96,9 @@ class E2ECluster:
         )
         return self.extender
 
-    def start_scheduler(self, verbosity: int = 2, job_zone: JobZoneArgs | None = None) -> CustomScheduler:
+    def start_scheduler(
+        self, verbosity: int = 2, job_zone: JobZoneArgs | None = None, default_capacity_type: str = ""
+    ) -> CustomScheduler:
         self.scheduler = start_scheduler(
             self.plane,
             self.bin_dir,
@@ -101,6 +109,7 @@ class E2ECluster:
             verbosity=verbosity,
             images=self.images,
             job_zone=job_zone,
+            default_capacity_type=default_capacity_type,
         )
         return self.scheduler
 

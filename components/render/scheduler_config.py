@@ -13,7 +13,7 @@ import yaml
 
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
 from contracts.server import FILTER_PATH, PRIORITIZE_PATH, TLS_PORT
-from policy import SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
+from policy import CAPACITY_CHOICES, SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
 from policy.job_zone import JOB_SIZE_LIMIT, MAX_JOB_SIZE
 
 SchedulerMode = Literal["extender", "extender-cached", "plugin"]
@@ -129,6 +129,10 @@ class SchedulerConfig:
     """Plugin mode: JobZone's args."""
     percentage_of_nodes_to_score: int | None = None
     """The profile's ``percentageOfNodesToScore`` (1..100); None = kube-scheduler's adaptive default."""
+    default_capacity_type: str = ""
+    """Plugin mode: the capacity-type choice of a pod without the annotation, for CapacityType's
+    ``defaultChoice`` and JobZone's ``defaultCapacityChoice`` ("" for none; the extender modes: the
+    extender's flag)."""
 
     def __post_init__(self) -> None:
         if (
@@ -141,6 +145,11 @@ class SchedulerConfig:
         if self.scoring_strategy not in SCORING_STRATEGIES:
             choices = ", ".join(SCORING_STRATEGIES)
             raise ValueError(f"scoring strategy must be one of {choices}, not {self.scoring_strategy!r}")
+        if self.default_capacity_type and self.default_capacity_type not in CAPACITY_CHOICES:
+            choices = ", ".join(CAPACITY_CHOICES)
+            raise ValueError(
+                f"default capacity type must be empty or one of {choices}, not {self.default_capacity_type!r}"
+            )
 
 
 def uses_extender(mode: SchedulerMode) -> bool:
@@ -219,10 +228,13 @@ def render_scheduler_config(config: SchedulerConfig) -> dict[str, Any]:
     document["profiles"] = [profile]
     if not uses_extender(config.mode):
         profile["plugins"] = plugin_mode_plugins(config.plugin_weight, config.capacity_type_weight)
-        profile["pluginConfig"] = [
-            {"name": PLUGIN_NAME, "args": {"scoringStrategy": config.scoring_strategy}},
-            {"name": JOB_ZONE_PLUGIN, "args": config.job_zone.render()},
-        ]
+        args: list[tuple[str, dict[str, Any]]] = [(PLUGIN_NAME, {"scoringStrategy": config.scoring_strategy})]
+        job_zone_args = config.job_zone.render()
+        if config.default_capacity_type:
+            args.append((CAPACITY_PLUGIN_NAME, {"defaultChoice": config.default_capacity_type}))
+            job_zone_args["defaultCapacityChoice"] = config.default_capacity_type
+        args.append((JOB_ZONE_PLUGIN, job_zone_args))
+        profile["pluginConfig"] = [{"name": name, "args": plugin_args} for name, plugin_args in args]
     else:
         endpoint = config.extender
         # No managedResources / ignoredByScheduler: the extender counts no GPUs, so

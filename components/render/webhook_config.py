@@ -7,10 +7,11 @@ on loopback instead of the Service, which a control plane without kube-proxy can
 Why each field is what it is (docs/webhook.md has the long form):
 
 - ``matchConditions``: only pods that carry the minimum annotation, the capacity-type annotation
-  or a same-zone job annotation (zone policy, job size) are sent. Every other pod is
-  admitted without a call, so neither the webhook's latency nor its outage touches them (with
-  ``failurePolicy: Fail`` too), and the webhook's own pods, which carry no annotation, never wait
-  on it.
+  or a same-zone job annotation (zone policy, job size) are sent, and, when the stack sets a
+  default capacity type, every pod of the custom scheduler (the default is written into their
+  affinity too). Every other pod is admitted without a call, so neither the webhook's latency nor
+  its outage touches them (with ``failurePolicy: Fail`` too), and the webhook's own pods, which
+  carry no annotation and are placed by the default scheduler, never wait on it.
 - ``namespaceSelector``: kube-system is never sent (the cluster's own add-ons must not depend on
   a workload webhook). The webhook's own namespace is not excluded: the match condition already
   keeps its pods out, and an annotated pod there needs the affinity like any other.
@@ -25,7 +26,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from contracts.cluster import NAMESPACE, NAMESPACE_NAME_LABEL, WEBHOOK_SERVICE
+from contracts.cluster import NAMESPACE, NAMESPACE_NAME_LABEL, SCHEDULER_NAME, WEBHOOK_SERVICE
 from contracts.server import (
     DISRUPTION_PROTECTION_OFF,
     DISRUPTION_PROTECTION_ON,
@@ -75,15 +76,22 @@ WEBHOOK_ANNOTATIONS = (
 choice and the same-zone job's."""
 
 
-def annotation_condition(annotations: tuple[str, ...] = WEBHOOK_ANNOTATIONS) -> dict[str, str]:
-    """The CEL match condition: the object carries at least one of ``annotations``."""
-    # CEL string literals: annotation keys hold no quotes or escapes.
+def annotation_condition(
+    annotations: tuple[str, ...] = WEBHOOK_ANNOTATIONS, *, scheduler_name: str = ""
+) -> dict[str, str]:
+    """The CEL match condition: the object carries at least one of ``annotations`` or, with
+    ``scheduler_name`` (a default capacity type is set), is a pod of that scheduler."""
+    # CEL string literals: annotation keys and scheduler names hold no quotes or escapes.
     present = " || ".join(f"{json.dumps(key)} in object.metadata.annotations" for key in annotations)
     if len(annotations) > 1:
         present = f"({present})"
+    expression = f"has(object.metadata.annotations) && {present}"
+    if not scheduler_name:
+        return {"name": "has-scheduling-annotation", "expression": expression}
+    scheduled = f"has(object.spec.schedulerName) && object.spec.schedulerName == {json.dumps(scheduler_name)}"
     return {
-        "name": "has-scheduling-annotation",
-        "expression": f"has(object.metadata.annotations) && {present}",
+        "name": "has-scheduling-annotation-or-scheduler",
+        "expression": f"({expression}) || ({scheduled})",
     }
 
 
@@ -116,8 +124,10 @@ def mutating_webhook(
     failure_policy: FailurePolicy = DEFAULT_FAILURE_POLICY,
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
     annotations: tuple[str, ...] = WEBHOOK_ANNOTATIONS,
+    default_capacity_type: str = "",
 ) -> dict[str, Any]:
-    """The configuration's one webhook: pod CREATE, annotated pods only, kube-system excluded."""
+    """The configuration's one webhook: pod CREATE, annotated pods only (with
+    ``default_capacity_type``, every pod of the custom scheduler too), kube-system excluded."""
     return {
         "name": WEBHOOK_NAME,
         "admissionReviewVersions": ["v1"],
@@ -131,7 +141,9 @@ def mutating_webhook(
                 "scope": "Namespaced",
             }
         ],
-        "matchConditions": [annotation_condition(annotations)],
+        "matchConditions": [
+            annotation_condition(annotations, scheduler_name=SCHEDULER_NAME if default_capacity_type else "")
+        ],
         "namespaceSelector": {
             "matchExpressions": [
                 {"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": list(EXCLUDED_NAMESPACES)}
@@ -158,10 +170,13 @@ def webhook_args(
     invalid_annotation: InvalidAnnotation = INVALID_ANNOTATION,
     disruption_protection: bool = True,
     max_job_size: int = MAX_JOB_SIZE,
+    default_capacity_type: str = "",
 ) -> list[str]:
     """The container's flags: the extender image in its webhook role, server certificate only;
     ``disruption_protection``: pods with a minimum also get the autoscalers' opt-out annotations;
-    ``max_job_size``: the largest same-zone job admitted (the scheduler's)."""
+    ``max_job_size``: the largest same-zone job admitted (the scheduler's);
+    ``default_capacity_type``: the stack's default choice ("" for none)."""
+    default = [flag("default_capacity_type", default_capacity_type)] if default_capacity_type else []
     return [
         flag("role", ROLE_WEBHOOK),
         *tls_flags(WEBHOOK_TLS_DIR, client_ca=False),
@@ -173,4 +188,5 @@ def webhook_args(
             DISRUPTION_PROTECTION_ON if disruption_protection else DISRUPTION_PROTECTION_OFF,
         ),
         flag("max_job_size", max_job_size),
+        *default,
     ]

@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 import pulumi
 
@@ -57,7 +58,8 @@ from components.stack_config.node_groups import (
 from components.stack_config.scheduler import SchedulerSettings, parse_scheduler
 from components.stack_config.validation import PROJECT, Fields, Value
 from components.stack_config.webhook import WebhookSettings, parse_webhook
-from policy import SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
+from policy import CAPACITY_CHOICES, SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
+from policy.capacity_type import CapacityChoice
 
 DEFAULT_KUBERNETES_VERSION = "1.35"
 
@@ -90,6 +92,9 @@ class StackConfig:
     scheduler_mode: SchedulerMode = "extender"
     scoring_strategy: ScoringStrategy = SCORING_STRATEGY
     """How GPU pods rank the nodes that fit: the extender's flag or the plugin's arg."""
+    default_capacity_type: CapacityChoice | Literal[""] = ""
+    """The capacity-type choice of a pod of the custom scheduler without the annotation ("" for
+    none): CapacityType's and JobZone's args, the extender's and the webhook's flag."""
     gpu_taint: bool = True
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     extender: ExtenderSettings = field(default_factory=ExtenderSettings)
@@ -132,6 +137,7 @@ TOP_LEVEL_KEYS = _STRUCTURED_KEYS | {
     "gpuTaint",
     "schedulerMode",
     "scoringStrategy",
+    "defaultCapacityType",
     "autoscaling",
 }
 EKS_ONLY_KEYS = (
@@ -186,6 +192,9 @@ def parse_stack_config(
         scheduler_mode=top.read("schedulerMode", default.scheduler_mode, lambda v: v.choice(SCHEDULER_MODES)),
         scoring_strategy=top.read(
             "scoringStrategy", default.scoring_strategy, lambda v: v.choice(SCORING_STRATEGIES)
+        ),
+        default_capacity_type=top.read(
+            "defaultCapacityType", default.default_capacity_type, lambda v: v.choice(CAPACITY_CHOICES)
         ),
         scheduler=top.read("scheduler", default.scheduler, parse_scheduler),
         extender=top.read("extender", default.extender, parse_extender),

@@ -2,7 +2,8 @@
 
 kube-apiserver POSTs an AdmissionReview for each pod CREATE the webhook configuration
 sends; the answer carries the request's ``uid`` and, when the pod declares a minimum or
-a capacity-type choice, the JSON Patch that writes them into the pod's node affinity (so
+a capacity-type choice (its own, or the stack's default for a pod of the custom scheduler), the
+JSON Patch that writes them into the pod's node affinity (so
 autoscalers launch a node type whose label is large enough, of the capacity type chosen)
 and, with disruption protection on, adds the autoscalers' opt-out annotations
 (``disruption_protection``); for a member of a same-zone job, the required pod affinity that
@@ -15,12 +16,13 @@ answer.
 
 import base64
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http import HTTPStatus
 from typing import Any
 
 import orjson
 
+from contracts.cluster import SCHEDULER_NAME
 from contracts.server import (
     INVALID_ANNOTATION,
     INVALID_ANNOTATION_ACTIONS,
@@ -65,6 +67,9 @@ class AdmissionSettings:
     while they run (``disruption_protection``): on by default, a training job is not restarted
     for a consolidation; the cost is a node kept, and paid for, until its jobs end."""
     job_zone: JobZoneSettings = field(default_factory=lambda: DEFAULT_JOB_ZONE_SETTINGS)
+    scheduler_name: str = SCHEDULER_NAME
+    """``capacity.default_choice`` applies to pods of this scheduler only: the only pods the rule
+    judges when scheduling (a DaemonSet's pods, which the default scheduler places, never get it)."""
 
     def __post_init__(self) -> None:
         if self.invalid_annotation not in INVALID_ANNOTATION_ACTIONS:
@@ -134,7 +139,7 @@ def _pod_name(request: dict[str, Any]) -> str:
 
 def _pod_answer(pod: object, settings: AdmissionSettings) -> dict[str, Any]:
     try:
-        memory_patch = node_affinity_patch(pod, settings.policy, settings.capacity)
+        memory_patch = node_affinity_patch(pod, settings.policy, _capacity_settings(pod, settings))
         minimum = requirement_from_pod(pod, settings.policy).min_memory_mib
     except PolicyError as error:
         capacity_error = str(error) == INVALID_CAPACITY_CHOICE
@@ -151,6 +156,18 @@ def _pod_answer(pod: object, settings: AdmissionSettings) -> dict[str, Any]:
     if not patch:
         return {}
     return {"patchType": "JSONPatch", "patch": base64.b64encode(orjson.dumps(patch)).decode("ascii")}
+
+
+def _capacity_settings(pod: object, settings: AdmissionSettings) -> CapacityTypeSettings:
+    """The capacity-type settings for ``pod``: without the default choice unless the custom
+    scheduler places it."""
+    if not settings.capacity.default_choice:
+        return settings.capacity
+    spec = pod.get("spec") if isinstance(pod, Mapping) else None
+    scheduler = spec.get("schedulerName") if isinstance(spec, Mapping) else None
+    if scheduler == settings.scheduler_name:
+        return settings.capacity
+    return replace(settings.capacity, default_choice="")
 
 
 def _refusal(message: str, settings: AdmissionSettings) -> dict[str, Any]:

@@ -79,3 +79,25 @@ def test_a_preference_takes_its_type_first_then_falls_back(cluster: E2ECluster) 
     placed = cluster.outcomes(cluster.submit(*specs), bound_only=True)
     hosts = sorted(outcome.node or "" for outcome in placed.values())
     assert hosts == ["on-demand-1", "spot-1", "spot-1", "spot-1"], "the spot node's three GPUs first"
+
+
+def test_the_stack_default_choice_holds_pods_without_the_annotation(cluster: E2ECluster) -> None:
+    """With the default set to on-demand (plugin args, or the extender's flag), a pod without the
+    annotation is held to on-demand nodes; one that says spot still gets spot."""
+    cluster.add_nodes(*nodes())
+    cluster.start(default_capacity_type="on-demand")
+    first = cluster.submit(
+        PodSpecification("no-choice-a"),
+        PodSpecification("no-choice-b", tolerate_all=True),
+        PodSpecification("spot-a", capacity_type="spot"),
+    )
+    outcomes = cluster.outcomes(first)
+    for name in ("no-choice-a", "no-choice-b"):
+        assert outcomes[name].node in ON_DEMAND_NODES, outcomes[name]
+    assert outcomes["spot-a"].node in SPOT_NODES, outcomes["spot-a"]
+
+    # The on-demand node is full; the spot node still has two GPUs free.
+    (waiting,) = cluster.submit(PodSpecification("no-choice-waits"))
+    outcome = cluster.outcome(waiting)
+    assert not outcome.bound, outcome
+    assert NOT_ON_DEMAND in outcome.message, outcome

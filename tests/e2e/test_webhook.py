@@ -20,7 +20,8 @@ from localcluster.nodes import SimulatedNode
 from localcluster.webhook import RunningWebhook, start_webhook, unregister_webhook
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, ensure_namespace, pod_manifest
 from policy import INVALID_MIN_MEMORY, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL, REQUIRES_GPU_REQUEST
-from policy.node_affinity import REQUIRED_TERMS_FIELD
+from policy.capacity_type import ON_DEMAND, SPOT
+from policy.node_affinity import REQUIRED_TERMS_FIELD, capacity_expression
 from testbed.e2e_cluster import E2ECluster, shaped_like
 
 pytestmark = pytest.mark.e2e
@@ -28,6 +29,8 @@ pytestmark = pytest.mark.e2e
 OURS_40G = {"key": NODE_MEMORY_LABEL, "operator": "Gt", "values": ["40959"]}
 ZONE_A = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2a"]}
 ZONE_B = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2b"]}
+ON_DEMAND_TERM = capacity_expression(ON_DEMAND)
+SPOT_TERM = capacity_expression(SPOT)
 ADMIN_CEILING = {"key": NODE_MEMORY_LABEL, "operator": "Lt", "values": ["81921"]}
 PREFERRED = [{"weight": 10, "preference": {"matchExpressions": [ZONE_A]}}]
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
@@ -39,8 +42,11 @@ def movable(manifest: dict[str, Any]) -> dict[str, Any]:
     return manifest
 
 
-def pod(name: str, minimum: str | None = "40960", gpus: int = 1, **spec: Any) -> dict[str, Any]:
-    manifest = pod_manifest(PodSpecification(name, min_memory=minimum, gpus=gpus))
+def pod(
+    name: str, minimum: str | None = "40960", gpus: int = 1, capacity_type: str | None = None, **spec: Any
+) -> dict[str, Any]:
+    specification = PodSpecification(name, min_memory=minimum, gpus=gpus, capacity_type=capacity_type)
+    manifest = pod_manifest(specification)
     manifest["spec"].update(copy.deepcopy(spec))
     return manifest
 
@@ -152,6 +158,23 @@ def test_pods_without_the_annotation_and_kube_system_are_not_sent(
     ensure_namespace(api, "kube-system")
     stored, _ = create(api, pod("system-pod"), namespace="kube-system")
     assert stored["spec"].get("affinity") is None, "kube-system is excluded by the namespaceSelector"
+
+
+def test_a_default_capacity_type_reaches_every_pod_of_the_custom_scheduler_and_no_other(
+    extender_cluster: E2ECluster, tmp_path: Path
+) -> None:
+    """With a default choice the configuration also sends pods of the custom scheduler without any
+    annotation (the API server evaluates the rendered CEL); other schedulers' pods keep no default."""
+    start_webhook(extender_cluster.plane, tmp_path / "webhook", default_capacity_type="on-demand")
+    api = extender_cluster.api
+    stored, _ = create(api, pod("no-annotation", minimum=None))
+    assert required_terms(stored) == [{"matchExpressions": [ON_DEMAND_TERM]}]
+    stored, _ = create(api, pod("chose-spot", minimum=None, capacity_type="spot"))
+    assert required_terms(stored) == [{"matchExpressions": [SPOT_TERM]}]
+    stored, _ = create(api, pod("default-scheduler", minimum=None, schedulerName="default-scheduler"))
+    assert stored["spec"].get("affinity") is None, "not sent: no annotation, another scheduler"
+    stored, _ = create(api, pod("default-scheduler-40g", schedulerName="default-scheduler"))
+    assert required_terms(stored) == [{"matchExpressions": [OURS_40G]}], "its minimum, no default"
 
 
 def test_a_refused_annotation_is_denied_with_the_policy_message(

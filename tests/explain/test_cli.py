@@ -19,7 +19,7 @@ from explain.settings import EXIT
 from localcluster.control_plane import write_kubeconfig
 from localcluster.ports import reserve_port
 from localcluster.workloads import WORKLOAD_NAMESPACE
-from policy import INVALID_MIN_MEMORY, NODE_MEMORY_LABEL
+from policy import INVALID_MIN_MEMORY, NODE_MEMORY_LABEL, NOT_SPOT
 from policy.job_zone import INVALID_JOB_SIZE, INVALID_ZONE_POLICY, ZONE_POLICY_ANNOTATION
 from tests.explain.conftest import MISLABELLED, SPARE, Cluster
 from tests.explain.objects import DEMO_FLEET, job_pod, pod_json
@@ -309,6 +309,10 @@ def test_an_unreachable_server_is_an_error(
             "explain: --max-job-size: job zone setting max_job_size must be",
         ),
         (["pod", "a/b", "--zone-label", ""], "explain: --zone-label: job zone setting zone_label must be"),
+        (
+            ["pod", "a/b", "--default-capacity-type", "SPOT"],
+            "argument --default-capacity-type: invalid choice",
+        ),
         (["explode"], "argument command: invalid choice: 'explode'"),
     ],
 )
@@ -332,6 +336,19 @@ def test_policy_flags_change_the_verdicts(cluster: Cluster, capsys: pytest.Captu
     code, document = run_json(cluster, capsys, "pod", reference, "--node-memory-label", "example.com/vram")
     assert (code, document["verdict"]) == (EXIT.no_fit, "no-fit")
     assert document["changes"][0].startswith("no node has a valid example.com/vram label")
+
+
+def test_the_default_capacity_type_flag_judges_a_pod_without_the_annotation(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reference = create_pod(cluster, pod_json("explain-default-spot", "8192"))
+    _, document = run_json(cluster, capsys, "pod", reference)
+    assert document["capacityType"] is None
+    assert document["verdict"] == "fits"
+    # The fleet is all on-demand: required spot by default, no node passes.
+    code, document = run_json(cluster, capsys, "pod", reference, "--default-capacity-type", "spot")
+    assert (code, document["verdict"], document["capacityType"]) == (EXIT.no_fit, "no-fit", "spot")
+    assert NOT_SPOT in {node["reason"] for node in document["nodes"]}
 
 
 def _exit_code(argv: list[str]) -> int:

@@ -15,6 +15,7 @@ from policy import (
     BELOW_MINIMUM,
     CAPACITY_TYPE_ANNOTATION,
     CAPACITY_TYPE_LABEL,
+    DEFAULT_CAPACITY_SETTINGS,
     DEFAULT_SETTINGS,
     INVALID_CAPACITY_CHOICE,
     INVALID_MIN_MEMORY,
@@ -23,6 +24,7 @@ from policy import (
     NOT_ON_DEMAND,
     REQUIRES_GPU_REQUEST,
     SCORE_SCALE_MIB,
+    CapacityTypeSettings,
     PolicySettings,
 )
 from tests.explain.objects import DEMO_FLEET, INVENTORY, fleet_json, gpu_node, pod_json
@@ -36,6 +38,7 @@ def explain(
     nodes: Sequence[dict[str, Any]] | None = None,
     bound: Sequence[dict[str, Any]] = (),
     settings: PolicySettings = DEFAULT_SETTINGS,
+    capacity: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS,
 ) -> PodExplanation:
     return explain_pod(
         pod,
@@ -44,6 +47,7 @@ def explain(
         settings=settings,
         ec2=TABLE,
         scheduler_name=SCHEDULER,
+        capacity=capacity,
     )
 
 
@@ -331,6 +335,25 @@ def test_the_capacity_type_verdict_is_given_per_node() -> None:
         "spot": 0,
         "draining": 100,
     }
+
+
+def test_the_stack_default_choice_judges_a_pod_without_the_annotation() -> None:
+    on_demand = gpu_node("on-demand", "g5.xlarge")
+    spot = gpu_node("spot", "g5.xlarge")
+    spot["metadata"]["labels"][CAPACITY_TYPE_LABEL] = "spot"
+    pod = pod_json("train", "16384")
+    assert explain(pod, [on_demand, spot]).fitting_nodes == ("on-demand", "spot"), "no default: both"
+
+    explanation = explain(pod, [on_demand, spot], capacity=CapacityTypeSettings(default_choice="on-demand"))
+    assert explanation.capacity_choice == "on-demand"
+    assert explanation.fitting_nodes == ("on-demand",)
+    assert "capacity type on-demand (the stack's defaultCapacityType)" in pod_text(
+        explanation, DEFAULT_SETTINGS
+    )
+    pod["metadata"]["annotations"][CAPACITY_TYPE_ANNOTATION] = "spot"
+    chosen = explain(pod, [on_demand, spot], capacity=CapacityTypeSettings(default_choice="on-demand"))
+    assert chosen.fitting_nodes == ("spot",), "the pod's own choice wins"
+    assert f"capacity type spot ({CAPACITY_TYPE_ANNOTATION})" in pod_text(chosen, DEFAULT_SETTINGS)
 
 
 def test_an_invalid_capacity_type_is_an_invalid_pod_with_its_fix() -> None:

@@ -196,3 +196,36 @@ def test_a_malformed_review_is_a_400_with_its_reason(body: bytes, reason: str) -
 def test_an_unknown_invalid_annotation_action_is_refused() -> None:
     with pytest.raises(ValueError, match="invalid_annotation must be one of deny, warn"):
         AdmissionSettings(invalid_annotation="ignore")  # type: ignore[arg-type]
+
+
+ON_DEMAND_CHOICE = {"key": policy.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand", "reserved"]}
+DEFAULT_ON_DEMAND = AdmissionSettings(capacity=policy.CapacityTypeSettings(default_choice="on-demand"))
+
+
+def required_expressions(patched: dict[str, Any]) -> list[dict[str, Any]]:
+    terms = patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    [term] = terms["nodeSelectorTerms"]
+    expressions: list[dict[str, Any]] = term["matchExpressions"]
+    return expressions
+
+
+def test_the_default_choice_is_written_for_a_pod_of_the_custom_scheduler_without_the_annotation() -> None:
+    original = pod()
+    del original["metadata"]["annotations"][policy.MIN_MEMORY_ANNOTATION]
+    assert required_expressions(patched_pod(original, DEFAULT_ON_DEMAND)) == [ON_DEMAND_CHOICE]
+    assert answer(admission_review(original)) == {"uid": UID, "allowed": True}, "no default: unchanged"
+
+
+def test_the_pods_own_choice_wins_over_the_default() -> None:
+    original = pod()
+    original["metadata"]["annotations"][policy.CAPACITY_TYPE_ANNOTATION] = "spot"
+    spot = {"key": policy.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["spot"]}
+    assert spot in required_expressions(patched_pod(original, DEFAULT_ON_DEMAND))
+
+
+def test_a_pod_of_another_scheduler_gets_no_default_choice() -> None:
+    original = pod()
+    original["spec"]["schedulerName"] = "default-scheduler"
+    expressions = required_expressions(patched_pod(original, DEFAULT_ON_DEMAND))
+    assert ON_DEMAND_CHOICE not in expressions
+    assert [expression["key"] for expression in expressions] == [policy.NODE_MEMORY_LABEL]
