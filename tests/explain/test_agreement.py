@@ -17,7 +17,7 @@ from components.render.scheduler_config import SchedulerMode
 from explain.answers import pod_answer, render_pod_explanation
 from explain.cluster import ClusterReader
 from explain.pod_report import PodExplanation
-from localcluster.demo import sample_pods
+from localcluster.demo_pods import sample_pods
 from localcluster.nodes import fleet
 from localcluster.outcomes import PodOutcome
 from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification

@@ -13,7 +13,7 @@ import pytest
 
 from components.render.scheduler_config import SCHEDULER_MODES
 from components.render.webhook_config import WEBHOOK_NAME
-from localcluster.demo import sample_pods
+from localcluster.demo_pods import sample_pods
 from localcluster.images import LocalImages
 from localcluster.waiting import wait_for
 from policy import CAPACITY_TYPE_ANNOTATION, CAPACITY_TYPE_LABEL, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
