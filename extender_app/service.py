@@ -28,14 +28,8 @@ from extender_app.metrics import ExtenderMetrics, NodeCacheMetrics, create_metri
 from extender_app.node_cache.cache import NodeCache
 from extender_app.node_cache.lookup import LookupSettings, NodeLookup, NodeReader
 from extender_app.node_cache.sync import NodeSync, SyncSettings
-from extender_app.serving.http_server import (
-    HttpServer,
-    RequestRecord,
-    Response,
-    Route,
-    ServerLimits,
-    text_response,
-)
+from extender_app.serving.http_server import HttpServer
+from extender_app.serving.responses import RequestRecord, Response, Route, ServerLimits, text_response
 from extender_app.serving.tls_material import ReloadingTlsContext, TlsPaths
 from extender_app.settings import ExtenderSettings
 from extender_app.verbs.cached_handlers import cached_verbs, verifying_verbs

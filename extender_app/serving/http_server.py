@@ -9,94 +9,45 @@ rotated certificates apply without a restart) and a graceful shutdown.
 """
 
 import asyncio
-import contextlib
 import logging
 import ssl
 import traceback
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
 import h11
 
 from extender_app.serving.body_budget import BodyBudget
+from extender_app.serving.connection_io import (
+    CLOSE_TIMEOUT,
+    NO_ROOM,
+    READ_CHUNK_BYTES,
+    ClientGone,
+    close_connection,
+    content_length,
+    head_size,
+    linger,
+    next_event,
+    read_body,
+    request_path,
+    too_large,
+    until_closed,
+)
 from extender_app.serving.request_hold import RequestHold
-
-READ_CHUNK_BYTES = 256 * 1024
-"""Bytes asked of the socket per read (also the stream's buffer limit)."""
+from extender_app.serving.responses import (
+    TEXT,
+    RequestRecord,
+    Response,
+    Route,
+    Router,
+    ServerLimits,
+    text_response,
+)
 
 WRITE_CHUNK_BYTES = 256 * 1024
 """Bytes handed to the transport per write; the write deadline is checked between them."""
-
-CLOSE_TIMEOUT = 1.0
-"""Seconds to wait for a closing TLS connection to say goodbye before dropping it."""
-
-TEXT = "text/plain; charset=utf-8"
-MAX_REASON_CHARS = 500
-"""Error reasons are cut to one line of at most this many characters."""
-
-
-@dataclass(frozen=True)
-class Response:
-    """An answer: status, body, content type and what the request log should say about it."""
-
-    status: int
-    body: bytes
-    content_type: str = TEXT
-    headers: tuple[tuple[str, str], ...] = ()
-    log_fields: Mapping[str, Any] = field(default_factory=dict)
-
-
-def text_response(status: HTTPStatus, reason: str, headers: tuple[tuple[str, str], ...] = ()) -> Response:
-    """A plain-text error: one line, bounded, ending in a newline."""
-    line = " ".join(reason.split())[:MAX_REASON_CHARS]
-    return Response(int(status), (line + "\n").encode(), TEXT, headers)
-
-
-@dataclass(frozen=True)
-class Route:
-    """What the server does with a request head: answer at once, or read the body and handle it."""
-
-    label: str
-    """The verb label for logs and metrics."""
-    answer: Response | None = None
-    handle: Callable[[bytearray], Awaitable[Response]] | None = None
-    gated: bool = False
-    """Whether the request takes one of the concurrent-work slots once its body is read."""
-
-
-Router = Callable[[str, str], Route]
-"""(method, path) -> Route."""
-
-
-@dataclass(frozen=True)
-class ServerLimits:
-    """Deadlines and sizes of one listener (see ExtenderSettings for what each means)."""
-
-    header_timeout: float
-    read_timeout: float
-    write_timeout: float
-    idle_timeout: float
-    linger_timeout: float
-    queue_timeout: float
-    max_header_bytes: int
-    max_body_bytes: int
-    max_connections: int
-    max_buffered_body_bytes: int
-
-
-@dataclass(frozen=True)
-class RequestRecord:
-    """One answered request, for the log line and the metrics."""
-
-    label: str
-    status: int
-    duration: float
-    client: str
-    response: Response
-    failure: str = ""
-    """Why the response did not reach the client (a write timeout, a vanished client); empty if it did."""
 
 
 @dataclass
@@ -105,10 +56,6 @@ class _Connection:
     """Done once the connection is closed (by the peer, an error or us)."""
     busy: bool = False
     """A request's head has arrived and its response is not yet written."""
-
-
-class _ClientGone(Exception):
-    """The peer closed the connection in the middle of a request."""
 
 
 class HttpServer:
@@ -188,14 +135,14 @@ class HttpServer:
             self._on_rejected()
             writer.transport.abort()
             return
-        connection = _Connection(asyncio.ensure_future(_until_closed(writer)))
+        connection = _Connection(asyncio.ensure_future(until_closed(writer)))
         self._connections[task] = connection
         graceful = False
         try:
             graceful = await self._serve(reader, writer, connection)
         except asyncio.CancelledError:
             pass  # shutdown of an idle connection, or of a request past the shutdown timeout
-        except (_ClientGone, ConnectionError, ssl.SSLError, TimeoutError) as gone:
+        except (ClientGone, ConnectionError, ssl.SSLError, TimeoutError) as gone:
             _forget_frames(gone)  # the peer went away or stalled: nothing to answer
         except Exception as failed:
             self._log.exception("connection failed")
@@ -204,7 +151,7 @@ class HttpServer:
             if (lost := reader.exception()) is not None:
                 _forget_frames(lost)  # the transport's own error: its frames hold the transport
             del self._connections[task]
-            await _close(writer, graceful)
+            await close_connection(writer, graceful)
             connection.closed.cancel()  # closed already, or about to be: nothing waits on it now
 
     async def _serve(
@@ -274,7 +221,7 @@ class HttpServer:
         """Read one request, answer it; whether the connection can serve another."""
         limits = self._limits
         try:
-            event = await _next_event(
+            event = await next_event(
                 conn, reader, request_start + limits.header_timeout, chunk=limits.max_header_bytes
             )
         except h11.RemoteProtocolError as error:
@@ -285,7 +232,7 @@ class HttpServer:
             return False  # slow or silent client: cut off at the header deadline
         if not isinstance(event, h11.Request):
             return False  # the client closed the connection between requests
-        if _head_size(event) > limits.max_header_bytes:
+        if head_size(event) > limits.max_header_bytes:
             too_large = text_response(
                 HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "request headers too large (--max-header-bytes)"
             )
@@ -293,7 +240,7 @@ class HttpServer:
             return False
         state.busy = True
         started = asyncio.get_running_loop().time()
-        route = self._router(event.method.decode("ascii", "replace"), _path(event.target))
+        route = self._router(event.method.decode("ascii", "replace"), request_path(event.target))
         response: Response | None = None
         failure = ""
         try:
@@ -302,14 +249,14 @@ class HttpServer:
                     conn, reader, writer, hold=hold, request=event, route=route, request_start=request_start
                 )
                 if response is ABANDONED:
-                    raise _ClientGone
+                    raise ClientGone
                 hold.keep_for_answer(len(response.body))  # until it is written: the body is gone
                 body_read = conn.their_state is h11.DONE
                 await self._send(conn, writer, response, close=self._stopping or not body_read)
         except TimeoutError:
             failure = "response not written within the write timeout"
             raise
-        except (_ClientGone, ConnectionError, ssl.SSLError, OSError):
+        except (ClientGone, ConnectionError, ssl.SSLError, OSError):
             failure = "client went away"
             raise
         finally:
@@ -320,7 +267,7 @@ class HttpServer:
                     RequestRecord(route.label, response.status, duration, client, response, failure)
                 )
         if not body_read:
-            await _linger(reader, limits.linger_timeout)
+            await linger(reader, limits.linger_timeout)
             return False
         return conn.our_state is h11.DONE and conn.their_state is h11.DONE
 
@@ -377,14 +324,14 @@ class HttpServer:
     ) -> bytearray | Response:
         """The body, read into bytes reserved from the budget; or the error answer (413, 503, 408)."""
         limits = self._limits
-        declared = _content_length(request)
+        declared = content_length(request)
         if declared is not None and declared > limits.max_body_bytes:
-            return _too_large(declared, limits.max_body_bytes)
+            return too_large(declared, limits.max_body_bytes)
         if declared and not await hold.reserve_body(declared):
-            return _refusal(hold, _NO_ROOM)
+            return _refusal(hold, NO_ROOM)
         if conn.they_are_waiting_for_100_continue:  # curl does this for large bodies
             writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
-        return await _read_body(
+        return await read_body(
             conn,
             reader,
             request_start + limits.read_timeout,
@@ -435,7 +382,7 @@ class HttpServer:
                 view = memoryview(piece)
                 for offset in range(0, len(view), WRITE_CHUNK_BYTES):
                     if writer.transport.is_closing():
-                        raise _ClientGone
+                        raise ClientGone
                     writer.write(bytes(view[offset : offset + WRITE_CHUNK_BYTES]))
                     await writer.drain()
                     await asyncio.sleep(0)
@@ -447,74 +394,11 @@ CLIENT_CLOSED_REQUEST = 499
 """The status logged and counted (never sent) for a request whose client left before it was judged."""
 ABANDONED = Response(CLIENT_CLOSED_REQUEST, b"client went away before the request was judged\n")
 _BUSY = "extender busy: all request slots are taken (--max-concurrent-requests); retry"
-_NO_ROOM = "extender busy: request bodies and answers fill --max-buffered-body-bytes; retry"
 
 
 def _refusal(hold: RequestHold, reason: str) -> Response:
     """A 503 with ``reason`` (kube-scheduler retries the pod), or ABANDONED if the client is gone."""
     return ABANDONED if hold.client_gone else text_response(HTTPStatus.SERVICE_UNAVAILABLE, reason)
-
-
-async def _next_event(
-    conn: h11.Connection, reader: asyncio.StreamReader, deadline: float, chunk: int = READ_CHUNK_BYTES
-) -> Any:
-    """The next h11 event, reading at most ``chunk`` bytes at a time until ``deadline``.
-
-    h11 enforces its size bound only on an incomplete event, so while a request head is
-    read, ``chunk`` is the header limit: a head larger than that can never arrive whole.
-    """
-    while True:
-        event = conn.next_event()
-        if event is not h11.NEED_DATA:
-            return event
-        async with asyncio.timeout_at(deadline):
-            data = await reader.read(chunk)
-        conn.receive_data(data)  # b"" tells h11 the peer closed
-
-
-async def _read_body(
-    conn: h11.Connection,
-    reader: asyncio.StreamReader,
-    deadline: float,
-    limit: int,
-    *,
-    declared: int | None,
-    reserve_chunk: Callable[[int], Awaitable[bool]],
-) -> bytearray | Response:
-    """The request body, or a 413 as soon as it grows past ``limit`` (nothing more is read).
-
-    With a declared Content-Length (already checked against ``limit`` and reserved) the buffer is
-    allocated once and filled in place: growing a bytearray chunk by chunk copies a 10 MB body
-    dozens of times. Chunks beyond a declared length (chunked bodies) reserve their bytes first.
-    """
-    body = bytearray(declared or 0)
-    filled = 0
-    while True:
-        try:
-            event = await _next_event(conn, reader, deadline)
-        except TimeoutError:
-            return text_response(
-                HTTPStatus.REQUEST_TIMEOUT, "request body not received within the read timeout"
-            )
-        except h11.RemoteProtocolError as error:
-            return text_response(HTTPStatus(error.error_status_hint), f"malformed request body: {error}")
-        if isinstance(event, h11.Data):
-            size = len(event.data)
-            if filled + size > limit:
-                return _too_large(None, limit)
-            if filled + size <= len(body):
-                body[filled : filled + size] = event.data
-            else:  # chunked (or more than declared, which h11 does not let through)
-                if not await reserve_chunk(size):
-                    return text_response(HTTPStatus.SERVICE_UNAVAILABLE, _NO_ROOM)
-                del body[filled:]
-                body += event.data
-            filled += size
-        elif isinstance(event, h11.EndOfMessage):
-            del body[filled:]  # a no-op unless the body ended early (h11 reports that as an error)
-            return body
-        else:
-            raise _ClientGone
 
 
 def _forget_frames(error: BaseException) -> None:
@@ -529,31 +413,6 @@ def _forget_frames(error: BaseException) -> None:
     error.__traceback__ = None
 
 
-def _too_large(declared: int | None, limit: int) -> Response:
-    size = f"{declared} bytes" if declared is not None else "more bytes"
-    return text_response(
-        HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-        f"request body too large: {size} (limit {limit}, --max-body-bytes)",
-    )
-
-
-def _content_length(request: h11.Request) -> int | None:
-    for name, value in request.headers:
-        if name == b"content-length":
-            return int(value)  # h11 has checked it is a non-negative integer
-    return None
-
-
-def _head_size(request: h11.Request) -> int:
-    """Bytes of the request line and headers (h11 bounds only a head that is still incomplete)."""
-    line = len(request.method) + len(request.target) + len(request.http_version) + 8
-    return line + sum(len(name) + len(value) + 4 for name, value in request.headers) + 2
-
-
-def _path(target: bytes) -> str:
-    return target.split(b"?", 1)[0].decode("ascii", "replace")
-
-
 def _common_name(peercert: object) -> str:
     if not isinstance(peercert, dict):
         return ""
@@ -562,31 +421,3 @@ def _common_name(peercert: object) -> str:
             if key == "commonName":
                 return str(value)
     return ""
-
-
-async def _until_closed(writer: asyncio.StreamWriter) -> None:
-    """Return once the connection is closed (by the peer, an error or us)."""
-    with contextlib.suppress(Exception):
-        await writer.wait_closed()
-
-
-async def _linger(reader: asyncio.StreamReader, timeout: float) -> None:
-    """Discard what the client still sends for a while, so it reads our answer before the close."""
-    try:
-        async with asyncio.timeout(timeout):
-            while await reader.read(READ_CHUNK_BYTES):
-                pass
-    except (TimeoutError, ConnectionError, ssl.SSLError, OSError):
-        pass
-
-
-async def _close(writer: asyncio.StreamWriter, graceful: bool) -> None:
-    if not graceful:
-        writer.transport.abort()
-        return
-    writer.close()
-    try:
-        async with asyncio.timeout(CLOSE_TIMEOUT):
-            await writer.wait_closed()
-    except (TimeoutError, ConnectionError, ssl.SSLError, OSError):
-        writer.transport.abort()
