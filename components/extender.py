@@ -50,6 +50,8 @@ def extender_args(
         args.append(flag("max_body_bytes", settings.max_body_bytes))
     if settings.max_nodes is not None:
         args.append(flag("max_nodes", settings.max_nodes))
+    if settings.max_buffered_body_bytes is not None:
+        args.append(flag("max_buffered_body_bytes", settings.max_buffered_body_bytes))
     if node_cache_capable(mode):
         args.append(NODE_CACHE_WATCH_FLAG)
     if default_capacity_type:

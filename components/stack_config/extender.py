@@ -27,10 +27,13 @@ EXTENDER_BASELINE_MIB = 96
 cache of 5,000 nodes (extender-cached) and open connections' buffers."""
 
 
-def extender_memory_floor(max_body_bytes: int) -> int:
-    """Bytes the extender can hold at once with this body limit: what its body budget bounds, one
-    answer being built, and its baseline (docs/serving.md, "Memory: the figure behind ...")."""
-    return EXTENDER_BASELINE_MIB * MIB + REQUEST_BYTES_PER_BODY_LIMIT * max_body_bytes
+def extender_memory_floor(max_body_bytes: int, max_buffered_body_bytes: int | None = None) -> int:
+    """Bytes the extender can hold at once with this body limit and body budget (None: the
+    extender's default, twice the body limit): what the budget bounds, one answer being built, and
+    its baseline (docs/serving.md, "Memory: the figure behind ...")."""
+    if max_buffered_body_bytes is None:
+        return EXTENDER_BASELINE_MIB * MIB + REQUEST_BYTES_PER_BODY_LIMIT * max_body_bytes
+    return EXTENDER_BASELINE_MIB * MIB + max_buffered_body_bytes + max_body_bytes
 
 
 @dataclass(frozen=True)
@@ -40,11 +43,14 @@ class ExtenderSettings:
     replicas: int = 2
     max_body_bytes: int | None = None
     max_nodes: int | None = None
+    max_buffered_body_bytes: int | None = None
+    """``--max-buffered-body-bytes``: request bodies and unwritten answers held at once (None: the
+    extender's default, twice the body limit)."""
     resources: Resources = EXTENDER_RESOURCES
 
 
 def parse_extender(value: Value) -> ExtenderSettings:
-    fields = value.fields({"replicas", "maxBodyBytes", "maxNodes", "resources"})
+    fields = value.fields({"replicas", "maxBodyBytes", "maxNodes", "maxBufferedBodyBytes", "resources"})
     default = ExtenderSettings()
     settings = ExtenderSettings(
         replicas=fields.read(
@@ -54,17 +60,31 @@ def parse_extender(value: Value) -> ExtenderSettings:
             "maxBodyBytes", default.max_body_bytes, lambda v: v.integer(1, MAX_BODY_BYTES)
         ),
         max_nodes=fields.read("maxNodes", default.max_nodes, lambda v: v.integer(1, MAX_NODES)),
+        max_buffered_body_bytes=fields.read(
+            "maxBufferedBodyBytes", default.max_buffered_body_bytes, lambda v: v.integer(1, MAX_BODY_BYTES)
+        ),
         resources=fields.read(
             "resources", default.resources, lambda v: parse_resources(v, default.resources)
         ),
     )
     body_limit = settings.max_body_bytes or EXTENDER_MAX_BODY_BYTES
-    floor = extender_memory_floor(body_limit)
+    budget = settings.max_buffered_body_bytes
+    if budget is not None and budget < body_limit:
+        value.fail(
+            f"maxBufferedBodyBytes ({budget}) is below the body limit ({body_limit}, maxBodyBytes): one"
+            " request's body must fit in the budget"
+        )
+    floor = extender_memory_floor(body_limit, budget)
     if parse_quantity(settings.resources.memory_limit) < floor:
+        held = (
+            f"{REQUEST_BYTES_PER_BODY_LIMIT} x the body limit"
+            if budget is None
+            else f"maxBufferedBodyBytes plus the body limit ({budget // MIB} + {body_limit // MIB} MiB)"
+        )
         value.fail(
             f"resources.limits.memory ({settings.resources.memory_limit}) is below what the extender can"
             f" hold at once with a {body_limit // MIB} MiB body limit (maxBodyBytes):"
-            f" {-(-floor // MIB)}Mi ({EXTENDER_BASELINE_MIB} MiB plus {REQUEST_BYTES_PER_BODY_LIMIT} x"
-            " the body limit); raise the limit or lower maxBodyBytes"
+            f" {-(-floor // MIB)}Mi ({EXTENDER_BASELINE_MIB} MiB plus {held}); raise the limit or lower"
+            " maxBodyBytes"
         )
     return settings

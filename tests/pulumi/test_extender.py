@@ -125,6 +125,16 @@ def test_a_smaller_body_limit_allows_a_smaller_memory_limit() -> None:
     assert settings_from(container["args"], {}).max_body_bytes == 32 * 2**20
 
 
+def test_a_body_budget_reaches_its_flag_and_sets_the_memory_floor() -> None:
+    """With maxBufferedBodyBytes the floor is 96 MiB + the budget + one body limit: 128 + 128 + 96
+    = 352 MiB here, below the default 3 x 128 + 96 = 480 MiB."""
+    resources = {"requests": {"memory": "256Mi"}, "limits": {"memory": "352Mi"}}
+    run = run_with({"extender": {"maxBufferedBodyBytes": 128 * 2**20, "resources": resources}})
+    [container] = containers(run.kubernetes_object("Deployment", EXTENDER_SERVICE))
+    assert settings_from(container["args"], {}).body_budget_bytes == 128 * 2**20
+    assert settings_from(extender_args(ExtenderSettings(), "extender"), {}).max_buffered_body_bytes == 0
+
+
 def test_extender_pdb_service_and_network_policy(any_extender_run: StackRun) -> None:
     run = any_extender_run
     selector = run.kubernetes_object("Deployment", EXTENDER_SERVICE)["spec"]["selector"]

@@ -375,6 +375,17 @@ BAD_VALUES: list[tuple[dict[str, Any], str, str]] = [
         " body limit (maxBodyBytes): 864Mi",
     ),
     (
+        {"extender": {"maxBufferedBodyBytes": 2**20}},
+        "extender",
+        "maxBufferedBodyBytes (1048576) is below the body limit (134217728, maxBodyBytes)",
+    ),
+    (
+        {"extender": {"maxBufferedBodyBytes": 640 * 2**20}},
+        "extender",
+        "resources.limits.memory (768Mi) is below what the extender can hold at once with a 128 MiB"
+        " body limit (maxBodyBytes): 864Mi (96 MiB plus maxBufferedBodyBytes plus the body limit",
+    ),
+    (
         {"extender": {"resources": {"limits": {"memory": "400Mi"}}}},
         "extender",
         "resources.limits.memory (400Mi) is below what the extender can hold at once with a 128 MiB"
