@@ -258,6 +258,7 @@ class HttpServer:
             raise
         except (ClientGone, ConnectionError, ssl.SSLError, OSError):
             failure = "client went away"
+            response = response or ABANDONED  # gone while its body was read: logged as 499 too
             raise
         finally:
             state.busy = False

@@ -122,6 +122,27 @@ def test_a_request_whose_client_left_while_queued_is_not_judged(pki, slow_reader
         server.stop()
 
 
+def test_a_request_whose_client_left_mid_body_is_logged(pki):
+    """A client that sends half its body and goes away gets a log line and a count (499), like one
+    that left while queued: the operator sees every request that arrived."""
+    server = ThreadedExtender(settings_for(pki), pki).start()
+    try:
+        with tls_socket(server.ports.port, scheduler_context(pki)) as quitter:
+            quitter.sendall(head(len(LARGE)) + LARGE[: len(LARGE) // 2])
+            wait_for(lambda: server.verb_server.buffered_body_bytes == len(LARGE), "the body being read")
+            quitter.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        wait_for(lambda: len(server.logs.requests()) == 1, "the abandoned request's log line")
+        [line] = server.logs.requests()
+        assert (line["status"], line["pod"], line["delivery"]) == (
+            CLIENT_CLOSED_REQUEST,
+            "",
+            "client went away",
+        )
+        wait_for(lambda: server.verb_server.buffered_body_bytes == 0, "the budget given back")
+    finally:
+        server.stop()
+
+
 def _views_of_large_buffers() -> list[memoryview]:
     views = []
     for thing in gc.get_objects():
