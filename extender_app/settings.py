@@ -28,7 +28,7 @@ from contracts.server import (
     TLS_KEY_FILE,
     TLS_PORT,
 )
-from policy import CAPACITY_CHOICES, CapacityTypeSettings, PolicySettings
+from policy import CapacityTypeSettings, PolicySettings
 from policy.capacity_type import CapacityChoice
 from policy.job_zone import JOB_SIZE_LIMIT, MAX_JOB_SIZE
 
@@ -194,7 +194,7 @@ class ExtenderSettings:
     @property
     def capacity(self) -> CapacityTypeSettings:
         """The capacity-type rule's settings: its keys, and the default choice."""
-        choice = cast("CapacityChoice | Literal['']", self.default_capacity_type)  # checked on creation
+        choice = cast("CapacityChoice | Literal['']", self.default_capacity_type)  # the settings check it
         return CapacityTypeSettings(default_choice=choice)
 
     @property
@@ -244,11 +244,7 @@ class ExtenderSettings:
                 f"disruption_protection must be one of {', '.join(DISRUPTION_PROTECTION_CHOICES)}, "
                 f"not {self.disruption_protection!r}"
             )
-        if self.default_capacity_type and self.default_capacity_type not in CAPACITY_CHOICES:
-            raise ValueError(
-                f"default_capacity_type must be empty or one of {', '.join(CAPACITY_CHOICES)}, "
-                f"not {self.default_capacity_type!r}"
-            )
+        _ = self.capacity  # the capacity-type rule checks its own default choice (ValueError)
         if self.role == ROLE_EXTENDER and not self.client_ca:
             raise ValueError("client_ca must be a file path: the extender requires client certificates")
         if self.role == ROLE_WEBHOOK and self.node_cache != NODE_CACHE_OFF:
