@@ -36,6 +36,8 @@ class SimulatedNode:
     """The EKS capacity-type label's value (``eks.amazonaws.com/capacityType``)."""
     taints: tuple[str, ...] = ()
     """Keys of further NoSchedule taints (a disruption taint, for example)."""
+    cordoned: bool = False
+    """``spec.unschedulable``, as ``kubectl cordon`` sets it."""
 
     @property
     def node_group(self) -> str:
@@ -79,6 +81,8 @@ def node_manifest(node: SimulatedNode) -> dict[str, Any]:
             *spec.get("taints", []),
             *({"key": key, "effect": "NoSchedule"} for key in node.taints),
         ]
+    if node.cordoned:
+        spec["unschedulable"] = True
     return {
         "apiVersion": "v1",
         "kind": "Node",

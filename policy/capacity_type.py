@@ -20,9 +20,14 @@ its own reason. Reserved capacity (Karpenter's ``reserved``, EKS's ``CAPACITY_BL
 is not interruptible like spot, so for this rule it counts as on-demand.
 
 For a pod with a choice, a node that is being taken away fails whatever the pod
-tolerates: Karpenter's ``karpenter.sh/disrupted``, Cluster Autoscaler's
-``ToBeDeletedByClusterAutoscaler`` and AWS Node Termination Handler's taints. Cluster
-Autoscaler's softer ``DeletionCandidateOfClusterAutoscaler`` halves the node's score.
+tolerates: a cordoned node (``spec.unschedulable``, what ``kubectl drain``, managed node
+group updates, EKS node auto repair and Node Termination Handler in queue mode do first,
+and its mirror taint ``node.kubernetes.io/unschedulable``), one marked out of service
+(``node.kubernetes.io/out-of-service``), Karpenter's ``karpenter.sh/disrupted``, Cluster
+Autoscaler's ``ToBeDeletedByClusterAutoscaler`` and AWS Node Termination Handler's taints.
+kube-scheduler's own NodeUnschedulable filter lets a pod that tolerates every taint onto a
+cordoned node; this rule does not. Cluster Autoscaler's softer
+``DeletionCandidateOfClusterAutoscaler`` halves the node's score.
 """
 
 from collections.abc import Mapping, Sequence
@@ -68,7 +73,12 @@ VENDOR_SPELLINGS: Mapping[str, CapacityType] = {
 }
 """A vendor label's value, lower-cased and without ``-``/``_``, to the capacity type it means."""
 
+CORDONED = "spec.unschedulable"
+"""What ``disruption_signal`` names for a cordoned node."""
+
 DISRUPTION_TAINTS: tuple[str, ...] = (
+    "node.kubernetes.io/unschedulable",
+    "node.kubernetes.io/out-of-service",
     "karpenter.sh/disrupted",
     "ToBeDeletedByClusterAutoscaler",
     "aws-node-termination-handler/spot-itn",
@@ -88,7 +98,7 @@ INVALID_CAPACITY_CHOICE = "capacity type must be on-demand, spot, prefer-on-dema
 UNKNOWN_CAPACITY_TYPE = "node's capacity type is unknown (no valid capacity-type label)"
 NOT_ON_DEMAND = "pod requires on-demand capacity; the node is spot"
 NOT_SPOT = "pod requires spot capacity; the node is not spot"
-NODE_BEING_REMOVED = "node is being taken away (it carries a disruption taint)"
+NODE_BEING_REMOVED = "node is being taken away (cordoned, or it carries a disruption taint)"
 
 
 @dataclass(frozen=True)
@@ -153,9 +163,13 @@ def node_capacity_type(node: object, settings: CapacityTypeSettings = DEFAULT_CA
     return ""
 
 
-def disruption_taint(node: object) -> str:
-    """The key of the first disruption taint the node carries, or ""."""
-    for key in _taint_keys(_node_mapping(node)):
+def disruption_signal(node: object) -> str:
+    """Why the node is being taken away: ``CORDONED``, or the key of the first disruption taint
+    it carries; "" when it is not."""
+    cordoned, taint_keys = _spec_facts(_node_mapping(node))
+    if cordoned:
+        return CORDONED
+    for key in taint_keys:
         if key in DISRUPTION_TAINTS:
             return key
     return ""
@@ -174,7 +188,7 @@ def fits_capacity_type(
         return True, ""
     if node is None:
         return False, MISSING_NODE
-    if disruption_taint(node):
+    if disruption_signal(node):
         return False, NODE_BEING_REMOVED
     reason = _required_type_reason(choice, node, settings)
     return not reason, reason
@@ -205,7 +219,7 @@ def capacity_score_100(
     wanted = choice.removeprefix("prefer-")
     capacity = _as_on_demand_or_spot(node_capacity_type(node, settings))
     score = MAX_SCORE if capacity == wanted else 0
-    if DELETION_CANDIDATE_TAINT in _taint_keys(_node_mapping(node)):
+    if DELETION_CANDIDATE_TAINT in _spec_facts(_node_mapping(node))[1]:
         score //= DELETION_CANDIDATE_DIVISOR
     return score
 
@@ -243,10 +257,15 @@ def _labels(node: Mapping[str, Any]) -> Mapping[str, Any]:
     return mapping_field(metadata, "labels", "metadata")
 
 
-def _taint_keys(node: Mapping[str, Any]) -> Sequence[str]:
+def _spec_facts(node: Mapping[str, Any]) -> tuple[bool, Sequence[str]]:
+    """Whether the node is cordoned (``spec.unschedulable``: absent or null is false), and its
+    taints' keys; both checked as Go decodes them, whichever the caller needs."""
     spec = mapping_field(node, "spec", "node")
+    unschedulable = spec.get("unschedulable")
+    if unschedulable is not None and not isinstance(unschedulable, bool):
+        raise PolicyError("spec.unschedulable must be a boolean")
     keys: list[str] = []
     for index, raw in enumerate(list_field(spec, "taints", "spec")):
         where = f"spec.taints[{index}]"
         keys.append(optional_string(element(raw, where), "key", where) or "")
-    return keys
+    return bool(unschedulable), keys

@@ -2,9 +2,10 @@
 
 The extender lists and watches full Nodes: the memory rule reads one label, the
 capacity-type rule three labels and the taints, which live in ``spec`` (metadata-only
-objects do not carry them). Of each object only ``metadata.name``,
-``metadata.resourceVersion``, those labels and the taints' keys are built; the rest is
-skipped in C by msgspec, and the cache keeps only the values the rules read.
+objects do not carry them), as is ``spec.unschedulable``. Of each object only
+``metadata.name``, ``metadata.resourceVersion``, those labels, the taints' keys and
+``spec.unschedulable`` are built; the rest is skipped in C by msgspec, and the cache keeps only
+the values the rules read.
 
 This module has no I/O: bytes in, values out.
 """
@@ -20,10 +21,11 @@ from msgspec import UNSET, Raw
 
 from policy import DEFAULT_CAPACITY_SETTINGS, node_capacity_type
 from policy.capacity_type import (
+    CORDONED,
     DELETION_CANDIDATE_TAINT,
     EKS_CAPACITY_TYPE_LABEL,
     KARPENTER_CAPACITY_TYPE_LABEL,
-    disruption_taint,
+    disruption_signal,
 )
 
 ADDED = "ADDED"
@@ -48,7 +50,7 @@ class CapacityFacts:
     capacity_type: str = ""
     """The node's capacity type (``policy.node_capacity_type``), "" when unknown."""
     disruption: str = ""
-    """The first disruption taint's key, "" when none."""
+    """Why the node is being taken away (``policy.capacity_type.disruption_signal``), "" when it is not."""
     deletion_candidate: bool = False
     """Whether the node carries Cluster Autoscaler's DeletionCandidate taint."""
 
@@ -114,6 +116,7 @@ class _Taint(msgspec.Struct):
 
 class _Spec(msgspec.Struct):
     taints: list[_Taint | None] | None = None
+    unschedulable: bool | None = None
 
 
 class _Object(msgspec.Struct):
@@ -181,10 +184,11 @@ def _capacity_facts(labels: Raw, spec: _Spec | None) -> CapacityFacts:
     taints = (
         [{"key": (taint.key or "") if taint else ""} for taint in (spec.taints or ()) if spec] if spec else []
     )
-    node = {"metadata": {"labels": present}, "spec": {"taints": taints}}
+    cordoned = bool(spec and spec.unschedulable)
+    node = {"metadata": {"labels": present}, "spec": {"taints": taints, "unschedulable": cordoned}}
     facts = CapacityFacts(
         node_capacity_type(node),
-        disruption_taint(node),
+        disruption_signal(node),
         any(taint["key"] == DELETION_CANDIDATE_TAINT for taint in taints),
     )
     return NO_CAPACITY_FACTS if facts == NO_CAPACITY_FACTS else facts
@@ -255,10 +259,11 @@ def policy_view(label_key: str, label: str | None) -> dict[str, Any]:
 
 
 def capacity_view(facts: CapacityFacts, capacity_label: str) -> dict[str, Any]:
-    """A node the capacity-type rule reads as it read the original: the type in our label, and
-    the taints that count."""
+    """A node the capacity-type rule reads as it read the original: the type in our label, the
+    cordon or the taints that count."""
     labels = {capacity_label: facts.capacity_type} if facts.capacity_type else {}
-    taints = [{"key": key} for key in (facts.disruption,) if key]
+    cordoned = facts.disruption == CORDONED
+    taints = [{"key": key} for key in (facts.disruption,) if key and not cordoned]
     if facts.deletion_candidate:
         taints.append({"key": DELETION_CANDIDATE_TAINT})
-    return {"metadata": {"labels": labels}, "spec": {"taints": taints}}
+    return {"metadata": {"labels": labels}, "spec": {"taints": taints, "unschedulable": cordoned}}

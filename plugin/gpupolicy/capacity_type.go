@@ -58,8 +58,13 @@ const (
 	PreferSpot      CapacityChoice = "prefer-spot"
 )
 
+// Cordoned is what DisruptionSignal names for a node whose spec.unschedulable is true.
+const Cordoned = "spec.unschedulable"
+
 // DisruptionTaints are the taint keys of a node being taken away; any effect counts.
 var DisruptionTaints = []string{
+	"node.kubernetes.io/unschedulable",
+	"node.kubernetes.io/out-of-service",
 	"karpenter.sh/disrupted",
 	"ToBeDeletedByClusterAutoscaler",
 	"aws-node-termination-handler/spot-itn",
@@ -87,8 +92,8 @@ const (
 	ReasonNotOnDemand = "pod requires on-demand capacity; the node is spot"
 	// ReasonNotSpot: a pod requiring spot meets an on-demand or reserved node.
 	ReasonNotSpot = "pod requires spot capacity; the node is not spot"
-	// ReasonNodeBeingRemoved: the node carries one of DisruptionTaints.
-	ReasonNodeBeingRemoved = "node is being taken away (it carries a disruption taint)"
+	// ReasonNodeBeingRemoved: the node is cordoned or carries one of DisruptionTaints.
+	ReasonNodeBeingRemoved = "node is being taken away (cordoned, or it carries a disruption taint)"
 )
 
 // ErrInvalidCapacityChoice is returned by CapacityChoiceFromPod for an invalid annotation.
@@ -196,8 +201,14 @@ func vendorCapacityType(value string) CapacityType {
 	return vendorSpellings[folded]
 }
 
-// DisruptionTaint returns the key of the first of DisruptionTaints the node carries, or "".
-func DisruptionTaint(node *v1.Node) string {
+// DisruptionSignal says why the node is being taken away: Cordoned, or the key of the
+// first of DisruptionTaints it carries; "" when it is not. kube-scheduler's
+// NodeUnschedulable lets a pod that tolerates every taint onto a cordoned node; a pod
+// with a capacity choice is kept off it here.
+func DisruptionSignal(node *v1.Node) string {
+	if node.Spec.Unschedulable {
+		return Cordoned
+	}
 	for _, taint := range node.Spec.Taints {
 		for _, key := range DisruptionTaints {
 			if taint.Key == key {
@@ -225,7 +236,7 @@ func ReadNodeCapacity(node *v1.Node, s CapacitySettings) NodeCapacity {
 		return NodeCapacity{Reason: ReasonMissingNode}
 	}
 	read := NodeCapacity{Type: NodeCapacityType(node, s)}
-	if DisruptionTaint(node) != "" {
+	if DisruptionSignal(node) != "" {
 		read.Reason = ReasonNodeBeingRemoved
 	}
 	for _, taint := range node.Spec.Taints {

@@ -59,17 +59,22 @@ func TestCapacityChoiceMethods(t *testing.T) {
 	}
 }
 
-func TestDisruptionTaintNamesTheFirst(t *testing.T) {
+func TestDisruptionSignalNamesTheFirstTaint(t *testing.T) {
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: v1.NodeSpec{Taints: []v1.Taint{
 		{Key: "nvidia.com/gpu", Effect: v1.TaintEffectNoSchedule},
 		{Key: "ToBeDeletedByClusterAutoscaler", Effect: v1.TaintEffectNoSchedule},
 		{Key: "karpenter.sh/disrupted", Effect: v1.TaintEffectNoSchedule},
 	}}}
-	if got := DisruptionTaint(node); got != "ToBeDeletedByClusterAutoscaler" {
-		t.Fatalf("DisruptionTaint = %q", got)
+	if got := DisruptionSignal(node); got != "ToBeDeletedByClusterAutoscaler" {
+		t.Fatalf("DisruptionSignal = %q", got)
 	}
+	node.Spec.Unschedulable = true
+	if got := DisruptionSignal(node); got != Cordoned {
+		t.Fatalf("DisruptionSignal of a cordoned node = %q, want %q", got, Cordoned)
+	}
+	node.Spec.Unschedulable = false
 	node.Spec.Taints = node.Spec.Taints[:1]
-	if got := DisruptionTaint(node); got != "" {
-		t.Fatalf("DisruptionTaint = %q, want none", got)
+	if got := DisruptionSignal(node); got != "" {
+		t.Fatalf("DisruptionSignal = %q, want none", got)
 	}
 }

@@ -1,9 +1,10 @@
 """The capacity-type rule through the real kube-scheduler and API server, in every mode.
 
-On-demand and spot GPU nodes (by EKS's and Karpenter's labels) and one of each being taken
-away (Karpenter's and Node Termination Handler's taints); pods that require or prefer a type,
-some tolerating every taint. No pod may land on the other type or on a node being taken away,
-and a pod with nowhere to go waits with the policy's reasons in its condition.
+On-demand and spot GPU nodes (by EKS's and Karpenter's labels) and nodes being taken away
+(Karpenter's and Node Termination Handler's taints, a cordon, an out-of-service taint); pods
+that require or prefer a type, some tolerating every taint. No pod may land on the other type
+or on a node being taken away, and a pod with nowhere to go waits with the policy's reasons in
+its condition.
 """
 
 import pytest
@@ -19,7 +20,7 @@ TWO_GPUS = shaped_like("g5.xlarge", 22888, gpu_count=2)
 THREE_GPUS = shaped_like("g5.xlarge", 22888, gpu_count=3)
 ON_DEMAND_NODES = {"on-demand-1"}
 SPOT_NODES = {"spot-1"}
-BEING_REMOVED = {"on-demand-draining", "spot-interrupted"}
+BEING_REMOVED = {"on-demand-draining", "spot-interrupted", "on-demand-cordoned", "on-demand-out-of-service"}
 
 
 def nodes() -> list[SimulatedNode]:
@@ -33,6 +34,11 @@ def nodes() -> list[SimulatedNode]:
             "us-east-1b",
             capacity_type="Spot",
             taints=("aws-node-termination-handler/spot-itn",),
+        ),
+        # Cordoned: kube-scheduler's NodeUnschedulable lets a pod that tolerates every taint through.
+        SimulatedNode("on-demand-cordoned", TWO_GPUS, "us-east-1a", cordoned=True),
+        SimulatedNode(
+            "on-demand-out-of-service", TWO_GPUS, "us-east-1b", taints=("node.kubernetes.io/out-of-service",)
         ),
     ]
 

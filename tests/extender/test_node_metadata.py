@@ -11,12 +11,14 @@ from extender_app.node_cache.metadata import (
     CapacityFacts,
     NodeDecodeError,
     NodeMeta,
+    capacity_view,
     event_from_json,
     node_from_json,
     page_from_json,
     policy_view,
 )
 from policy import NODE_MEMORY_LABEL, fits_memory, requirement_from_pod
+from policy.capacity_type import CAPACITY_TYPE_LABEL, CORDONED, NODE_BEING_REMOVED, fits_capacity_type
 from testbed.eks_nodes import base_node, make_pod
 
 KEY = NODE_MEMORY_LABEL
@@ -55,6 +57,20 @@ def test_capacity_facts_are_read_from_the_labels_and_the_taints():
     assert meta.capacity == CapacityFacts("spot", "karpenter.sh/disrupted", deletion_candidate=True)
     partial_meta = node_from_json(orjson.dumps(partial("n", {"karpenter.sh/capacity-type": "spot"})), KEY)
     assert partial_meta.capacity == CapacityFacts("spot"), "metadata alone: labels, no taints"
+
+
+def test_a_cordoned_node_is_read_as_being_taken_away():
+    node = base_node()
+    node["metadata"]["labels"]["training.example.com/capacity-type"] = "on-demand"
+    node["spec"]["unschedulable"] = True
+    facts = node_from_json(orjson.dumps(node), KEY).capacity
+    assert facts == CapacityFacts("on-demand", CORDONED)
+    view = capacity_view(facts, CAPACITY_TYPE_LABEL)
+    assert fits_capacity_type("on-demand", view) == (False, NODE_BEING_REMOVED), (
+        "the rule reads the view as the node"
+    )
+    node["spec"]["unschedulable"] = False
+    assert node_from_json(orjson.dumps(node), KEY).capacity == CapacityFacts("on-demand")
 
 
 def test_label_absent_null_and_labels_null():

@@ -7,11 +7,12 @@ import pytest
 
 import policy
 from policy.capacity_type import (
+    CORDONED,
     DELETION_CANDIDATE_TAINT,
     EKS_CAPACITY_TYPE_LABEL,
     KARPENTER_CAPACITY_TYPE_LABEL,
     CapacityTypeSettings,
-    disruption_taint,
+    disruption_signal,
 )
 from policy.settings import MAX_SCORE
 
@@ -68,13 +69,30 @@ def test_reading_a_null_node_directly_is_missing_node() -> None:
     with pytest.raises(policy.PolicyError, match="missing node"):
         policy.node_capacity_type(None)
     with pytest.raises(policy.PolicyError, match="missing node"):
-        disruption_taint(None)
+        disruption_signal(None)
 
 
-def test_disruption_taint_names_the_first_one() -> None:
+def test_disruption_signal_names_the_first_taint() -> None:
     node = node_of({}, ("nvidia.com/gpu", "ToBeDeletedByClusterAutoscaler", "karpenter.sh/disrupted"))
-    assert disruption_taint(node) == "ToBeDeletedByClusterAutoscaler"
-    assert disruption_taint(node_of({}, ("nvidia.com/gpu",))) == ""
+    assert disruption_signal(node) == "ToBeDeletedByClusterAutoscaler"
+    assert disruption_signal(node_of({}, ("nvidia.com/gpu",))) == ""
+
+
+def test_a_cordoned_node_is_being_taken_away_before_any_taint_is_read() -> None:
+    node = node_of({}, ("karpenter.sh/disrupted",))
+    node["spec"]["unschedulable"] = True
+    assert disruption_signal(node) == CORDONED
+    node["spec"]["unschedulable"] = False
+    assert disruption_signal(node) == "karpenter.sh/disrupted"
+    node["spec"]["unschedulable"] = None
+    assert disruption_signal(node) == "karpenter.sh/disrupted"
+
+
+def test_unschedulable_that_is_not_a_boolean_is_an_error() -> None:
+    node = node_of({})
+    node["spec"]["unschedulable"] = "true"
+    with pytest.raises(policy.PolicyError, match=r"spec\.unschedulable must be a boolean"):
+        policy.fits_capacity_type("spot", node)
 
 
 VENDOR_VALUES = [
