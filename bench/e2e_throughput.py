@@ -40,7 +40,7 @@ from localcluster.custom_scheduler import (
     ExtenderTLS,
     RunningExtender,
     extender_tls,
-    grant_scheduler_lease,
+    grant_scheduler_rbac,
     scheduler_process_flags,
     start_extender_for,
 )
@@ -208,7 +208,7 @@ def run_e2e(
     with start_control_plane(bin_dir, work_dir) as plane:
         api = plane.api_client()
         ensure_namespace(api, WORKLOAD_NAMESPACE, restricted_namespace_labels())
-        grant_scheduler_lease(plane)
+        grant_scheduler_rbac(plane)
         node_objects = realistic_nodes(nodes)
         started = time.monotonic()
         create_nodes(api, node_objects)

@@ -28,7 +28,7 @@ from bench.e2e_throughput import BINARIES, SCHEDULER_VERBOSITY, ExtenderLink, Se
 from localcluster.control_plane import ControlPlane, start_control_plane
 from localcluster.custom_scheduler import (
     extender_tls,
-    grant_scheduler_lease,
+    grant_scheduler_rbac,
     scheduler_process_flags,
     start_extender_for,
 )
@@ -64,7 +64,7 @@ def main() -> None:
     ):
         api = plane.api_client()
         ensure_namespace(api, WORKLOAD_NAMESPACE, restricted_namespace_labels())
-        grant_scheduler_lease(plane)
+        grant_scheduler_rbac(plane)
         create_nodes(api, realistic_nodes(arguments.nodes))
         link = _extender_link(plane, Path(directory)) if arguments.mode == "extender-cached" else None
         create_pods(api, gpu_pods(arguments.pods, grouped=arguments.grouped))

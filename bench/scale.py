@@ -43,7 +43,7 @@ from bench.scale_fleet import (
 from bench.scale_report import draw_plots, render_scale_section, splice_scale_section
 from bench.scale_results import ScaleDocument, SizeInfo, load, row_from_run, save
 from localcluster.control_plane import ControlPlane, start_control_plane
-from localcluster.custom_scheduler import extender_tls, grant_scheduler_lease, start_extender_for
+from localcluster.custom_scheduler import extender_tls, grant_scheduler_rbac, start_extender_for
 from localcluster.workloads import WORKLOAD_NAMESPACE, ensure_namespace, restricted_namespace_labels
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -187,7 +187,7 @@ def run_scale(
     with start_control_plane(bin_dir, work_dir) as plane:
         api = plane.api_client()
         ensure_namespace(api, WORKLOAD_NAMESPACE, restricted_namespace_labels())
-        grant_scheduler_lease(plane)
+        grant_scheduler_rbac(plane)
         labels: dict[str, int] = {}
         for size in plan.sizes:
             load_at_start = os.getloadavg()

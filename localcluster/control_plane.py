@@ -13,6 +13,7 @@ import kubernetes.client
 import kubernetes.config
 import yaml
 
+from contracts.cluster import NAMESPACE, SCHEDULER_NAME
 from localcluster.pki import CertFiles, CertificateAuthority, write_signing_key
 from localcluster.probes import LOOPBACK, http_status
 from localcluster.processes import ManagedProcess, ProcessGroup, raise_if_exited
@@ -24,8 +25,13 @@ SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
 """Only an allocation range for Service objects: nothing is ever routed there."""
 
 ADMIN_USER = "local-admin"
-SCHEDULER_USER = "system:kube-scheduler"
-"""The identity upstream RBAC already grants what a kube-scheduler needs."""
+SCHEDULER_USER = f"system:serviceaccount:{NAMESPACE}:{SCHEDULER_NAME}"
+"""The custom scheduler's identity: its ServiceAccount's user name, in a client certificate. RBAC
+bound to the ServiceAccount applies to it, so the scheduler runs with exactly the roles the stack
+grants (``localcluster.custom_scheduler.grant_scheduler_rbac``), not the built-in
+``system:kube-scheduler``."""
+SCHEDULER_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}")
+"""The groups the API server gives a ServiceAccount of NAMESPACE."""
 
 
 @dataclass(frozen=True)
@@ -109,7 +115,7 @@ def start_control_plane(bin_dir: Path, work_dir: Path | None = None) -> Iterator
                     work_dir, server, ca, user=ADMIN_USER, stem="admin", groups=("system:masters",)
                 ),
                 scheduler=_credentials(
-                    work_dir, server, ca, user=SCHEDULER_USER, stem="scheduler", groups=()
+                    work_dir, server, ca, user=SCHEDULER_USER, stem="scheduler", groups=SCHEDULER_GROUPS
                 ),
                 etcd=etcd,
                 apiserver=apiserver,

@@ -25,6 +25,7 @@ from components.render.scheduler_config import (
     scheduler_mode_flags,
     uses_extender,
 )
+from components.render.scheduler_rbac import scheduler_rbac_manifests
 from contracts.cluster import NAMESPACE, SCHEDULER_NAME
 from contracts.server import NODE_CACHE_WATCH_FLAG, flag
 from localcluster.control_plane import ControlPlane, Credentials, write_kubeconfig
@@ -43,6 +44,9 @@ SCHEDULER_BINARIES: dict[SchedulerMode, str] = {
     "extender-cached": "kube-scheduler",
     "plugin": "gpu-scheduler",
 }
+SCHEDULER_SUBJECT = {"kind": "ServiceAccount", "name": SCHEDULER_NAME, "namespace": NAMESPACE}
+"""Whom the scheduler's roles are bound to, as in the cluster (the plane's scheduler credentials
+carry this ServiceAccount's user name)."""
 EXTENDER_USER = "scheduler-extender"
 """The extender's identity on the local API server (a ServiceAccount in the cluster)."""
 
@@ -204,44 +208,21 @@ def _ready(extender: RunningExtender) -> RunningExtender:
     return extender
 
 
-def grant_scheduler_lease(plane: ControlPlane) -> None:
-    """The scheduler-lab namespace and a Role for the custom-scheduler Lease.
-
-    Upstream ``system:kube-scheduler`` may update only the Lease named kube-scheduler;
-    a second scheduler with its own Lease needs this (the Pulumi program grants the same).
-    """
+def grant_scheduler_rbac(plane: ControlPlane) -> None:
+    """The scheduler-lab namespace and the scheduler's own roles, as the Pulumi program grants them
+    (``components/render/scheduler_rbac.py``), bound to its ServiceAccount: the identity the plane's
+    scheduler credentials carry. So every local scheduler runs with exactly the deployed rights."""
     api = plane.api_client()
     ensure_namespace(api, NAMESPACE, restricted_namespace_labels())
     rbac = kubernetes.client.RbacAuthorizationV1Api(api)
-    rbac.create_namespaced_role(
-        NAMESPACE,
-        {
-            "metadata": {"name": "custom-scheduler-lease"},
-            "rules": [
-                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
-                {
-                    "apiGroups": ["coordination.k8s.io"],
-                    "resources": ["leases"],
-                    "resourceNames": [SCHEDULER_NAME],
-                    "verbs": ["get", "update"],
-                },
-            ],
-        },
-    )
-    rbac.create_namespaced_role_binding(
-        NAMESPACE,
-        {
-            "metadata": {"name": "custom-scheduler-lease"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "Role",
-                "name": "custom-scheduler-lease",
-            },
-            "subjects": [
-                {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": plane.scheduler.user}
-            ],
-        },
-    )
+    create = {
+        "ClusterRole": rbac.create_cluster_role,
+        "ClusterRoleBinding": rbac.create_cluster_role_binding,
+        "Role": lambda body: rbac.create_namespaced_role(body["metadata"]["namespace"], body),
+        "RoleBinding": lambda body: rbac.create_namespaced_role_binding(body["metadata"]["namespace"], body),
+    }
+    for manifest in scheduler_rbac_manifests(SCHEDULER_SUBJECT):
+        create[manifest["kind"]](manifest)
 
 
 def start_scheduler(
@@ -360,12 +341,12 @@ def running_custom_scheduler(
     scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
     job_zone: JobZoneArgs | None = None,
 ) -> Iterator[CustomScheduler]:
-    """Lease RBAC, then (extender modes) TLS + extender, then the scheduler; stopped on exit.
+    """The scheduler's RBAC, then (extender modes) TLS + extender, then the scheduler; stopped on exit.
 
     ``scoring_strategy`` goes to the extender's ``--scoring-strategy`` in the extender modes and
     to GPUScheduler's ``scoringStrategy`` arg in plugin mode, as on EKS.
     """
-    grant_scheduler_lease(plane)
+    grant_scheduler_rbac(plane)
     extender = tls = None
     if uses_extender(mode):
         tls = extender_tls(plane.work_dir)

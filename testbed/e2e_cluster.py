@@ -20,7 +20,7 @@ from localcluster.custom_scheduler import (
     ExtenderTLS,
     RunningExtender,
     extender_tls,
-    grant_scheduler_lease,
+    grant_scheduler_rbac,
     start_extender_for,
     start_scheduler,
 )
@@ -185,5 +185,5 @@ def e2e_cluster(bin_dir: Path, work_dir: Path, mode: SchedulerMode) -> Iterator[
     with start_control_plane(bin_dir, work_dir) as plane:
         api = plane.api_client()
         ensure_namespace(api, WORKLOAD_NAMESPACE, restricted_namespace_labels())
-        grant_scheduler_lease(plane)
+        grant_scheduler_rbac(plane)
         yield E2ECluster(plane=plane, bin_dir=bin_dir, mode=mode, api=api)

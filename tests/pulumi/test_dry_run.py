@@ -181,11 +181,10 @@ def test_every_declared_object_is_accepted_without_warnings(
     run = mode_run(request, mode)
     objects = [body for body in declared_objects(run) if body["kind"] != "Namespace"]
     kinds = sorted({body["kind"] for body in objects})
-    expected = {"ClusterRoleBinding", "ConfigMap", "Deployment", "Role", "RoleBinding", "ServiceAccount"}
+    expected = {"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Role", "RoleBinding"}
+    expected |= {"ServiceAccount"}
     # The admission webhook's, in every mode (the extender modes have the same kinds besides).
     expected |= {"MutatingWebhookConfiguration", "NetworkPolicy", "PodDisruptionBudget", "Secret", "Service"}
-    if mode == "extender-cached":
-        expected |= {"ClusterRole"}
     assert set(kinds) == expected
     for body in objects:
         warnings = api.create(body)

@@ -77,8 +77,8 @@ OURS = [
     ("apps/v1", "Deployment", NAMESPACE, SCHEDULER_NAME),
     ("policy/v1", "PodDisruptionBudget", NAMESPACE, EXTENDER_SERVICE),
     ("networking.k8s.io/v1", "NetworkPolicy", NAMESPACE, EXTENDER_SERVICE),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", f"{SCHEDULER_NAME}-as-kube-scheduler"),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", f"{SCHEDULER_NAME}-as-volume-scheduler"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole", "", SCHEDULER_NAME),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", SCHEDULER_NAME),
     (
         "rbac.authorization.k8s.io/v1",
         "RoleBinding",
