@@ -234,6 +234,50 @@ def test_the_namespace_really_enforces_restricted(
     assert '"restricted:' in str(refused.value.body)
 
 
+def test_cluster_autoscalers_pod_meets_restricted_pod_security(
+    api: DryRun, namespace: dict[str, Any], extender_run: StackRun
+) -> None:
+    """The chart is not rendered here (its repository is not reachable), so the Pod is made from
+    the release's values as the chart's Deployment template places them (``securityContext`` on
+    the pod, ``containerSecurityContext`` on its one container) and admitted in a namespace that
+    enforces "restricted"."""
+    release = manifest(extender_run.one("kubernetes:helm.sh/v3:Release", "cluster-autoscaler-release").plain)
+    values = release["values"]
+    account = values["rbac"]["serviceAccount"]["name"]
+    image = values["image"]
+    pod: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "cluster-autoscaler-probe", "namespace": NAMESPACE},
+        "spec": {
+            "serviceAccountName": account,
+            "securityContext": values["securityContext"],
+            "containers": [
+                {
+                    "name": "aws-cluster-autoscaler",
+                    "image": f"{image['repository']}:{image['tag']}",
+                    "securityContext": values["containerSecurityContext"],
+                }
+            ],
+        },
+    }
+    service_account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": account, "namespace": NAMESPACE},
+    }
+    with existing(api, [service_account]):
+        assert api.create(pod) == []
+        # Control: without either value (the chart's default) the Pod is refused.
+        no_pod_context, no_container_context = copy.deepcopy(pod), copy.deepcopy(pod)
+        del no_pod_context["spec"]["securityContext"]
+        del no_container_context["spec"]["containers"][0]["securityContext"]
+        for unset in (no_pod_context, no_container_context):
+            with pytest.raises(ApiException) as refused:
+                api.create(unset)
+            assert "violates PodSecurity" in str(refused.value.body)
+
+
 NODE_READS = (("get", "nodes"), ("list", "nodes"), ("watch", "nodes"))
 NOT_GRANTED = (
     ("update", "nodes", "", ""),
