@@ -103,6 +103,7 @@ class AdmissionWebhook(pulumi.ComponentResource):
                 settings.disruption_protection,
                 max_job_size,
                 default_capacity_type,
+                settings.max_connections_per_source,
             ),
             port=TLS_PORT,
             replicas=settings.replicas,

@@ -18,6 +18,7 @@ from contracts.server import (
     INVALID_ANNOTATION,
     INVALID_ANNOTATION_ACTIONS,
     MAX_BODY_BYTES,
+    MAX_CONNECTIONS,
     NODE_CACHE_MODES,
     NODE_CACHE_OFF,
     NODE_CACHE_WATCH,
@@ -108,7 +109,7 @@ class ExtenderSettings:
     # bound the least recently used idle connection is closed for it. Sized for kube-apiserver and
     # kube-scheduler as sources: docs/serving.md#connections-idle-holders-and-sources.
     max_connections: int = setting(
-        256,
+        MAX_CONNECTIONS,
         "open client connections; at the bound the least recently used idle one is closed for a new"
         " one, which is refused only when all are busy with a request",
     )

@@ -171,12 +171,16 @@ def webhook_args(
     disruption_protection: bool = True,
     max_job_size: int = MAX_JOB_SIZE,
     default_capacity_type: str = "",
+    max_connections_per_source: int | None = None,
 ) -> list[str]:
     """The container's flags: the extender image in its webhook role, server certificate only;
     ``disruption_protection``: pods with a minimum also get the autoscalers' opt-out annotations;
     ``max_job_size``: the largest same-zone job admitted (the scheduler's);
-    ``default_capacity_type``: the stack's default choice ("" for none)."""
+    ``default_capacity_type``: the stack's default choice ("" for none);
+    ``max_connections_per_source``: the server's bound per client address (None: its default)."""
     default = [flag("default_capacity_type", default_capacity_type)] if default_capacity_type else []
+    if max_connections_per_source is not None:
+        default.append(flag("max_connections_per_source", max_connections_per_source))
     return [
         flag("role", ROLE_WEBHOOK),
         *tls_flags(WEBHOOK_TLS_DIR, client_ca=False),

@@ -162,6 +162,7 @@ def test_the_settings_reach_the_objects() -> None:
                 "disruptionProtection": False,
                 "allowedSourceCidrs": ["10.0.0.0/16", "192.168.4.0/24"],
                 "resources": {"limits": {"memory": "128Mi"}},
+                "maxConnectionsPerSource": 128,
             },
         }
     )
@@ -172,6 +173,7 @@ def test_the_settings_reach_the_objects() -> None:
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     assert "--invalid-annotation=warn" in container["args"]
     assert "--disruption-protection=off" in container["args"]
+    assert settings_from(container["args"], {}).max_connections_per_source == 128
     assert container["resources"]["limits"] == {"memory": "128Mi"}
     [rule] = run.kubernetes_object("NetworkPolicy", WEBHOOK_SERVICE)["spec"]["ingress"]
     assert rule["from"] == [{"ipBlock": {"cidr": "10.0.0.0/16"}}, {"ipBlock": {"cidr": "192.168.4.0/24"}}]
@@ -200,6 +202,8 @@ def test_the_defaults() -> None:
         ({"allowedSourceCidrs": ["10.0.0.0/33"]}, "webhook.allowedSourceCidrs[0]", "is not a CIDR block"),
         ({"enabled": "yes"}, "webhook.enabled", "must be true or false"),
         ({"disruptionProtection": "on"}, "webhook.disruptionProtection", "must be true or false"),
+        ({"maxConnectionsPerSource": 0}, "webhook.maxConnectionsPerSource", "must be 1..256"),
+        ({"maxConnectionsPerSource": 257}, "webhook.maxConnectionsPerSource", "must be 1..256"),
         ({"port": 443}, "webhook", "unknown key 'port'"),
     ],
 )
