@@ -14,8 +14,22 @@ import kubernetes.client
 
 from components.render.scheduler_config import JobZoneArgs, SchedulerMode, uses_extender
 from contracts.server import flag
-from localcluster.control_plane import ControlPlane, start_control_plane
-from localcluster.custom_scheduler import (
+from localcluster.host.images import LocalImages
+from localcluster.host.pki import CertFiles
+from localcluster.host.probes import LOOPBACK
+from localcluster.plane.control_plane import ControlPlane, start_control_plane
+from localcluster.plane.inventory import InstanceType, load_inventory
+from localcluster.plane.nodes import SimulatedNode, create_nodes
+from localcluster.plane.outcomes import PodOutcome, wait_for_outcomes
+from localcluster.plane.workloads import (
+    WORKLOAD_NAMESPACE,
+    PodSpecification,
+    ensure_namespace,
+    pod_manifest,
+    restricted_namespace_labels,
+    submit_pods,
+)
+from localcluster.services.custom_scheduler import (
     CustomScheduler,
     ExtenderTLS,
     RunningExtender,
@@ -23,20 +37,6 @@ from localcluster.custom_scheduler import (
     grant_scheduler_lease,
     start_extender_for,
     start_scheduler,
-)
-from localcluster.images import LocalImages
-from localcluster.inventory import InstanceType, load_inventory
-from localcluster.nodes import SimulatedNode, create_nodes
-from localcluster.outcomes import PodOutcome, wait_for_outcomes
-from localcluster.pki import CertFiles
-from localcluster.probes import LOOPBACK
-from localcluster.workloads import (
-    WORKLOAD_NAMESPACE,
-    PodSpecification,
-    ensure_namespace,
-    pod_manifest,
-    restricted_namespace_labels,
-    submit_pods,
 )
 from policy import NODE_MEMORY_LABEL
 

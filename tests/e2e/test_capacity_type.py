@@ -8,8 +8,8 @@ and a pod with nowhere to go waits with the policy's reasons in its condition.
 
 import pytest
 
-from localcluster.nodes import SimulatedNode
-from localcluster.workloads import PodSpecification
+from localcluster.plane.nodes import SimulatedNode
+from localcluster.plane.workloads import PodSpecification
 from policy import INVALID_CAPACITY_CHOICE, NODE_BEING_REMOVED, NOT_ON_DEMAND
 from testbed.e2e_cluster import E2ECluster, shaped_like
 

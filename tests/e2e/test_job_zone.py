@@ -13,16 +13,16 @@ from typing import Any
 import pytest
 
 from components.render.scheduler_config import JobZoneArgs
-from localcluster.nodes import SimulatedNode
-from localcluster.waiting import wait_for
-from localcluster.webhook import start_webhook
-from localcluster.workloads import (
+from localcluster.demo.zone_scene import BASE_TYPE, FREE_GPUS, ZONE_A, ZONE_B, same_zone_member, scene_nodes
+from localcluster.host.waiting import wait_for
+from localcluster.plane.nodes import SimulatedNode
+from localcluster.plane.workloads import (
     WORKLOAD_NAMESPACE,
     PodSpecification,
     create_through_admission,
     pod_manifest,
 )
-from localcluster.zone_scene import BASE_TYPE, FREE_GPUS, ZONE_A, ZONE_B, same_zone_member, scene_nodes
+from localcluster.services.webhook import start_webhook
 from testbed.e2e_cluster import E2ECluster, shaped_like
 from tests.e2e.bindings import BindingWatch, gpu_seconds_held
 

@@ -2,7 +2,7 @@
 
 The pods are submitted with the annotation only; the admission webhook (``extender_app
 --role=webhook`` on loopback, registered with the MutatingWebhookConfiguration the stack renders:
-``localcluster.webhook.start_webhook``) adds the policy's memory affinity (``Gt minimum-1`` on
+``localcluster.services.webhook.start_webhook``) adds the policy's memory affinity (``Gt minimum-1`` on
 our label) on CREATE, and that is all Karpenter reads. The pods of the batch keep apart
 (required pod anti-affinity on the hostname, as spread training workers do): otherwise Karpenter
 packs them into one NodeClaim, and a type with enough GPUs for all of them (the 8-GPU p4d/p5)
@@ -30,7 +30,26 @@ from components.render.karpenter_pools import (
     memory_classes,
     node_pool_manifest,
 )
-from localcluster.karpenter import (
+from localcluster.demo.karpenter_zone_scene import (
+    JOB,
+    JOB_SIZE,
+    MIN_MEMORY_MIB,
+    POD_GPUS,
+    claims_needed,
+    created_pod_affinity,
+    densest_fit,
+    job_members,
+)
+from localcluster.host.waiting import wait_for
+from localcluster.plane.nodes import GPU_TAINT, ZONES, SimulatedNode
+from localcluster.plane.outcomes import PodOutcome
+from localcluster.plane.workloads import (
+    WORKLOAD_NAMESPACE,
+    PodSpecification,
+    create_through_admission,
+    pod_manifest,
+)
+from localcluster.services.karpenter import (
     CRD_DIR,
     KARPENTER_BINARY,
     KWOK_BINARY,
@@ -41,28 +60,9 @@ from localcluster.karpenter import (
     node_claims,
     running_karpenter,
 )
-from localcluster.karpenter import node_pool_manifest as node_pool_manifest_local
-from localcluster.karpenter_instance_types import KARPENTER_INSTANCE_TYPES
-from localcluster.karpenter_zone_scene import (
-    JOB,
-    JOB_SIZE,
-    MIN_MEMORY_MIB,
-    POD_GPUS,
-    claims_needed,
-    created_pod_affinity,
-    densest_fit,
-    job_members,
-)
-from localcluster.nodes import GPU_TAINT, ZONES, SimulatedNode
-from localcluster.outcomes import PodOutcome
-from localcluster.waiting import wait_for
-from localcluster.webhook import created_affinity, start_webhook
-from localcluster.workloads import (
-    WORKLOAD_NAMESPACE,
-    PodSpecification,
-    create_through_admission,
-    pod_manifest,
-)
+from localcluster.services.karpenter import node_pool_manifest as node_pool_manifest_local
+from localcluster.services.karpenter_instance_types import KARPENTER_INSTANCE_TYPES
+from localcluster.services.webhook import created_affinity, start_webhook
 from policy import CAPACITY_TYPE_LABEL, NODE_MEMORY_LABEL
 from policy.job_zone import JOB_LABEL, ZONE_LABEL
 from testbed.e2e_cluster import INVENTORY, E2ECluster

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 import kubernetes.client
 import pytest
 
-from localcluster.extender_log import log_entries
-from localcluster.nodes import SimulatedNode, fleet
-from localcluster.probes import http_status
-from localcluster.waiting import wait_for
-from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification
+from localcluster.demo.extender_log import log_entries
+from localcluster.host.probes import http_status
+from localcluster.host.waiting import wait_for
+from localcluster.plane.nodes import SimulatedNode, fleet
+from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification
 from policy import NODE_MEMORY_LABEL
 from testbed.e2e_cluster import INVENTORY, E2ECluster, shaped_like
 from testbed.tcp_gate import TcpGate, tcp_gate

@@ -16,9 +16,9 @@ from kubernetes.client.rest import ApiException
 
 from components.render.webhook_config import WEBHOOK_NAME
 from extender_app.webhook.disruption_protection import PROTECTION_ANNOTATIONS
-from localcluster.nodes import SimulatedNode
-from localcluster.webhook import RunningWebhook, start_webhook, unregister_webhook
-from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, ensure_namespace, pod_manifest
+from localcluster.plane.nodes import SimulatedNode
+from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification, ensure_namespace, pod_manifest
+from localcluster.services.webhook import RunningWebhook, start_webhook, unregister_webhook
 from policy import INVALID_MIN_MEMORY, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL, REQUIRES_GPU_REQUEST
 from policy.capacity_type import ON_DEMAND, SPOT
 from policy.node_affinity import REQUIRED_TERMS_FIELD, capacity_expression
