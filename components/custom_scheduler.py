@@ -21,11 +21,9 @@ from components.render.scheduler_config import (
     EXTENDER_CLIENT_DIR,
     ExtenderEndpoint,
     SchedulerConfig,
-    SchedulerMode,
     config_checksum,
     scheduler_config_yaml,
     scheduler_mode_flags,
-    uses_extender,
 )
 from components.stack_config import SchedulerSettings
 from components.workload_parts import (
@@ -38,6 +36,7 @@ from components.workload_parts import (
     system_pool_selector,
 )
 from contracts.cluster import NAMESPACE, SCHEDULER_NAME
+from contracts.modes import SchedulerMode, uses_extender
 from policy import SCORING_STRATEGY, ScoringStrategy
 
 CONFIG_DIR = "/etc/kubernetes/custom-scheduler"

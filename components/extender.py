@@ -17,11 +17,12 @@ import pulumi_kubernetes as k8s
 
 from components.certificates import SERVER_SECRET
 from components.render.node_reader import NODE_READER_ROLE, NODE_READER_RULES
-from components.render.scheduler_config import EXTENDER_PORT, SchedulerMode, node_cache_capable, uses_extender
+from components.render.scheduler_config import EXTENDER_PORT
 from components.stack_config import ExtenderSettings
 from components.tls_server_workload import disruption_budget, https_service, tls_server_deployment
 from components.workload_parts import APP_LABEL, object_metadata, role_ref
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, NAMESPACE_NAME_LABEL, SCHEDULER_NAME
+from contracts.modes import SchedulerMode, node_cache_capable, uses_extender
 from contracts.server import EXTENDER_TLS_DIR, HEALTH_PORT, NODE_CACHE_WATCH_FLAG, flag, tls_flags
 from policy import SCORING_STRATEGY, ScoringStrategy
 

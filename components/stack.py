@@ -30,7 +30,6 @@ from components.karpenter import Karpenter
 from components.kubernetes_await import await_annotations
 from components.network import Network
 from components.render.karpenter_pools import DISCOVERY_TAG
-from components.render.scheduler_config import uses_extender
 from components.stack_config import (
     ClusterAutoscalerSettings,
     KarpenterSettings,
@@ -40,6 +39,7 @@ from components.stack_config import (
 )
 from components.webhook import AdmissionWebhook
 from contracts.cluster import NAMESPACE
+from contracts.modes import uses_extender
 
 POD_SECURITY_LEVEL = "restricted"
 POD_SECURITY_MODES = ("enforce", "audit", "warn")

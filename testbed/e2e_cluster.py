@@ -12,7 +12,8 @@ from typing import Any
 
 import kubernetes.client
 
-from components.render.scheduler_config import JobZoneArgs, SchedulerMode, uses_extender
+from components.render.scheduler_config import JobZoneArgs
+from contracts.modes import SchedulerMode, uses_extender
 from contracts.server import flag
 from localcluster.host.images import LocalImages
 from localcluster.host.pki import CertFiles

@@ -32,9 +32,10 @@ from bench.fleet.cluster_load import (
 from bench.load import process_cpu
 from bench.load.bind_watch import BindWatch
 from bench.load.extender_server import rss_mib
-from components.render.scheduler_config import ExtenderEndpoint, SchedulerConfig, SchedulerMode
+from components.render.scheduler_config import ExtenderEndpoint, SchedulerConfig
 from components.render.scheduler_config import render_scheduler_config as render
 from contracts.cluster import NAMESPACE, SCHEDULER_NAME
+from contracts.modes import SchedulerMode
 from localcluster.host.probes import LOOPBACK
 from localcluster.plane.control_plane import ControlPlane, start_control_plane
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE, ensure_namespace, restricted_namespace_labels

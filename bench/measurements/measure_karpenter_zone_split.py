@@ -23,7 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode
+from contracts.modes import SCHEDULER_MODES, SchedulerMode
 from localcluster.demo.karpenter_zone_scene import (
     JOB_SIZE,
     MIN_MEMORY_MIB,

@@ -31,7 +31,7 @@ from pathlib import Path
 import kubernetes.client
 
 from bench.load.bind_watch import BindWatch
-from components.render.scheduler_config import SchedulerMode
+from contracts.modes import SchedulerMode
 from localcluster.host.probes import LOOPBACK
 from localcluster.plane.nodes import SimulatedNode
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification

@@ -7,23 +7,15 @@ and the kubeconfig, so both run the same configuration.
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
+from contracts.modes import SCHEDULER_MODES, SchedulerMode, node_cache_capable, uses_extender
 from contracts.server import FILTER_PATH, PRIORITIZE_PATH, TLS_PORT
 from policy import CAPACITY_CHOICES, SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
 from policy.job_zone import JOB_SIZE_LIMIT, MAX_JOB_SIZE
-
-SchedulerMode = Literal["extender", "extender-cached", "plugin"]
-SCHEDULER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached", "plugin")
-"""``extender``: upstream kube-scheduler calls the extender with every candidate Node in each
-request (the stateless contract, ``nodeCacheCapable: false``). ``extender-cached``: the same, but
-``nodeCacheCapable: true``: requests carry only node names and the extender watches the Nodes
-itself. ``plugin``: the gpu-scheduler build with the GPUScheduler plugin, no extender."""
-EXTENDER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached")
-"""The modes that run the upstream kube-scheduler with our HTTP extender."""
 
 PLUGIN_NAME = "GPUScheduler"
 CAPACITY_PLUGIN_NAME = "CapacityType"
@@ -150,16 +142,6 @@ class SchedulerConfig:
             raise ValueError(
                 f"default capacity type must be empty or one of {choices}, not {self.default_capacity_type!r}"
             )
-
-
-def uses_extender(mode: SchedulerMode) -> bool:
-    """True for both extender modes: upstream kube-scheduler, the extender and its certificates."""
-    return mode in EXTENDER_MODES
-
-
-def node_cache_capable(mode: SchedulerMode) -> bool:
-    """True only in ``extender-cached``: the extender keeps its own Node cache."""
-    return mode == "extender-cached"
 
 
 UNSCHEDULABLE_RETRY = "30s"

@@ -18,7 +18,6 @@ from components.kubernetes_versions import (
     plugin_kubernetes_version,
     release_tag_minor,
 )
-from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode, uses_extender
 from components.render.webhook_config import (
     WEBHOOK_SERVICE_HOST,
 )
@@ -29,10 +28,8 @@ from components.stack_config.access import (
     parse_existing_cluster,
 )
 from components.stack_config.autoscaling import (
-    AUTOSCALERS,
     DEFAULT_AUTOSCALER,
     MAX_SQS_QUEUE_NAME,
-    Autoscaler,
     ClusterAutoscalerSettings,
     KarpenterSettings,
     chosen_autoscaler,
@@ -58,6 +55,7 @@ from components.stack_config.node_groups import (
 from components.stack_config.scheduler import SchedulerSettings, parse_scheduler
 from components.stack_config.validation import PROJECT, Fields, Value
 from components.stack_config.webhook import WebhookSettings, parse_webhook
+from contracts.modes import AUTOSCALERS, SCHEDULER_MODES, Autoscaler, SchedulerMode, uses_extender
 from policy import CAPACITY_CHOICES, SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
 from policy.capacity_type import CapacityChoice
 

@@ -4,7 +4,7 @@ away that the demo adds to the fleet, and the check of where each pod went."""
 
 from dataclasses import dataclass
 
-from components.render.scheduler_config import SchedulerMode, uses_extender
+from contracts.modes import SchedulerMode, uses_extender
 from localcluster.plane.inventory import InstanceType, load_inventory
 from localcluster.plane.nodes import SimulatedNode
 from localcluster.plane.outcomes import PodOutcome

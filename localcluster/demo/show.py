@@ -27,11 +27,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Literal
 
 import kubernetes.client
 
-from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode, uses_extender
+from contracts.modes import SCHEDULER_MODES, Autoscaler, SchedulerMode, uses_extender
 from explain.answers import render_pod_explanation
 from localcluster.demo.autoscaler_scene import AFFINITY_SOURCES, AffinitySource, run_autoscaler_demo
 from localcluster.demo.extender_log import refusals_by_pod
@@ -151,8 +150,8 @@ def print_deployment(deployment: DeploySummary) -> None:
 
 WEBHOOK_ENABLED_KEY = "webhook.enabled"
 """The stack setting the Karpenter control run turns off (docs/configuration.md)."""
-Autoscaler = Literal["none", "karpenter"]
-AUTOSCALERS: tuple[Autoscaler, ...] = ("none", "karpenter")
+LOCAL_AUTOSCALERS: tuple[Autoscaler, ...] = ("none", "karpenter")
+"""What the demo can run locally (Cluster Autoscaler needs AWS)."""
 
 
 def run(
@@ -289,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--autoscaler",
-        choices=AUTOSCALERS,
+        choices=LOCAL_AUTOSCALERS,
         default="none",
         help="karpenter: start with the system node only and let real Karpenter launch GPU nodes",
     )

@@ -13,7 +13,7 @@ from typing import Any
 
 import kubernetes.client
 
-from components.render.scheduler_config import SchedulerMode, uses_extender
+from contracts.modes import SchedulerMode, uses_extender
 from localcluster.demo.text_table import format_table
 from localcluster.plane.inventory import InstanceType, load_inventory
 from localcluster.plane.nodes import SimulatedNode, create_nodes

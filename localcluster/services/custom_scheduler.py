@@ -20,12 +20,11 @@ from components.render.scheduler_config import (
     ExtenderEndpoint,
     JobZoneArgs,
     SchedulerConfig,
-    SchedulerMode,
     scheduler_config_yaml,
     scheduler_mode_flags,
-    uses_extender,
 )
 from contracts.cluster import NAMESPACE, SCHEDULER_NAME
+from contracts.modes import SchedulerMode, uses_extender
 from contracts.server import NODE_CACHE_WATCH_FLAG, flag
 from localcluster.host.images import LocalImages
 from localcluster.host.pki import CertFiles, CertificateAuthority

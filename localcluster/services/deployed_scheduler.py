@@ -38,8 +38,8 @@ import kubernetes.client
 import yaml
 from kubernetes.client.rest import ApiException
 
-from components.render.scheduler_config import SchedulerMode, uses_extender
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME, WEBHOOK_SERVICE
+from contracts.modes import SchedulerMode, uses_extender
 from localcluster.host.images import LocalImages
 from localcluster.host.probes import LOOPBACK
 from localcluster.plane.control_plane import ControlPlane, Credentials

@@ -7,7 +7,7 @@ from pathlib import Path
 import kubernetes.client
 import pytest
 
-from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode
+from contracts.modes import SCHEDULER_MODES, SchedulerMode
 from localcluster.plane.control_plane import ControlPlane, start_control_plane
 from localcluster.plane.nodes import SimulatedNode, create_nodes
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE, ensure_namespace, restricted_namespace_labels

@@ -13,7 +13,7 @@ from pathlib import Path
 import kubernetes.client
 import pytest
 
-from components.render.scheduler_config import SchedulerMode
+from contracts.modes import SchedulerMode
 from explain.answers import pod_answer, render_pod_explanation
 from explain.cluster import ClusterReader
 from explain.pod_report import PodExplanation

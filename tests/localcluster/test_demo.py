@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from components.render.scheduler_config import SCHEDULER_MODES
 from components.render.webhook_config import WEBHOOK_NAME
+from contracts.modes import SCHEDULER_MODES
 from localcluster.demo.pods import sample_pods
 from localcluster.host.images import LocalImages
 from localcluster.host.waiting import wait_for

@@ -22,15 +22,10 @@ from kubernetes import client
 
 from components.certificates import CLIENT_SECRET, SERVER_SECRET
 from components.custom_scheduler import CONFIG_FILE, CONFIG_MAP_NAME
-from components.render.scheduler_config import (
-    EXTENDER_MODES,
-    EXTENDER_SERVICE_HOST,
-    SCHEDULER_MODES,
-    SchedulerMode,
-    uses_extender,
-)
+from components.render.scheduler_config import EXTENDER_SERVICE_HOST
 from components.render.webhook_config import WEBHOOK_SERVICE_HOST, WEBHOOK_TLS_SECRET
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME, WEBHOOK_SERVICE
+from contracts.modes import EXTENDER_MODES, SCHEDULER_MODES, SchedulerMode, uses_extender
 from contracts.server import MUTATE_PATH
 from localcluster.host.probes import LOOPBACK
 from localcluster.host.team_pki import TeamPki

@@ -25,8 +25,8 @@ from kubernetes.dynamic import DynamicClient
 
 from components.render.karpenter_pools import MAX_NODE_POOL_NAME
 from components.render.node_reader import NODE_READER_ROLE
-from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode, uses_extender
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE
+from contracts.modes import SCHEDULER_MODES, SchedulerMode, uses_extender
 from localcluster.host.waiting import wait_for
 from localcluster.plane.control_plane import ControlPlane, start_control_plane
 from localcluster.services.deployed_scheduler import SERVICE_ACCOUNT_GROUPS, service_account_user

@@ -17,9 +17,9 @@ from components.render.scheduler_config import (
     config_checksum,
     render_scheduler_config,
     scheduler_config_yaml,
-    uses_extender,
 )
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
+from contracts.modes import uses_extender
 from contracts.server import NODE_CACHE_WATCH_FLAG
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, run_with
 from tests.pulumi.mocks import StackRun
