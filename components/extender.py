@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 from components.certificates import SERVER_SECRET
 from components.render.node_reader import NODE_READER_ROLE, NODE_READER_RULES
 from components.render.scheduler_config import EXTENDER_PORT
-from components.stack_config import ExtenderSettings
+from components.stack_config import ExtenderDeploymentSettings
 from components.tls_server_workload import disruption_budget, https_service, tls_server_deployment
 from components.workload_parts import APP_LABEL, object_metadata, role_ref
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, NAMESPACE_NAME_LABEL, SCHEDULER_NAME
@@ -31,7 +31,7 @@ API_SERVER_PORT = 443
 
 
 def extender_args(
-    settings: ExtenderSettings,
+    settings: ExtenderDeploymentSettings,
     mode: SchedulerMode,
     scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
     default_capacity_type: str = "",
@@ -95,7 +95,7 @@ class Extender(pulumi.ComponentResource):
         name: str,
         *,
         mode: SchedulerMode,
-        settings: ExtenderSettings,
+        settings: ExtenderDeploymentSettings,
         image: pulumi.Input[str],
         provider: k8s.Provider,
         depends_on: list[pulumi.Resource],

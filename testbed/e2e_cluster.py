@@ -31,8 +31,8 @@ from localcluster.plane.workloads import (
     submit_pods,
 )
 from localcluster.services.custom_scheduler import (
-    CustomScheduler,
     ExtenderTLS,
+    LocalScheduler,
     RunningExtender,
     extender_tls,
     grant_scheduler_lease,
@@ -59,7 +59,7 @@ class E2ECluster:
     api: kubernetes.client.ApiClient
     tls: ExtenderTLS | None = None
     extender: RunningExtender | None = None
-    scheduler: CustomScheduler | None = None
+    scheduler: LocalScheduler | None = None
     nodes: dict[str, SimulatedNode] = field(default_factory=dict)
     images: LocalImages | None = None
     """Run the scheduler (plugin mode) from the built gpu-scheduler image instead of the binary."""
@@ -75,7 +75,7 @@ class E2ECluster:
         extender_api_server: str = "",
         job_zone: JobZoneArgs | None = None,
         default_capacity_type: str = "",
-    ) -> CustomScheduler:
+    ) -> LocalScheduler:
         """Start the extender (extender modes) and the scheduler.
 
         ``job_zone``: plugin mode's JobZone args (None: the defaults); ``default_capacity_type``:
@@ -99,7 +99,7 @@ class E2ECluster:
 
     def start_scheduler(
         self, verbosity: int = 2, job_zone: JobZoneArgs | None = None, default_capacity_type: str = ""
-    ) -> CustomScheduler:
+    ) -> LocalScheduler:
         self.scheduler = start_scheduler(
             self.plane,
             self.bin_dir,
@@ -114,9 +114,7 @@ class E2ECluster:
         )
         return self.scheduler
 
-    def restart_scheduler(
-        self, client_tls: CertFiles, extender_ca: Path, config_name: str
-    ) -> CustomScheduler:
+    def restart_scheduler(self, client_tls: CertFiles, extender_ca: Path, config_name: str) -> LocalScheduler:
         """Replace the running scheduler by one with other TLS material for the extender."""
         assert self.scheduler is not None
         self.scheduler.process.stop()

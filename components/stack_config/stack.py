@@ -23,7 +23,7 @@ from components.render.webhook_config import (
 )
 from components.stack_config.access import (
     ClusterAccess,
-    ExistingCluster,
+    ExistingClusterSettings,
     parse_cluster_access,
     parse_existing_cluster,
 )
@@ -42,12 +42,12 @@ from components.stack_config.certificates import (
     provided_certificate_command,
 )
 from components.stack_config.device_plugin import DevicePluginSettings, parse_device_plugin
-from components.stack_config.extender import ExtenderSettings, parse_extender
+from components.stack_config.extender import ExtenderDeploymentSettings, parse_extender
 from components.stack_config.images import ECR_IMAGE_KEYS, IMAGE_REFERENCE_KEYS, ImageSettings, parse_images
 from components.stack_config.network import ExistingNetwork, NewVpc, parse_network
 from components.stack_config.node_groups import (
     DEFAULT_GPU_NODE_GROUPS,
-    GpuNodeGroup,
+    GpuNodeGroupSettings,
     SystemNodeGroup,
     parse_gpu_node_groups,
     parse_system_node_group,
@@ -83,7 +83,7 @@ class StackConfig:
     """Everything the program declares depends on; built by ``parse_stack_config``."""
 
     cluster_name: str
-    gpu_node_groups: tuple[GpuNodeGroup, ...]
+    gpu_node_groups: tuple[GpuNodeGroupSettings, ...]
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     network: NewVpc | ExistingNetwork = field(default_factory=NewVpc)
     system_node_group: SystemNodeGroup = field(default_factory=SystemNodeGroup)
@@ -95,7 +95,7 @@ class StackConfig:
     none): CapacityType's and JobZone's args, the extender's and the webhook's flag."""
     gpu_taint: bool = True
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
-    extender: ExtenderSettings = field(default_factory=ExtenderSettings)
+    extender: ExtenderDeploymentSettings = field(default_factory=ExtenderDeploymentSettings)
     webhook: WebhookSettings = field(default_factory=WebhookSettings)
     certificates: CertificateSettings = field(default_factory=CertificateSettings)
     images: ImageSettings = field(default_factory=ImageSettings)
@@ -105,7 +105,7 @@ class StackConfig:
     """What adds and removes GPU nodes; ``none`` on an existing cluster (its own business)."""
     karpenter: KarpenterSettings = field(default_factory=KarpenterSettings)
     cluster_autoscaler: ClusterAutoscalerSettings = field(default_factory=ClusterAutoscalerSettings)
-    existing_cluster: ExistingCluster | None = None
+    existing_cluster: ExistingClusterSettings | None = None
     """None: the stack creates an EKS cluster; else it deploys into this one."""
 
     @property

@@ -57,7 +57,7 @@ STUCK_REASONS = (BELOW_MINIMUM, INVALID_MIN_MEMORY)
 
 
 @dataclass(frozen=True)
-class DemoPod:
+class AutoscalerPod:
     """A pod of the autoscaler demo and what must happen to it."""
 
     spec: PodSpecification
@@ -73,7 +73,7 @@ class DemoPod:
 class Observation:
     """What the demo saw of one pod, with timings measured here (API timestamps are whole seconds)."""
 
-    pod: DemoPod
+    pod: AutoscalerPod
     refused: str = ""
     """The API server's message when the pod was not created (the webhook's denial)."""
     affinity: str = ""
@@ -99,15 +99,19 @@ class Observation:
         return self.settled_at - self.node_seen_at[self.outcome.node or ""]
 
 
-def demo_pods(affinity: AffinitySource) -> list[DemoPod]:
+def demo_pods(affinity: AffinitySource) -> list[AutoscalerPod]:
     """The memory pods and the invalid one; in the control run the 40 GiB pod alone."""
     if affinity == "none":
-        return [DemoPod(PodSpecification(f"min-{CONTROL_POD_GIB}gib", str(CONTROL_POD_GIB * GIB)), "stuck")]
-    pods = [DemoPod(PodSpecification(f"min-{gib}gib", str(gib * GIB)), "bound") for gib in MEMORY_POD_GIB]
-    return [*pods, DemoPod(PodSpecification("invalid-annotation", INVALID_ANNOTATION), "refused")]
+        return [
+            AutoscalerPod(PodSpecification(f"min-{CONTROL_POD_GIB}gib", str(CONTROL_POD_GIB * GIB)), "stuck")
+        ]
+    pods = [
+        AutoscalerPod(PodSpecification(f"min-{gib}gib", str(gib * GIB)), "bound") for gib in MEMORY_POD_GIB
+    ]
+    return [*pods, AutoscalerPod(PodSpecification("invalid-annotation", INVALID_ANNOTATION), "refused")]
 
 
-def observe(api: kubernetes.client.ApiClient, pod: DemoPod) -> Observation:
+def observe(api: kubernetes.client.ApiClient, pod: AutoscalerPod) -> Observation:
     """Create the pod (annotation only, through admission) and wait until it is bound or (control
     run) refused the node launched for it.
 

@@ -66,7 +66,7 @@ class RunningExtender:
 
 
 @dataclass
-class CustomScheduler:
+class LocalScheduler:
     """A running custom scheduler (and, in extender mode, its extender)."""
 
     mode: SchedulerMode
@@ -258,7 +258,7 @@ def start_scheduler(
     images: LocalImages | None = None,
     job_zone: JobZoneArgs | None = None,
     default_capacity_type: str = "",
-) -> CustomScheduler:
+) -> LocalScheduler:
     """Write the configuration and start the scheduler binary (in plugin mode with ``images``, the
     gpu-scheduler image); wait until it holds its Lease.
 
@@ -286,7 +286,7 @@ def start_scheduler(
     config_path = plane.work_dir / config_name
     config_path.write_text(scheduler_config_yaml(config))
 
-    def start() -> CustomScheduler:
+    def start() -> LocalScheduler:
         (secure_port,) = plane.processes.reserve_ports(1)
         args = [
             f"--config={config_path}",
@@ -330,7 +330,7 @@ def launch_scheduler(
     extender: RunningExtender | None = None,
     wait_for_lease: bool = True,
     images: LocalImages | None = None,
-) -> CustomScheduler:
+) -> LocalScheduler:
     """Start the mode's scheduler binary with ``args`` (whose ``--config`` is ``config_path``), or
     in plugin mode with ``images`` the gpu-scheduler image; wait until it holds its Lease.
     (The extender modes run the upstream kube-scheduler, an image this project does not build.)"""
@@ -348,7 +348,7 @@ def launch_scheduler(
             interval=0.2,
             also_check=raise_if_exited(process),
         )
-    return CustomScheduler(mode=mode, process=process, config_path=config_path, extender=extender)
+    return LocalScheduler(mode=mode, process=process, config_path=config_path, extender=extender)
 
 
 @contextlib.contextmanager
@@ -358,7 +358,7 @@ def running_custom_scheduler(
     mode: SchedulerMode,
     scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
     job_zone: JobZoneArgs | None = None,
-) -> Iterator[CustomScheduler]:
+) -> Iterator[LocalScheduler]:
     """Lease RBAC, then (extender modes) TLS + extender, then the scheduler; stopped on exit.
 
     ``scoring_strategy`` goes to the extender's ``--scoring-strategy`` in the extender modes and

@@ -45,7 +45,7 @@ from localcluster.host.probes import LOOPBACK
 from localcluster.plane.control_plane import ControlPlane, Credentials
 from localcluster.services.custom_scheduler import (
     SCHEDULER_BINARIES,
-    CustomScheduler,
+    LocalScheduler,
     RunningExtender,
     launch_extender,
     launch_scheduler,
@@ -304,7 +304,7 @@ def scheduler_args_outside(
 class DeployedRun:
     """The deployed scheduler (and extender) running as local processes, and what was changed."""
 
-    scheduler: CustomScheduler
+    scheduler: LocalScheduler
     containers: tuple[DeployedContainer, ...]
     deployed_config: Path
     """The ConfigMap's ``config.yaml`` as mounted, byte for byte."""
@@ -353,7 +353,7 @@ def running_deployed_scheduler(
         rewrites += changed
         _write_private(outside_config, text.encode())
 
-        def start_scheduler() -> tuple[CustomScheduler, list[Rewrite]]:
+        def start_scheduler() -> tuple[LocalScheduler, list[Rewrite]]:
             (secure_port,) = plane.processes.reserve_ports(1)
             local_args, changed = list(args), list[Rewrite]()
             for flag in scheduler_process_flags(identity.kubeconfig, secure_port):

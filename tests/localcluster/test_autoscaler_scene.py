@@ -5,7 +5,7 @@ tests/localcluster/test_demo.py)."""
 import pytest
 
 from components.render.webhook_config import WEBHOOK_NAME
-from localcluster.demo.autoscaler_scene import DemoPod, Observation, check, demo_pods, report
+from localcluster.demo.autoscaler_scene import AutoscalerPod, Observation, check, demo_pods, report
 from localcluster.demo.karpenter_zone_scene import (
     JOB,
     JOB_SIZE,
@@ -24,8 +24,8 @@ from localcluster.services.karpenter_instance_types import KARPENTER_INSTANCE_TY
 from policy import BELOW_MINIMUM, GPU_RESOURCE, INVALID_MIN_MEMORY, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
 from policy.job_zone import JOB_LABEL, JOB_SIZE_ANNOTATION, SAME_ZONE, ZONE_POLICY_ANNOTATION
 
-POD_40 = DemoPod(PodSpecification("min-40gib", "40960"), "bound")
-STUCK_40 = DemoPod(PodSpecification("min-40gib", "40960"), "stuck")
+POD_40 = AutoscalerPod(PodSpecification("min-40gib", "40960"), "bound")
+STUCK_40 = AutoscalerPod(PodSpecification("min-40gib", "40960"), "stuck")
 AFFINITY_40 = f"{NODE_MEMORY_LABEL} Gt 40959"
 DENIAL = f'admission webhook "{WEBHOOK_NAME}" denied the request: x: {INVALID_MIN_MEMORY}'
 
@@ -41,7 +41,7 @@ def test_the_runs_pods() -> None:
     assert [(p.spec.min_memory, p.expect) for p in demo_pods("none")] == [("40960", "stuck")]
 
 
-def bound(pod: DemoPod, memory: str, affinity: str = AFFINITY_40) -> Observation:
+def bound(pod: AutoscalerPod, memory: str, affinity: str = AFFINITY_40) -> Observation:
     return Observation(
         pod,
         outcome=PodOutcome(pod.spec.name, "node-1"),
@@ -51,7 +51,9 @@ def bound(pod: DemoPod, memory: str, affinity: str = AFFINITY_40) -> Observation
     )
 
 
-def pending(pod: DemoPod, memory: str, instance_type: str = "g4dn.xlarge", affinity: str = "") -> Observation:
+def pending(
+    pod: AutoscalerPod, memory: str, instance_type: str = "g4dn.xlarge", affinity: str = ""
+) -> Observation:
     outcome = PodOutcome(pod.spec.name, None, "Unschedulable", f"0/2 nodes are available: 1 {BELOW_MINIMUM}")
     return Observation(
         pod, outcome=outcome, instance_type=instance_type, memory_label=memory, affinity=affinity
@@ -69,7 +71,7 @@ def test_a_memory_pod_created_without_the_webhooks_affinity_fails_its_check() ->
 
 
 def test_the_invalid_pod_must_be_refused_with_the_policys_message() -> None:
-    invalid = DemoPod(PodSpecification("bad", "80GiB"), "refused")
+    invalid = AutoscalerPod(PodSpecification("bad", "80GiB"), "refused")
     assert check(Observation(invalid, refused=DENIAL)) == ""
     assert check(Observation(invalid, outcome=PodOutcome("bad", None))) == "expected the webhook to refuse it"
     assert check(Observation(POD_40, refused=DENIAL)) == "refused at admission"
@@ -90,7 +92,7 @@ def test_a_pod_that_did_not_settle_fails_its_check() -> None:
 
 
 def test_the_report_counts_failures_and_shows_why_pods_wait() -> None:
-    refused = Observation(DemoPod(PodSpecification("bad", "80GiB"), "refused"), refused=DENIAL)
+    refused = Observation(AutoscalerPod(PodSpecification("bad", "80GiB"), "refused"), refused=DENIAL)
     text, failures = report([bound(POD_40, "45776"), pending(POD_40, "16384", affinity=AFFINITY_40), refused])
     assert failures == 1
     assert "expected to be bound" in text

@@ -9,7 +9,7 @@ import yaml
 from components.custom_scheduler import CONFIG_CHECKSUM_ANNOTATION, CONFIG_FILE
 from components.extender import extender_args
 from components.render.scheduler_config import SchedulerConfig, render_scheduler_config, scheduler_config_yaml
-from components.stack_config import PROJECT, ExtenderSettings, StackConfigError
+from components.stack_config import PROJECT, ExtenderDeploymentSettings, StackConfigError
 from contracts.cluster import EXTENDER_SERVICE, SCHEDULER_NAME
 from extender_app.cli import settings_from
 from policy import BEST_FIT, PREFER_LARGER
@@ -56,7 +56,7 @@ def test_the_renderer_refuses_an_unknown_strategy() -> None:
 
 @pytest.mark.parametrize("strategy", [PREFER_LARGER, BEST_FIT])
 def test_extender_args_carry_the_strategy_its_cli_reads(strategy: Any) -> None:
-    args = extender_args(ExtenderSettings(), "extender", strategy)
+    args = extender_args(ExtenderDeploymentSettings(), "extender", strategy)
     assert f"--scoring-strategy={strategy}" in args
     assert settings_from(args, {}).policy.scoring_strategy == strategy
 
