@@ -14,6 +14,7 @@ from components.stack_config import EXTENDER_RESOURCES
 from policy import parse_quantity
 
 FINDINGS = Path(__file__).resolve().parents[1] / "FINDINGS.md"
+RESULTS = FINDINGS.with_name("RESULTS.md")
 FINDINGS_LINK = "\n".join(
     [
         "## Findings",
@@ -25,6 +26,8 @@ FINDINGS_LINK = "\n".join(
 """The last section of RESULTS.md: it starts with scale_report.FINDINGS_HEADING."""
 SCALE_RESULTS = Path(__file__).resolve().parents[1] / "scale-results.json"
 """Written by ``python -m bench.scale`` (make bench-scale); its section is kept when make bench rewrites."""
+TIMES_HEADING = "## Build and test times"
+"""Timed by hand, each figure beside its command: ``make bench`` carries the section over unchanged."""
 MIB = 1024 * 1024
 FILTER_TARGET_MS = 30.0
 PLUGIN_TARGET_RATIO = 0.95
@@ -36,9 +39,24 @@ CACHED_TARGET_RATIO = {None: 0.9, "raised": 0.5}
 """extender-cached against vanilla: at kube-scheduler's default client QPS, and with QPS lifted."""
 
 
+def kept_times_section(existing: str) -> list[str]:
+    """The build-and-test-times section of an existing RESULTS.md, to carry over (none: empty)."""
+    lines = existing.splitlines()
+    if TIMES_HEADING not in lines:
+        return []
+    start = lines.index(TIMES_HEADING)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    section = lines[start:end]
+    while section and not section[-1].strip():
+        section.pop()
+    return ["", *section]
+
+
 def render_report(
     machine: Machine, command: str, elapsed: float, results: dict[str, Any], *, quick: bool
 ) -> str:
+    """RESULTS.md from the run's results, with the hand-timed build-and-test-times section of the
+    file as it stands (the run does not measure it)."""
     lines = [
         "# Benchmark results",
         "",
@@ -71,6 +89,7 @@ def render_report(
         lines += _soak(results["soak"])
     if "e2e" in results:
         lines += _e2e(results["e2e"], machine.cpus)
+    lines += kept_times_section(RESULTS.read_text() if RESULTS.exists() else "")
     if SCALE_RESULTS.exists() and not quick:
         lines += ["", *render_scale_section(load_scale(SCALE_RESULTS))]
     lines += ["", FINDINGS_LINK, ""]
