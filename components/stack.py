@@ -113,16 +113,14 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
             provider=target.provider,
             depends_on=workload_dependencies,
             object_annotations=object_annotations,
-            max_job_size=config.scheduler.job_zone.max_job_size,
-            default_capacity_type=config.default_capacity_type,
+            choices=config.policy_choices,
         )
     if extender_mode:
         Extender(
             "extender",
             mode=config.scheduler_mode,
             settings=config.extender,
-            scoring_strategy=config.scoring_strategy,
-            default_capacity_type=config.default_capacity_type,
+            choices=config.policy_choices,
             image=extender_image,
             provider=target.provider,
             depends_on=[*workload_dependencies, certificates.server_secret],
@@ -143,8 +141,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
         depends_on=scheduler_dependencies,
         client_tls_checksum=client_tls_checksum,
         object_annotations=object_annotations,
-        scoring_strategy=config.scoring_strategy,
-        default_capacity_type=config.default_capacity_type,
+        choices=config.policy_choices,
     )
     outputs["schedulerImage"] = scheduler_runs
     outputs["schedulerConfig"] = scheduler.config_yaml

@@ -12,9 +12,8 @@ from typing import Any
 
 import kubernetes.client
 
-from components.render.scheduler_config import JobZoneArgs
+from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
 from contracts.modes import SchedulerMode, uses_extender
-from contracts.server import flag
 from localcluster.host.images import LocalImages
 from localcluster.host.pki import CertFiles
 from localcluster.host.probes import LOOPBACK
@@ -73,19 +72,17 @@ class E2ECluster:
         verbosity: int = 2,
         extender_args: tuple[str, ...] = (),
         extender_api_server: str = "",
-        job_zone: JobZoneArgs | None = None,
-        default_capacity_type: str = "",
+        choices: PolicyChoices | None = None,
     ) -> LocalScheduler:
         """Start the extender (extender modes) and the scheduler.
 
-        ``job_zone``: plugin mode's JobZone args (None: the defaults); ``default_capacity_type``:
-        the stack's default capacity-type choice, as the mode takes it (plugin args or the
-        extender's flag)."""
+        ``choices``: the stack's policy choices, as the mode takes them (plugin args or the
+        extender's flags); None: the extender's own defaults and the plugins' default args."""
         if uses_extender(self.mode):
-            if default_capacity_type:
-                extender_args = (*extender_args, flag("default_capacity_type", default_capacity_type))
+            if choices is not None:
+                extender_args = (*extender_args, *choices.extender_flags())
             self.start_extender(extender_args, extender_api_server)
-        return self.start_scheduler(verbosity, job_zone, default_capacity_type)
+        return self.start_scheduler(verbosity, choices or DEFAULT_POLICY_CHOICES)
 
     def start_extender(
         self, extra_args: tuple[str, ...] = (), api_server: str = "", *, wait_ready: bool = True
@@ -98,7 +95,7 @@ class E2ECluster:
         return self.extender
 
     def start_scheduler(
-        self, verbosity: int = 2, job_zone: JobZoneArgs | None = None, default_capacity_type: str = ""
+        self, verbosity: int = 2, choices: PolicyChoices = DEFAULT_POLICY_CHOICES
     ) -> LocalScheduler:
         self.scheduler = start_scheduler(
             self.plane,
@@ -109,8 +106,7 @@ class E2ECluster:
             extender_ca=self.tls.ca.ca_file if self.tls else None,
             verbosity=verbosity,
             images=self.images,
-            job_zone=job_zone,
-            default_capacity_type=default_capacity_type,
+            choices=choices,
         )
         return self.scheduler
 

@@ -18,6 +18,7 @@ from components.kubernetes_versions import (
     plugin_kubernetes_version,
     release_tag_minor,
 )
+from components.render.policy_choices import PolicyChoices
 from components.render.webhook_config import (
     WEBHOOK_SERVICE_HOST,
 )
@@ -112,6 +113,11 @@ class StackConfig:
     def autoscaler(self) -> KarpenterSettings | ClusterAutoscalerSettings | None:
         """The chosen autoscaler's settings (``autoscaling``); None when nothing adds GPU nodes."""
         return chosen_autoscaler(self.autoscaling, self.karpenter, self.cluster_autoscaler)
+
+    @property
+    def policy_choices(self) -> PolicyChoices:
+        """The policy's choices, one value for every renderer (plugin args, extender and webhook flags)."""
+        return PolicyChoices(self.scoring_strategy, self.default_capacity_type, self.scheduler.job_zone)
 
     @property
     def cluster(self) -> ClusterSettings:

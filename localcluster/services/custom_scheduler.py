@@ -16,9 +16,9 @@ from pathlib import Path
 import kubernetes.client
 
 from components.render.node_reader import NODE_READER_ROLE, NODE_READER_RULES
+from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
 from components.render.scheduler_config import (
     ExtenderEndpoint,
-    JobZoneArgs,
     SchedulerConfig,
     scheduler_config_yaml,
     scheduler_mode_flags,
@@ -33,7 +33,6 @@ from localcluster.host.processes import ManagedProcess, ProcessGroup, python_mod
 from localcluster.host.waiting import wait_for
 from localcluster.plane.control_plane import ControlPlane, Credentials, write_kubeconfig
 from localcluster.plane.workloads import ensure_namespace, restricted_namespace_labels
-from policy import SCORING_STRATEGY, ScoringStrategy
 
 EXTENDER_READY_SECONDS = 30.0
 SCHEDULER_READY_SECONDS = 60.0
@@ -254,23 +253,15 @@ def start_scheduler(
     config_name: str = "scheduler-config.yaml",
     wait_for_lease: bool = True,
     verbosity: int = 2,
-    scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
     images: LocalImages | None = None,
-    job_zone: JobZoneArgs | None = None,
-    default_capacity_type: str = "",
+    choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
 ) -> LocalScheduler:
     """Write the configuration and start the scheduler binary (in plugin mode with ``images``, the
     gpu-scheduler image); wait until it holds its Lease.
 
-    ``job_zone``: plugin mode's JobZone args (None: the defaults); ``default_capacity_type``:
-    plugin mode's default capacity-type choice (the extender modes: the extender's flag)."""
-    config = SchedulerConfig(
-        mode=mode,
-        kubeconfig=str(plane.scheduler.kubeconfig),
-        scoring_strategy=scoring_strategy,
-        job_zone=job_zone or JobZoneArgs(),
-        default_capacity_type=default_capacity_type,
-    )
+    ``choices``: the policy's choices, plugin mode's plugin args (the extender modes: the
+    extender's flags, given to the extender)."""
+    config = SchedulerConfig(mode=mode, kubeconfig=str(plane.scheduler.kubeconfig), policy=choices)
     if uses_extender(mode):
         if extender is None or client_tls is None or extender_ca is None:
             raise ValueError("extender mode needs a running extender and the scheduler's client certificate")
@@ -356,19 +347,18 @@ def running_custom_scheduler(
     plane: ControlPlane,
     bin_dir: Path,
     mode: SchedulerMode,
-    scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
-    job_zone: JobZoneArgs | None = None,
+    choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
 ) -> Iterator[LocalScheduler]:
     """Lease RBAC, then (extender modes) TLS + extender, then the scheduler; stopped on exit.
 
-    ``scoring_strategy`` goes to the extender's ``--scoring-strategy`` in the extender modes and
-    to GPUScheduler's ``scoringStrategy`` arg in plugin mode, as on EKS.
+    ``choices`` become the extender's flags in the extender modes and the plugins' args in plugin
+    mode, as on EKS.
     """
     grant_scheduler_lease(plane)
     extender = tls = None
     if uses_extender(mode):
         tls = extender_tls(plane.work_dir)
-        extender = start_extender_for(plane, mode, tls, (f"--scoring-strategy={scoring_strategy}",))
+        extender = start_extender_for(plane, mode, tls, tuple(choices.extender_flags()))
     scheduler = start_scheduler(
         plane,
         bin_dir,
@@ -376,8 +366,7 @@ def running_custom_scheduler(
         extender=extender,
         client_tls=tls.client if tls else None,
         extender_ca=tls.ca.ca_file if tls else None,
-        scoring_strategy=scoring_strategy,
-        job_zone=job_zone,
+        choices=choices,
     )
     try:
         yield scheduler

@@ -20,6 +20,7 @@ from typing import Any
 
 import kubernetes.client
 
+from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
 from components.render.webhook_config import (
     DEFAULT_FAILURE_POLICY,
     DEFAULT_TIMEOUT_SECONDS,
@@ -93,13 +94,13 @@ def start_webhook(
     invalid_annotation: InvalidAnnotation = INVALID_ANNOTATION,
     failure_policy: FailurePolicy = DEFAULT_FAILURE_POLICY,
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
-    default_capacity_type: str = "",
+    choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
 ) -> RunningWebhook:
     """Start the webhook on loopback with a new CA and server certificate under ``work_dir``,
     register the MutatingWebhookConfiguration (as the stack renders it, calling the loopback
     URL) and wait until the API server calls it. Stopped with the control plane's processes;
-    ``unregister_webhook`` removes the configuration. ``default_capacity_type``: the stack's
-    default choice (the webhook's flag and the configuration's wider match condition)."""
+    ``unregister_webhook`` removes the configuration. ``choices``: the stack's policy choices (the
+    webhook's flags; a default capacity-type choice widens the configuration's match condition)."""
     work_dir.mkdir(parents=True, exist_ok=True)
     ca = CertificateAuthority.create(work_dir, "webhook")
     server = ca.issue(work_dir, "webhook-server", WEBHOOK_SERVICE, server_names=(LOOPBACK,))
@@ -114,7 +115,7 @@ def start_webhook(
             flag("port", port),
             flag("health_port", health_port),
             flag("invalid_annotation", invalid_annotation),
-            *([flag("default_capacity_type", default_capacity_type)] if default_capacity_type else []),
+            *choices.webhook_flags(),
         )
         return launch_webhook(plane.processes, args, port, health_port)
 
@@ -124,7 +125,7 @@ def start_webhook(
         url_client_config(webhook.url, ca_bundle(ca.ca_file.read_text())),
         failure_policy=failure_policy,
         timeout_seconds=timeout_seconds,
-        default_capacity_type=default_capacity_type,
+        default_capacity_type=choices.default_capacity_type,
     )
     admission = kubernetes.client.AdmissionregistrationV1Api(api)
     admission.create_mutating_webhook_configuration(mutating_webhook_configuration(webhook_entry))

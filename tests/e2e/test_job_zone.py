@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from components.render.scheduler_config import JobZoneArgs
+from components.render.policy_choices import JobZoneArgs, PolicyChoices
 from localcluster.demo.zone_scene import BASE_TYPE, FREE_GPUS, ZONE_A, ZONE_B, same_zone_member, scene_nodes
 from localcluster.host.waiting import wait_for
 from localcluster.plane.nodes import SimulatedNode
@@ -96,7 +96,9 @@ def test_a_zone_that_fills_while_the_job_waits(
         SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=6), ZONE_B),
     )
     start_webhook(cluster.plane, tmp_path / "webhook")
-    cluster.start(job_zone=JobZoneArgs(permit_timeout_seconds=timeout, failed_zone_seconds=600))
+    cluster.start(
+        choices=PolicyChoices(job_zone=JobZoneArgs(permit_timeout_seconds=timeout, failed_zone_seconds=600))
+    )
     first = create(cluster, member("llm", 0, 4), member("llm", 1, 4))
 
     def held_in(zone_node: str) -> bool:
