@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import kubernetes.client
 
-from localcluster.karpenter import NODE_POOL_LABEL, karpenter_nodes, node_claims
+from localcluster.karpenter import NODE_POOL_LABEL, karpenter_nodes, node_claims, settled_node_claims
 from localcluster.outcomes import PodOutcome, outcome_of
 from localcluster.text_table import format_table
 from localcluster.waiting import WaitTimeout, wait_for
@@ -290,7 +290,7 @@ def report(observations: Sequence[Observation]) -> tuple[str, int]:
 def launched_summary(api: kubernetes.client.ApiClient) -> str:
     """One line per NodeClaim: its name, instance type and memory label."""
     lines = []
-    for claim in node_claims(api):
+    for claim in settled_node_claims(api):
         labels: Mapping[str, str] = claim["metadata"].get("labels") or {}
         lines.append(
             f"  nodeclaim/{claim['metadata']['name']}: {labels.get(INSTANCE_TYPE_LABEL, '?')}"

@@ -23,7 +23,13 @@ from typing import Any
 import kubernetes.client
 
 from localcluster.inventory import InstanceType
-from localcluster.karpenter import KARPENTER_GROUP, KARPENTER_VERSION, karpenter_nodes, node_claims
+from localcluster.karpenter import (
+    KARPENTER_GROUP,
+    KARPENTER_VERSION,
+    karpenter_nodes,
+    node_claims,
+    settled_node_claims,
+)
 from localcluster.karpenter_demo import INSTANCE_TYPE_LABEL
 from localcluster.outcomes import PodOutcome, read_outcomes, wait_for_outcomes
 from localcluster.text_table import format_table
@@ -150,7 +156,7 @@ def job_claims(api: kubernetes.client.ApiClient) -> list[Claim]:
         node.spec.provider_id: node.metadata.name for node in karpenter_nodes(api) if node.spec.provider_id
     }
     claims = []
-    for claim in node_claims(api):
+    for claim in settled_node_claims(api):
         labels: Mapping[str, str] = claim["metadata"].get("labels") or {}
         status = claim.get("status") or {}
         claims.append(

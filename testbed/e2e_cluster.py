@@ -5,7 +5,7 @@ import dataclasses
 import http.client
 import json
 import ssl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from localcluster.custom_scheduler import (
 from localcluster.images import LocalImages
 from localcluster.inventory import InstanceType, load_inventory
 from localcluster.nodes import SimulatedNode, create_nodes
-from localcluster.outcomes import PodOutcome, wait_for_outcomes
+from localcluster.outcomes import PodOutcome, wait_for_outcome, wait_for_outcomes
 from localcluster.pki import CertFiles
 from localcluster.probes import LOOPBACK
 from localcluster.workloads import (
@@ -142,6 +142,13 @@ class E2ECluster:
 
     def outcome(self, name: str, *, bound_only: bool = False) -> PodOutcome:
         return self.outcomes([name], bound_only=bound_only)[name]
+
+    def outcome_where(
+        self, name: str, holds: Callable[[PodOutcome], bool], expected: str, timeout: float = 120
+    ) -> PodOutcome:
+        """The pod's verdict once it satisfies ``holds`` (a Pending pod's condition is rewritten on
+        every attempt, and an attempt may run before the scheduler has seen every node)."""
+        return wait_for_outcome(self.api, WORKLOAD_NAMESPACE, name, holds, expected=expected, timeout=timeout)
 
     def label_of(self, node_name: str) -> int:
         node = kubernetes.client.CoreV1Api(self.api).read_node(node_name)
