@@ -137,13 +137,8 @@ def unregister_webhook(api: kubernetes.client.ApiClient) -> None:
     calling the webhook (it reads configurations through an informer, so it may call it for a
     moment after the delete)."""
     kubernetes.client.AdmissionregistrationV1Api(api).delete_mutating_webhook_configuration(WEBHOOK_SERVICE)
-    wait_until(
-        lambda: _probe_admission(api),
-        lambda seen: seen == "admitted unchanged",
-        REGISTRATION_SECONDS,
-        "kube-apiserver to admit pods without calling the admission webhook",
-        describe=str,
-        interval=PROBE_INTERVAL_SECONDS,
+    _wait_for_admission(
+        api, "admitted unchanged", "kube-apiserver to admit pods without calling the admission webhook"
     )
 
 
@@ -174,11 +169,16 @@ def wait_until_called(api: kubernetes.client.ApiClient) -> None:
     retried until REGISTRATION_SECONDS."""
     ensure_namespace(api, PROBE_NAMESPACE)  # the ServiceAccount admission plugin needs "default"
 
+    _wait_for_admission(api, "mutated", "kube-apiserver to call the admission webhook")
+
+
+def _wait_for_admission(api: kubernetes.client.ApiClient, wanted: str, expected: str) -> None:
+    """Probe admission until it answers ``wanted`` (see ``_probe_admission``)."""
     wait_until(
         lambda: _probe_admission(api),
-        lambda seen: seen == "mutated",
+        lambda seen: seen == wanted,
         REGISTRATION_SECONDS,
-        "kube-apiserver to call the admission webhook",
+        expected,
         describe=str,
         interval=PROBE_INTERVAL_SECONDS,
     )

@@ -24,7 +24,7 @@ UNHURRIED = dict.fromkeys(
 )
 """Every limit on size and count stays at its default; the deadlines do not. Whether a 90 MB body
 crosses TLS within the default 5 s depends on the machine's load, so that is `make bench`'s figure
-(bench/RESULTS.md), never this test's (it failed on a 2-core machine at load 6)."""
+(bench/RESULTS.md), never this test's."""
 
 
 def test_a_5000_node_request_is_served_with_the_default_limits(pki):
