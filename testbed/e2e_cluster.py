@@ -5,7 +5,7 @@ import dataclasses
 import http.client
 import json
 import ssl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from localcluster.host.probes import LOOPBACK
 from localcluster.plane.control_plane import ControlPlane, start_control_plane
 from localcluster.plane.inventory import InstanceType, load_inventory
 from localcluster.plane.nodes import SimulatedNode, create_nodes
-from localcluster.plane.outcomes import PodOutcome, wait_for_outcomes
+from localcluster.plane.outcomes import PodOutcome, wait_for_outcome, wait_for_outcomes
 from localcluster.plane.workloads import (
     WORKLOAD_NAMESPACE,
     PodSpecification,
@@ -137,6 +137,13 @@ class E2ECluster:
 
     def outcome(self, name: str, *, bound_only: bool = False) -> PodOutcome:
         return self.outcomes([name], bound_only=bound_only)[name]
+
+    def outcome_where(
+        self, name: str, holds: Callable[[PodOutcome], bool], expected: str, timeout: float = 120
+    ) -> PodOutcome:
+        """The pod's verdict once it satisfies ``holds`` (a Pending pod's condition is rewritten on
+        every attempt, and an attempt may run before the scheduler has seen every node)."""
+        return wait_for_outcome(self.api, WORKLOAD_NAMESPACE, name, holds, expected=expected, timeout=timeout)
 
     def label_of(self, node_name: str) -> int:
         node = kubernetes.client.CoreV1Api(self.api).read_node(node_name)

@@ -146,12 +146,14 @@ def request(
     *,
     method: str = "POST",
     headers: Mapping[str, str] | None = None,
+    timeout: float = DEADLINE,
 ) -> Reply:
-    """One request on a new connection (HTTPS when ``context`` is given)."""
+    """One request on a new connection (HTTPS when ``context`` is given); ``timeout`` bounds each
+    socket operation."""
     if context is None:
-        conn: http.client.HTTPConnection = http.client.HTTPConnection(LOOPBACK, port, timeout=DEADLINE)
+        conn: http.client.HTTPConnection = http.client.HTTPConnection(LOOPBACK, port, timeout=timeout)
     else:
-        conn = http.client.HTTPSConnection(LOOPBACK, port, context=context, timeout=DEADLINE)
+        conn = http.client.HTTPSConnection(LOOPBACK, port, context=context, timeout=timeout)
     try:
         sent = {"Content-Type": "application/json", **(headers or {})}
         conn.request(method, path, body=body, headers=sent)

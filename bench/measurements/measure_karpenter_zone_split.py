@@ -42,7 +42,7 @@ from localcluster.plane.workloads import (
 )
 from localcluster.services.karpenter import (
     karpenter_nodes,
-    node_claims,
+    launched_node_claims,
     node_pool_manifest,
     running_karpenter,
 )
@@ -90,7 +90,7 @@ def one_run(bin_dir: Path, work_dir: Path, mode: SchedulerMode, pools: str, work
             outcomes = wait_for_outcomes(
                 cluster.api, WORKLOAD_NAMESPACE, names, BIND_SECONDS, bound_only=True
             )
-            claims = node_claims(cluster.api)
+            claims = launched_node_claims(cluster.api)
             zone_of = {
                 node.metadata.name: node.metadata.labels[ZONE_LABEL] for node in karpenter_nodes(cluster.api)
             }

@@ -35,7 +35,7 @@ from localcluster.plane.workloads import (
     create_through_admission,
     pod_manifest,
 )
-from localcluster.services.karpenter import NODE_POOL_LABEL, karpenter_nodes, node_claims
+from localcluster.services.karpenter import NODE_POOL_LABEL, karpenter_nodes, node_claims, settled_node_claims
 from localcluster.services.webhook import admission_line, created_affinity
 from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY, NODE_MEMORY_LABEL
 
@@ -294,7 +294,7 @@ def report(observations: Sequence[Observation]) -> tuple[str, int]:
 def launched_summary(api: kubernetes.client.ApiClient) -> str:
     """One line per NodeClaim: its name, instance type and memory label."""
     lines = []
-    for claim in node_claims(api):
+    for claim in settled_node_claims(api):
         labels: Mapping[str, str] = claim["metadata"].get("labels") or {}
         lines.append(
             f"  nodeclaim/{claim['metadata']['name']}: {labels.get(INSTANCE_TYPE_LABEL, '?')}"

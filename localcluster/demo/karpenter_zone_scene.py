@@ -29,7 +29,13 @@ from localcluster.host.waiting import WaitTimeout, wait_for
 from localcluster.plane.inventory import InstanceType
 from localcluster.plane.outcomes import PodOutcome, read_outcomes, wait_for_outcomes
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE, create_through_admission
-from localcluster.services.karpenter import KARPENTER_GROUP, KARPENTER_VERSION, karpenter_nodes, node_claims
+from localcluster.services.karpenter import (
+    KARPENTER_GROUP,
+    KARPENTER_VERSION,
+    karpenter_nodes,
+    node_claims,
+    settled_node_claims,
+)
 from policy.job_zone import JOB_LABEL, ZONE_LABEL
 
 JOB = "llm-karpenter"
@@ -150,7 +156,7 @@ def job_claims(api: kubernetes.client.ApiClient) -> list[Claim]:
         node.spec.provider_id: node.metadata.name for node in karpenter_nodes(api) if node.spec.provider_id
     }
     claims = []
-    for claim in node_claims(api):
+    for claim in settled_node_claims(api):
         labels: Mapping[str, str] = claim["metadata"].get("labels") or {}
         status = claim.get("status") or {}
         claims.append(

@@ -10,6 +10,7 @@ Pulumi program uses; only file paths, the extender URL and the kubeconfig differ
 import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from http import HTTPStatus
 from pathlib import Path
 
@@ -387,3 +388,10 @@ def lease_holder(plane: ControlPlane) -> str | None:
         raise
     holder: str | None = lease.spec.holder_identity
     return holder or None
+
+
+def lease_renewed_since(plane: ControlPlane, since: datetime) -> bool:
+    """Whether the custom scheduler's Lease was renewed after ``since`` (an aware datetime)."""
+    coordination = kubernetes.client.CoordinationV1Api(plane.api_client())
+    renewed: datetime | None = coordination.read_namespaced_lease(SCHEDULER_NAME, NAMESPACE).spec.renew_time
+    return renewed is not None and renewed > since

@@ -30,7 +30,7 @@ give the job's first NodeClaim two candidate zones and the next ones other zones
 
 import contextlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,7 @@ import yaml
 from contracts.cluster import GPU_PRESENT_LABEL
 from localcluster.host.probes import LOOPBACK, http_status
 from localcluster.host.processes import ManagedProcess, ProcessGroup, python_module_argv, raise_if_exited
-from localcluster.host.waiting import wait_for
+from localcluster.host.waiting import WaitTimeout, wait_for, wait_until
 from localcluster.plane.control_plane import ControlPlane
 from localcluster.plane.inventory import InstanceType, load_inventory
 from localcluster.plane.nodes import GPU_TAINT, ZONES
@@ -68,12 +68,18 @@ KWOK_GROUP = "karpenter.kwok.sh"
 KWOK_VERSION = "v1alpha1"
 NODE_POOL_LABEL = "karpenter.sh/nodepool"
 """Karpenter labels each node it launches with its NodePool."""
+LAUNCHED_CONDITION = "Launched"
+"""The NodeClaim condition Karpenter sets True once the cloud provider made the instance; the
+offering's labels (instance type, zone, capacity type, and any an offering requirement carries)
+are written to the claim in the same reconcile, before that condition."""
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node=fake"
 """What Karpenter's kwok provider puts on its Nodes; kwok manages only nodes that carry it."""
 
 CRD_ESTABLISHED_SECONDS = 30.0
 KARPENTER_READY_SECONDS = 60.0
 KWOK_READY_SECONDS = 30.0
+LAUNCH_SECONDS = 60.0
+"""How long a NodeClaim Karpenter made may take to be launched (its offering's labels written)."""
 NODE_POOLS_READY_SECONDS = 60.0
 """How long Karpenter may take to mark every NodePool Ready; it ignores a pool until then, so a pod
 submitted earlier can get a lower-weight pool."""
@@ -302,6 +308,75 @@ def node_claims(api: kubernetes.client.ApiClient) -> list[Mapping[str, Any]]:
     listed = custom.list_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodeclaims")
     items: list[Mapping[str, Any]] = listed["items"]
     return items
+
+
+def is_launched(claim: Mapping[str, Any]) -> bool:
+    """Whether Karpenter has launched the claim's instance (its ``Launched`` condition is True)."""
+    conditions = (claim.get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == LAUNCHED_CONDITION and c.get("status") == "True" for c in conditions)
+
+
+def launched_node_claims(
+    api: kubernetes.client.ApiClient, timeout: float = LAUNCH_SECONDS
+) -> list[Mapping[str, Any]]:
+    """Every NodeClaim, once each is launched.
+
+    The kwok provider creates the Node (with every label) before Karpenter writes the offering's
+    labels onto the NodeClaim, so a pod can be bound to the node of a claim that does not carry
+    them yet: a claim is read for its labels only after this wait."""
+    return wait_until(
+        lambda: node_claims(api),
+        lambda claims: all(is_launched(claim) for claim in claims),
+        timeout,
+        "every NodeClaim to be launched",
+        describe=_claims_in_brief,
+    )
+
+
+def settled_node_claims(api: kubernetes.client.ApiClient) -> list[Mapping[str, Any]]:
+    """For a report: every NodeClaim once launched, or as they are when one never launches (the
+    report then shows what it lacks)."""
+    try:
+        return launched_node_claims(api)
+    except WaitTimeout:
+        return node_claims(api)
+
+
+def _claims_in_brief(claims: Sequence[Mapping[str, Any]]) -> str:
+    return "; ".join(
+        f"{claim['metadata']['name']}: {'launched' if is_launched(claim) else 'not launched'},"
+        f" labels {claim['metadata'].get('labels') or {}}"
+        for claim in claims
+    )
+
+
+def labelled_nodes(
+    api: kubernetes.client.ApiClient,
+    names: Iterable[str],
+    keys: Iterable[str],
+    timeout: float = LAUNCH_SECONDS,
+) -> dict[str, Mapping[str, str]]:
+    """The named Nodes' labels, once each node exists and carries every one of ``keys``."""
+    wanted, needed = set(names), set(keys)
+    core = kubernetes.client.CoreV1Api(api)
+
+    def current() -> dict[str, Mapping[str, str]]:
+        return {
+            node.metadata.name: node.metadata.labels or {}
+            for node in core.list_node().items
+            if node.metadata.name in wanted
+        }
+
+    return wait_until(
+        current,
+        lambda seen: set(seen) == wanted and all(needed <= set(labels) for labels in seen.values()),
+        timeout,
+        f"nodes {sorted(wanted)} labelled {sorted(needed)}",
+        describe=lambda seen: "; ".join(
+            f"{name}: {'missing' if name not in seen else sorted(needed - set(seen[name])) or 'labelled'}"
+            for name in sorted(wanted)
+        ),
+    )
 
 
 def karpenter_nodes(api: kubernetes.client.ApiClient) -> list[kubernetes.client.V1Node]:

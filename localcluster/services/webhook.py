@@ -36,7 +36,7 @@ from localcluster.host.images import LocalImages
 from localcluster.host.pki import CertificateAuthority
 from localcluster.host.probes import LOOPBACK
 from localcluster.host.processes import ProcessGroup
-from localcluster.host.waiting import wait_for
+from localcluster.host.waiting import wait_until
 from localcluster.plane.control_plane import ControlPlane
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE, ensure_namespace
 from localcluster.services.custom_scheduler import RunningExtender, launch_extender
@@ -134,8 +134,13 @@ def start_webhook(
 
 
 def unregister_webhook(api: kubernetes.client.ApiClient) -> None:
-    """Delete the MutatingWebhookConfiguration (pods are then admitted without the webhook)."""
+    """Delete the MutatingWebhookConfiguration and wait until the API server admits pods without
+    calling the webhook (it reads configurations through an informer, so it may call it for a
+    moment after the delete)."""
     kubernetes.client.AdmissionregistrationV1Api(api).delete_mutating_webhook_configuration(WEBHOOK_SERVICE)
+    _wait_for_admission(
+        api, "admitted unchanged", "kube-apiserver to admit pods without calling the admission webhook"
+    )
 
 
 def point_configuration_at(api: kubernetes.client.ApiClient, url: str) -> str:
@@ -164,22 +169,35 @@ def wait_until_called(api: kubernetes.client.ApiClient) -> None:
     (the API server called the webhook); a denial or error from a webhook not yet reachable is
     retried until REGISTRATION_SECONDS."""
     ensure_namespace(api, PROBE_NAMESPACE)  # the ServiceAccount admission plugin needs "default"
-    core = kubernetes.client.CoreV1Api(api)
 
-    def mutated() -> bool:
-        try:
-            pod = core.create_namespaced_pod(PROBE_NAMESPACE, _probe_pod(), dry_run="All")
-        except kubernetes.client.ApiException:
-            return False
-        affinity = pod.spec.affinity
-        return bool(affinity and affinity.node_affinity) and NODE_MEMORY_LABEL in str(affinity.node_affinity)
+    _wait_for_admission(api, "mutated", "kube-apiserver to call the admission webhook")
 
-    wait_for(
-        mutated,
+
+def _wait_for_admission(api: kubernetes.client.ApiClient, wanted: str, expected: str) -> None:
+    """Probe admission until it answers ``wanted`` (see ``_probe_admission``)."""
+    wait_until(
+        lambda: _probe_admission(api),
+        lambda seen: seen == wanted,
         REGISTRATION_SECONDS,
-        "kube-apiserver to call the admission webhook",
+        expected,
+        describe=str,
         interval=PROBE_INTERVAL_SECONDS,
     )
+
+
+def _probe_admission(api: kubernetes.client.ApiClient) -> str:
+    """What a dry-run create of an annotated pod comes back as: ``mutated`` (the webhook added the
+    memory affinity), ``admitted unchanged``, or the API server's refusal."""
+    try:
+        pod = kubernetes.client.CoreV1Api(api).create_namespaced_pod(
+            PROBE_NAMESPACE, _probe_pod(), dry_run="All"
+        )
+    except kubernetes.client.ApiException as error:
+        return f"refused: {error.status} {error.reason}"
+    affinity = pod.spec.affinity
+    if affinity and affinity.node_affinity and NODE_MEMORY_LABEL in str(affinity.node_affinity):
+        return "mutated"
+    return "admitted unchanged"
 
 
 def _probe_pod() -> dict[str, Any]:
