@@ -18,15 +18,14 @@ import pulumi_kubernetes as k8s
 
 from components.certificates import CLIENT_SECRET
 from components.pod_security import container_security_context, pod_security_context
+from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
 from components.render.scheduler_config import (
     EXTENDER_CLIENT_DIR,
     ExtenderEndpoint,
     SchedulerConfig,
-    SchedulerMode,
     config_checksum,
     scheduler_config_yaml,
     scheduler_mode_flags,
-    uses_extender,
 )
 from components.render.scheduler_rbac import (
     AUTHENTICATION_READER_BINDING,
@@ -48,7 +47,7 @@ from components.workload_parts import (
     system_pool_selector,
 )
 from contracts.cluster import NAMESPACE, SCHEDULER_NAME
-from policy import SCORING_STRATEGY, ScoringStrategy
+from contracts.modes import SchedulerMode, uses_extender
 
 CONFIG_DIR = "/etc/kubernetes/custom-scheduler"
 CONFIG_FILE = "config.yaml"
@@ -86,12 +85,11 @@ class CustomScheduler(pulumi.ComponentResource):
         depends_on: list[pulumi.Resource],
         client_tls_checksum: pulumi.Input[str] | None = None,
         object_annotations: Mapping[str, str] | None = None,
-        scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
-        default_capacity_type: str = "",
+        choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """``object_annotations`` go on every object (``kubernetes_await.await_annotations``);
-        ``default_capacity_type``: plugin mode's default capacity-type choice ("" for none)."""
+        ``choices``: the stack's policy choices (plugin mode: the plugins' args)."""
         super().__init__("gpu-scheduler-eks:index:CustomScheduler", name, None, opts)
         self._name = name
         self._child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on)
@@ -108,9 +106,7 @@ class CustomScheduler(pulumi.ComponentResource):
                 ),
                 percentage_of_nodes_to_score=settings.percentage_of_nodes_to_score,
                 capacity_type_weight=settings.capacity_type_weight,
-                scoring_strategy=scoring_strategy,
-                job_zone=settings.job_zone,
-                default_capacity_type=default_capacity_type,
+                policy=choices,
             )
         )
         config_map = k8s.core.v1.ConfigMap(

@@ -45,12 +45,12 @@ TLS_KEY_FILE = "tls.key"
 CLIENT_CA_FILE = "client-ca.crt"
 """The file names inside a TLS directory (the keys of the mounted Secret)."""
 
-NodeCache = Literal["off", "watch"]
-NODE_CACHE_OFF: NodeCache = "off"
+NodeCacheMode = Literal["off", "watch"]
+NODE_CACHE_OFF: NodeCacheMode = "off"
 """Full Nodes in every request (``nodeCacheCapable: false``)."""
-NODE_CACHE_WATCH: NodeCache = "watch"
+NODE_CACHE_WATCH: NodeCacheMode = "watch"
 """The extender lists and watches Nodes; requests carry node names (``nodeCacheCapable: true``)."""
-NODE_CACHE_MODES: tuple[NodeCache, ...] = (NODE_CACHE_OFF, NODE_CACHE_WATCH)
+NODE_CACHE_MODES: tuple[NodeCacheMode, ...] = (NODE_CACHE_OFF, NODE_CACHE_WATCH)
 
 InvalidAnnotation = Literal["deny", "warn"]
 INVALID_ANNOTATION_DENY: InvalidAnnotation = "deny"

@@ -146,18 +146,20 @@ def request(
     *,
     method: str = "POST",
     headers: Mapping[str, str] | None = None,
+    timeout: float = DEADLINE,
     source: str = "",
 ) -> Reply:
     """One request on a new connection (HTTPS when ``context`` is given), from ``source`` when given
-    (another loopback address, e.g. 127.0.0.2, to play a second client host)."""
+    (another loopback address, e.g. 127.0.0.2, to play a second client host); ``timeout`` bounds
+    each socket operation."""
     origin = (source, 0) if source else None
     if context is None:
         conn: http.client.HTTPConnection = http.client.HTTPConnection(
-            LOOPBACK, port, timeout=DEADLINE, source_address=origin
+            LOOPBACK, port, timeout=timeout, source_address=origin
         )
     else:
         conn = http.client.HTTPSConnection(
-            LOOPBACK, port, context=context, timeout=DEADLINE, source_address=origin
+            LOOPBACK, port, context=context, timeout=timeout, source_address=origin
         )
     try:
         sent = {"Content-Type": "application/json", **(headers or {})}

@@ -16,9 +16,14 @@ import kubernetes.client
 import pytest
 
 from contracts.cluster import NAMESPACE, SCHEDULER_NAME
-from localcluster.control_plane import SCHEDULER_GROUPS, SCHEDULER_USER, ControlPlane, start_control_plane
-from localcluster.custom_scheduler import grant_scheduler_rbac
-from localcluster.workloads import WORKLOAD_NAMESPACE
+from localcluster.plane.control_plane import (
+    SCHEDULER_GROUPS,
+    SCHEDULER_USER,
+    ControlPlane,
+    start_control_plane,
+)
+from localcluster.plane.workloads import WORKLOAD_NAMESPACE
+from localcluster.services.custom_scheduler import grant_scheduler_rbac
 
 AUTHENTICATED = "system:authenticated"
 """The group the API server adds to every authenticated request (a SubjectAccessReview does not)."""

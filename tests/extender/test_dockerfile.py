@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from localcluster.ports import reserve_port
+from localcluster.host.ports import reserve_port
 from testbed.extender import (
     DEADLINE,
     LOOPBACK,

@@ -25,12 +25,12 @@ from kubernetes.dynamic import DynamicClient
 
 from components.render.karpenter_pools import MAX_NODE_POOL_NAME
 from components.render.node_reader import NODE_READER_ROLE
-from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode, uses_extender
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE
-from localcluster.control_plane import ControlPlane, start_control_plane
-from localcluster.deployed_scheduler import SERVICE_ACCOUNT_GROUPS, service_account_user
-from localcluster.karpenter import install_crds
-from localcluster.waiting import wait_for
+from contracts.modes import SCHEDULER_MODES, SchedulerMode, uses_extender
+from localcluster.host.waiting import wait_for
+from localcluster.plane.control_plane import ControlPlane, start_control_plane
+from localcluster.services.deployed_scheduler import SERVICE_ACCOUNT_GROUPS, service_account_user
+from localcluster.services.karpenter import install_crds
 from policy.job_zone import ZONE_LABEL
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, mode_run, run_with
 from tests.pulumi.mocks import StackRun

@@ -17,10 +17,10 @@ from components.render.scheduler_config import (
     config_checksum,
     render_scheduler_config,
     scheduler_config_yaml,
-    uses_extender,
 )
 from components.render.scheduler_rbac import SCHEDULER_ROLE, SCHEDULER_RULES
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
+from contracts.modes import uses_extender
 from contracts.server import NODE_CACHE_WATCH_FLAG
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, run_with
 from tests.pulumi.mocks import StackRun

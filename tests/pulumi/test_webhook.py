@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from components.render.policy_choices import JobZoneArgs, PolicyChoices
 from components.render.webhook_config import (
     WEBHOOK_NAME,
     WEBHOOK_SERVICE_HOST,
@@ -117,7 +118,9 @@ def test_the_deployment_is_hardened_like_the_extender(extender_run: StackRun) ->
 
 
 def test_the_flags_are_ones_the_program_accepts_in_its_webhook_role() -> None:
-    settings = settings_from(webhook_args("warn", max_job_size=64), {})
+    settings = settings_from(
+        webhook_args("warn", choices=PolicyChoices(job_zone=JobZoneArgs(max_job_size=64))), {}
+    )
     assert settings.role == ROLE_WEBHOOK
     assert settings.max_job_size == 64
     assert (settings.tls_cert, settings.tls_key) == (
