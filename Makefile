@@ -19,8 +19,11 @@ AUTOSCALER ?= none
 AFFINITY ?= webhook
 SCALE_ARGS ?=
 IMAGES ?=
+TESTS ?= tests/e2e tests/localcluster
+N ?= 10
+LOAD ?= 0
 
-.PHONY: help setup lock lint check go-check binaries autoscaler-binaries pulumi-engine images test test-policy test-python test-engine demo explain bench bench-scale clean
+.PHONY: help setup lock lint check go-check binaries autoscaler-binaries pulumi-engine images test test-policy test-python test-engine test-repeat demo explain bench bench-scale clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -83,6 +86,9 @@ test-engine: setup binaries pulumi-engine ## only the Pulumi engine suite (part 
 	$(PY) -m pytest tests/pulumi_engine $(PYTEST_ARGS)
 
 test: lint go-check pulumi-engine test-policy test-python ## everything CI runs
+
+test-repeat: setup binaries autoscaler-binaries pulumi-engine ## run TESTS (pytest paths, default the e2e and localcluster suites) N times (default 10), each in a fresh copy of the tree, beside LOAD busy processes (default 0); prints passes and the first failure per test (CONTRIBUTING.md#proving-a-flaky-test-fixed)
+	$(PY) -m testbed.repeat $(TESTS) --runs $(N) --load $(LOAD)
 
 demo: setup binaries autoscaler-binaries pulumi-engine $(if $(filter 1,$(IMAGES)),images) ## deploy the stack with pulumi up onto a local control plane, run what it created, schedule sample pods, print the table (MODE=extender|extender-cached|plugin, STRATEGY=prefer-larger|best-fit, AUTOSCALER=none|karpenter, AFFINITY=webhook|none: none is the control run without the webhook; IMAGES=1: our programs from the built images)
 	$(PY) -m localcluster.demo --mode $(MODE) --scoring-strategy $(STRATEGY) --bin-dir $(BIN) --autoscaler $(AUTOSCALER) --affinity $(AFFINITY) $(if $(filter 1,$(IMAGES)),--images)

@@ -16,12 +16,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.e2e_throughput import RAISED_QPS, E2EReport, Setting, run_e2e
-from bench.extender_bench import codec_share, latency_matrix, soak, worst_case_memory
-from bench.loadgen import build_loadgen
-from bench.machine import describe_machine
-from bench.node_cache_bench import node_cache_benchmark
-from bench.report import render_report
+from bench.load.loadgen import build_loadgen
+from bench.load.machine import describe_machine
+from bench.measurements.e2e_throughput import RAISED_QPS, E2EReport, Setting, run_e2e
+from bench.measurements.extender_bench import codec_share, latency_matrix, soak, worst_case_memory
+from bench.measurements.node_cache_bench import node_cache_benchmark
+from bench.report.results_md import render_report
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ("extender", "cache", "memory", "soak", "e2e")
@@ -39,7 +39,7 @@ class Plan:
     e2e_nodes: int = 500
     e2e_pods: int = 1000
     """At most what always fits under the policy: pods prefer the largest GPUs, so the ones asking for
-    40960 MiB find room only while the others leave enough large GPUs (bench/cluster_load.py);
+    40960 MiB find room only while the others leave enough large GPUs (bench/fleet/cluster_load.py);
     1,500 pods on 500 nodes do not (tried: 20 stayed Pending)."""
     e2e_rounds: int = 5
     extender_rounds: int = 1

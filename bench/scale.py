@@ -4,10 +4,10 @@
         [--extender-pods 200] [--qps default,1000] [--quick] [--render-only]
 
 One local control plane (etcd + kube-apiserver) grows from size to size with realistic EKS GPU
-Nodes of real EC2 types (bench.scale_fleet). At each size a fresh extender is started for each
+Nodes of real EC2 types (bench.fleet.scale_fleet). At each size a fresh extender is started for each
 extender mode (so its memory is that size's), then, at each client QPS, vanilla kube-scheduler,
 extender, extender-cached and plugin mode each schedule the same GPU pods with mixed minimums
-(bench.e2e_throughput.run_once: pods first, then a fresh scheduler, binds timed by a watch).
+(bench.measurements.e2e_throughput.run_once: pods first, then a fresh scheduler, binds timed by a watch).
 Extender mode runs at the first QPS only, with ``--extender-pods`` pods: it is CPU-bound on the
 scheduler's JSON encoding, so the client rate limit does not change it, and it is slow.
 
@@ -28,11 +28,8 @@ from pathlib import Path
 import kubernetes.client
 import orjson
 
-from bench.cluster_load import create_nodes, node_labels, realistic_nodes
-from bench.e2e_throughput import EXTENDER_MODES, ExtenderLink, Mode, Setting, run_once
-from bench.machine import describe_machine
-from bench.report import FINDINGS_LINK
-from bench.scale_fleet import (
+from bench.fleet.cluster_load import create_nodes, node_labels, realistic_nodes
+from bench.fleet.scale_fleet import (
     SCALE_INSTANCE_TYPES,
     SCALE_MINIMUMS_MIB,
     capacity,
@@ -40,11 +37,14 @@ from bench.scale_fleet import (
     require_fit,
     scale_pods,
 )
-from bench.scale_report import draw_plots, render_scale_section, splice_scale_section
-from bench.scale_results import ScaleDocument, SizeInfo, load, row_from_run, save
-from localcluster.control_plane import ControlPlane, start_control_plane
-from localcluster.custom_scheduler import extender_tls, grant_scheduler_lease, start_extender_for
-from localcluster.workloads import WORKLOAD_NAMESPACE, ensure_namespace, restricted_namespace_labels
+from bench.load.machine import describe_machine
+from bench.measurements.e2e_throughput import EXTENDER_MODES, ExtenderLink, Mode, Setting, run_once
+from bench.report.results_md import FINDINGS_LINK
+from bench.report.scale_report import draw_plots, render_scale_section, splice_scale_section
+from bench.report.scale_results import ScaleDocument, SizeInfo, load, row_from_run, save
+from localcluster.plane.control_plane import ControlPlane, start_control_plane
+from localcluster.plane.workloads import WORKLOAD_NAMESPACE, ensure_namespace, restricted_namespace_labels
+from localcluster.services.custom_scheduler import extender_tls, grant_scheduler_rbac, start_extender_for
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = REPO_ROOT / "bench"
@@ -187,7 +187,7 @@ def run_scale(
     with start_control_plane(bin_dir, work_dir) as plane:
         api = plane.api_client()
         ensure_namespace(api, WORKLOAD_NAMESPACE, restricted_namespace_labels())
-        grant_scheduler_lease(plane)
+        grant_scheduler_rbac(plane)
         labels: dict[str, int] = {}
         for size in plan.sizes:
             load_at_start = os.getloadavg()

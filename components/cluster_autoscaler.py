@@ -28,6 +28,7 @@ import pulumi_kubernetes as k8s
 from components.cluster import NODE_POOL_LABEL, SYSTEM_POOL, Cluster
 from components.gpu_node_group import GPU_TAINT_KEY, GPU_TAINT_VALUE, GpuNodeGroup, group_key
 from components.pod_identity import pod_identity_role
+from components.pod_security import container_security_context_values, pod_security_context_values
 from components.render.accelerator_label import ACCELERATOR_LABEL
 from components.render.autoscaler_template import (
     EXPANDER,
@@ -119,7 +120,9 @@ def autoscaler_values(
     cluster_name: str, region: str, settings: ClusterAutoscalerSettings, priorities: dict[str, list[str]]
 ) -> dict[str, Any]:
     """Chart values: AWS auto-discovery for this cluster, the Pod Identity ServiceAccount, system
-    nodes, the expanders and the priority expander's ConfigMap (the chart writes ``priorities``)."""
+    nodes, a restricted security context (the chart's keys ``securityContext`` for the pod and
+    ``containerSecurityContext`` for its container), the expanders and the priority expander's
+    ConfigMap (the chart writes ``priorities``)."""
     return {
         "cloudProvider": "aws",
         "awsRegion": region,
@@ -127,6 +130,10 @@ def autoscaler_values(
         "image": {"repository": IMAGE, "tag": settings.image_tag},
         "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
         "nodeSelector": {NODE_POOL_LABEL: SYSTEM_POOL},
+        # The chart sets no security context of its own: Pod Security "restricted", as our pods.
+        # The image is distroless and needs no writable path, no capability and no root.
+        "securityContext": pod_security_context_values(),
+        "containerSecurityContext": container_security_context_values(),
         "expanderPriorities": priorities,
         "extraArgs": {
             "expander": EXPANDER,

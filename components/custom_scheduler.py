@@ -1,31 +1,40 @@
 """The secondary scheduler ``custom-scheduler``: identity, RBAC, configuration, Deployment.
 
-RBAC binds the built-in roles a kube-scheduler uses (``system:kube-scheduler``,
-``system:volume-scheduler``, and ``extension-apiserver-authentication-reader`` in
-kube-system for its secure port's delegated authentication). In Kubernetes 1.35
-``system:kube-scheduler`` already allows creating any Lease but reads and renews only the
-Lease named ``kube-scheduler``, so a Role adds get/update on ``custom-scheduler`` alone.
+RBAC is the scheduler's own (``components/render/scheduler_rbac.py``): a ClusterRole with what
+kube-scheduler 1.35 reads and writes, a Role in the stack's namespace for its own Lease, and the
+built-in ``extension-apiserver-authentication-reader`` in kube-system for its secure port's
+delegated authentication. Not the built-in ``system:kube-scheduler``, which may renew the
+default scheduler's Lease.
 
 kube-scheduler reads its configuration and client certificate only at start, so the pod
 template carries a checksum of each: a change rolls the pods.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.certificates import CLIENT_SECRET
 from components.pod_security import container_security_context, pod_security_context
+from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
 from components.render.scheduler_config import (
     EXTENDER_CLIENT_DIR,
     ExtenderEndpoint,
     SchedulerConfig,
-    SchedulerMode,
     config_checksum,
     scheduler_config_yaml,
     scheduler_mode_flags,
-    uses_extender,
+)
+from components.render.scheduler_rbac import (
+    AUTHENTICATION_READER_BINDING,
+    AUTHENTICATION_READER_ROLE,
+    LEADER_ELECTION_ROLE,
+    LEADER_ELECTION_RULES,
+    SCHEDULER_ROLE,
+    SCHEDULER_RULES,
+    SYSTEM_NAMESPACE,
 )
 from components.stack_config import SchedulerSettings
 from components.workload_parts import (
@@ -38,7 +47,7 @@ from components.workload_parts import (
     system_pool_selector,
 )
 from contracts.cluster import NAMESPACE, SCHEDULER_NAME
-from policy import SCORING_STRATEGY, ScoringStrategy
+from contracts.modes import SchedulerMode, uses_extender
 
 CONFIG_DIR = "/etc/kubernetes/custom-scheduler"
 CONFIG_FILE = "config.yaml"
@@ -49,9 +58,6 @@ SECURE_PORT = 10259
 """kube-scheduler's HTTPS port; /livez and /readyz are served there without authentication."""
 CLIENT_TLS_FILE_MODE = 0o440
 LIVENESS_INITIAL_DELAY_SECONDS = 15
-CLUSTER_ROLES = ("system:kube-scheduler", "system:volume-scheduler")
-AUTHENTICATION_READER_ROLE = "extension-apiserver-authentication-reader"
-COORDINATION_GROUP = "coordination.k8s.io"
 
 
 def scheduler_command(mode: SchedulerMode) -> tuple[list[str] | None, list[str]]:
@@ -79,12 +85,11 @@ class CustomScheduler(pulumi.ComponentResource):
         depends_on: list[pulumi.Resource],
         client_tls_checksum: pulumi.Input[str] | None = None,
         object_annotations: Mapping[str, str] | None = None,
-        scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
-        default_capacity_type: str = "",
+        choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """``object_annotations`` go on every object (``kubernetes_await.await_annotations``);
-        ``default_capacity_type``: plugin mode's default capacity-type choice ("" for none)."""
+        ``choices``: the stack's policy choices (plugin mode: the plugins' args)."""
         super().__init__("gpu-scheduler-eks:index:CustomScheduler", name, None, opts)
         self._name = name
         self._child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on)
@@ -101,9 +106,7 @@ class CustomScheduler(pulumi.ComponentResource):
                 ),
                 percentage_of_nodes_to_score=settings.percentage_of_nodes_to_score,
                 capacity_type_weight=settings.capacity_type_weight,
-                scoring_strategy=scoring_strategy,
-                job_zone=settings.job_zone,
-                default_capacity_type=default_capacity_type,
+                policy=choices,
             )
         )
         config_map = k8s.core.v1.ConfigMap(
@@ -128,41 +131,38 @@ class CustomScheduler(pulumi.ComponentResource):
         return object_metadata(object_name, self._labels, self._annotations, namespace)
 
     def _rbac(self) -> None:
-        """The built-in scheduler roles, delegated authentication, and our own Lease."""
+        """The scheduler's own ClusterRole, its Lease Role, and delegated authentication."""
         name, child = self._name, self._child
         subject = k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=SCHEDULER_NAME, namespace=NAMESPACE)
-        for role in CLUSTER_ROLES:
-            short = role.removeprefix("system:")
-            k8s.rbac.v1.ClusterRoleBinding(
-                f"{name}-{short}",
-                metadata=self._metadata(f"{SCHEDULER_NAME}-as-{short}", namespace=None),
-                role_ref=role_ref("ClusterRole", role),
-                subjects=[subject],
-                opts=child,
-            )
+        cluster_role = k8s.rbac.v1.ClusterRole(
+            f"{name}-role",
+            metadata=self._metadata(SCHEDULER_ROLE, namespace=None),
+            rules=policy_rules(SCHEDULER_RULES),
+            opts=child,
+        )
+        k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-role",
+            metadata=self._metadata(SCHEDULER_ROLE, namespace=None),
+            role_ref=role_ref("ClusterRole", cluster_role.metadata.name),
+            subjects=[subject],
+            opts=child,
+        )
         k8s.rbac.v1.RoleBinding(
             f"{name}-authentication-reader",
-            metadata=self._metadata(f"{SCHEDULER_NAME}-{AUTHENTICATION_READER_ROLE}", "kube-system"),
+            metadata=self._metadata(AUTHENTICATION_READER_BINDING, SYSTEM_NAMESPACE),
             role_ref=role_ref("Role", AUTHENTICATION_READER_ROLE),
             subjects=[subject],
             opts=child,
         )
         lease_role = k8s.rbac.v1.Role(
             f"{name}-leader-election",
-            metadata=self._metadata(f"{SCHEDULER_NAME}-leader-election"),
-            rules=[
-                k8s.rbac.v1.PolicyRuleArgs(
-                    api_groups=[COORDINATION_GROUP],
-                    resources=["leases"],
-                    resource_names=[SCHEDULER_NAME],
-                    verbs=["get", "update"],
-                )
-            ],
+            metadata=self._metadata(LEADER_ELECTION_ROLE),
+            rules=policy_rules(LEADER_ELECTION_RULES),
             opts=child,
         )
         k8s.rbac.v1.RoleBinding(
             f"{name}-leader-election",
-            metadata=self._metadata(f"{SCHEDULER_NAME}-leader-election"),
+            metadata=self._metadata(LEADER_ELECTION_ROLE),
             role_ref=role_ref("Role", lease_role.metadata.name),
             subjects=[subject],
             opts=child,
@@ -265,3 +265,16 @@ class CustomScheduler(pulumi.ComponentResource):
             # resource whose inputs come from it. The checksum annotation rolls the pods instead.
             opts=pulumi.ResourceOptions.merge(self._child, pulumi.ResourceOptions(depends_on=[config_map])),
         )
+
+
+def policy_rules(rules: Sequence[Mapping[str, Any]]) -> list[k8s.rbac.v1.PolicyRuleArgs]:
+    """The renderer's rules (Kubernetes field names) as Pulumi arguments."""
+    return [
+        k8s.rbac.v1.PolicyRuleArgs(
+            api_groups=rule["apiGroups"],
+            resources=rule["resources"],
+            resource_names=rule.get("resourceNames"),
+            verbs=rule["verbs"],
+        )
+        for rule in rules
+    ]

@@ -7,7 +7,7 @@ No AWS resource and no AWS lookup: the Kubernetes provider gets the configured k
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.stack_config import ExistingCluster as ExistingClusterSettings
+from components.stack_config import ExistingClusterSettings
 
 
 class ExistingCluster(pulumi.ComponentResource):

@@ -17,34 +17,34 @@ import pulumi_kubernetes as k8s
 
 from components.certificates import SERVER_SECRET
 from components.render.node_reader import NODE_READER_ROLE, NODE_READER_RULES
-from components.render.scheduler_config import EXTENDER_PORT, SchedulerMode, node_cache_capable, uses_extender
-from components.stack_config import ExtenderSettings
+from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
+from components.render.scheduler_config import EXTENDER_PORT
+from components.stack_config import ExtenderDeploymentSettings
 from components.tls_server_workload import disruption_budget, https_service, tls_server_deployment
 from components.workload_parts import APP_LABEL, object_metadata, role_ref
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, NAMESPACE_NAME_LABEL, SCHEDULER_NAME
+from contracts.modes import SchedulerMode, node_cache_capable, uses_extender
 from contracts.server import EXTENDER_TLS_DIR, HEALTH_PORT, NODE_CACHE_WATCH_FLAG, flag, tls_flags
-from policy import SCORING_STRATEGY, ScoringStrategy
 
 API_SERVER_PORT = 443
 """The port of the ``kubernetes`` Service on EKS, and of its endpoints (the API server)."""
 
 
 def extender_args(
-    settings: ExtenderSettings,
+    settings: ExtenderDeploymentSettings,
     mode: SchedulerMode,
-    scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
-    default_capacity_type: str = "",
+    choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
 ) -> list[str]:
     """The extender's command-line flags; unset limits keep the extender's own defaults.
 
     extender-cached adds ``--node-cache=watch``; extender mode leaves the default (``off``);
-    ``default_capacity_type`` (the stack's default choice) adds ``--default-capacity-type``.
+    ``choices`` give the policy's flags.
     """
     args = [
         *tls_flags(EXTENDER_TLS_DIR, client_ca=True),
         flag("port", EXTENDER_PORT),
         flag("health_port", HEALTH_PORT),
-        flag("scoring_strategy", scoring_strategy),
+        *choices.extender_flags(),
     ]
     if settings.max_body_bytes is not None:
         args.append(flag("max_body_bytes", settings.max_body_bytes))
@@ -54,8 +54,6 @@ def extender_args(
         args.append(flag("max_buffered_body_bytes", settings.max_buffered_body_bytes))
     if node_cache_capable(mode):
         args.append(NODE_CACHE_WATCH_FLAG)
-    if default_capacity_type:
-        args.append(flag("default_capacity_type", default_capacity_type))
     return args
 
 
@@ -94,17 +92,16 @@ class Extender(pulumi.ComponentResource):
         name: str,
         *,
         mode: SchedulerMode,
-        settings: ExtenderSettings,
+        settings: ExtenderDeploymentSettings,
         image: pulumi.Input[str],
         provider: k8s.Provider,
         depends_on: list[pulumi.Resource],
         object_annotations: Mapping[str, str] | None = None,
-        scoring_strategy: ScoringStrategy = SCORING_STRATEGY,
-        default_capacity_type: str = "",
+        choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """``object_annotations`` go on every object (``kubernetes_await.await_annotations``);
-        ``default_capacity_type`` is the stack's default capacity-type choice ("" for none)."""
+        ``choices``: the stack's policy choices, as the extender's flags."""
         if not uses_extender(mode):
             raise ValueError(f"{mode} mode runs no extender")
         super().__init__("gpu-scheduler-eks:index:Extender", name, None, opts)
@@ -128,7 +125,7 @@ class Extender(pulumi.ComponentResource):
             labels=labels,
             container="extender",
             image=image,
-            args=extender_args(settings, mode, scoring_strategy, default_capacity_type),
+            args=extender_args(settings, mode, choices),
             port=EXTENDER_PORT,
             replicas=settings.replicas,
             resources=settings.resources,

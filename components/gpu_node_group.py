@@ -19,7 +19,7 @@ from components.render.gpu_memory import (
     require_architecture,
 )
 from components.render.karpenter_pools import memory_class_name
-from components.stack_config import GpuNodeGroup as GpuNodeGroupSettings
+from components.stack_config import GpuNodeGroupSettings
 from contracts.cluster import GPU_PRESENT_LABEL
 from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL, vendor_capacity_type
 

@@ -1,4 +1,7 @@
-"""Security contexts that satisfy Pod Security "restricted", shared by our Deployments."""
+"""Security contexts that satisfy Pod Security "restricted", shared by our Deployments and, as
+plain values, by the charts that take them (Cluster Autoscaler's)."""
+
+from typing import Any
 
 import pulumi_kubernetes as k8s
 
@@ -27,3 +30,25 @@ def container_security_context() -> k8s.core.v1.SecurityContextArgs:
         capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
         seccomp_profile=k8s.core.v1.SeccompProfileArgs(type=SECCOMP_PROFILE),
     )
+
+
+def pod_security_context_values() -> dict[str, Any]:
+    """:func:`pod_security_context` with Kubernetes field names, for a chart's values."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": NONROOT_UID,
+        "runAsGroup": NONROOT_UID,
+        "fsGroup": NONROOT_UID,
+        "seccompProfile": {"type": SECCOMP_PROFILE},
+    }
+
+
+def container_security_context_values() -> dict[str, Any]:
+    """:func:`container_security_context` with Kubernetes field names, for a chart's values."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": SECCOMP_PROFILE},
+    }

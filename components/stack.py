@@ -30,7 +30,6 @@ from components.karpenter import Karpenter
 from components.kubernetes_await import await_annotations
 from components.network import Network
 from components.render.karpenter_pools import DISCOVERY_TAG
-from components.render.scheduler_config import uses_extender
 from components.stack_config import (
     ClusterAutoscalerSettings,
     KarpenterSettings,
@@ -40,6 +39,7 @@ from components.stack_config import (
 )
 from components.webhook import AdmissionWebhook
 from contracts.cluster import NAMESPACE
+from contracts.modes import uses_extender
 
 POD_SECURITY_LEVEL = "restricted"
 POD_SECURITY_MODES = ("enforce", "audit", "warn")
@@ -113,16 +113,14 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
             provider=target.provider,
             depends_on=workload_dependencies,
             object_annotations=object_annotations,
-            max_job_size=config.scheduler.job_zone.max_job_size,
-            default_capacity_type=config.default_capacity_type,
+            choices=config.policy_choices,
         )
     if extender_mode:
         Extender(
             "extender",
             mode=config.scheduler_mode,
             settings=config.extender,
-            scoring_strategy=config.scoring_strategy,
-            default_capacity_type=config.default_capacity_type,
+            choices=config.policy_choices,
             image=extender_image,
             provider=target.provider,
             depends_on=[*workload_dependencies, certificates.server_secret],
@@ -143,8 +141,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
         depends_on=scheduler_dependencies,
         client_tls_checksum=client_tls_checksum,
         object_annotations=object_annotations,
-        scoring_strategy=config.scoring_strategy,
-        default_capacity_type=config.default_capacity_type,
+        choices=config.policy_choices,
     )
     outputs["schedulerImage"] = scheduler_runs
     outputs["schedulerConfig"] = scheduler.config_yaml

@@ -23,6 +23,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.certificates import Certificates
+from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
 from components.render.webhook_config import (
     WEBHOOK_SERVICE_PORT,
     WEBHOOK_TLS_SECRET,
@@ -36,7 +37,6 @@ from components.tls_server_workload import disruption_budget, https_service, tls
 from components.workload_parts import APP_LABEL, object_metadata
 from contracts.cluster import NAMESPACE, WEBHOOK_SERVICE
 from contracts.server import TLS_PORT, WEBHOOK_TLS_DIR
-from policy.job_zone import MAX_JOB_SIZE
 
 
 def webhook_ingress(settings: WebhookSettings) -> list[k8s.networking.v1.NetworkPolicyIngressRuleArgs]:
@@ -70,14 +70,12 @@ class AdmissionWebhook(pulumi.ComponentResource):
         provider: k8s.Provider,
         depends_on: list[pulumi.Resource],
         object_annotations: Mapping[str, str] | None = None,
-        max_job_size: int = MAX_JOB_SIZE,
-        default_capacity_type: str = "",
+        choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """``object_annotations`` go on every object (``kubernetes_await.await_annotations``);
-        ``max_job_size`` is the largest job size the webhook admits (the scheduler's);
-        ``default_capacity_type`` the stack's default choice ("" for none), which also sends every
-        pod of the custom scheduler to the webhook."""
+        ``choices``: the stack's policy choices, as the webhook's flags (a default capacity-type
+        choice also sends every pod of the custom scheduler to the webhook)."""
         super().__init__("gpu-scheduler-eks:index:AdmissionWebhook", name, None, opts)
         child = pulumi.ResourceOptions(
             parent=self, provider=provider, depends_on=[*depends_on, certificates.webhook_secret]
@@ -101,8 +99,8 @@ class AdmissionWebhook(pulumi.ComponentResource):
             args=webhook_args(
                 settings.invalid_annotation,
                 settings.disruption_protection,
-                max_job_size,
-                default_capacity_type,
+                choices,
+                settings.max_connections_per_source,
             ),
             port=TLS_PORT,
             replicas=settings.replicas,
@@ -137,7 +135,7 @@ class AdmissionWebhook(pulumi.ComponentResource):
                     service_client_config(bundle),
                     failure_policy=settings.failure_policy,
                     timeout_seconds=settings.timeout_seconds,
-                    default_capacity_type=default_capacity_type,
+                    default_capacity_type=choices.default_capacity_type,
                 )
             ],
             opts=pulumi.ResourceOptions.merge(

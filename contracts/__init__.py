@@ -5,5 +5,6 @@ extender program (``extender_app``), the Pulumi program (``components``), the lo
 (``localcluster``), ``explain`` and ``bench`` all import it, the way kube-scheduler and every
 extender import ``k8s.io/kube-scheduler/extender/v1``. ``server`` is the extender program's
 interface as its deployments use it (roles, paths, ports, TLS files, flag values);
-``cluster`` holds the names and labels the cluster's objects share.
+``cluster`` holds the names and labels the cluster's objects share; ``modes`` the scheduling
+modes and autoscalers every part names.
 """

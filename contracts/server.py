@@ -15,6 +15,9 @@ ROLES: tuple[Role, ...] = (ROLE_EXTENDER, ROLE_WEBHOOK)
 
 MAX_BODY_BYTES = 128 * 2**20
 """The extender's default ``--max-body-bytes``: 5,000 realistic nodes (~98 MiB) plus 30% headroom."""
+MAX_CONNECTIONS = 256
+"""The server's default ``--max-connections``; a per-source bound above it binds nothing, so the
+stack's ``webhook.maxConnectionsPerSource`` stops there."""
 REQUEST_BYTES_PER_BODY_LIMIT = 3
 """Request memory the extender can hold at once, in ``--max-body-bytes``, with the default body
 budget (``--max-buffered-body-bytes`` 0: twice the body limit, for bodies and for answers not yet
@@ -42,12 +45,12 @@ TLS_KEY_FILE = "tls.key"
 CLIENT_CA_FILE = "client-ca.crt"
 """The file names inside a TLS directory (the keys of the mounted Secret)."""
 
-NodeCache = Literal["off", "watch"]
-NODE_CACHE_OFF: NodeCache = "off"
+NodeCacheMode = Literal["off", "watch"]
+NODE_CACHE_OFF: NodeCacheMode = "off"
 """Full Nodes in every request (``nodeCacheCapable: false``)."""
-NODE_CACHE_WATCH: NodeCache = "watch"
+NODE_CACHE_WATCH: NodeCacheMode = "watch"
 """The extender lists and watches Nodes; requests carry node names (``nodeCacheCapable: true``)."""
-NODE_CACHE_MODES: tuple[NodeCache, ...] = (NODE_CACHE_OFF, NODE_CACHE_WATCH)
+NODE_CACHE_MODES: tuple[NodeCacheMode, ...] = (NODE_CACHE_OFF, NODE_CACHE_WATCH)
 
 InvalidAnnotation = Literal["deny", "warn"]
 INVALID_ANNOTATION_DENY: InvalidAnnotation = "deny"

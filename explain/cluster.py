@@ -19,7 +19,8 @@ from kubernetes.client.rest import ApiException
 from explain.errors import ExplainError
 from explain.settings import LIST_PAGE_SIZE, REQUEST_TIMEOUT_SECONDS
 
-JsonObject = dict[str, Any]
+ApiObject = dict[str, Any]
+"""A Kubernetes object as the API server's JSON (raw, the form the policy reads)."""
 
 ASSIGNED_ACTIVE_PODS = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 """Pods bound to a node and not terminal: what the scheduler counts as using the node."""
@@ -29,8 +30,8 @@ ASSIGNED_ACTIVE_PODS = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Fa
 class ClusterState:
     """What one explanation reads: every node and every non-terminal pod bound to a node."""
 
-    nodes: tuple[JsonObject, ...]
-    assigned_pods: tuple[JsonObject, ...]
+    nodes: tuple[ApiObject, ...]
+    assigned_pods: tuple[ApiObject, ...]
 
 
 def api_client(kubeconfig: str | None, context: str | None) -> kubernetes.client.ApiClient:
@@ -50,7 +51,7 @@ class ClusterReader:
         self._timeout = timeout
         self._server = api.configuration.host
 
-    def pod(self, namespace: str, name: str) -> JsonObject:
+    def pod(self, namespace: str, name: str) -> ApiObject:
         """The pod; ExplainError when it does not exist or cannot be read."""
         return self._call(
             f"pod {namespace}/{name}",
@@ -59,7 +60,7 @@ class ClusterReader:
             ),
         )
 
-    def pods_labelled(self, namespace: str, key: str, value: str) -> tuple[JsonObject, ...]:
+    def pods_labelled(self, namespace: str, key: str, value: str) -> tuple[ApiObject, ...]:
         """The namespace's pods whose label ``key`` is ``value`` (a same-zone job's members)."""
         return tuple(
             self._list(
@@ -81,7 +82,7 @@ class ClusterReader:
         )
         return ClusterState(nodes=nodes, assigned_pods=pods)
 
-    def _list(self, what: str, verb: Callable[..., Any], **query: Any) -> Iterator[JsonObject]:
+    def _list(self, what: str, verb: Callable[..., Any], **query: Any) -> Iterator[ApiObject]:
         """Every item of a paged list."""
         token = None
         while True:
@@ -99,7 +100,7 @@ class ClusterReader:
             if not token:
                 return
 
-    def _call(self, what: str, request: Callable[[], Any]) -> JsonObject:
+    def _call(self, what: str, request: Callable[[], Any]) -> ApiObject:
         try:
             response = request()
             document = json.loads(response.data)

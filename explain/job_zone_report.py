@@ -9,18 +9,17 @@ JobZone's PreFilter counts them. CPU and memory are not modelled, as elsewhere i
 """
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Literal
 
-from explain.node_facts import PodKey, pod_key
+from explain.node_facts import JsonObject, PodKey, pod_key
 from explain.pod_verdicts import NodeVerdict, PodVerdicts
 from policy import PolicyError, parse_quantity
 from policy.job_zone import JobZoneSettings, ZoneJob, ZonePlan, job_from_pod, plan_zone
 from policy.job_zone_affinity import zone_affinity_patch
 
-JsonObject = Mapping[str, Any]
 JobStatus = Literal["bound", "fits", "zone-full", "no-zone"]
 """``bound``: this pod is bound. ``fits``: the job's zone (where members are bound, else the
 plan's) holds every member still to place. ``zone-full``: members are bound in a zone that

@@ -16,6 +16,7 @@ from explain.settings import GPU_PRODUCT_LABELS, INSTANCE_TYPE_LABELS, NO_NODE_G
 from policy import PolicyError, PolicySettings, node_gpu_memory_mib, parse_quantity, pod_requests
 
 JsonObject = Mapping[str, Any]
+"""A Kubernetes object read as JSON."""
 PodKey = tuple[str, str]
 """(namespace, name)."""
 

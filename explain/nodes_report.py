@@ -7,17 +7,14 @@ program derives for its instance type. A label below its type's memory is accept
 it equals the smallest per-GPU memory among its node group's types (a mixed group).
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
 
 from explain.ec2_gpu_data import Ec2GpuData, TypeGpus
-from explain.node_facts import NodeFacts, allocated_gpus, node_facts
+from explain.node_facts import JsonObject, NodeFacts, allocated_gpus, node_facts
 from explain.settings import EXIT, NO_NODE_GROUP
 from policy import INVALID_NODE_LABEL, PolicySettings
-
-JsonObject = Mapping[str, Any]
 
 LABEL_MISSING = "label-missing"
 LABEL_INVALID = "label-invalid"

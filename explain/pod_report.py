@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from explain.ec2_gpu_data import Ec2GpuData
 from explain.job_zone_report import JobZoneReport, job_zone_report
+from explain.node_facts import JsonObject
 from explain.pod_advice import advice
-from explain.pod_verdicts import JsonObject, PodVerdicts, judge_pod
+from explain.pod_verdicts import PodVerdicts, judge_pod
 from policy import DEFAULT_CAPACITY_SETTINGS, CapacityTypeSettings, PolicySettings
 from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings
 

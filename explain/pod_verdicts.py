@@ -13,7 +13,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from explain.ec2_gpu_data import Ec2GpuData
-from explain.node_facts import NodeFacts, allocated_gpus, node_facts, pod_gpu_request, pod_key
+from explain.node_facts import JsonObject, NodeFacts, allocated_gpus, node_facts, pod_gpu_request, pod_key
 from explain.settings import EXIT
 from explain.tolerations import Taint, untolerated_taints
 from policy import (
@@ -33,7 +33,6 @@ from policy import (
 )
 from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings, job_from_pod
 
-JsonObject = Mapping[str, Any]
 Verdict = Literal["bound", "fits", "no-room", "no-fit", "invalid", "no-zone"]
 """``no-zone`` is set by ``explain.pod_report``: nodes have room, but the pod's same-zone job
 holds it Pending (``explain.job_zone_report``)."""

@@ -33,6 +33,7 @@ class ExtenderMetrics:
     passed: Counter
     in_flight: Gauge
     rejected_connections: Counter
+    evicted_connections: Counter
     tls_handshake_failures: Counter
     tls_reloads: Counter
     tls_material_stale: Gauge
@@ -80,7 +81,14 @@ def create_metrics(node_cache: bool = False) -> ExtenderMetrics:
         ),
         rejected_connections=Counter(
             "gpu_extender_rejected_connections",
-            "Connections closed at once because --max-connections were open.",
+            "New connections refused: --max-connections (or the source's --max-connections-per-source)"
+            " were open and all busy with a request.",
+            registry=registry,
+        ),
+        evicted_connections=Counter(
+            "gpu_extender_evicted_connections",
+            "Idle connections closed to make room for a new one (--max-connections,"
+            " --max-connections-per-source).",
             registry=registry,
         ),
         tls_handshake_failures=Counter(

@@ -44,7 +44,7 @@ Endpoint = Callable[[bytearray], Awaitable[Response]]
 HEALTH_MAX_BODY_BYTES = 1024
 """Probes and scrapes send no body; anything larger is refused."""
 HEALTH_MAX_CONNECTIONS = 16
-"""Probes and scrapes need few connections; the rest are closed at once."""
+"""Probes and scrapes need few connections; past them the least recently used idle one is closed."""
 
 
 @dataclass(frozen=True)
@@ -104,17 +104,24 @@ class ExtenderService:
         node_api = await self._start_node_cache()
         verbs = HttpServer(
             self._route_verb,
-            self._limits(settings.max_body_bytes, settings.max_connections, settings.body_budget_bytes),
+            self._limits(
+                settings.max_body_bytes,
+                (settings.max_connections, settings.connections_per_source),
+                settings.body_budget_bytes,
+            ),
             self._record,
             self.log,
             tls_context=lambda: self.tls.context,
             gate=asyncio.Semaphore(settings.max_concurrent_requests),
             on_rejected_connection=self.metrics.rejected_connections.inc,
+            on_evicted_connection=self.metrics.evicted_connections.inc,
             on_tls_failure=self._tls_failure,
         )
         health = HttpServer(
             self._route_health,
-            self._limits(HEALTH_MAX_BODY_BYTES, HEALTH_MAX_CONNECTIONS, HEALTH_MAX_BODY_BYTES),
+            self._limits(
+                HEALTH_MAX_BODY_BYTES, (HEALTH_MAX_CONNECTIONS, HEALTH_MAX_CONNECTIONS), HEALTH_MAX_BODY_BYTES
+            ),
             lambda _: None,
             self.log,
         )
@@ -196,10 +203,12 @@ class ExtenderService:
             )
 
     def _limits(
-        self, max_body_bytes: int, max_connections: int, max_buffered_body_bytes: int
+        self, max_body_bytes: int, max_connections: tuple[int, int], max_buffered_body_bytes: int
     ) -> ServerLimits:
+        """``max_connections``: (in all, per source)."""
         settings = self.settings
         return ServerLimits(
+            handshake_timeout=settings.handshake_timeout,
             header_timeout=settings.header_timeout,
             read_timeout=settings.read_timeout,
             write_timeout=settings.write_timeout,
@@ -208,7 +217,8 @@ class ExtenderService:
             queue_timeout=settings.queue_timeout,
             max_header_bytes=settings.max_header_bytes,
             max_body_bytes=max_body_bytes,
-            max_connections=max_connections,
+            max_connections=max_connections[0],
+            max_connections_per_source=max_connections[1],
             max_buffered_body_bytes=max_buffered_body_bytes,
         )
 

@@ -18,6 +18,7 @@ from contracts.server import (
     INVALID_ANNOTATION,
     INVALID_ANNOTATION_ACTIONS,
     MAX_BODY_BYTES,
+    MAX_CONNECTIONS,
     NODE_CACHE_MODES,
     NODE_CACHE_OFF,
     NODE_CACHE_WATCH,
@@ -48,10 +49,18 @@ WEBHOOK_MAX_BODY_BYTES = 4 * MIB
 """The webhook role's default body cap: kube-apiserver refuses request bodies above 3 MiB
 (``MaxRequestBodyBytes``), so no Pod, and no AdmissionReview wrapping one, comes near 4 MiB."""
 
-WEBHOOK_DEFAULTS: dict[str, object] = {"client_ca": "", "max_body_bytes": WEBHOOK_MAX_BODY_BYTES}
+WEBHOOK_IDLE_TIMEOUT = 10.0
+"""The webhook role's idle timeout: any pod may connect to it (no client certificate), so an idle
+connection is kept for less time than kube-scheduler's keep-alive connections to the extender."""
+
+WEBHOOK_DEFAULTS: dict[str, object] = {
+    "client_ca": "",
+    "max_body_bytes": WEBHOOK_MAX_BODY_BYTES,
+    "idle_timeout": WEBHOOK_IDLE_TIMEOUT,
+}
 """Defaults that differ in the webhook role (a flag or variable that sets them wins): no client
-certificate is requested (kube-apiserver presents none unless configured to; see docs/webhook.md)
-and the body cap follows the API server's own request limit."""
+certificate is requested (kube-apiserver presents none unless configured to; see docs/webhook.md),
+the body cap follows the API server's own request limit, and idle connections are kept shorter."""
 
 
 def setting(default: Any, description: str, *, metavar: str = "") -> Any:
@@ -96,7 +105,23 @@ class ExtenderSettings:
         " 0 means twice --max-body-bytes",
     )
     queue_timeout: float = setting(2.0, "seconds a request waits for a slot or for body room before 503")
-    max_connections: int = setting(256, "open client connections; more are closed at once")
+    # Idle connections never block a new one (extender_app/serving/connection_table.py): at either
+    # bound the least recently used idle connection is closed for it. Sized for kube-apiserver and
+    # kube-scheduler as sources: docs/serving.md#connections-idle-holders-and-sources.
+    max_connections: int = setting(
+        MAX_CONNECTIONS,
+        "open client connections; at the bound the least recently used idle one is closed for a new"
+        " one, which is refused only when all are busy with a request",
+    )
+    max_connections_per_source: int = setting(
+        64,
+        "open connections from one client IP address; at the bound that source's least recently used"
+        " idle one is closed for its new one, which is refused only when all of them are busy (above"
+        " --max-connections, --max-connections applies)",
+    )
+    handshake_timeout: float = setting(
+        1.0, "seconds from accept to a completed TLS handshake (within --header-timeout)"
+    )
     # h11's max incomplete event size.
     max_header_bytes: int = setting(32 * 1024, "largest request line plus headers in bytes (larger -> 431)")
     header_timeout: float = setting(
@@ -198,6 +223,11 @@ class ExtenderSettings:
         return CapacityTypeSettings(default_choice=choice)
 
     @property
+    def connections_per_source(self) -> int:
+        """max_connections_per_source, at most max_connections."""
+        return min(self.max_connections_per_source, self.max_connections)
+
+    @property
     def body_budget_bytes(self) -> int:
         """max_buffered_body_bytes, with 0 read as twice max_body_bytes."""
         return self.max_buffered_body_bytes or 2 * self.max_body_bytes
@@ -209,7 +239,13 @@ class ExtenderSettings:
                 raise ValueError(f"{name} must be 0..{MAX_PORT}")
         if self.port and self.port == self.health_port:
             raise ValueError("port and health_port must differ")
-        for name in ("max_body_bytes", "max_nodes", "max_concurrent_requests", "max_connections"):
+        for name in (
+            "max_body_bytes",
+            "max_nodes",
+            "max_concurrent_requests",
+            "max_connections",
+            "max_connections_per_source",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
         if self.max_buffered_body_bytes and self.max_buffered_body_bytes < self.max_body_bytes:
@@ -276,6 +312,7 @@ MIN_HEADER_BYTES = 1024
 """A request line and the few headers kube-scheduler sends fit easily."""
 _POSITIVE_SECONDS = (
     "queue_timeout",
+    "handshake_timeout",
     "header_timeout",
     "read_timeout",
     "write_timeout",

@@ -5,38 +5,38 @@ import dataclasses
 import http.client
 import json
 import ssl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import kubernetes.client
 
-from components.render.scheduler_config import JobZoneArgs, SchedulerMode, uses_extender
-from contracts.server import flag
-from localcluster.control_plane import ControlPlane, start_control_plane
-from localcluster.custom_scheduler import (
-    CustomScheduler,
-    ExtenderTLS,
-    RunningExtender,
-    extender_tls,
-    grant_scheduler_lease,
-    start_extender_for,
-    start_scheduler,
-)
-from localcluster.images import LocalImages
-from localcluster.inventory import InstanceType, load_inventory
-from localcluster.nodes import SimulatedNode, create_nodes
-from localcluster.outcomes import PodOutcome, wait_for_outcomes
-from localcluster.pki import CertFiles
-from localcluster.probes import LOOPBACK
-from localcluster.workloads import (
+from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
+from contracts.modes import SchedulerMode, uses_extender
+from localcluster.host.images import LocalImages
+from localcluster.host.pki import CertFiles
+from localcluster.host.probes import LOOPBACK
+from localcluster.plane.control_plane import ControlPlane, start_control_plane
+from localcluster.plane.inventory import InstanceType, load_inventory
+from localcluster.plane.nodes import SimulatedNode, create_nodes
+from localcluster.plane.outcomes import PodOutcome, wait_for_outcome, wait_for_outcomes
+from localcluster.plane.workloads import (
     WORKLOAD_NAMESPACE,
     PodSpecification,
     ensure_namespace,
     pod_manifest,
     restricted_namespace_labels,
     submit_pods,
+)
+from localcluster.services.custom_scheduler import (
+    ExtenderTLS,
+    LocalScheduler,
+    RunningExtender,
+    extender_tls,
+    grant_scheduler_rbac,
+    start_extender_for,
+    start_scheduler,
 )
 from policy import NODE_MEMORY_LABEL
 
@@ -58,7 +58,7 @@ class E2ECluster:
     api: kubernetes.client.ApiClient
     tls: ExtenderTLS | None = None
     extender: RunningExtender | None = None
-    scheduler: CustomScheduler | None = None
+    scheduler: LocalScheduler | None = None
     nodes: dict[str, SimulatedNode] = field(default_factory=dict)
     images: LocalImages | None = None
     """Run the scheduler (plugin mode) from the built gpu-scheduler image instead of the binary."""
@@ -72,19 +72,17 @@ class E2ECluster:
         verbosity: int = 2,
         extender_args: tuple[str, ...] = (),
         extender_api_server: str = "",
-        job_zone: JobZoneArgs | None = None,
-        default_capacity_type: str = "",
-    ) -> CustomScheduler:
+        choices: PolicyChoices | None = None,
+    ) -> LocalScheduler:
         """Start the extender (extender modes) and the scheduler.
 
-        ``job_zone``: plugin mode's JobZone args (None: the defaults); ``default_capacity_type``:
-        the stack's default capacity-type choice, as the mode takes it (plugin args or the
-        extender's flag)."""
+        ``choices``: the stack's policy choices, as the mode takes them (plugin args or the
+        extender's flags); None: the extender's own defaults and the plugins' default args."""
         if uses_extender(self.mode):
-            if default_capacity_type:
-                extender_args = (*extender_args, flag("default_capacity_type", default_capacity_type))
+            if choices is not None:
+                extender_args = (*extender_args, *choices.extender_flags())
             self.start_extender(extender_args, extender_api_server)
-        return self.start_scheduler(verbosity, job_zone, default_capacity_type)
+        return self.start_scheduler(verbosity, choices or DEFAULT_POLICY_CHOICES)
 
     def start_extender(
         self, extra_args: tuple[str, ...] = (), api_server: str = "", *, wait_ready: bool = True
@@ -97,8 +95,8 @@ class E2ECluster:
         return self.extender
 
     def start_scheduler(
-        self, verbosity: int = 2, job_zone: JobZoneArgs | None = None, default_capacity_type: str = ""
-    ) -> CustomScheduler:
+        self, verbosity: int = 2, choices: PolicyChoices = DEFAULT_POLICY_CHOICES
+    ) -> LocalScheduler:
         self.scheduler = start_scheduler(
             self.plane,
             self.bin_dir,
@@ -108,14 +106,11 @@ class E2ECluster:
             extender_ca=self.tls.ca.ca_file if self.tls else None,
             verbosity=verbosity,
             images=self.images,
-            job_zone=job_zone,
-            default_capacity_type=default_capacity_type,
+            choices=choices,
         )
         return self.scheduler
 
-    def restart_scheduler(
-        self, client_tls: CertFiles, extender_ca: Path, config_name: str
-    ) -> CustomScheduler:
+    def restart_scheduler(self, client_tls: CertFiles, extender_ca: Path, config_name: str) -> LocalScheduler:
         """Replace the running scheduler by one with other TLS material for the extender."""
         assert self.scheduler is not None
         self.scheduler.process.stop()
@@ -142,6 +137,13 @@ class E2ECluster:
 
     def outcome(self, name: str, *, bound_only: bool = False) -> PodOutcome:
         return self.outcomes([name], bound_only=bound_only)[name]
+
+    def outcome_where(
+        self, name: str, holds: Callable[[PodOutcome], bool], expected: str, timeout: float = 120
+    ) -> PodOutcome:
+        """The pod's verdict once it satisfies ``holds`` (a Pending pod's condition is rewritten on
+        every attempt, and an attempt may run before the scheduler has seen every node)."""
+        return wait_for_outcome(self.api, WORKLOAD_NAMESPACE, name, holds, expected=expected, timeout=timeout)
 
     def label_of(self, node_name: str) -> int:
         node = kubernetes.client.CoreV1Api(self.api).read_node(node_name)
@@ -185,5 +187,5 @@ def e2e_cluster(bin_dir: Path, work_dir: Path, mode: SchedulerMode) -> Iterator[
     with start_control_plane(bin_dir, work_dir) as plane:
         api = plane.api_client()
         ensure_namespace(api, WORKLOAD_NAMESPACE, restricted_namespace_labels())
-        grant_scheduler_lease(plane)
+        grant_scheduler_rbac(plane)
         yield E2ECluster(plane=plane, bin_dir=bin_dir, mode=mode, api=api)

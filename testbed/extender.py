@@ -146,12 +146,21 @@ def request(
     *,
     method: str = "POST",
     headers: Mapping[str, str] | None = None,
+    timeout: float = DEADLINE,
+    source: str = "",
 ) -> Reply:
-    """One request on a new connection (HTTPS when ``context`` is given)."""
+    """One request on a new connection (HTTPS when ``context`` is given), from ``source`` when given
+    (another loopback address, e.g. 127.0.0.2, to play a second client host); ``timeout`` bounds
+    each socket operation."""
+    origin = (source, 0) if source else None
     if context is None:
-        conn: http.client.HTTPConnection = http.client.HTTPConnection(LOOPBACK, port, timeout=DEADLINE)
+        conn: http.client.HTTPConnection = http.client.HTTPConnection(
+            LOOPBACK, port, timeout=timeout, source_address=origin
+        )
     else:
-        conn = http.client.HTTPSConnection(LOOPBACK, port, context=context, timeout=DEADLINE)
+        conn = http.client.HTTPSConnection(
+            LOOPBACK, port, context=context, timeout=timeout, source_address=origin
+        )
     try:
         sent = {"Content-Type": "application/json", **(headers or {})}
         conn.request(method, path, body=body, headers=sent)
@@ -161,10 +170,20 @@ def request(
         conn.close()
 
 
-def tls_socket(port: int, context: ssl.SSLContext) -> ssl.SSLSocket:
-    """A connected, handshaken TLS socket to the extender."""
-    raw = socket.create_connection((LOOPBACK, port), timeout=DEADLINE)
-    return context.wrap_socket(raw, server_hostname=LOOPBACK)
+def tls_socket(port: int, context: ssl.SSLContext, source: str = "") -> ssl.SSLSocket:
+    """A connected, handshaken TLS socket to the extender, from ``source`` when given."""
+    raw = tcp_socket(port, source)
+    try:
+        return context.wrap_socket(raw, server_hostname=LOOPBACK)
+    except BaseException:
+        raw.close()
+        raise
+
+
+def tcp_socket(port: int, source: str = "") -> socket.socket:
+    """A connected TCP socket to the extender (no TLS), from ``source`` when given."""
+    origin = (source or LOOPBACK, 0)
+    return socket.create_connection((LOOPBACK, port), timeout=DEADLINE, source_address=origin)
 
 
 def read_response(sock: socket.socket) -> tuple[int, bytes]:

@@ -14,10 +14,10 @@ import kubernetes.client
 
 from extender_app.node_cache import kube_api
 from extender_app.node_cache.metadata import NodeMeta, NodePage, WatchEvent
-from localcluster.control_plane import ControlPlane, Credentials, write_kubeconfig
-from localcluster.custom_scheduler import grant_node_reader
-from localcluster.ports import reserve_port
-from localcluster.probes import LOOPBACK
+from localcluster.host.ports import reserve_port
+from localcluster.host.probes import LOOPBACK
+from localcluster.plane.control_plane import ControlPlane, Credentials, write_kubeconfig
+from localcluster.services.custom_scheduler import grant_node_reader
 from policy import NODE_MEMORY_LABEL
 
 PROXY_CHUNK_BYTES = 64 * 1024

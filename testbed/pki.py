@@ -1,10 +1,10 @@
 """Certificates for the extender tests: a CA, a server certificate for 127.0.0.1/localhost, a
-client certificate from the CA, and a rogue CA with its own client (made by ``localcluster.pki``)."""
+client certificate from the CA, and a rogue CA with its own client (made by ``localcluster.host.pki``)."""
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from localcluster.pki import CertificateAuthority, KeyPair
+from localcluster.host.pki import CertificateAuthority, KeyPair
 
 SERVER_NAMES = ("localhost", "127.0.0.1")
 

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
-from localcluster.probes import LOOPBACK
+from localcluster.host.probes import LOOPBACK
 
 CHUNK_BYTES = 64 * 1024
 T = TypeVar("T")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from localcluster.control_plane import ControlPlane, start_control_plane
-from localcluster.images import ImagesNotBuilt, LocalImages
+from localcluster.host.images import ImagesNotBuilt, LocalImages
+from localcluster.plane.control_plane import ControlPlane, start_control_plane
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BIN_DIR = Path(os.environ.get("LOCALCLUSTER_BIN_DIR", REPO_ROOT / ".cache" / "bin"))

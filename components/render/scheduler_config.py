@@ -7,32 +7,18 @@ and the kubeconfig, so both run the same configuration.
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
+from components.render.policy_choices import CAPACITY_PLUGIN_NAME, JOB_ZONE_PLUGIN, PLUGIN_NAME, PolicyChoices
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
+from contracts.modes import SCHEDULER_MODES, SchedulerMode, node_cache_capable, uses_extender
 from contracts.server import FILTER_PATH, PRIORITIZE_PATH, TLS_PORT
-from policy import CAPACITY_CHOICES, SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
-from policy.job_zone import JOB_SIZE_LIMIT, MAX_JOB_SIZE
 
-SchedulerMode = Literal["extender", "extender-cached", "plugin"]
-SCHEDULER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached", "plugin")
-"""``extender``: upstream kube-scheduler calls the extender with every candidate Node in each
-request (the stateless contract, ``nodeCacheCapable: false``). ``extender-cached``: the same, but
-``nodeCacheCapable: true``: requests carry only node names and the extender watches the Nodes
-itself. ``plugin``: the gpu-scheduler build with the GPUScheduler plugin, no extender."""
-EXTENDER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached")
-"""The modes that run the upstream kube-scheduler with our HTTP extender."""
-
-PLUGIN_NAME = "GPUScheduler"
-CAPACITY_PLUGIN_NAME = "CapacityType"
-"""Plugin mode: the capacity-type rule's plugin (on-demand or spot as the pod's choice)."""
 CAPACITY_TYPE_WEIGHT = 20
 """CapacityType's score weight: twice GPUScheduler's, so a pod that prefers a capacity type
 gets it over a larger GPU of the other type (both scores are 0..100)."""
-JOB_ZONE_PLUGIN = "JobZone"
-"""Plugin mode: keeps each same-zone job in one zone chosen for the whole job (plugin/jobzone)."""
 CONFIG_API_VERSION = "kubescheduler.config.k8s.io/v1"
 
 EXTENDER_PORT = TLS_PORT
@@ -75,41 +61,6 @@ class LeaderElection:
     retry_period: str = "2s"
 
 
-PERMIT_TIMEOUT_SECONDS = 15 * 60
-"""JobZone's ``permitTimeout``: how long a job's members are held for the rest (longer than a GPU
-node launch; kube-scheduler caps any Permit wait at 15 minutes)."""
-MAX_PERMIT_TIMEOUT_SECONDS = 15 * 60
-FAILED_ZONE_SECONDS = 10 * 60
-"""JobZone's ``failedZoneDuration``: how long a zone where a job timed out is skipped for that job."""
-MAX_FAILED_ZONE_SECONDS = 24 * 3600
-
-
-@dataclass(frozen=True)
-class JobZoneArgs:
-    """JobZone's pluginConfig args (plugin mode)."""
-
-    permit_timeout_seconds: int = PERMIT_TIMEOUT_SECONDS
-    failed_zone_seconds: int = FAILED_ZONE_SECONDS
-    max_job_size: int = MAX_JOB_SIZE
-
-    def __post_init__(self) -> None:
-        for name, high in (
-            ("permit_timeout_seconds", MAX_PERMIT_TIMEOUT_SECONDS),
-            ("failed_zone_seconds", MAX_FAILED_ZONE_SECONDS),
-            ("max_job_size", JOB_SIZE_LIMIT),
-        ):
-            if not 1 <= getattr(self, name) <= high:
-                raise ValueError(f"job zone {name} must be 1..{high}")
-
-    def render(self) -> dict[str, Any]:
-        """The args as the plugin reads them."""
-        return {
-            "permitTimeout": f"{self.permit_timeout_seconds}s",
-            "failedZoneDuration": f"{self.failed_zone_seconds}s",
-            "maxJobSize": self.max_job_size,
-        }
-
-
 @dataclass(frozen=True)
 class SchedulerConfig:
     """Everything the rendered configuration depends on."""
@@ -123,16 +74,11 @@ class SchedulerConfig:
     leader_election: LeaderElection = field(default_factory=LeaderElection)
     kubeconfig: str = ""
     """Empty in the cluster (in-cluster credentials); a file path for a local run."""
-    scoring_strategy: ScoringStrategy = SCORING_STRATEGY
-    """Plugin mode: GPUScheduler's ``scoringStrategy`` arg (extender mode: the extender's flag)."""
-    job_zone: JobZoneArgs = field(default_factory=JobZoneArgs)
-    """Plugin mode: JobZone's args."""
+    policy: PolicyChoices = field(default_factory=PolicyChoices)
+    """Plugin mode: GPUScheduler's, CapacityType's and JobZone's args (the extender modes: the
+    extender's flags)."""
     percentage_of_nodes_to_score: int | None = None
     """The profile's ``percentageOfNodesToScore`` (1..100); None = kube-scheduler's adaptive default."""
-    default_capacity_type: str = ""
-    """Plugin mode: the capacity-type choice of a pod without the annotation, for CapacityType's
-    ``defaultChoice`` and JobZone's ``defaultCapacityChoice`` ("" for none; the extender modes: the
-    extender's flag)."""
 
     def __post_init__(self) -> None:
         if (
@@ -142,24 +88,6 @@ class SchedulerConfig:
             raise ValueError("percentage_of_nodes_to_score must be 1..100 or None (the adaptive default)")
         if self.mode not in SCHEDULER_MODES:
             raise ValueError(f"scheduler mode must be one of {', '.join(SCHEDULER_MODES)}, not {self.mode!r}")
-        if self.scoring_strategy not in SCORING_STRATEGIES:
-            choices = ", ".join(SCORING_STRATEGIES)
-            raise ValueError(f"scoring strategy must be one of {choices}, not {self.scoring_strategy!r}")
-        if self.default_capacity_type and self.default_capacity_type not in CAPACITY_CHOICES:
-            choices = ", ".join(CAPACITY_CHOICES)
-            raise ValueError(
-                f"default capacity type must be empty or one of {choices}, not {self.default_capacity_type!r}"
-            )
-
-
-def uses_extender(mode: SchedulerMode) -> bool:
-    """True for both extender modes: upstream kube-scheduler, the extender and its certificates."""
-    return mode in EXTENDER_MODES
-
-
-def node_cache_capable(mode: SchedulerMode) -> bool:
-    """True only in ``extender-cached``: the extender keeps its own Node cache."""
-    return mode == "extender-cached"
 
 
 UNSCHEDULABLE_RETRY = "30s"
@@ -228,13 +156,7 @@ def render_scheduler_config(config: SchedulerConfig) -> dict[str, Any]:
     document["profiles"] = [profile]
     if not uses_extender(config.mode):
         profile["plugins"] = plugin_mode_plugins(config.plugin_weight, config.capacity_type_weight)
-        args: list[tuple[str, dict[str, Any]]] = [(PLUGIN_NAME, {"scoringStrategy": config.scoring_strategy})]
-        job_zone_args = config.job_zone.render()
-        if config.default_capacity_type:
-            args.append((CAPACITY_PLUGIN_NAME, {"defaultChoice": config.default_capacity_type}))
-            job_zone_args["defaultCapacityChoice"] = config.default_capacity_type
-        args.append((JOB_ZONE_PLUGIN, job_zone_args))
-        profile["pluginConfig"] = [{"name": name, "args": plugin_args} for name, plugin_args in args]
+        profile["pluginConfig"] = config.policy.plugin_config()
     else:
         endpoint = config.extender
         # No managedResources / ignoredByScheduler: the extender counts no GPUs, so

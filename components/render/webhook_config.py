@@ -26,6 +26,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
 from contracts.cluster import NAMESPACE, NAMESPACE_NAME_LABEL, SCHEDULER_NAME, WEBHOOK_SERVICE
 from contracts.server import (
     DISRUPTION_PROTECTION_OFF,
@@ -41,7 +42,7 @@ from contracts.server import (
     tls_flags,
 )
 from policy import CAPACITY_TYPE_ANNOTATION, MIN_MEMORY_ANNOTATION
-from policy.job_zone import JOB_SIZE_ANNOTATION, MAX_JOB_SIZE, ZONE_POLICY_ANNOTATION
+from policy.job_zone import JOB_SIZE_ANNOTATION, ZONE_POLICY_ANNOTATION
 
 WEBHOOK_SERVICE_HOST = f"{WEBHOOK_SERVICE}.{NAMESPACE}.svc"
 """The name kube-apiserver verifies in the server certificate when it calls the Service."""
@@ -169,14 +170,18 @@ def mutating_webhook_configuration(webhook: Mapping[str, Any]) -> dict[str, Any]
 def webhook_args(
     invalid_annotation: InvalidAnnotation = INVALID_ANNOTATION,
     disruption_protection: bool = True,
-    max_job_size: int = MAX_JOB_SIZE,
-    default_capacity_type: str = "",
+    choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
+    max_connections_per_source: int | None = None,
 ) -> list[str]:
     """The container's flags: the extender image in its webhook role, server certificate only;
     ``disruption_protection``: pods with a minimum also get the autoscalers' opt-out annotations;
-    ``max_job_size``: the largest same-zone job admitted (the scheduler's);
-    ``default_capacity_type``: the stack's default choice ("" for none)."""
-    default = [flag("default_capacity_type", default_capacity_type)] if default_capacity_type else []
+    ``choices``: the stack's policy choices (the largest same-zone job, the default choice);
+    ``max_connections_per_source``: the server's bound per client address (None: its default)."""
+    limits = (
+        []
+        if max_connections_per_source is None
+        else [flag("max_connections_per_source", max_connections_per_source)]
+    )
     return [
         flag("role", ROLE_WEBHOOK),
         *tls_flags(WEBHOOK_TLS_DIR, client_ca=False),
@@ -187,6 +192,6 @@ def webhook_args(
             "disruption_protection",
             DISRUPTION_PROTECTION_ON if disruption_protection else DISRUPTION_PROTECTION_OFF,
         ),
-        flag("max_job_size", max_job_size),
-        *default,
+        *choices.webhook_flags(),
+        *limits,
     ]

@@ -20,7 +20,7 @@ sense on EKS are refused next to ``existingCluster``, and the other way round. O
 autoscaler's own settings are refused unless it is the chosen one.
 """
 
-from components.stack_config.access import ExistingCluster
+from components.stack_config.access import ExistingClusterSettings
 from components.stack_config.autoscaling import (
     DEFAULT_KARPENTER_CHART_VERSION,
     ClusterAutoscalerSettings,
@@ -28,12 +28,12 @@ from components.stack_config.autoscaling import (
     check_zonal_pool_names,
 )
 from components.stack_config.certificates import CertificateSettings
-from components.stack_config.extender import EXTENDER_RESOURCES, ExtenderSettings
+from components.stack_config.extender import EXTENDER_RESOURCES, ExtenderDeploymentSettings
 from components.stack_config.images import ImageSettings
 from components.stack_config.network import ExistingNetwork, NewVpc
 from components.stack_config.node_groups import (
     DEFAULT_GPU_NODE_GROUPS,
-    GpuNodeGroup,
+    GpuNodeGroupSettings,
     SystemNodeGroup,
     check_zonal_names,
 )
@@ -61,10 +61,10 @@ __all__ = [
     "CertificateSettings",
     "ClusterAutoscalerSettings",
     "ClusterSettings",
-    "ExistingCluster",
+    "ExistingClusterSettings",
     "ExistingNetwork",
-    "ExtenderSettings",
-    "GpuNodeGroup",
+    "ExtenderDeploymentSettings",
+    "GpuNodeGroupSettings",
     "ImageSettings",
     "KarpenterSettings",
     "NewVpc",

@@ -26,7 +26,7 @@ class ClusterAccess:
 
 
 @dataclass(frozen=True)
-class ExistingCluster:
+class ExistingClusterSettings:
     """A cluster made elsewhere: the stack only reaches it through this kubeconfig."""
 
     kubeconfig: str = field(repr=False)
@@ -78,7 +78,7 @@ def parse_cluster_access(value: Value) -> ClusterAccess:
     return access
 
 
-def parse_existing_cluster(value: Value, secret: bool) -> ExistingCluster:
+def parse_existing_cluster(value: Value, secret: bool) -> ExistingClusterSettings:
     fields = value.fields({"kubeconfig", "context", "skipAwait"})
     if "kubeconfig" not in fields:
         value.fail(f"needs kubeconfig, the cluster's kubeconfig as a secret: {KUBECONFIG_SECRET_COMMAND}")
@@ -90,7 +90,7 @@ def parse_existing_cluster(value: Value, secret: bool) -> ExistingCluster:
     context = fields.read("context", None, Value.string)
     _check_kubeconfig(kubeconfig, context)
     assert isinstance(kubeconfig.raw, str)  # checked by _check_kubeconfig
-    return ExistingCluster(
+    return ExistingClusterSettings(
         kubeconfig=kubeconfig.raw,
         context=context,
         skip_await=fields.read("skipAwait", False, Value.boolean),

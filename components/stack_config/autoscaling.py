@@ -5,7 +5,6 @@ autoscaler's own settings.
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from components.kubernetes_versions import (
     release_tag_minor,
@@ -19,6 +18,7 @@ from components.render.karpenter_pools import (
 from components.stack_config.node_groups import parse_disk_size
 from components.stack_config.validation import CHART_VERSION, Value
 from components.stack_config.values import Resources, parse_resources
+from contracts.modes import Autoscaler
 
 DEFAULT_KARPENTER_CHART_VERSION = "1.14.1"
 """Karpenter (AWS provider) chart and CRDs: the release whose core the local kwok build runs
@@ -38,8 +38,6 @@ DEFAULT_SCALE_DOWN_UNNEEDED_TIME = "10m"
 MAX_GPU_LIMIT = 100_000
 MAX_SQS_QUEUE_NAME = 80
 """SQS' limit on a queue name; Karpenter's interruption queue is named after the cluster."""
-Autoscaler = Literal["none", "karpenter", "cluster-autoscaler"]
-AUTOSCALERS: tuple[Autoscaler, ...] = ("none", "karpenter", "cluster-autoscaler")
 DEFAULT_AUTOSCALER: Autoscaler = "cluster-autoscaler"
 """It scales the node groups the stack already declares, within their own min and max
 (docs/deploy-eks.md#autoscaling-the-gpu-node-groups says why it is the default)."""

@@ -37,7 +37,7 @@ def extender_memory_floor(max_body_bytes: int, max_buffered_body_bytes: int | No
 
 
 @dataclass(frozen=True)
-class ExtenderSettings:
+class ExtenderDeploymentSettings:
     """The extender Deployment. Limits left unset use the extender's own defaults."""
 
     replicas: int = 2
@@ -49,10 +49,10 @@ class ExtenderSettings:
     resources: Resources = EXTENDER_RESOURCES
 
 
-def parse_extender(value: Value) -> ExtenderSettings:
+def parse_extender(value: Value) -> ExtenderDeploymentSettings:
     fields = value.fields({"replicas", "maxBodyBytes", "maxNodes", "maxBufferedBodyBytes", "resources"})
-    default = ExtenderSettings()
-    settings = ExtenderSettings(
+    default = ExtenderDeploymentSettings()
+    settings = ExtenderDeploymentSettings(
         replicas=fields.read(
             "replicas", default.replicas, lambda v: v.integer(MIN_EXTENDER_REPLICAS, MAX_EXTENDER_REPLICAS)
         ),

@@ -10,8 +10,8 @@ from components.stack_config.validation import PROJECT, Fields, Value
 MIN_DISK_GIB = 20
 MAX_DISK_GIB = 16384
 MAX_NODE_GROUP_SIZE = 1000
-CapacityType = Literal["ON_DEMAND", "SPOT"]
-CAPACITY_TYPES: dict[str, CapacityType] = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
+NodeGroupCapacityType = Literal["ON_DEMAND", "SPOT"]
+CAPACITY_TYPES: dict[str, NodeGroupCapacityType] = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
 """Config spelling -> the EKS API's."""
 MAX_NODE_GROUP_NAME = 63
 """EKS' limit on a managed node group's name."""
@@ -44,13 +44,13 @@ class SystemNodeGroup:
 
 
 @dataclass(frozen=True)
-class GpuNodeGroup:
+class GpuNodeGroupSettings:
     """A managed node group of NVIDIA GPU instances, labelled with their per-GPU memory."""
 
     name: str
     instance_types: tuple[str, ...]
     scaling: Scaling = Scaling(min_size=0, max_size=2, desired_size=1)
-    capacity_type: CapacityType = "ON_DEMAND"
+    capacity_type: NodeGroupCapacityType = "ON_DEMAND"
     disk_size_gib: int = 100
     per_zone: bool = False
     """One managed node group per availability zone of the nodes' subnets, instead of one spanning
@@ -63,7 +63,7 @@ class GpuNodeGroup:
         return f"{GROUP_PREFIX}{self.name}-" + (f"{zone}-" if zone else "")
 
 
-def check_zonal_names(groups: Sequence[GpuNodeGroup], zones: Sequence[str]) -> None:
+def check_zonal_names(groups: Sequence[GpuNodeGroupSettings], zones: Sequence[str]) -> None:
     """Fail, naming the group's ``name`` key, if a ``perZone`` group's name with the longest of
     ``zones`` makes a node group name prefix longer than EKS and the provider allow."""
     if not zones:
@@ -80,7 +80,7 @@ def check_zonal_names(groups: Sequence[GpuNodeGroup], zones: Sequence[str]) -> N
             )
 
 
-DEFAULT_GPU_NODE_GROUPS = (GpuNodeGroup(name="t4", instance_types=("g4dn.xlarge",)),)
+DEFAULT_GPU_NODE_GROUPS = (GpuNodeGroupSettings(name="t4", instance_types=("g4dn.xlarge",)),)
 
 
 _SCALING_KEYS = frozenset({"minSize", "maxSize", "desiredSize"})
@@ -123,7 +123,7 @@ def parse_system_node_group(value: Value) -> SystemNodeGroup:
     )
 
 
-def parse_gpu_node_groups(value: Value) -> tuple[GpuNodeGroup, ...]:
+def parse_gpu_node_groups(value: Value) -> tuple[GpuNodeGroupSettings, ...]:
     groups = tuple(_gpu_node_group(item) for item in value.items())
     if not groups:
         value.fail("must list at least one GPU node group")
@@ -134,14 +134,14 @@ def parse_gpu_node_groups(value: Value) -> tuple[GpuNodeGroup, ...]:
     return groups
 
 
-def _gpu_node_group(value: Value) -> GpuNodeGroup:
+def _gpu_node_group(value: Value) -> GpuNodeGroupSettings:
     fields = value.fields(_SCALING_KEYS | {"name", "instanceTypes", "capacityType", "diskSizeGib", "perZone"})
     for required in ("name", "instanceTypes"):
         if required not in fields:
             value.fail(f"needs {required}")
-    default = GpuNodeGroup(name="default", instance_types=())
+    default = GpuNodeGroupSettings(name="default", instance_types=())
     capacity = fields.read("capacityType", "on-demand", lambda v: v.choice(CAPACITY_TYPES))
-    return GpuNodeGroup(
+    return GpuNodeGroupSettings(
         name=fields["name"].string(
             _GROUP_NAME, "1-32 lowercase letters, digits or '-', alphanumeric at both ends"
         ),

@@ -2,15 +2,13 @@
 
 from dataclasses import dataclass, field
 
+from components.render.policy_choices import MAX_FAILED_ZONE_SECONDS, MAX_PERMIT_TIMEOUT_SECONDS, JobZoneArgs
 from components.render.scheduler_config import (
     CAPACITY_TYPE_WEIGHT,
     EXTENDER_HTTP_TIMEOUT_SECONDS,
     MAX_EXTENDER_HTTP_TIMEOUT_SECONDS,
-    MAX_FAILED_ZONE_SECONDS,
-    MAX_PERMIT_TIMEOUT_SECONDS,
     MIN_EXTENDER_HTTP_TIMEOUT_SECONDS,
     ExtenderEndpoint,
-    JobZoneArgs,
 )
 from components.stack_config.validation import IMAGE_REFERENCE, Value
 from components.stack_config.values import Resources, parse_resources

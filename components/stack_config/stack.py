@@ -18,21 +18,19 @@ from components.kubernetes_versions import (
     plugin_kubernetes_version,
     release_tag_minor,
 )
-from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode, uses_extender
+from components.render.policy_choices import PolicyChoices
 from components.render.webhook_config import (
     WEBHOOK_SERVICE_HOST,
 )
 from components.stack_config.access import (
     ClusterAccess,
-    ExistingCluster,
+    ExistingClusterSettings,
     parse_cluster_access,
     parse_existing_cluster,
 )
 from components.stack_config.autoscaling import (
-    AUTOSCALERS,
     DEFAULT_AUTOSCALER,
     MAX_SQS_QUEUE_NAME,
-    Autoscaler,
     ClusterAutoscalerSettings,
     KarpenterSettings,
     chosen_autoscaler,
@@ -45,12 +43,12 @@ from components.stack_config.certificates import (
     provided_certificate_command,
 )
 from components.stack_config.device_plugin import DevicePluginSettings, parse_device_plugin
-from components.stack_config.extender import ExtenderSettings, parse_extender
+from components.stack_config.extender import ExtenderDeploymentSettings, parse_extender
 from components.stack_config.images import ECR_IMAGE_KEYS, IMAGE_REFERENCE_KEYS, ImageSettings, parse_images
 from components.stack_config.network import ExistingNetwork, NewVpc, parse_network
 from components.stack_config.node_groups import (
     DEFAULT_GPU_NODE_GROUPS,
-    GpuNodeGroup,
+    GpuNodeGroupSettings,
     SystemNodeGroup,
     parse_gpu_node_groups,
     parse_system_node_group,
@@ -58,6 +56,7 @@ from components.stack_config.node_groups import (
 from components.stack_config.scheduler import SchedulerSettings, parse_scheduler
 from components.stack_config.validation import PROJECT, Fields, Value
 from components.stack_config.webhook import WebhookSettings, parse_webhook
+from contracts.modes import AUTOSCALERS, SCHEDULER_MODES, Autoscaler, SchedulerMode, uses_extender
 from policy import CAPACITY_CHOICES, SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
 from policy.capacity_type import CapacityChoice
 
@@ -85,7 +84,7 @@ class StackConfig:
     """Everything the program declares depends on; built by ``parse_stack_config``."""
 
     cluster_name: str
-    gpu_node_groups: tuple[GpuNodeGroup, ...]
+    gpu_node_groups: tuple[GpuNodeGroupSettings, ...]
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     network: NewVpc | ExistingNetwork = field(default_factory=NewVpc)
     system_node_group: SystemNodeGroup = field(default_factory=SystemNodeGroup)
@@ -97,7 +96,7 @@ class StackConfig:
     none): CapacityType's and JobZone's args, the extender's and the webhook's flag."""
     gpu_taint: bool = True
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
-    extender: ExtenderSettings = field(default_factory=ExtenderSettings)
+    extender: ExtenderDeploymentSettings = field(default_factory=ExtenderDeploymentSettings)
     webhook: WebhookSettings = field(default_factory=WebhookSettings)
     certificates: CertificateSettings = field(default_factory=CertificateSettings)
     images: ImageSettings = field(default_factory=ImageSettings)
@@ -107,13 +106,18 @@ class StackConfig:
     """What adds and removes GPU nodes; ``none`` on an existing cluster (its own business)."""
     karpenter: KarpenterSettings = field(default_factory=KarpenterSettings)
     cluster_autoscaler: ClusterAutoscalerSettings = field(default_factory=ClusterAutoscalerSettings)
-    existing_cluster: ExistingCluster | None = None
+    existing_cluster: ExistingClusterSettings | None = None
     """None: the stack creates an EKS cluster; else it deploys into this one."""
 
     @property
     def autoscaler(self) -> KarpenterSettings | ClusterAutoscalerSettings | None:
         """The chosen autoscaler's settings (``autoscaling``); None when nothing adds GPU nodes."""
         return chosen_autoscaler(self.autoscaling, self.karpenter, self.cluster_autoscaler)
+
+    @property
+    def policy_choices(self) -> PolicyChoices:
+        """The policy's choices, one value for every renderer (plugin args, extender and webhook flags)."""
+        return PolicyChoices(self.scoring_strategy, self.default_capacity_type, self.scheduler.job_zone)
 
     @property
     def cluster(self) -> ClusterSettings:

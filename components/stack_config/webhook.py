@@ -12,7 +12,7 @@ from components.render.webhook_config import (
 from components.stack_config.extender import MAX_EXTENDER_REPLICAS, MIN_EXTENDER_REPLICAS
 from components.stack_config.validation import Value, parse_cidr_blocks
 from components.stack_config.values import Resources, parse_resources
-from contracts.server import INVALID_ANNOTATION_ACTIONS, InvalidAnnotation
+from contracts.server import INVALID_ANNOTATION_ACTIONS, MAX_CONNECTIONS, InvalidAnnotation
 
 WEBHOOK_RESOURCES = Resources(cpu_request="50m", memory_request="64Mi", memory_limit="256Mi")
 """The webhook role judges one pod per request (bodies up to 4 MiB): 30 MiB idle, 61 MiB peak
@@ -34,12 +34,15 @@ class WebhookSettings:
     allowed_source_cidrs: tuple[str, ...] = ()
     """Where the API server calls from (the NetworkPolicy's ipBlocks); empty: any source, port only."""
     resources: Resources = WEBHOOK_RESOURCES
+    max_connections_per_source: int | None = None
+    """The server's ``--max-connections-per-source`` (None: its default, sized for kube-apiserver):
+    raise it when the API server's calls are refused (docs/serving.md)."""
 
 
 def parse_webhook(value: Value) -> WebhookSettings:
     fields = value.fields(
         {"enabled", "replicas", "failurePolicy", "timeoutSeconds", "invalidAnnotation"}
-        | {"disruptionProtection", "allowedSourceCidrs", "resources"}
+        | {"disruptionProtection", "allowedSourceCidrs", "resources", "maxConnectionsPerSource"}
     )
     default = WebhookSettings()
 
@@ -65,5 +68,10 @@ def parse_webhook(value: Value) -> WebhookSettings:
         ),
         resources=fields.read(
             "resources", default.resources, lambda v: parse_resources(v, default.resources)
+        ),
+        max_connections_per_source=fields.read(
+            "maxConnectionsPerSource",
+            default.max_connections_per_source,
+            lambda v: v.integer(1, MAX_CONNECTIONS),
         ),
     )

@@ -13,9 +13,7 @@ import logging
 import ssl
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
 
 import h11
 
@@ -35,6 +33,7 @@ from extender_app.serving.connection_io import (
     too_large,
     until_closed,
 )
+from extender_app.serving.connection_table import Connection, ConnectionTable
 from extender_app.serving.request_hold import RequestHold
 from extender_app.serving.responses import (
     TEXT,
@@ -50,14 +49,6 @@ WRITE_CHUNK_BYTES = 256 * 1024
 """Bytes handed to the transport per write; the write deadline is checked between them."""
 
 
-@dataclass
-class _Connection:
-    closed: "asyncio.Future[None]"
-    """Done once the connection is closed (by the peer, an error or us)."""
-    busy: bool = False
-    """A request's head has arrived and its response is not yet written."""
-
-
 class HttpServer:
     """One listener; TLS when ``tls_context`` is given (called for each new connection)."""
 
@@ -71,6 +62,7 @@ class HttpServer:
         tls_context: Callable[[], ssl.SSLContext] | None = None,
         gate: asyncio.Semaphore | None = None,
         on_rejected_connection: Callable[[], None] = lambda: None,
+        on_evicted_connection: Callable[[], None] = lambda: None,
         on_tls_failure: Callable[[str], None] = lambda _: None,
     ) -> None:
         self._router = router
@@ -81,8 +73,9 @@ class HttpServer:
         self._gate = gate
         self._bodies = BodyBudget(limits.max_buffered_body_bytes)
         self._on_rejected = on_rejected_connection
+        self._on_evicted = on_evicted_connection
         self._on_tls_failure = on_tls_failure
-        self._connections: dict[asyncio.Task[Any], _Connection] = {}
+        self._connections = ConnectionTable(limits.max_connections, limits.max_connections_per_source)
         self._server: asyncio.Server | None = None
         self._stopping = False
         self._waiting_for_slot = 0
@@ -125,18 +118,26 @@ class HttpServer:
             _, late = await asyncio.wait(busy, timeout=timeout)
             for task in late:
                 task.cancel()
-        remaining = list(self._connections)
+        remaining = [task for task, _ in self._connections.items()]
         if remaining:
             await asyncio.wait(remaining, timeout=CLOSE_TIMEOUT)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
-        if task is None or self._stopping or len(self._connections) >= self._limits.max_connections:
+        assert task is not None  # asyncio runs each connection's callback in a task of its own
+        connection = Connection(
+            source=_source(writer),
+            closed=asyncio.ensure_future(until_closed(writer)),
+            idle_since=asyncio.get_running_loop().time(),
+        )
+        admission = None if self._stopping else self._connections.admit(task, connection)
+        for _ in range(admission.evicted if admission else 0):
+            self._on_evicted()
+        if admission is None or not admission.admitted:
             self._on_rejected()
             writer.transport.abort()
+            connection.closed.cancel()
             return
-        connection = _Connection(asyncio.ensure_future(until_closed(writer)))
-        self._connections[task] = connection
         graceful = False
         try:
             graceful = await self._serve(reader, writer, connection)
@@ -150,19 +151,22 @@ class HttpServer:
         finally:
             if (lost := reader.exception()) is not None:
                 _forget_frames(lost)  # the transport's own error: its frames hold the transport
-            del self._connections[task]
+            self._connections.forget(task)
             await close_connection(writer, graceful)
             connection.closed.cancel()  # closed already, or about to be: nothing waits on it now
 
     async def _serve(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, state: _Connection
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, state: Connection
     ) -> bool:
         """Serve requests until the connection should close; False when it must be dropped at once."""
         loop = asyncio.get_running_loop()
         request_start = loop.time()
         client: str | None = ""
         if self._tls_context is not None:
-            client = await self._handshake(writer, request_start + self._limits.header_timeout)
+            limits = self._limits
+            client = await self._handshake(
+                writer, request_start + min(limits.handshake_timeout, limits.header_timeout)
+            )
         if client is None:
             return False
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self._limits.max_header_bytes)
@@ -177,6 +181,7 @@ class HttpServer:
             )
             if not keep_alive or self._stopping:
                 return True
+            state.idle_since = loop.time()
             conn.start_next_cycle()
             if not conn.trailing_data[0]:
                 try:
@@ -198,7 +203,7 @@ class HttpServer:
             async with asyncio.timeout_at(deadline):
                 await writer.start_tls(context, ssl_handshake_timeout=remaining)
         except TimeoutError:
-            self._on_tls_failure("handshake not completed within the header timeout")
+            self._on_tls_failure("handshake not completed within the handshake timeout")
             return None
         except (ssl.SSLError, OSError) as error:
             reason = (
@@ -214,7 +219,7 @@ class HttpServer:
         conn: h11.Connection,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        state: _Connection,
+        state: Connection,
         request_start: float,
         client: str,
     ) -> bool:
@@ -412,6 +417,12 @@ def _forget_frames(error: BaseException) -> None:
     """
     traceback.clear_frames(error.__traceback__)
     error.__traceback__ = None
+
+
+def _source(writer: asyncio.StreamWriter) -> str:
+    """The peer's IP address ("" when the transport does not know it)."""
+    peer = writer.get_extra_info("peername")
+    return str(peer[0]) if isinstance(peer, tuple) and peer else ""
 
 
 def _common_name(peercert: object) -> str:

@@ -48,6 +48,7 @@ Router = Callable[[str, str], Route]
 class ServerLimits:
     """Deadlines and sizes of one listener (see ExtenderSettings for what each means)."""
 
+    handshake_timeout: float
     header_timeout: float
     read_timeout: float
     write_timeout: float
@@ -57,6 +58,7 @@ class ServerLimits:
     max_header_bytes: int
     max_body_bytes: int
     max_connections: int
+    max_connections_per_source: int
     max_buffered_body_bytes: int
 
 

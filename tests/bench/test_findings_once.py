@@ -1,7 +1,7 @@
 """bench/RESULTS.md links to bench/FINDINGS.md rather than repeating it: one copy of each text."""
 
-from bench.report import FINDINGS, FINDINGS_LINK
-from bench.scale_report import FINDINGS_HEADING
+from bench.report.results_md import FINDINGS, FINDINGS_LINK
+from bench.report.scale_report import FINDINGS_HEADING
 
 RESULTS = FINDINGS.with_name("RESULTS.md")
 

@@ -4,9 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.cluster_load import GpuPod, node_labels, realistic_nodes
-from bench.scale import QUICK, ScalePlan, build_parser, check_plan, plan_from
-from bench.scale_fleet import (
+from bench.fleet.cluster_load import GpuPod, node_labels, realistic_nodes
+from bench.fleet.scale_fleet import (
     SCALE_INSTANCE_TYPES,
     WorkloadDoesNotFit,
     capacity,
@@ -14,8 +13,9 @@ from bench.scale_fleet import (
     require_fit,
     scale_pods,
 )
-from bench.scale_report import SCALE_HEADING, render_scale_section, splice_scale_section
-from bench.scale_results import ScaleDocument, ScaleRow, SizeInfo, VerbLatency, load, percentile, save
+from bench.report.scale_report import SCALE_HEADING, render_scale_section, splice_scale_section
+from bench.report.scale_results import ScaleDocument, ScaleRow, SizeInfo, VerbLatency, load, percentile, save
+from bench.scale import QUICK, ScalePlan, build_parser, check_plan, plan_from
 from components.render.ec2_catalogue import load_snapshot
 from policy import NODE_MEMORY_LABEL
 

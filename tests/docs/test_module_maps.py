@@ -17,7 +17,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
-MAPS = {"extender_app": "docs/extender.md", "components": "docs/deploy-eks.md", "explain": "docs/explain.md"}
+MAPS = {
+    "extender_app": "docs/extender.md",
+    "components": "docs/deploy-eks.md",
+    "explain": "docs/explain.md",
+    "localcluster": "docs/demo.md",
+    "bench": "bench/README.md",
+}
 """Package -> the page that holds its map."""
 
 MARKER = "<!-- module map: {package}/ -->"

@@ -11,7 +11,7 @@ import kubernetes.client
 import kubernetes.watch
 from kubernetes.client.rest import ApiException
 
-from localcluster.waiting import wait_for
+from localcluster.host.waiting import wait_for
 
 WATCH_SECONDS = 5
 """Each watch request's server-side timeout; the watcher reopens it until stopped."""

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode
+from contracts.modes import SCHEDULER_MODES, SchedulerMode
 from testbed.e2e_cluster import E2ECluster, e2e_cluster
 
 

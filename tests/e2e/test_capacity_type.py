@@ -9,8 +9,9 @@ its condition.
 
 import pytest
 
-from localcluster.nodes import SimulatedNode
-from localcluster.workloads import PodSpecification
+from components.render.policy_choices import PolicyChoices
+from localcluster.plane.nodes import SimulatedNode
+from localcluster.plane.workloads import PodSpecification
 from policy import INVALID_CAPACITY_CHOICE, NODE_BEING_REMOVED, NOT_ON_DEMAND
 from testbed.e2e_cluster import E2ECluster, shaped_like
 
@@ -91,7 +92,7 @@ def test_the_stack_default_choice_holds_pods_without_the_annotation(cluster: E2E
     """With the default set to on-demand (plugin args, or the extender's flag), a pod without the
     annotation is held to on-demand nodes; one that says spot still gets spot."""
     cluster.add_nodes(*nodes())
-    cluster.start(default_capacity_type="on-demand")
+    cluster.start(choices=PolicyChoices(default_capacity_type="on-demand"))
     first = cluster.submit(
         PodSpecification("no-choice-a"),
         PodSpecification("no-choice-b", tolerate_all=True),

@@ -1,8 +1,8 @@
 """What only extender mode has: a separate process kube-scheduler must reach over mutual TLS."""
 
-from localcluster.custom_scheduler import extender_tls, restart_extender
-from localcluster.nodes import fleet
-from localcluster.workloads import PodSpecification
+from localcluster.plane.nodes import fleet
+from localcluster.plane.workloads import PodSpecification
+from localcluster.services.custom_scheduler import extender_tls, restart_extender
 from testbed.e2e_cluster import INVENTORY, E2ECluster
 
 

@@ -15,8 +15,8 @@ from collections import defaultdict
 
 import kubernetes.client
 
-from localcluster.nodes import SimulatedNode
-from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, pod_manifest
+from localcluster.plane.nodes import SimulatedNode
+from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification, pod_manifest
 from testbed.e2e_cluster import INVENTORY, E2ECluster
 
 SCORE_LINE = re.compile(

@@ -12,17 +12,17 @@ from typing import Any
 
 import pytest
 
-from components.render.scheduler_config import JobZoneArgs
-from localcluster.nodes import SimulatedNode
-from localcluster.waiting import wait_for
-from localcluster.webhook import start_webhook
-from localcluster.workloads import (
+from components.render.policy_choices import JobZoneArgs, PolicyChoices
+from localcluster.demo.zone_scene import BASE_TYPE, FREE_GPUS, ZONE_A, ZONE_B, same_zone_member, scene_nodes
+from localcluster.host.waiting import wait_for
+from localcluster.plane.nodes import SimulatedNode
+from localcluster.plane.workloads import (
     WORKLOAD_NAMESPACE,
     PodSpecification,
     create_through_admission,
     pod_manifest,
 )
-from localcluster.zone_scene import BASE_TYPE, FREE_GPUS, ZONE_A, ZONE_B, same_zone_member, scene_nodes
+from localcluster.services.webhook import start_webhook
 from testbed.e2e_cluster import E2ECluster, shaped_like
 from tests.e2e.bindings import BindingWatch, gpu_seconds_held
 
@@ -96,7 +96,9 @@ def test_a_zone_that_fills_while_the_job_waits(
         SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=6), ZONE_B),
     )
     start_webhook(cluster.plane, tmp_path / "webhook")
-    cluster.start(job_zone=JobZoneArgs(permit_timeout_seconds=timeout, failed_zone_seconds=600))
+    cluster.start(
+        choices=PolicyChoices(job_zone=JobZoneArgs(permit_timeout_seconds=timeout, failed_zone_seconds=600))
+    )
     first = create(cluster, member("llm", 0, 4), member("llm", 1, 4))
 
     def held_in(zone_node: str) -> bool:

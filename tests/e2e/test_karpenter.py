@@ -2,7 +2,7 @@
 
 The pods are submitted with the annotation only; the admission webhook (``extender_app
 --role=webhook`` on loopback, registered with the MutatingWebhookConfiguration the stack renders:
-``localcluster.webhook.start_webhook``) adds the policy's memory affinity (``Gt minimum-1`` on
+``localcluster.services.webhook.start_webhook``) adds the policy's memory affinity (``Gt minimum-1`` on
 our label) on CREATE, and that is all Karpenter reads. The pods of the batch keep apart
 (required pod anti-affinity on the hostname, as spread training workers do): otherwise Karpenter
 packs them into one NodeClaim, and a type with enough GPUs for all of them (the 8-GPU p4d/p5)
@@ -30,20 +30,7 @@ from components.render.karpenter_pools import (
     memory_classes,
     node_pool_manifest,
 )
-from localcluster.karpenter import (
-    CRD_DIR,
-    KARPENTER_BINARY,
-    KWOK_BINARY,
-    KWOK_STAGES_DIR,
-    NODE_POOL_LABEL,
-    karpenter_nodes,
-    kwok_node_class_ref,
-    node_claims,
-    running_karpenter,
-)
-from localcluster.karpenter import node_pool_manifest as node_pool_manifest_local
-from localcluster.karpenter_instance_types import KARPENTER_INSTANCE_TYPES
-from localcluster.karpenter_zone_scene import (
+from localcluster.demo.karpenter_zone_scene import (
     JOB,
     JOB_SIZE,
     MIN_MEMORY_MIB,
@@ -53,16 +40,31 @@ from localcluster.karpenter_zone_scene import (
     densest_fit,
     job_members,
 )
-from localcluster.nodes import GPU_TAINT, ZONES, SimulatedNode
-from localcluster.outcomes import PodOutcome
-from localcluster.waiting import wait_for
-from localcluster.webhook import created_affinity, start_webhook
-from localcluster.workloads import (
+from localcluster.host.waiting import wait_for
+from localcluster.plane.nodes import GPU_TAINT, ZONES, SimulatedNode
+from localcluster.plane.outcomes import PodOutcome
+from localcluster.plane.workloads import (
     WORKLOAD_NAMESPACE,
     PodSpecification,
     create_through_admission,
     pod_manifest,
 )
+from localcluster.services.karpenter import (
+    CRD_DIR,
+    KARPENTER_BINARY,
+    KWOK_BINARY,
+    KWOK_STAGES_DIR,
+    NODE_POOL_LABEL,
+    karpenter_nodes,
+    kwok_node_class_ref,
+    labelled_nodes,
+    launched_node_claims,
+    node_claims,
+    running_karpenter,
+)
+from localcluster.services.karpenter import node_pool_manifest as node_pool_manifest_local
+from localcluster.services.karpenter_instance_types import KARPENTER_INSTANCE_TYPES
+from localcluster.services.webhook import created_affinity, start_webhook
 from policy import CAPACITY_TYPE_LABEL, NODE_MEMORY_LABEL
 from policy.job_zone import JOB_LABEL, ZONE_LABEL
 from testbed.e2e_cluster import INVENTORY, E2ECluster
@@ -123,6 +125,9 @@ def test_karpenter_scales_from_zero_to_nodes_with_enough_gpu_memory(
         for name, minimum in MINIMUMS_MIB.items():
             assert created_affinity(cluster.api, name) == f"{NODE_MEMORY_LABEL} Gt {minimum - 1}", name
         outcomes = cluster.outcomes(list(MINIMUMS_MIB), bound_only=True, timeout=BIND_SECONDS)
+        # Every NodeClaim, also one launched after the last pod bound, once Karpenter has written
+        # its offering's labels (the kwok provider makes the Node before the claim has them).
+        claims = launched_node_claims(cluster.api)
 
         launched = {
             node.metadata.name: int(node.metadata.labels[NODE_MEMORY_LABEL])
@@ -133,12 +138,10 @@ def test_karpenter_scales_from_zero_to_nodes_with_enough_gpu_memory(
             assert launched[outcome.node] >= MINIMUMS_MIB[name], f"{name} on {launched[outcome.node]} MiB"
         smallest = min(MINIMUMS_MIB.values())
         assert all(memory >= smallest for memory in launched.values()), launched
-        # Every NodeClaim, also one still launching (Karpenter may have one in flight while the last
-        # pods bind: counting claims against nodes was a race, seen once under load).
-        claims = node_claims(cluster.api)
         assert claims
         for claim in claims:
-            assert int(claim["metadata"]["labels"][NODE_MEMORY_LABEL]) >= smallest, claim["metadata"]
+            labels = claim["metadata"].get("labels") or {}
+            assert int(labels.get(NODE_MEMORY_LABEL, 0)) >= smallest, claim["metadata"]
 
 
 def offering_zones(entry: Mapping[str, Any]) -> set[str]:
@@ -196,22 +199,18 @@ def test_the_eks_stacks_node_pools_launch_the_smallest_gpu_memory_that_fits(
         for name, minimum in MINIMUMS_MIB.items():
             core.create_namespaced_pod(WORKLOAD_NAMESPACE, spread_pod(name, minimum))
             outcomes |= cluster.outcomes([name], bound_only=True, timeout=BIND_SECONDS)
-        nodes = {node.metadata.name: node.metadata.labels for node in karpenter_nodes(cluster.api)}
-        for name, outcome in outcomes.items():
-            labels = nodes[outcome.node]
+        placed = {name: outcome.node or "" for name, outcome in outcomes.items()}
+        nodes = labelled_nodes(cluster.api, placed.values(), (NODE_MEMORY_LABEL, NODE_POOL_LABEL))
+        for name, node in placed.items():
+            labels = nodes[node]
             memory = int(labels[NODE_MEMORY_LABEL])
             smallest_fit = min(size for size in classes if size >= MINIMUMS_MIB[name])
             assert memory == smallest_fit, f"{name} ({MINIMUMS_MIB[name]} MiB) on {memory} MiB"
             assert labels[NODE_POOL_LABEL] == f"gpu-{memory}mib"
 
 
-LAUNCHED = "karpenter.sh/capacity-type"
+CAPACITY_TYPE_KEY = "karpenter.sh/capacity-type"
 """The label a launched NodeClaim carries: the capacity type of the offering Karpenter took."""
-
-
-def launched_claims(api: kubernetes.client.ApiClient) -> list[Mapping[str, Any]]:
-    """The NodeClaims that carry the capacity type of their offering (Karpenter launched them)."""
-    return [claim for claim in node_claims(api) if LAUNCHED in (claim["metadata"].get("labels") or {})]
 
 
 def both_types_pool() -> dict[str, Any]:
@@ -220,7 +219,7 @@ def both_types_pool() -> dict[str, Any]:
     pool = node_pool_manifest_local()
     requirements = pool["spec"]["template"]["spec"]["requirements"]
     requirements[:] = [
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand", "spot"]},
+        {"key": CAPACITY_TYPE_KEY, "operator": "In", "values": ["on-demand", "spot"]},
         {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand", "spot"]},
     ]
     return pool
@@ -242,16 +241,17 @@ def test_an_on_demand_pod_gets_an_on_demand_node_claim_from_a_pool_that_allows_b
     with running_karpenter(cluster.plane, autoscaler_bin_dir, work_dir, node_pools=[both_types_pool()]):
         spec = PodSpecification("needs-on-demand", str(16 * 1024), capacity_type="on-demand")
         kubernetes.client.CoreV1Api(cluster.api).create_namespaced_pod(WORKLOAD_NAMESPACE, pod_manifest(spec))
-        claims = wait_for(lambda: launched_claims(cluster.api), BIND_SECONDS, "a launched NodeClaim")
-        launched = {claim["metadata"]["labels"][LAUNCHED] for claim in claims}
+        wait_for(lambda: node_claims(cluster.api), BIND_SECONDS, "a NodeClaim")
+        claims = launched_node_claims(cluster.api, BIND_SECONDS)
+        launched = {(claim["metadata"].get("labels") or {}).get(CAPACITY_TYPE_KEY) for claim in claims}
         if webhook:
             assert created_affinity(cluster.api, "needs-on-demand").endswith(
                 f"{CAPACITY_TYPE_LABEL} In on-demand,reserved"
             )
             assert launched == {"on-demand"}
             outcome = cluster.outcome("needs-on-demand", bound_only=True)
-            node = kubernetes.client.CoreV1Api(cluster.api).read_node(outcome.node)
-            assert node.metadata.labels[CAPACITY_TYPE_LABEL] == "on-demand"
+            node_labels = labelled_nodes(cluster.api, [outcome.node or ""], [CAPACITY_TYPE_LABEL])
+            assert node_labels[outcome.node or ""][CAPACITY_TYPE_LABEL] == "on-demand"
         else:
             assert created_affinity(cluster.api, "needs-on-demand") == ""
             assert launched == {"spot"}, "the control: without the affinity Karpenter takes the cheaper spot"
@@ -286,9 +286,10 @@ def test_a_same_zone_job_from_zero_nodes_gets_its_node_claims_in_one_zone_and_no
             for name in names:
                 assert created_pod_affinity(cluster.api, name) == f"{JOB_LABEL}={JOB} @ {ZONE_LABEL}", name
             bindings = watch.wait_for_bindings(names, timeout=BIND_SECONDS)
-            claims = node_claims(cluster.api)
+            claims = launched_node_claims(cluster.api)
             node_zones = {
-                node.metadata.name: node.metadata.labels[ZONE_LABEL] for node in karpenter_nodes(cluster.api)
+                name: labels[ZONE_LABEL]
+                for name, labels in labelled_nodes(cluster.api, set(bindings.values()), [ZONE_LABEL]).items()
             }
     finally:
         watch.stop()

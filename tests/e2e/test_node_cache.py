@@ -6,15 +6,18 @@ seen is never passed, that it recovers, and that it follows relabels and API ser
 """
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
 
 import kubernetes.client
 import pytest
 
-from localcluster.extender_log import log_entries
-from localcluster.nodes import SimulatedNode, fleet
-from localcluster.probes import http_status
-from localcluster.waiting import wait_for
-from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification
+from localcluster.demo.extender_log import log_entries
+from localcluster.host.probes import http_status
+from localcluster.host.waiting import wait_for, wait_until
+from localcluster.plane.nodes import SimulatedNode, fleet
+from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification
+from localcluster.services.custom_scheduler import lease_renewed_since
 from policy import NODE_MEMORY_LABEL
 from testbed.e2e_cluster import INVENTORY, E2ECluster, shaped_like
 from testbed.tcp_gate import TcpGate, tcp_gate
@@ -22,6 +25,10 @@ from testbed.tcp_gate import TcpGate, tcp_gate
 SYSTEM = SimulatedNode("system-1", INVENTORY["m5.xlarge"], "us-east-1a")
 CACHE_DEADLINE = 30.0
 """How long the cache may take to show a change (it normally takes milliseconds)."""
+LEASE_DEADLINE = 30.0
+"""Longer than kube-scheduler's renewDeadline (10 s) plus a retry period: by then it has renewed or exited."""
+LOG_DEADLINE = 10.0
+"""How long the extender may take to log a request the scheduler has had the answer to."""
 
 
 @pytest.fixture
@@ -53,11 +60,15 @@ def test_a_node_the_cache_has_not_seen_is_never_passed(cached_cluster: E2ECluste
     assert set(answer["FailedNodes"]) == {big.name}
     assert set(answer["FailedAndUnresolvableNodes"]) == {small.name}
 
-    waits = cluster.outcome(cluster.submit(PodSpecification("while-cut-off", min_memory="40960"))[0])
+    unknown_reason = answer["FailedNodes"][big.name]
+    # The scheduler's informer may not have the new node at the pod's first attempt; its arrival
+    # requeues the pod, and that attempt's condition carries the extender's reason for it.
+    (name,) = cluster.submit(PodSpecification("while-cut-off", min_memory="40960"))
+    waits = cluster.outcome_where(
+        name, lambda outcome: unknown_reason in outcome.message, f"Pending with {unknown_reason!r}"
+    )
     assert not waits.bound
     assert waits.reason == "Unschedulable"
-    unknown_reason = answer["FailedNodes"][big.name]
-    assert unknown_reason in waits.message
 
     gate.reopen()
     wait_for(lambda: cluster.extender_passes(40960, big.name), CACHE_DEADLINE, "the cache to learn the node")
@@ -101,6 +112,7 @@ def test_the_cache_resyncs_after_the_api_server_restarts(cached_cluster: E2EClus
     assert cluster.extender_passes(40960, first.name)
 
     cluster.plane.restart_apiserver()
+    back = datetime.now(UTC)
     relabel(cluster, first.name, 16384)
     relabel(cluster, second.name, 81920)
     wait_for(
@@ -110,9 +122,17 @@ def test_the_cache_resyncs_after_the_api_server_restarts(cached_cluster: E2EClus
         CACHE_DEADLINE,
         "the cache to show the labels written after the restart",
     )
-    assert cluster.scheduler is not None
-    if not cluster.scheduler.process.running():
-        cluster.plane.processes.forget(cluster.scheduler.process)
+    scheduler = cluster.scheduler
+    assert scheduler is not None
+    # Whether kube-scheduler outlived the outage is decided by its own lease loop: wait until it has
+    # either renewed the Lease since the API server came back or exited.
+    wait_for(
+        lambda: not scheduler.process.running() or lease_renewed_since(cluster.plane, back),
+        LEASE_DEADLINE,
+        "kube-scheduler to renew its Lease after the restart, or to exit",
+    )
+    if not scheduler.process.running():
+        cluster.plane.processes.forget(scheduler.process)
         cluster.start_scheduler()
     specs = [PodSpecification(f"after-restart-{index}", min_memory="40960") for index in range(6)]
     outcomes = cluster.outcomes(cluster.submit(*specs))
@@ -156,12 +176,22 @@ def test_a_node_launched_while_a_pod_waits_is_accepted_on_the_first_attempt(
     cluster.add_nodes(launched)
     assert cluster.outcome(name, bound_only=True).node == launched.name
 
-    assert cluster.extender is not None
-    filters = [
-        line
-        for line in log_entries(cluster.extender.process.log_path)
-        if line.get("verb") == "filter" and line.get("pod") == f"{WORKLOAD_NAMESPACE}/{name}"
-    ]
-    offered = [line for line in filters if line["candidates"] >= 2]  # the small node and the new one
-    assert offered, filters
+    extender = cluster.extender
+    assert extender is not None
+
+    def filters() -> list[dict[str, Any]]:
+        return [
+            line
+            for line in log_entries(extender.process.log_path)
+            if line.get("verb") == "filter" and line.get("pod") == f"{WORKLOAD_NAMESPACE}/{name}"
+        ]
+
+    # The extender logs a request once its answer is written, which can be after the pod is bound.
+    logged = wait_until(
+        filters,
+        lambda lines: any(line["candidates"] >= 2 and line["passed"] == 1 for line in lines),
+        LOG_DEADLINE,
+        "the log line of the filter that passed the new node",
+    )
+    offered = [line for line in logged if line["candidates"] >= 2]  # the small node and the new one
     assert all(line["passed"] == 1 and "unknown_nodes" not in line for line in offered), offered

@@ -4,9 +4,9 @@ import random
 
 import kubernetes.client
 
-from localcluster.nodes import SimulatedNode, fleet
-from localcluster.waiting import wait_for
-from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification
+from localcluster.host.waiting import wait_for
+from localcluster.plane.nodes import SimulatedNode, fleet
+from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification
 from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
 from testbed.e2e_cluster import INVENTORY, E2ECluster, shaped_like
 

@@ -14,11 +14,12 @@ import kubernetes.client
 import pytest
 from kubernetes.client.rest import ApiException
 
+from components.render.policy_choices import PolicyChoices
 from components.render.webhook_config import WEBHOOK_NAME
 from extender_app.webhook.disruption_protection import PROTECTION_ANNOTATIONS
-from localcluster.nodes import SimulatedNode
-from localcluster.webhook import RunningWebhook, start_webhook, unregister_webhook
-from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, ensure_namespace, pod_manifest
+from localcluster.plane.nodes import SimulatedNode
+from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification, ensure_namespace, pod_manifest
+from localcluster.services.webhook import RunningWebhook, start_webhook, unregister_webhook
 from policy import INVALID_MIN_MEMORY, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL, REQUIRES_GPU_REQUEST
 from policy.capacity_type import ON_DEMAND, SPOT
 from policy.node_affinity import REQUIRED_TERMS_FIELD, capacity_expression
@@ -165,7 +166,9 @@ def test_a_default_capacity_type_reaches_every_pod_of_the_custom_scheduler_and_n
 ) -> None:
     """With a default choice the configuration also sends pods of the custom scheduler without any
     annotation (the API server evaluates the rendered CEL); other schedulers' pods keep no default."""
-    start_webhook(extender_cluster.plane, tmp_path / "webhook", default_capacity_type="on-demand")
+    start_webhook(
+        extender_cluster.plane, tmp_path / "webhook", choices=PolicyChoices(default_capacity_type="on-demand")
+    )
     api = extender_cluster.api
     stored, _ = create(api, pod("no-annotation", minimum=None))
     assert required_terms(stored) == [{"matchExpressions": [ON_DEMAND_TERM]}]

@@ -7,10 +7,10 @@ from pathlib import Path
 import kubernetes.client
 import pytest
 
-from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode
-from localcluster.control_plane import ControlPlane, start_control_plane
-from localcluster.nodes import SimulatedNode, create_nodes
-from localcluster.workloads import WORKLOAD_NAMESPACE, ensure_namespace, restricted_namespace_labels
+from contracts.modes import SCHEDULER_MODES, SchedulerMode
+from localcluster.plane.control_plane import ControlPlane, start_control_plane
+from localcluster.plane.nodes import SimulatedNode, create_nodes
+from localcluster.plane.workloads import WORKLOAD_NAMESPACE, ensure_namespace, restricted_namespace_labels
 from policy import NODE_MEMORY_LABEL
 from tests.explain.objects import DEMO_FLEET, INVENTORY
 

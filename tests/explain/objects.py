@@ -4,9 +4,9 @@ import copy
 import dataclasses
 from typing import Any
 
-from localcluster.inventory import InstanceType, load_inventory
-from localcluster.nodes import SimulatedNode, fleet, node_manifest, node_status
-from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification, pod_manifest
+from localcluster.plane.inventory import InstanceType, load_inventory
+from localcluster.plane.nodes import SimulatedNode, fleet, node_manifest, node_status
+from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification, pod_manifest
 from policy import NODE_MEMORY_LABEL
 from policy.job_zone import JOB_LABEL, JOB_SIZE_ANNOTATION, SAME_ZONE, ZONE_LABEL, ZONE_POLICY_ANNOTATION
 

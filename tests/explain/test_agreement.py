@@ -13,15 +13,15 @@ from pathlib import Path
 import kubernetes.client
 import pytest
 
-from components.render.scheduler_config import SchedulerMode
+from contracts.modes import SchedulerMode
 from explain.answers import pod_answer, render_pod_explanation
 from explain.cluster import ClusterReader
 from explain.pod_report import PodExplanation
-from localcluster.demo_pods import sample_pods
-from localcluster.nodes import fleet
-from localcluster.outcomes import PodOutcome
-from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification
-from localcluster.zone_scene import ZONE_B, same_zone_member, scene_nodes
+from localcluster.demo.pods import sample_pods
+from localcluster.demo.zone_scene import ZONE_B, same_zone_member, scene_nodes
+from localcluster.plane.nodes import fleet
+from localcluster.plane.outcomes import PodOutcome
+from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification
 from policy import (
     BELOW_MINIMUM,
     DEFAULT_SETTINGS,

@@ -16,9 +16,9 @@ import explain.cluster
 from explain.cli import main
 from explain.nodes_report import LABEL_ABOVE_EC2, LABEL_INVALID, LABEL_MISSING, LABEL_NOT_EXPECTED
 from explain.settings import EXIT
-from localcluster.control_plane import write_kubeconfig
-from localcluster.ports import reserve_port
-from localcluster.workloads import WORKLOAD_NAMESPACE
+from localcluster.host.ports import reserve_port
+from localcluster.plane.control_plane import write_kubeconfig
+from localcluster.plane.workloads import WORKLOAD_NAMESPACE
 from policy import INVALID_MIN_MEMORY, NODE_MEMORY_LABEL, NOT_SPOT
 from policy.job_zone import INVALID_JOB_SIZE, INVALID_ZONE_POLICY, ZONE_POLICY_ANNOTATION
 from tests.explain.conftest import MISLABELLED, SPARE, Cluster

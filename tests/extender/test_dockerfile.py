@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from localcluster.ports import reserve_port
+from localcluster.host.ports import reserve_port
 from testbed.extender import (
     DEADLINE,
     LOOPBACK,
@@ -27,6 +27,8 @@ DOCKERFILE = REPO_ROOT / "extender_app" / "Dockerfile"
 IGNORE_FILE = REPO_ROOT / "extender_app" / "Dockerfile.dockerignore"
 HADOLINT = Path(sys.executable).parent / "hadolint"
 RUNTIME_REQUIREMENTS = REPO_ROOT / "extender_app" / "requirements.txt"
+RUNTIME_LOCK = REPO_ROOT / "extender_app" / "requirements.lock"
+"""The same pins with each wheel's SHA-256: what the image installs."""
 IMAGE_PACKAGES = ("contracts", "policy", "extender_app")
 """Our packages the image copies: the extender and what it imports."""
 
@@ -65,7 +67,31 @@ def test_multi_stage_with_pinned_bases_non_root_and_no_shell_form():
     assert any("PYTHONDONTWRITEBYTECODE=1" in line for line in final)
     copies = [line for line in lines if line.startswith("COPY ") and "--from=" not in line]
     sources = {line.split()[1] for line in copies}
-    assert sources == {"extender_app/requirements.txt", *(f"{package}/" for package in IMAGE_PACKAGES)}
+    assert sources == {"extender_app/requirements.lock", *(f"{package}/" for package in IMAGE_PACKAGES)}
+    install = next(line for line in lines if "pip install" in line)
+    assert "--require-hashes" in install
+
+
+def pins(text: str) -> dict[str, str]:
+    """name -> version of each ``name==version`` requirement (comments, hashes and continuations aside)."""
+    found = {}
+    for line in text.replace("\\\n", " ").splitlines():
+        requirement = line.split("#", 1)[0].split("--hash", 1)[0].strip()
+        if requirement:
+            name, version = requirement.split("==")
+            found[name] = version
+    return found
+
+
+def test_the_lock_pins_the_runtime_requirements_each_with_a_hash():
+    """The image installs extender_app/requirements.lock; it must be the same versions as
+    requirements.txt (which the tests run with), and every one with its wheel's SHA-256."""
+    lock = RUNTIME_LOCK.read_text()
+    assert pins(lock) == pins(RUNTIME_REQUIREMENTS.read_text())
+    entries = [
+        entry for entry in lock.replace("\\\n", " ").splitlines() if entry and not entry.startswith("#")
+    ]
+    assert all(re.search(r"--hash=sha256:[0-9a-f]{64}", entry) for entry in entries), entries
 
 
 def test_build_context_holds_only_what_the_image_copies():

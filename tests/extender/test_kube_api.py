@@ -18,7 +18,7 @@ from extender_app.node_cache import kube_api
 from extender_app.node_cache.kube_api import LIST_ACCEPT, WATCH_ACCEPT, connect
 from extender_app.node_cache.metadata import BOOKMARK, ERROR, MODIFIED, NodeMeta
 from extender_app.node_cache.sync import NodeApiConfigError, NodeApiError, ResourceExpired
-from localcluster.ports import reserve_port
+from localcluster.host.ports import reserve_port
 
 KEY = "example.com/gpu-memory-mib"
 TOKEN = "test-token-123"  # a made-up bearer token for the fake server

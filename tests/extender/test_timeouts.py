@@ -14,7 +14,6 @@ from testbed.extender import (
     DEADLINE,
     ThreadedExtender,
     read_response,
-    refusal,
     request,
     scheduler_context,
     settings_for,
@@ -125,20 +124,4 @@ def test_client_that_does_not_read_is_dropped_at_the_write_deadline(pki):
         assert request(server.ports.port, scheduler_context(pki), "/prioritize", small).status == 200
     finally:
         sock.close()
-        server.stop()
-
-
-def test_connections_beyond_the_limit_are_closed_at_once(pki):
-    server = ThreadedExtender(settings_for(pki, max_connections=2), pki).start()
-    try:
-        first = tls_socket(server.ports.port, scheduler_context(pki))
-        second = tls_socket(server.ports.port, scheduler_context(pki))
-        wait_for(lambda: server.verb_server.open_connections == 2, "two open connections")
-        assert refusal(lambda: tls_socket(server.ports.port, scheduler_context(pki)).close()) is not None
-        first.close()
-        second.close()
-        wait_for(lambda: server.verb_server.open_connections == 0, "the connections to close")
-        body = extender_body(make_pod(), make_nodes(1))
-        assert request(server.ports.port, scheduler_context(pki), "/prioritize", body).status == 200
-    finally:
         server.stop()

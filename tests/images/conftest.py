@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from localcluster.processes import ProcessGroup
+from localcluster.host.processes import ProcessGroup
 from testbed.pki import Pki, make_pki
 
 

@@ -1,5 +1,5 @@
 """A local registry (distribution's ``docker-registry``, from Debian) on loopback, for the push
-path: no authentication, storage in the test's directory, a port from ``localcluster.ports``."""
+path: no authentication, storage in the test's directory, a port from ``localcluster.host.ports``."""
 
 import http.client
 import shutil
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import yaml
 
-from localcluster.probes import LOOPBACK, http_status
-from localcluster.processes import ManagedProcess, ProcessGroup, raise_if_exited
-from localcluster.waiting import wait_for
+from localcluster.host.probes import LOOPBACK, http_status
+from localcluster.host.processes import ManagedProcess, ProcessGroup, raise_if_exited
+from localcluster.host.waiting import wait_for
 
 READY_SECONDS = 30.0
 """How long the registry may take to answer ``GET /v2/``."""

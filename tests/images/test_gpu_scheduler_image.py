@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from localcluster.images import LocalImages, podman
-from localcluster.nodes import SimulatedNode
-from localcluster.workloads import PodSpecification
+from localcluster.host.images import LocalImages, podman
+from localcluster.plane.nodes import SimulatedNode
+from localcluster.plane.workloads import PodSpecification
 from policy import BELOW_MINIMUM
 from testbed.e2e_cluster import INVENTORY, E2ECluster, e2e_cluster, shaped_like
 

@@ -10,7 +10,7 @@ import pytest
 
 from components.container_image import EXTENDER_IMAGE
 from components.content_tag import source_files
-from localcluster.images import LocalImages, podman
+from localcluster.host.images import LocalImages, podman
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NEVER_IN_AN_IMAGE = {

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from components.render.scheduler_config import SCHEDULER_MODES
 from components.render.webhook_config import WEBHOOK_NAME
-from localcluster.demo_pods import sample_pods
-from localcluster.images import LocalImages
-from localcluster.waiting import wait_for
+from contracts.modes import SCHEDULER_MODES
+from localcluster.demo.pods import sample_pods
+from localcluster.host.images import LocalImages
+from localcluster.host.waiting import wait_for
 from policy import CAPACITY_TYPE_ANNOTATION, CAPACITY_TYPE_LABEL, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

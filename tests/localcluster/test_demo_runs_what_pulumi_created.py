@@ -22,26 +22,21 @@ from kubernetes import client
 
 from components.certificates import CLIENT_SECRET, SERVER_SECRET
 from components.custom_scheduler import CONFIG_FILE, CONFIG_MAP_NAME
-from components.render.scheduler_config import (
-    EXTENDER_MODES,
-    EXTENDER_SERVICE_HOST,
-    SCHEDULER_MODES,
-    SchedulerMode,
-    uses_extender,
-)
+from components.render.scheduler_config import EXTENDER_SERVICE_HOST
 from components.render.webhook_config import WEBHOOK_SERVICE_HOST, WEBHOOK_TLS_SECRET
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME, WEBHOOK_SERVICE
+from contracts.modes import EXTENDER_MODES, SCHEDULER_MODES, SchedulerMode, uses_extender
 from contracts.server import MUTATE_PATH
-from localcluster.control_plane import start_control_plane
-from localcluster.deployed_scheduler import (
+from localcluster.host.probes import LOOPBACK
+from localcluster.host.team_pki import TeamPki
+from localcluster.plane.control_plane import start_control_plane
+from localcluster.services.deployed_scheduler import (
     ABSENT,
     DeployedRun,
     running_deployed_scheduler,
     service_account_user,
 )
-from localcluster.probes import LOOPBACK
-from localcluster.pulumi_stack import deploy_in_fresh_process, deployer_kubeconfig
-from localcluster.team_pki import TeamPki
+from localcluster.services.pulumi_stack import deploy_in_fresh_process, deployer_kubeconfig
 
 pytestmark = pytest.mark.e2e
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from components.render.scheduler_config import SCHEDULER_MODES
+from contracts.modes import SCHEDULER_MODES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

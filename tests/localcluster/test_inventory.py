@@ -2,7 +2,7 @@
 
 from components.render.ec2_catalogue import catalogue
 from components.render.gpu_memory import group_gpu_memory_mib, instance_gpus_from_ec2
-from localcluster.inventory import DEMO_INSTANCE_TYPES, load_inventory
+from localcluster.plane.inventory import DEMO_INSTANCE_TYPES, load_inventory
 
 
 def test_each_gpu_type_is_labelled_with_its_per_gpu_memory() -> None:

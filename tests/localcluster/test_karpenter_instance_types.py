@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from localcluster.inventory import load_inventory
-from localcluster.karpenter_instance_types import (
+from localcluster.plane.inventory import load_inventory
+from localcluster.services.karpenter_instance_types import (
     KARPENTER_INSTANCE_TYPES,
     ON_DEMAND_PRICES_USD_PER_HOUR,
     InstanceTypesError,

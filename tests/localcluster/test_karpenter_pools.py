@@ -3,8 +3,8 @@
 
 from typing import Any
 
-from localcluster.karpenter import NODE_POOL, node_pool_manifest, zonal_node_pools
-from localcluster.nodes import ZONES
+from localcluster.plane.nodes import ZONES
+from localcluster.services.karpenter import NODE_POOL, node_pool_manifest, zonal_node_pools
 from policy.job_zone import ZONE_LABEL
 
 

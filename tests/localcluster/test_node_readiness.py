@@ -4,10 +4,10 @@ import itertools
 
 import kubernetes.client
 
-from localcluster.control_plane import ControlPlane
-from localcluster.inventory import load_inventory
-from localcluster.node_readiness import NOT_READY_TAINT_KEY, lift_if_ready
-from localcluster.nodes import GPU_TAINT, SimulatedNode, node_manifest, node_status
+from localcluster.plane.control_plane import ControlPlane
+from localcluster.plane.inventory import load_inventory
+from localcluster.plane.node_readiness import NOT_READY_TAINT_KEY, lift_if_ready
+from localcluster.plane.nodes import GPU_TAINT, SimulatedNode, node_manifest, node_status
 
 _names = itertools.count(1)
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from localcluster import ports
-from localcluster.control_plane import start_control_plane
-from localcluster.ports import PORT_RANGE_ENV, NoFreePort, release_ports, reserve_port
-from localcluster.probes import LOOPBACK
-from localcluster.processes import AddressInUse, ProcessGroup, StartupError, raise_if_exited
-from localcluster.waiting import wait_for
+from localcluster.host import ports
+from localcluster.host.ports import PORT_RANGE_ENV, NoFreePort, release_ports, reserve_port
+from localcluster.host.probes import LOOPBACK
+from localcluster.host.processes import AddressInUse, ProcessGroup, StartupError, raise_if_exited
+from localcluster.host.waiting import wait_for
+from localcluster.plane.control_plane import start_control_plane
 
 SERVER = """
 import socket, sys
@@ -47,7 +47,7 @@ def reserved() -> Iterator[list[int]]:
 
 def reserve_in_child(port_range: str) -> subprocess.CompletedProcess[str]:
     """Another run on this host (its own interpreter) asking for a port of ``port_range``."""
-    code = "from localcluster.ports import reserve_port; print(reserve_port())"
+    code = "from localcluster.host.ports import reserve_port; print(reserve_port())"
     return subprocess.run(
         [sys.executable, "-c", code],
         env={PORT_RANGE_ENV: port_range, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
@@ -150,7 +150,7 @@ def test_a_child_whose_port_was_taken_is_started_again_on_a_fresh_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     taker = TakePorts(monkeypatch, calls={1, 2})
-    caplog.set_level(logging.WARNING, logger="localcluster.processes")
+    caplog.set_level(logging.WARNING, logger="localcluster.host.processes")
     try:
         with ProcessGroup(log_dir=tmp_path) as processes:
             port = processes.retry_on_address_in_use(lambda: start_server(processes), "the server")
@@ -198,7 +198,7 @@ def test_the_control_plane_starts_when_its_chosen_ports_are_taken_first(
     """etcd's client port and then kube-apiserver's port are each occupied right after being chosen:
     both are started again on fresh ports, and the cluster answers."""
     taker = TakePorts(monkeypatch, calls={1, 3})  # etcd's first try, kube-apiserver's first try
-    caplog.set_level(logging.WARNING, logger="localcluster.processes")
+    caplog.set_level(logging.WARNING, logger="localcluster.host.processes")
     try:
         with start_control_plane(bin_dir, tmp_path) as plane:
             assert plane.apiserver.running()

@@ -17,9 +17,9 @@ import yaml
 from moto import mock_aws
 
 from components.kubernetes_versions import plugin_kubernetes_version
-from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode, uses_extender
 from components.stack import build_stack
 from components.stack_config import StackConfig, parse_stack_config
+from contracts.modes import SCHEDULER_MODES, SchedulerMode, uses_extender
 from tests.pulumi.mocks import STACK, StackRun, run_stack
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

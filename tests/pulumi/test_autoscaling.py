@@ -97,6 +97,22 @@ def test_cluster_autoscaler_chart_is_pinned_and_discovers_this_cluster(autoscale
     )
 
 
+def test_cluster_autoscalers_pod_runs_restricted(autoscaler_run: StackRun) -> None:
+    """Through the chart's keys: ``securityContext`` is the pod's, ``containerSecurityContext`` its
+    container's. Every field Pod Security "restricted" checks, and the read-only root."""
+    values = autoscaler_run.one("kubernetes:helm.sh/v3:Release", "cluster-autoscaler-release").plain["values"]
+    pod = values["securityContext"]
+    assert pod["runAsNonRoot"] is True
+    assert pod["runAsUser"] != 0
+    assert pod["seccompProfile"] == {"type": "RuntimeDefault"}
+    container = values["containerSecurityContext"]
+    assert container["runAsNonRoot"] is True
+    assert container["allowPrivilegeEscalation"] is False
+    assert container["readOnlyRootFilesystem"] is True
+    assert container["capabilities"] == {"drop": ["ALL"]}
+    assert container["seccompProfile"] == {"type": "RuntimeDefault"}
+
+
 @pytest.mark.parametrize(
     ("fixture", "release"),
     [("autoscaler_run", "cluster-autoscaler-release"), ("karpenter_run", "karpenter-controller")],

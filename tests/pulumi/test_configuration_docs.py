@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from components.stack_config import StackConfig, StackConfigError
-from extender_app.settings import MIB
-from extender_app.settings import ExtenderSettings as ExtenderProcessSettings
+from extender_app.settings import MIB, ExtenderSettings
 from tests.pulumi.conftest import existing_values, stack_config
 from tests.pulumi.mocks import STACK
 
@@ -186,7 +185,7 @@ def test_each_documented_default_is_the_one_the_code_applies(keys: list[str], ce
         assert (group.name, group.instance_types) == (match["name"], tuple(match["types"].split(", ")))
         return
     if keys == ["extender.maxBodyBytes", "extender.maxNodes"]:
-        process = ExtenderProcessSettings()
+        process = ExtenderSettings()
         assert f"({process.max_body_bytes // MIB} MiB, {process.max_nodes})" in cell
         assert (parse({}).extender.max_body_bytes, parse({}).extender.max_nodes) == (None, None)
         return

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from components.custom_scheduler import CONFIG_FILE
-from components.render.scheduler_config import SchedulerConfig
+from components.render.policy_choices import PolicyChoices
 from components.render.webhook_config import WEBHOOK_ANNOTATIONS, annotation_condition, webhook_args
 from components.stack_config import PROJECT, StackConfigError
 from contracts.cluster import EXTENDER_SERVICE, SCHEDULER_NAME, WEBHOOK_SERVICE
@@ -51,7 +51,7 @@ def test_a_bad_choice_fails_naming_the_key(value: str) -> None:
 
 def test_the_renderer_refuses_an_unknown_choice() -> None:
     with pytest.raises(ValueError, match="default capacity type must be empty or one of on-demand"):
-        SchedulerConfig(mode="plugin", default_capacity_type="SPOT")
+        PolicyChoices(default_capacity_type="SPOT")  # type: ignore[arg-type]
 
 
 def test_without_the_key_nothing_changes(run: StackRun) -> None:
@@ -86,6 +86,6 @@ def test_extender_modes_give_the_choice_to_the_extender_and_the_webhook() -> Non
 
 
 def test_the_webhook_flag_is_one_its_program_reads() -> None:
-    args = webhook_args(default_capacity_type="spot")
+    args = webhook_args(choices=PolicyChoices(default_capacity_type="spot"))
     assert settings_from(args, {}).capacity.default_choice == "spot"
     assert settings_from(webhook_args(), {}).capacity.default_choice == ""

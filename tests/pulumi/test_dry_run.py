@@ -25,12 +25,12 @@ from kubernetes.dynamic import DynamicClient
 
 from components.render.karpenter_pools import MAX_NODE_POOL_NAME
 from components.render.node_reader import NODE_READER_ROLE
-from components.render.scheduler_config import SCHEDULER_MODES, SchedulerMode, uses_extender
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE
-from localcluster.control_plane import ControlPlane, start_control_plane
-from localcluster.deployed_scheduler import SERVICE_ACCOUNT_GROUPS, service_account_user
-from localcluster.karpenter import install_crds
-from localcluster.waiting import wait_for
+from contracts.modes import SCHEDULER_MODES, SchedulerMode, uses_extender
+from localcluster.host.waiting import wait_for
+from localcluster.plane.control_plane import ControlPlane, start_control_plane
+from localcluster.services.deployed_scheduler import SERVICE_ACCOUNT_GROUPS, service_account_user
+from localcluster.services.karpenter import install_crds
 from policy.job_zone import ZONE_LABEL
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, mode_run, run_with
 from tests.pulumi.mocks import StackRun
@@ -181,11 +181,10 @@ def test_every_declared_object_is_accepted_without_warnings(
     run = mode_run(request, mode)
     objects = [body for body in declared_objects(run) if body["kind"] != "Namespace"]
     kinds = sorted({body["kind"] for body in objects})
-    expected = {"ClusterRoleBinding", "ConfigMap", "Deployment", "Role", "RoleBinding", "ServiceAccount"}
+    expected = {"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Role", "RoleBinding"}
+    expected |= {"ServiceAccount"}
     # The admission webhook's, in every mode (the extender modes have the same kinds besides).
     expected |= {"MutatingWebhookConfiguration", "NetworkPolicy", "PodDisruptionBudget", "Secret", "Service"}
-    if mode == "extender-cached":
-        expected |= {"ClusterRole"}
     assert set(kinds) == expected
     for body in objects:
         warnings = api.create(body)
@@ -235,6 +234,51 @@ def test_the_namespace_really_enforces_restricted(
     assert '"restricted:' in str(refused.value.body)
 
 
+def test_cluster_autoscalers_pod_meets_restricted_pod_security(
+    api: DryRun, namespace: dict[str, Any], extender_run: StackRun
+) -> None:
+    """The chart is not rendered here (its repository is not reachable), so the Pod is made from
+    the release's values as the chart's Deployment template places them (``securityContext`` on
+    the pod, ``containerSecurityContext`` on its one container) and admitted in a namespace that
+    enforces "restricted"."""
+    release = manifest(extender_run.one("kubernetes:helm.sh/v3:Release", "cluster-autoscaler-release").plain)
+    values = release["values"]
+    account = values["rbac"]["serviceAccount"]["name"]
+    image = values["image"]
+    pod: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "cluster-autoscaler-probe", "namespace": NAMESPACE},
+        "spec": {
+            "serviceAccountName": account,
+            "securityContext": values["securityContext"],
+            "containers": [
+                {
+                    "name": "aws-cluster-autoscaler",
+                    "image": f"{image['repository']}:{image['tag']}",
+                    "securityContext": values["containerSecurityContext"],
+                }
+            ],
+        },
+    }
+    service_account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": account, "namespace": NAMESPACE},
+    }
+    with existing(api, [service_account]):
+        assert api.create(pod) == []
+        # Control: without the values (the chart's default), or without the container's, refused.
+        chart_default, no_container_context = copy.deepcopy(pod), copy.deepcopy(pod)
+        del chart_default["spec"]["securityContext"]
+        for unset in (chart_default, no_container_context):
+            del unset["spec"]["containers"][0]["securityContext"]
+        for unset in (chart_default, no_container_context):
+            with pytest.raises(ApiException) as refused:
+                api.create(unset)
+            assert "violates PodSecurity" in str(refused.value.body)
+
+
 NODE_READS = (("get", "nodes"), ("list", "nodes"), ("watch", "nodes"))
 NOT_GRANTED = (
     ("update", "nodes", "", ""),
@@ -257,7 +301,11 @@ def test_the_node_reader_grants_reading_nodes_and_nothing_else(
     """extender-cached's ClusterRole and binding, created for real: the API server's own RBAC
     authorizer lets the extender's ServiceAccount get, list and watch Nodes, nothing more."""
     assert not any(api.allowed(verb, resource) for verb, resource in NODE_READS), "nothing before the binding"
-    rbac = of_kind(extender_cached_run, "ClusterRole", "ClusterRoleBinding")
+    rbac = [
+        body
+        for body in of_kind(extender_cached_run, "ClusterRole", "ClusterRoleBinding")
+        if body["metadata"]["name"] == NODE_READER_ROLE  # not the scheduler's own
+    ]
     assert sorted(body["metadata"]["name"] for body in rbac if body["kind"] == "ClusterRole") == [
         NODE_READER_ROLE
     ]

@@ -19,9 +19,9 @@ from components.kubernetes_await import (
     DELETION_PROPAGATION_ANNOTATION,
     SKIP_AWAIT_ANNOTATION,
 )
-from components.render.scheduler_config import uses_extender
 from components.stack_config import PROJECT, StackConfigError
 from contracts.cluster import EXTENDER_SERVICE, SCHEDULER_NAME
+from contracts.modes import uses_extender
 from tests.pulumi.conftest import (
     CLIENT_KEY_DATA,
     EXTENDER_REFERENCE,

@@ -6,7 +6,7 @@ from components.certificates import SERVER_SECRET
 from components.extender import extender_args
 from components.render.node_reader import NODE_READER_ROLE
 from components.render.scheduler_config import EXTENDER_PORT
-from components.stack_config import EXTENDER_RESOURCES, ExtenderSettings
+from components.stack_config import EXTENDER_RESOURCES, ExtenderDeploymentSettings
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
 from contracts.server import HEALTH_PORT, NODE_CACHE_WATCH_FLAG
 from extender_app.cli import build_parser, settings_from
@@ -60,7 +60,7 @@ def test_the_api_token_is_mounted_only_in_extender_cached_mode(any_extender_run:
 def test_extender_args_per_mode(any_extender_run: StackRun) -> None:
     mode = any_extender_run.outputs["schedulerMode"]
     [container] = containers(any_extender_run.kubernetes_object("Deployment", EXTENDER_SERVICE))
-    stateless = extender_args(ExtenderSettings(), "extender")
+    stateless = extender_args(ExtenderDeploymentSettings(), "extender")
     assert not [arg for arg in stateless if arg.startswith("--node-cache")]
     if mode == "extender-cached":
         assert container["args"] == [*stateless, NODE_CACHE_WATCH_FLAG]
@@ -69,7 +69,11 @@ def test_extender_args_per_mode(any_extender_run: StackRun) -> None:
 
 
 def test_node_reader_rbac_exists_only_in_extender_cached_mode(run: StackRun) -> None:
-    roles = [r.plain for r in run.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")]
+    roles = [
+        r.plain
+        for r in run.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
+        if r.plain["metadata"]["name"] != SCHEDULER_NAME  # the scheduler's own, in every mode
+    ]
     bindings = [
         r.plain
         for r in run.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
@@ -132,7 +136,10 @@ def test_a_body_budget_reaches_its_flag_and_sets_the_memory_floor() -> None:
     run = run_with({"extender": {"maxBufferedBodyBytes": 128 * 2**20, "resources": resources}})
     [container] = containers(run.kubernetes_object("Deployment", EXTENDER_SERVICE))
     assert settings_from(container["args"], {}).body_budget_bytes == 128 * 2**20
-    assert settings_from(extender_args(ExtenderSettings(), "extender"), {}).max_buffered_body_bytes == 0
+    assert (
+        settings_from(extender_args(ExtenderDeploymentSettings(), "extender"), {}).max_buffered_body_bytes
+        == 0
+    )
 
 
 def test_extender_pdb_service_and_network_policy(any_extender_run: StackRun) -> None:

@@ -6,9 +6,8 @@ import pytest
 import yaml
 
 from components.custom_scheduler import CONFIG_FILE
+from components.render.policy_choices import JOB_ZONE_PLUGIN, JobZoneArgs
 from components.render.scheduler_config import (
-    JOB_ZONE_PLUGIN,
-    JobZoneArgs,
     SchedulerConfig,
     render_scheduler_config,
 )

@@ -64,7 +64,8 @@ def test_plugin_mode_has_no_extender_certificates_or_upstream_image(plugin_run: 
         assert [r.plain["metadata"]["name"] for r in plugin_run.of_type(f"kubernetes:{kind}")] == [
             WEBHOOK_SERVICE
         ]
-    assert not plugin_run.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
+    roles = plugin_run.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
+    assert [r.plain["metadata"]["name"] for r in roles] == [SCHEDULER_NAME]  # no node reader
     accounts = [r.plain["metadata"]["name"] for r in plugin_run.of_type("kubernetes:core/v1:ServiceAccount")]
     assert sorted(accounts) == sorted([SCHEDULER_NAME, WEBHOOK_SERVICE])
     deployments = [d.plain["metadata"]["name"] for d in plugin_run.of_type("kubernetes:apps/v1:Deployment")]

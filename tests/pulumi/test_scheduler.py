@@ -17,27 +17,37 @@ from components.render.scheduler_config import (
     config_checksum,
     render_scheduler_config,
     scheduler_config_yaml,
-    uses_extender,
 )
+from components.render.scheduler_rbac import SCHEDULER_ROLE, SCHEDULER_RULES
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
+from contracts.modes import uses_extender
 from contracts.server import NODE_CACHE_WATCH_FLAG
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, run_with
 from tests.pulumi.mocks import StackRun
 from tests.pulumi.pod_specs import assert_restricted, containers, pod_template
 
 
-def test_scheduler_rbac_binds_the_built_in_roles_and_its_own_lease(run: StackRun) -> None:
+def test_scheduler_rbac_is_its_own_role_and_its_own_lease(run: StackRun) -> None:
+    """Not the built-in system:kube-scheduler (which may renew the default scheduler's Lease): the
+    rendered rules, bound to the scheduler's ServiceAccount."""
     subject = [{"kind": "ServiceAccount", "name": SCHEDULER_NAME, "namespace": NAMESPACE}]
     cluster_bindings = [
         r.plain
         for r in run.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
         if r.plain["metadata"]["name"] != NODE_READER_ROLE  # the extender's (extender-cached)
     ]
-    assert sorted(b["roleRef"]["name"] for b in cluster_bindings) == [
-        "system:kube-scheduler",
-        "system:volume-scheduler",
-    ]
+    assert [b["roleRef"]["name"] for b in cluster_bindings] == [SCHEDULER_ROLE]
     assert all(b["subjects"] == subject for b in cluster_bindings)
+    [cluster_role] = [
+        r.plain
+        for r in run.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
+        if r.plain["metadata"]["name"] == SCHEDULER_ROLE
+    ]
+    assert cluster_role["rules"] == list(SCHEDULER_RULES)
+    assert not any(
+        "leases" in rule["resources"] or "secrets" in rule["resources"] or "*" in rule["verbs"]
+        for rule in cluster_role["rules"]
+    )
     bindings = {
         r.plain["metadata"]["namespace"]: r.plain
         for r in run.of_type("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding")
@@ -46,12 +56,13 @@ def test_scheduler_rbac_binds_the_built_in_roles_and_its_own_lease(run: StackRun
     [role] = [r.plain for r in run.of_type("kubernetes:rbac.authorization.k8s.io/v1:Role")]
     assert role["metadata"]["namespace"] == NAMESPACE
     assert role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
         {
             "apiGroups": ["coordination.k8s.io"],
             "resources": ["leases"],
             "resourceNames": [SCHEDULER_NAME],
             "verbs": ["get", "update"],
-        }
+        },
     ]
     assert bindings[NAMESPACE]["roleRef"]["name"] == role["metadata"]["name"]
     assert all(b["subjects"] == subject for b in bindings.values())

@@ -5,13 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.render.scheduler_config import (
-    SCHEDULER_MODES,
-    SchedulerConfig,
-    node_cache_capable,
-    render_scheduler_config,
-    uses_extender,
-)
+from components.render.scheduler_config import SchedulerConfig, render_scheduler_config
+from contracts.modes import SCHEDULER_MODES, node_cache_capable, uses_extender
 
 SHARED = Path(__file__).resolve().parents[1] / "vectors" / "plugin_mode_plugins.yaml"
 

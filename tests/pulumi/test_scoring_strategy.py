@@ -8,8 +8,9 @@ import yaml
 
 from components.custom_scheduler import CONFIG_CHECKSUM_ANNOTATION, CONFIG_FILE
 from components.extender import extender_args
+from components.render.policy_choices import PolicyChoices
 from components.render.scheduler_config import SchedulerConfig, render_scheduler_config, scheduler_config_yaml
-from components.stack_config import PROJECT, ExtenderSettings, StackConfigError
+from components.stack_config import PROJECT, ExtenderDeploymentSettings, StackConfigError
 from contracts.cluster import EXTENDER_SERVICE, SCHEDULER_NAME
 from extender_app.cli import settings_from
 from policy import BEST_FIT, PREFER_LARGER
@@ -35,7 +36,7 @@ def test_a_bad_strategy_fails_naming_the_key(value: str) -> None:
 
 
 def test_the_rendered_plugin_config_is_the_one_the_go_test_loads() -> None:
-    document = render_scheduler_config(SchedulerConfig(mode="plugin", scoring_strategy=BEST_FIT))
+    document = render_scheduler_config(SchedulerConfig(mode="plugin", policy=PolicyChoices(BEST_FIT)))
     assert document["profiles"][0]["pluginConfig"] == yaml.safe_load(SHARED.read_text())
 
 
@@ -44,19 +45,19 @@ def test_plugin_mode_names_the_strategy_and_extender_mode_has_no_plugin_config()
     gpu_scheduler = default["pluginConfig"][0]
     assert gpu_scheduler == {"name": "GPUScheduler", "args": {"scoringStrategy": "prefer-larger"}}
     for strategy in (PREFER_LARGER, BEST_FIT):
-        extender = render_scheduler_config(SchedulerConfig(mode="extender", scoring_strategy=strategy))
+        extender = render_scheduler_config(SchedulerConfig(mode="extender", policy=PolicyChoices(strategy)))
         assert "pluginConfig" not in extender["profiles"][0]
         assert extender == render_scheduler_config(SchedulerConfig(mode="extender"))
 
 
 def test_the_renderer_refuses_an_unknown_strategy() -> None:
     with pytest.raises(ValueError, match="scoring strategy must be one of prefer-larger, best-fit, not 'x'"):
-        SchedulerConfig(mode="plugin", scoring_strategy="x")  # type: ignore[arg-type]
+        PolicyChoices(scoring_strategy="x")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("strategy", [PREFER_LARGER, BEST_FIT])
 def test_extender_args_carry_the_strategy_its_cli_reads(strategy: Any) -> None:
-    args = extender_args(ExtenderSettings(), "extender", strategy)
+    args = extender_args(ExtenderDeploymentSettings(), "extender", PolicyChoices(strategy))
     assert f"--scoring-strategy={strategy}" in args
     assert settings_from(args, {}).policy.scoring_strategy == strategy
 
@@ -73,7 +74,7 @@ def test_plugin_mode_stack_puts_best_fit_in_the_config_map_and_rolls_the_schedul
     run = run_with(
         {"schedulerMode": "plugin", "scoringStrategy": "best-fit", "gpuNodeGroups": [SINGLE_GROUP]}
     )
-    expected = scheduler_config_yaml(SchedulerConfig(mode="plugin", scoring_strategy=BEST_FIT))
+    expected = scheduler_config_yaml(SchedulerConfig(mode="plugin", policy=PolicyChoices(BEST_FIT)))
     assert run.outputs["schedulerConfig"] == expected
     profile = config_map_document(run)["profiles"][0]
     assert profile["pluginConfig"][0] == {"name": "GPUScheduler", "args": {"scoringStrategy": "best-fit"}}

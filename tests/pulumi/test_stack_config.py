@@ -26,7 +26,7 @@ from components.stack_config import (
     EKS_ONLY_KEYS,
     MAX_EXTENDER_WEIGHT,
     PROJECT,
-    ExistingCluster,
+    ExistingClusterSettings,
     ExistingNetwork,
     NewVpc,
     StackConfigError,
@@ -162,7 +162,7 @@ def test_an_existing_cluster() -> None:
         ),
         secret_keys={"existingCluster"},
     )
-    assert config.existing_cluster == ExistingCluster(
+    assert config.existing_cluster == ExistingClusterSettings(
         kubeconfig=kubeconfig_text(clusters=2), context="ctx-cluster-1", skip_await=True
     )
     assert CLIENT_KEY_DATA not in repr(config), "the kubeconfig stays out of reprs (and so of logs)"

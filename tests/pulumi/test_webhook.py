@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from components.render.policy_choices import JobZoneArgs, PolicyChoices
 from components.render.webhook_config import (
     WEBHOOK_NAME,
     WEBHOOK_SERVICE_HOST,
@@ -117,7 +118,9 @@ def test_the_deployment_is_hardened_like_the_extender(extender_run: StackRun) ->
 
 
 def test_the_flags_are_ones_the_program_accepts_in_its_webhook_role() -> None:
-    settings = settings_from(webhook_args("warn", max_job_size=64), {})
+    settings = settings_from(
+        webhook_args("warn", choices=PolicyChoices(job_zone=JobZoneArgs(max_job_size=64))), {}
+    )
     assert settings.role == ROLE_WEBHOOK
     assert settings.max_job_size == 64
     assert (settings.tls_cert, settings.tls_key) == (
@@ -162,6 +165,7 @@ def test_the_settings_reach_the_objects() -> None:
                 "disruptionProtection": False,
                 "allowedSourceCidrs": ["10.0.0.0/16", "192.168.4.0/24"],
                 "resources": {"limits": {"memory": "128Mi"}},
+                "maxConnectionsPerSource": 128,
             },
         }
     )
@@ -172,6 +176,7 @@ def test_the_settings_reach_the_objects() -> None:
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     assert "--invalid-annotation=warn" in container["args"]
     assert "--disruption-protection=off" in container["args"]
+    assert settings_from(container["args"], {}).max_connections_per_source == 128
     assert container["resources"]["limits"] == {"memory": "128Mi"}
     [rule] = run.kubernetes_object("NetworkPolicy", WEBHOOK_SERVICE)["spec"]["ingress"]
     assert rule["from"] == [{"ipBlock": {"cidr": "10.0.0.0/16"}}, {"ipBlock": {"cidr": "192.168.4.0/24"}}]
@@ -200,6 +205,8 @@ def test_the_defaults() -> None:
         ({"allowedSourceCidrs": ["10.0.0.0/33"]}, "webhook.allowedSourceCidrs[0]", "is not a CIDR block"),
         ({"enabled": "yes"}, "webhook.enabled", "must be true or false"),
         ({"disruptionProtection": "on"}, "webhook.disruptionProtection", "must be true or false"),
+        ({"maxConnectionsPerSource": 0}, "webhook.maxConnectionsPerSource", "must be 1..256"),
+        ({"maxConnectionsPerSource": 257}, "webhook.maxConnectionsPerSource", "must be 1..256"),
         ({"port": 443}, "webhook", "unknown key 'port'"),
     ],
 )

@@ -8,9 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from localcluster.control_plane import ControlPlane, start_control_plane
-from localcluster.pulumi_stack import Engine, EngineMissing, Kubeconfig, deployer_kubeconfig, find_engine
-from localcluster.team_pki import TeamPki
+from localcluster.host.team_pki import TeamPki
+from localcluster.plane.control_plane import ControlPlane, start_control_plane
+from localcluster.services.pulumi_stack import (
+    Engine,
+    EngineMissing,
+    Kubeconfig,
+    deployer_kubeconfig,
+    find_engine,
+)
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """What a preview would change, from the engine's step events (the engine itself, the project
-and the stack's configuration are ``localcluster.pulumi_stack``'s, shared with ``make demo``)."""
+and the stack's configuration are ``localcluster.services.pulumi_stack``'s, shared with ``make demo``)."""
 
 from typing import Any
 

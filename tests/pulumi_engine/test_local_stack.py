@@ -42,9 +42,10 @@ from components.render.scheduler_config import (
     scheduler_config_yaml,
 )
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
-from localcluster.control_plane import ControlPlane
-from localcluster.pki import KeyPair
-from localcluster.pulumi_stack import (
+from localcluster.host.pki import KeyPair
+from localcluster.host.team_pki import TeamPki, client_leaf, key_pem, pem
+from localcluster.plane.control_plane import ControlPlane
+from localcluster.services.pulumi_stack import (
     LOCAL_STACK,
     LOCAL_STACK_FILE,
     REPO_ROOT,
@@ -55,7 +56,6 @@ from localcluster.pulumi_stack import (
     set_config,
     set_provided_certificates,
 )
-from localcluster.team_pki import TeamPki, client_leaf, key_pem, pem
 from tests.pulumi_engine.steps import changed_steps
 
 pytestmark = pytest.mark.e2e
@@ -77,8 +77,8 @@ OURS = [
     ("apps/v1", "Deployment", NAMESPACE, SCHEDULER_NAME),
     ("policy/v1", "PodDisruptionBudget", NAMESPACE, EXTENDER_SERVICE),
     ("networking.k8s.io/v1", "NetworkPolicy", NAMESPACE, EXTENDER_SERVICE),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", f"{SCHEDULER_NAME}-as-kube-scheduler"),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", f"{SCHEDULER_NAME}-as-volume-scheduler"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole", "", SCHEDULER_NAME),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", SCHEDULER_NAME),
     (
         "rbac.authorization.k8s.io/v1",
         "RoleBinding",

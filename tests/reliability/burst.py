@@ -4,9 +4,9 @@ from collections import Counter
 
 import kubernetes.client
 
-from localcluster.nodes import SimulatedNode, fleet
-from localcluster.waiting import wait_for
-from localcluster.workloads import WORKLOAD_NAMESPACE, PodSpecification
+from localcluster.host.waiting import wait_for
+from localcluster.plane.nodes import SimulatedNode, fleet
+from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification
 from testbed.e2e_cluster import INVENTORY
 
 PODS = 200

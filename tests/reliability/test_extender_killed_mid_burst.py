@@ -10,9 +10,9 @@ import threading
 import kubernetes.client
 import pytest
 
-from localcluster.custom_scheduler import restart_extender
-from localcluster.waiting import wait_for
-from localcluster.workloads import WORKLOAD_NAMESPACE
+from localcluster.host.waiting import wait_for
+from localcluster.plane.workloads import WORKLOAD_NAMESPACE
+from localcluster.services.custom_scheduler import restart_extender
 from testbed.e2e_cluster import E2ECluster
 from tests.reliability.burst import PODS, bound, burst_nodes, burst_pods, check_placements, wait_all_bound
 

@@ -15,7 +15,7 @@ import ssl
 import threading
 from http import HTTPStatus
 
-from localcluster.waiting import wait_for
+from localcluster.host.waiting import wait_for
 from testbed.eks_nodes import extender_body, make_nodes, make_pod
 from testbed.extender import DEADLINE, LOOPBACK
 from tests.reliability.extender_process import ExtenderProcess, extender_process

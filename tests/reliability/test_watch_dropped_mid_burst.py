@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from localcluster.waiting import wait_for
+from localcluster.host.waiting import wait_for
 from testbed.e2e_cluster import E2ECluster
 from testbed.tcp_gate import tcp_gate
 from tests.reliability.burst import PODS, bound, burst_nodes, burst_pods, check_placements, wait_all_bound

@@ -336,8 +336,7 @@ func (d Decimal) String() string {
 // versioned is a vector file's content, which names its schema.
 type versioned interface{ schemaVersion() int }
 
-func (f AffinityCases) schemaVersion() int { return f.Schema }
-func (f ZoneCases) schemaVersion() int     { return f.Schema }
+func (f ZoneCases) schemaVersion() int { return f.Schema }
 
 // mustLoadFile reads the named vector file into into and checks its schema, for a test.
 func mustLoadFile(t testing.TB, name string, into versioned) {

@@ -1,0 +1,93 @@
+"""The open connections of one listener, and room for a new one without letting idle holders block it.
+
+A connection is *idle* while no request of it is in progress: during its TLS handshake, while
+it waits for its first request, and between keep-alive requests. Idle connections cost the
+server nothing but a socket and a buffer, and they are what a client that wants to starve the
+server holds. So a new connection is never refused while an idle one could make room for it:
+
+1. its source (the peer's IP address) may hold at most ``max_per_source`` connections; at that
+   bound the source's own least recently used idle connection is closed for the new one;
+2. the listener holds at most ``max_total``; at that bound the least recently used idle
+   connection of any source is closed for the new one.
+
+Only when every connection that could make room is busy (a request in progress, bounded by the
+read, queue and write deadlines) is the new connection refused. One source can therefore never
+take more than its share, and idle connections never crowd out a client that has a request to
+send. Least recently used, because HTTP clients (Go's ``net/http``, which kube-apiserver and
+kube-scheduler use) reuse their most recently used idle connection first: the one closed is the
+one least likely to carry the client's next request.
+"""
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Connection:
+    """One open connection, as the table sees it."""
+
+    source: str
+    """The peer's IP address (the per-source bound counts by it)."""
+    closed: "asyncio.Future[None]"
+    """Done once the connection is closed (by the peer, an error or us)."""
+    idle_since: float
+    """Loop time of the accept, or of the end of its last request: the least recent is closed first."""
+    busy: bool = False
+    """A request's head has arrived and its response is not yet written."""
+
+
+@dataclass
+class Admission:
+    """What making room did: the connections closed for the new one, or a refusal."""
+
+    admitted: bool
+    evicted: int = 0
+
+
+@dataclass
+class ConnectionTable:
+    """Open connections by the task serving each; ``admit`` makes room or refuses."""
+
+    max_total: int
+    max_per_source: int
+    _open: dict["asyncio.Task[Any]", Connection] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def items(self) -> list[tuple["asyncio.Task[Any]", Connection]]:
+        return list(self._open.items())
+
+    def values(self) -> Iterable[Connection]:
+        return self._open.values()
+
+    def admit(self, task: "asyncio.Task[Any]", connection: Connection) -> Admission:
+        """Enter ``connection`` served by ``task``, closing idle ones to make room; or refuse it."""
+        evicted = 0
+        same_source = [item for item in self._open.items() if item[1].source == connection.source]
+        if len(same_source) >= self.max_per_source:
+            if not self._evict_least_recent(same_source):
+                return Admission(admitted=False)
+            evicted += 1
+        if len(self._open) >= self.max_total:
+            if not self._evict_least_recent(self._open.items()):
+                return Admission(admitted=False, evicted=evicted)
+            evicted += 1
+        self._open[task] = connection
+        return Admission(admitted=True, evicted=evicted)
+
+    def forget(self, task: "asyncio.Task[Any]") -> None:
+        """The connection served by ``task`` is closed (or was closed for room already)."""
+        self._open.pop(task, None)
+
+    def _evict_least_recent(self, candidates: Iterable[tuple["asyncio.Task[Any]", Connection]]) -> bool:
+        """Close the least recently used idle connection among ``candidates``; False when all are busy."""
+        idle = [(connection.idle_since, task) for task, connection in candidates if not connection.busy]
+        if not idle:
+            return False
+        _, task = min(idle, key=lambda pair: pair[0])
+        del self._open[task]  # counted out now: its task closes the socket once it runs
+        task.cancel()
+        return True

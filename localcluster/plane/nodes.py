@@ -1,0 +1,139 @@
+"""Simulated nodes: Node objects (no kubelet) that look to the scheduler like EKS nodes.
+
+Labels and taints follow the Pulumi program's node groups: the per-GPU memory label, the
+device plugin's ``nvidia.com/gpu.present``, the GPU taint, and the EKS/well-known topology
+labels; capacity and allocatable come from the instance type, with ``nvidia.com/gpu`` as
+the device plugin would advertise it.
+"""
+
+import datetime
+from dataclasses import dataclass
+from typing import Any
+
+import kubernetes.client
+
+from contracts.cluster import GPU_PRESENT_LABEL
+from localcluster.plane.inventory import InstanceType
+from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL, vendor_capacity_type
+
+GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
+REGION = "us-east-1"
+ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
+MAX_PODS = 110
+SYSTEM_RESERVED_CPU_MILLI = 90
+SYSTEM_RESERVED_MEMORY_MIB = 1024
+
+
+@dataclass(frozen=True)
+class SimulatedNode:
+    """One node to create: its name, type and zone."""
+
+    name: str
+    instance_type: InstanceType
+    zone: str
+    gpu_taint: bool = True
+    capacity_type: str = "ON_DEMAND"
+    """The EKS capacity-type label's value (``eks.amazonaws.com/capacityType``)."""
+    taints: tuple[str, ...] = ()
+    """Keys of further NoSchedule taints (a disruption taint, for example)."""
+    cordoned: bool = False
+    """``spec.unschedulable``, as ``kubectl cordon`` sets it."""
+
+    @property
+    def node_group(self) -> str:
+        return "gpu-" + self.instance_type.name.split(".")[0] if self.instance_type.has_gpu else "system"
+
+
+def fleet(instance_types: list[InstanceType], per_type: int = 1) -> list[SimulatedNode]:
+    """``per_type`` nodes of each type, spread over the zones."""
+    nodes = []
+    for type_index, instance_type in enumerate(instance_types):
+        for index in range(per_type):
+            name = f"{instance_type.name.replace('.', '-')}-{index + 1}"
+            zone = ZONES[(type_index + index) % len(ZONES)]
+            nodes.append(SimulatedNode(name=name, instance_type=instance_type, zone=zone))
+    return nodes
+
+
+def node_manifest(node: SimulatedNode) -> dict[str, Any]:
+    """The Node object (metadata and spec; the status goes through the status subresource)."""
+    instance_type = node.instance_type
+    labels = {
+        "kubernetes.io/hostname": node.name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "node.kubernetes.io/instance-type": instance_type.name,
+        "topology.kubernetes.io/region": REGION,
+        "topology.kubernetes.io/zone": node.zone,
+        "eks.amazonaws.com/nodegroup": node.node_group,
+        "eks.amazonaws.com/capacityType": node.capacity_type,
+        # As the stack's node groups label their nodes (components/gpu_node_group.py).
+        CAPACITY_TYPE_LABEL: vendor_capacity_type(node.capacity_type),
+    }
+    spec: dict[str, Any] = {}
+    if instance_type.has_gpu:
+        labels[GPU_PRESENT_LABEL] = "true"
+        labels[NODE_MEMORY_LABEL] = str(instance_type.gpu_memory_mib)
+        if node.gpu_taint:
+            spec["taints"] = [dict(GPU_TAINT)]
+    if node.taints:
+        spec["taints"] = [
+            *spec.get("taints", []),
+            *({"key": key, "effect": "NoSchedule"} for key in node.taints),
+        ]
+    if node.cordoned:
+        spec["unschedulable"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": node.name, "labels": labels},
+        "spec": spec,
+    }
+
+
+def node_status(node: SimulatedNode) -> dict[str, Any]:
+    """Capacity, allocatable and a Ready condition, as a kubelet would report them."""
+    instance_type = node.instance_type
+    capacity = {
+        "cpu": str(instance_type.vcpus),
+        "memory": f"{instance_type.memory_mib * 1024}Ki",
+        "pods": str(MAX_PODS),
+        "ephemeral-storage": "104845292Ki",
+    }
+    allocatable = dict(capacity)
+    allocatable["cpu"] = f"{instance_type.vcpus * 1000 - SYSTEM_RESERVED_CPU_MILLI}m"
+    allocatable["memory"] = f"{(instance_type.memory_mib - SYSTEM_RESERVED_MEMORY_MIB) * 1024}Ki"
+    if instance_type.has_gpu:
+        capacity[GPU_RESOURCE] = allocatable[GPU_RESOURCE] = str(instance_type.gpu_count)
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "capacity": capacity,
+        "allocatable": allocatable,
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "KubeletReady",
+                "message": "simulated node (no kubelet)",
+                "lastHeartbeatTime": now,
+                "lastTransitionTime": now,
+            }
+        ],
+    }
+
+
+def create_nodes(api: kubernetes.client.ApiClient, nodes: list[SimulatedNode]) -> None:
+    """Create each node, set its status, and lift the not-ready taint admission added.
+
+    The TaintNodesByCondition admission plugin taints every new Node
+    ``node.kubernetes.io/not-ready:NoSchedule``; the node lifecycle controller lifts it
+    once the kubelet reports Ready. No controller-manager runs here, so we do it (for nodes
+    made later, by Karpenter, ``localcluster.plane.node_readiness`` does).
+    """
+    core = kubernetes.client.CoreV1Api(api)
+    for node in nodes:
+        manifest = node_manifest(node)
+        core.create_node(manifest)
+        current = core.patch_node_status(node.name, {"status": node_status(node)})
+        current.spec.taints = manifest["spec"].get("taints")
+        core.replace_node(node.name, current)

@@ -1,0 +1,110 @@
+"""The instance types Karpenter's kwok provider may launch, from the local fleet's EC2 data.
+
+Karpenter's kwok cloud provider reads a JSON list (``INSTANCE_TYPES_FILE_PATH``; format of
+``kwok/cloudprovider/instance_types.json`` in ``sigs.k8s.io/karpenter``): per type a ``name``,
+``architecture``, ``operatingSystems``, ``resources`` (any resource name, so ``nvidia.com/gpu``
+too) and ``offerings``, each with a ``Price``, ``Available`` and ``Requirements``. A
+single-value ``In`` offering requirement becomes a label of the Node Karpenter creates and
+takes part in its scheduling simulation: that is where our GPU-memory label goes, with the
+value the Pulumi program derives from EC2 (``localcluster.plane.inventory``, through
+``components.gpu_memory``), so Karpenter can match a pod's ``Gt`` affinity against it before
+the node exists. Each type is offered on-demand and spot (cheaper), and each offering carries
+our capacity-type label with its type, so a pod's required ``training.example.com/capacity-type``
+picks the offering, as the stack's per-capacity-type NodePools do on EKS.
+
+Pure: no I/O. ``localcluster.services.karpenter`` writes the document to a file.
+"""
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from localcluster.plane.inventory import InstanceType
+from localcluster.plane.nodes import MAX_PODS, ZONES
+from policy import CAPACITY_TYPE_LABEL as OUR_CAPACITY_TYPE_LABEL
+from policy import DEFAULT_SETTINGS, GPU_RESOURCE, PolicySettings
+
+KARPENTER_INSTANCE_TYPES = ("g4dn.xlarge", "g5.xlarge", "g6e.xlarge", "p4d.24xlarge", "p5.48xlarge")
+"""The GPU types Karpenter may launch locally: T4, A10G, L40S, A100 40 GB, H100."""
+
+ON_DEMAND_PRICES_USD_PER_HOUR: Mapping[str, float] = {
+    "g4dn.xlarge": 0.558,
+    "g5.xlarge": 1.1066,
+    "g6e.xlarge": 1.861,
+    "p4d.24xlarge": 32.7726,
+    "p5.48xlarge": 108.152,
+}
+"""On-demand Linux prices as Karpenter v1.14.1 ships them in its own kwok example file
+(``kwok/examples/aws_instance_types.json`` in ``sigs.k8s.io/karpenter``, a snapshot of AWS list
+prices). Not today's AWS prices: Karpenter only compares them (it launches the cheapest type
+whose offering fits), so their order is what matters here."""
+
+CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+CAPACITY_TYPES = ("on-demand", "spot")
+"""Every type is offered as both."""
+SPOT_PRICE_FACTOR = 0.4
+"""A spot offering's price as a share of on-demand's (spot is typically 60-70% off; Karpenter only
+compares prices, so any factor below 1 makes spot the cheaper offering of a type)."""
+ARCHITECTURE = "amd64"
+"""Karpenter's and the Node label's spelling of EC2's x86_64 (all the types above)."""
+OPERATING_SYSTEM = "linux"
+
+
+class InstanceTypesError(ValueError):
+    """An instance type cannot be offered to Karpenter; the message names it."""
+
+
+def karpenter_instance_types(
+    instance_types: Iterable[InstanceType],
+    prices: Mapping[str, float] = ON_DEMAND_PRICES_USD_PER_HOUR,
+    zones: Iterable[str] = ZONES,
+    settings: PolicySettings = DEFAULT_SETTINGS,
+) -> list[dict[str, Any]]:
+    """Karpenter kwok's instance-types document: one entry per GPU type, one offering per zone."""
+    zone_list = list(zones)
+    document = []
+    for instance_type in instance_types:
+        if not instance_type.has_gpu:
+            raise InstanceTypesError(f"{instance_type.name}: has no GPU; Karpenter launches GPU nodes only")
+        if instance_type.name not in prices:
+            raise InstanceTypesError(f"{instance_type.name}: no price (add it to the price table)")
+        document.append(_entry(instance_type, prices[instance_type.name], zone_list, settings))
+    if not document:
+        raise InstanceTypesError("no instance types to offer")
+    return document
+
+
+def _entry(
+    instance_type: InstanceType, price: float, zones: list[str], settings: PolicySettings
+) -> dict[str, Any]:
+    memory_label = {
+        "key": settings.node_memory_label,
+        "operator": "In",
+        "values": [str(instance_type.gpu_memory_mib)],
+    }
+    offerings = [
+        {
+            "Price": price if capacity_type == "on-demand" else round(price * SPOT_PRICE_FACTOR, 4),
+            "Available": True,
+            "Requirements": [
+                {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": [capacity_type]},
+                {"key": OUR_CAPACITY_TYPE_LABEL, "operator": "In", "values": [capacity_type]},
+                {"key": ZONE_LABEL, "operator": "In", "values": [zone]},
+                memory_label,
+            ],
+        }
+        for capacity_type in CAPACITY_TYPES
+        for zone in zones
+    ]
+    return {
+        "name": instance_type.name,
+        "offerings": offerings,
+        "architecture": ARCHITECTURE,
+        "operatingSystems": [OPERATING_SYSTEM],
+        "resources": {
+            "cpu": str(instance_type.vcpus),
+            "memory": f"{instance_type.memory_mib}Mi",
+            "pods": str(MAX_PODS),
+            GPU_RESOURCE: str(instance_type.gpu_count),
+        },
+    }
