@@ -87,7 +87,7 @@ test-engine: setup binaries pulumi-engine ## only the Pulumi engine suite (part 
 
 test: lint go-check pulumi-engine test-policy test-python ## everything CI runs
 
-test-repeat: setup binaries autoscaler-binaries pulumi-engine ## run TESTS (pytest paths, default the e2e and localcluster suites) N times (default 10), each in a fresh copy of the tree, beside LOAD busy processes (default 0); prints passes and the first failure per test (CONTRIBUTING.md#proving-a-flaky-test-fixed)
+test-repeat: setup binaries autoscaler-binaries pulumi-engine images ## run TESTS (pytest paths, default the e2e and localcluster suites) N times (default 10), each in a fresh copy of the tree, beside LOAD busy processes (default 0); prints passes and the first failure per test (CONTRIBUTING.md#proving-a-flaky-test-fixed)
 	$(PY) -m testbed.repeat $(TESTS) --runs $(N) --load $(LOAD)
 
 demo: setup binaries autoscaler-binaries pulumi-engine $(if $(filter 1,$(IMAGES)),images) ## deploy the stack with pulumi up onto a local control plane, run what it created, schedule sample pods, print the table (MODE=extender|extender-cached|plugin, STRATEGY=prefer-larger|best-fit, AUTOSCALER=none|karpenter, AFFINITY=webhook|none: none is the control run without the webhook; IMAGES=1: our programs from the built images)

@@ -17,6 +17,7 @@ from typing import Literal
 from explain.node_facts import JsonObject, PodKey, pod_key
 from explain.pod_verdicts import NodeVerdict, PodVerdicts
 from policy import PolicyError, parse_quantity
+from policy.capacity_type import disruption_signal
 from policy.job_zone import JobZoneSettings, ZoneJob, ZonePlan, job_from_pod, plan_zone
 from policy.job_zone_affinity import zone_affinity_patch
 
@@ -147,8 +148,9 @@ def _status(
 def _copies_per_node(
     pod: JsonObject, verdicts: PodVerdicts, nodes: Sequence[JsonObject], assigned_pods: Sequence[JsonObject]
 ) -> dict[str, int]:
-    """Copies of the pod each node holds now: 0 where the verdict refuses it or a taint is not
-    tolerated, else the least of free GPUs and free pod slots, each divided by one copy's need."""
+    """Copies of the pod each node holds now: 0 on a node being taken away (whatever the pod
+    tolerates, as JobZone's plan), where the verdict refuses it or a taint is not tolerated, else
+    the least of free GPUs and free pod slots, each divided by one copy's need."""
     needed = verdicts.gpu_request or Decimal(0)
     own = pod_key(pod)
     used_slots = Counter(
@@ -161,7 +163,7 @@ def _copies_per_node(
     for node in nodes:
         name = _name(node)
         row = rows.get(name)
-        if row is None or not row.fits or not row.tolerated:
+        if row is None or not row.fits or not row.tolerated or disruption_signal(node):
             copies[name] = 0
             continue
         count = max(0, _pod_slots(node) - used_slots[name])

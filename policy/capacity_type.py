@@ -20,9 +20,12 @@ its own reason. Reserved capacity (Karpenter's ``reserved``, EKS's ``CAPACITY_BL
 is not interruptible like spot, so for this rule it counts as on-demand.
 
 For a pod with a choice, a node that is being taken away fails whatever the pod
-tolerates: a cordoned node (``spec.unschedulable``, what ``kubectl drain``, managed node
-group updates, EKS node auto repair and Node Termination Handler in queue mode do first,
-and its mirror taint ``node.kubernetes.io/unschedulable``), one marked out of service
+tolerates: a node whose deletion has begun (``metadata.deletionTimestamp``: Karpenter
+deletes the Node of every NodeClaim it removes, a Capacity Block's 40 minutes before the
+block ends, and its finalizer holds the Node while it drains), a cordoned node
+(``spec.unschedulable``, what ``kubectl drain``, managed node group updates, EKS node auto
+repair and Node Termination Handler in queue mode do first, and its mirror taint
+``node.kubernetes.io/unschedulable``), one marked out of service
 (``node.kubernetes.io/out-of-service``), Karpenter's ``karpenter.sh/disrupted``, Cluster
 Autoscaler's ``ToBeDeletedByClusterAutoscaler`` and AWS Node Termination Handler's taints.
 kube-scheduler's own NodeUnschedulable filter lets a pod that tolerates every taint onto a
@@ -35,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from policy.errors import PolicyError
-from policy.json_fields import element, list_field, map_entry, mapping_field, optional_string
+from policy.json_fields import element, list_field, map_entry, mapping_field, optional_string, time_is_set
 from policy.node_fit import MISSING_NODE
 from policy.requirement import MISSING_POD
 from policy.settings import MAX_EXTENDER_SCORE, MAX_SCORE
@@ -73,6 +76,8 @@ VENDOR_SPELLINGS: Mapping[str, CapacityType] = {
 }
 """A vendor label's value, lower-cased and without ``-``/``_``, to the capacity type it means."""
 
+DELETING = "metadata.deletionTimestamp"
+"""What ``disruption_signal`` names for a node whose deletion has begun (its finalizers hold it)."""
 CORDONED = "spec.unschedulable"
 """What ``disruption_signal`` names for a cordoned node."""
 
@@ -98,7 +103,7 @@ INVALID_CAPACITY_CHOICE = "capacity type must be on-demand, spot, prefer-on-dema
 UNKNOWN_CAPACITY_TYPE = "node's capacity type is unknown (no valid capacity-type label)"
 NOT_ON_DEMAND = "pod requires on-demand capacity; the node is spot"
 NOT_SPOT = "pod requires spot capacity; the node is not spot"
-NODE_BEING_REMOVED = "node is being taken away (cordoned, or it carries a disruption taint)"
+NODE_BEING_REMOVED = "node is being taken away (being deleted, cordoned, or it carries a disruption taint)"
 
 
 @dataclass(frozen=True)
@@ -164,12 +169,14 @@ def node_capacity_type(node: object, settings: CapacityTypeSettings = DEFAULT_CA
 
 
 def disruption_signal(node: object) -> str:
-    """Why the node is being taken away: ``CORDONED``, or the key of the first disruption taint
-    it carries; "" when it is not."""
-    cordoned, taint_keys = _spec_facts(_node_mapping(node))
-    if cordoned:
+    """Why the node is being taken away: ``DELETING``, ``CORDONED``, or the key of the first
+    disruption taint it carries; "" when it is not."""
+    facts = _removal_facts(_node_mapping(node))
+    if facts.deleting:
+        return DELETING
+    if facts.cordoned:
         return CORDONED
-    for key in taint_keys:
+    for key in facts.taint_keys:
         if key in DISRUPTION_TAINTS:
             return key
     return ""
@@ -219,7 +226,7 @@ def capacity_score_100(
     wanted = choice.removeprefix("prefer-")
     capacity = _as_on_demand_or_spot(node_capacity_type(node, settings))
     score = MAX_SCORE if capacity == wanted else 0
-    if DELETION_CANDIDATE_TAINT in _spec_facts(_node_mapping(node))[1]:
+    if DELETION_CANDIDATE_TAINT in _removal_facts(_node_mapping(node)).taint_keys:
         score //= DELETION_CANDIDATE_DIVISOR
     return score
 
@@ -257,9 +264,19 @@ def _labels(node: Mapping[str, Any]) -> Mapping[str, Any]:
     return mapping_field(metadata, "labels", "metadata")
 
 
-def _spec_facts(node: Mapping[str, Any]) -> tuple[bool, Sequence[str]]:
-    """Whether the node is cordoned (``spec.unschedulable``: absent or null is false), and its
-    taints' keys; both checked as Go decodes them, whichever the caller needs."""
+@dataclass(frozen=True)
+class _RemovalFacts:
+    deleting: bool
+    cordoned: bool
+    taint_keys: Sequence[str]
+
+
+def _removal_facts(node: Mapping[str, Any]) -> _RemovalFacts:
+    """Whether the node's deletion has begun (``metadata.deletionTimestamp``), whether it is
+    cordoned (``spec.unschedulable``: absent or null is false), and its taints' keys; all checked
+    as Go decodes them, whichever the caller needs."""
+    metadata = mapping_field(node, "metadata", "node")
+    deleting = time_is_set(metadata, "deletionTimestamp", "metadata")
     spec = mapping_field(node, "spec", "node")
     unschedulable = spec.get("unschedulable")
     if unschedulable is not None and not isinstance(unschedulable, bool):
@@ -268,4 +285,4 @@ def _spec_facts(node: Mapping[str, Any]) -> tuple[bool, Sequence[str]]:
     for index, raw in enumerate(list_field(spec, "taints", "spec")):
         where = f"spec.taints[{index}]"
         keys.append(optional_string(element(raw, where), "key", where) or "")
-    return bool(unschedulable), keys
+    return _RemovalFacts(deleting, bool(unschedulable), keys)

@@ -7,7 +7,9 @@ field in the error. Keys are matched exactly, as Kubernetes writes them (Go's de
 would also accept a struct key in another letter case; no Kubernetes component sends one).
 """
 
+import re
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from policy.errors import PolicyError
@@ -63,3 +65,25 @@ def map_entry(string_map: Mapping[str, Any], key: str, where: str) -> str | None
     if isinstance(value, str):
         return value
     raise PolicyError(f"{where}[{key!r}] must be a string")
+
+
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:\d{2})", re.ASCII)
+
+
+def time_is_set(obj: Mapping[str, Any], key: str, where: str) -> bool:
+    """A ``*metav1.Time`` struct field: whether it is set (absent and null are not).
+
+    A set value must be a string Go's ``time.Parse(time.RFC3339, ...)`` reads: date, time,
+    optional fraction, ``Z`` or an offset, each part in range."""
+    value = obj.get(key)
+    if value is None:
+        return False
+    if isinstance(value, str) and _RFC3339.fullmatch(value):
+        zone = value[19:].lstrip(".,0123456789")
+        try:
+            datetime.fromisoformat(value[:19] + ("+00:00" if zone == "Z" else zone))
+        except ValueError:
+            pass
+        else:
+            return True
+    raise PolicyError(f"{where}.{key} must be an RFC 3339 time")

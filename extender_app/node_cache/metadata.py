@@ -3,9 +3,9 @@
 The extender lists and watches full Nodes: the memory rule reads one label, the
 capacity-type rule three labels and the taints, which live in ``spec`` (metadata-only
 objects do not carry them), as is ``spec.unschedulable``. Of each object only
-``metadata.name``, ``metadata.resourceVersion``, those labels, the taints' keys and
-``spec.unschedulable`` are built; the rest is skipped in C by msgspec, and the cache keeps only
-the values the rules read.
+``metadata.name``, ``metadata.resourceVersion``, those labels, ``metadata.deletionTimestamp``,
+the taints' keys and ``spec.unschedulable`` are built; the rest is skipped in C by msgspec,
+and the cache keeps only the values the rules read.
 
 This module has no I/O: bytes in, values out.
 """
@@ -19,9 +19,10 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw
 
-from policy import DEFAULT_CAPACITY_SETTINGS, node_capacity_type
+from policy import DEFAULT_CAPACITY_SETTINGS, PolicyError, node_capacity_type
 from policy.capacity_type import (
     CORDONED,
+    DELETING,
     DELETION_CANDIDATE_TAINT,
     EKS_CAPACITY_TYPE_LABEL,
     KARPENTER_CAPACITY_TYPE_LABEL,
@@ -37,6 +38,9 @@ EVENT_TYPES = (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR)
 """The watch event types of the Kubernetes API (``k8s.io/apimachinery/pkg/watch``)."""
 
 _NULL = b"null"
+DELETION_STARTED = "1970-01-01T00:00:00Z"
+"""The deletion time ``capacity_view`` shows for a node being deleted: the rule reads only whether
+it is set."""
 
 
 class NodeDecodeError(ValueError):
@@ -108,6 +112,7 @@ class _Metadata(msgspec.Struct):
     name: str = ""
     resourceVersion: str = ""
     labels: Raw = Raw(_NULL)
+    deletionTimestamp: object = None
 
 
 class _Taint(msgspec.Struct):
@@ -172,11 +177,11 @@ _CAPACITY_VIEW = msgspec.json.Decoder(
 )
 
 
-def _capacity_facts(labels: Raw, spec: _Spec | None) -> CapacityFacts:
+def _capacity_facts(metadata: _Metadata, spec: _Spec | None) -> CapacityFacts:
     """The capacity-type rule's reading of the node, through the policy's own functions."""
     present: dict[str, str] = {}
-    if bytes(labels) != _NULL:
-        view = _CAPACITY_VIEW.decode(labels)
+    if bytes(metadata.labels) != _NULL:
+        view = _CAPACITY_VIEW.decode(metadata.labels)
         for index, key in enumerate(_CAPACITY_LABELS):
             value = getattr(view, f"l{index}")
             if value is not UNSET:
@@ -185,7 +190,10 @@ def _capacity_facts(labels: Raw, spec: _Spec | None) -> CapacityFacts:
         [{"key": (taint.key or "") if taint else ""} for taint in (spec.taints or ()) if spec] if spec else []
     )
     cordoned = bool(spec and spec.unschedulable)
-    node = {"metadata": {"labels": present}, "spec": {"taints": taints, "unschedulable": cordoned}}
+    node = {
+        "metadata": {"labels": present, "deletionTimestamp": metadata.deletionTimestamp},
+        "spec": {"taints": taints, "unschedulable": cordoned},
+    }
     facts = CapacityFacts(
         node_capacity_type(node),
         disruption_signal(node),
@@ -247,9 +255,11 @@ def _node(obj: _Object, label_key: str) -> NodeMeta:
             if value is not UNSET:
                 # Interned: thousands of nodes share a handful of values.
                 label = "" if value is None else sys.intern(value)
-        capacity = _capacity_facts(metadata.labels, obj.spec)
+        capacity = _capacity_facts(metadata, obj.spec)
     except msgspec.DecodeError as error:
         raise NodeDecodeError(f"node {metadata.name!r}: metadata.labels: {error}") from None
+    except PolicyError as error:
+        raise NodeDecodeError(f"node {metadata.name!r}: {error}") from None
     return NodeMeta(metadata.name, label, metadata.resourceVersion, capacity)
 
 
@@ -260,10 +270,13 @@ def policy_view(label_key: str, label: str | None) -> dict[str, Any]:
 
 def capacity_view(facts: CapacityFacts, capacity_label: str) -> dict[str, Any]:
     """A node the capacity-type rule reads as it read the original: the type in our label, the
-    cordon or the taints that count."""
+    deletion, the cordon or the taints that count."""
     labels = {capacity_label: facts.capacity_type} if facts.capacity_type else {}
+    metadata: dict[str, Any] = {"labels": labels}
+    if facts.disruption == DELETING:
+        metadata["deletionTimestamp"] = DELETION_STARTED
     cordoned = facts.disruption == CORDONED
-    taints = [{"key": key} for key in (facts.disruption,) if key and not cordoned]
+    taints = [{"key": key} for key in (facts.disruption,) if key and key not in (CORDONED, DELETING)]
     if facts.deletion_candidate:
         taints.append({"key": DELETION_CANDIDATE_TAINT})
-    return {"metadata": {"labels": labels}, "spec": {"taints": taints, "unschedulable": cordoned}}
+    return {"metadata": metadata, "spec": {"taints": taints, "unschedulable": cordoned}}

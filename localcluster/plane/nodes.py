@@ -38,6 +38,9 @@ class SimulatedNode:
     """Keys of further NoSchedule taints (a disruption taint, for example)."""
     cordoned: bool = False
     """``spec.unschedulable``, as ``kubectl cordon`` sets it."""
+    deleting: bool = False
+    """Deleted while a finalizer holds it: ``metadata.deletionTimestamp`` set, as Karpenter leaves
+    the Node of a NodeClaim it removes while its termination finalizer drains it."""
 
     @property
     def node_group(self) -> str:
@@ -83,12 +86,10 @@ def node_manifest(node: SimulatedNode) -> dict[str, Any]:
         ]
     if node.cordoned:
         spec["unschedulable"] = True
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": node.name, "labels": labels},
-        "spec": spec,
-    }
+    metadata: dict[str, Any] = {"name": node.name, "labels": labels}
+    if node.deleting:
+        metadata["finalizers"] = [TERMINATION_FINALIZER]
+    return {"apiVersion": "v1", "kind": "Node", "metadata": metadata, "spec": spec}
 
 
 def node_status(node: SimulatedNode) -> dict[str, Any]:
@@ -122,13 +123,18 @@ def node_status(node: SimulatedNode) -> dict[str, Any]:
     }
 
 
+TERMINATION_FINALIZER = "karpenter.sh/termination"
+"""Karpenter's finalizer on the Nodes it manages; a deleted node it holds stays until drained."""
+
+
 def create_nodes(api: kubernetes.client.ApiClient, nodes: list[SimulatedNode]) -> None:
     """Create each node, set its status, and lift the not-ready taint admission added.
 
     The TaintNodesByCondition admission plugin taints every new Node
     ``node.kubernetes.io/not-ready:NoSchedule``; the node lifecycle controller lifts it
     once the kubelet reports Ready. No controller-manager runs here, so we do it (for nodes
-    made later, by Karpenter, ``localcluster.plane.node_readiness`` does).
+    made later, by Karpenter, ``localcluster.plane.node_readiness`` does). A ``deleting`` node
+    is then deleted, and its finalizer keeps it.
     """
     core = kubernetes.client.CoreV1Api(api)
     for node in nodes:
@@ -137,3 +143,5 @@ def create_nodes(api: kubernetes.client.ApiClient, nodes: list[SimulatedNode]) -
         current = core.patch_node_status(node.name, {"status": node_status(node)})
         current.spec.taints = manifest["spec"].get("taints")
         core.replace_node(node.name, current)
+        if node.deleting:
+            core.delete_node(node.name)

@@ -58,8 +58,12 @@ const (
 	PreferSpot      CapacityChoice = "prefer-spot"
 )
 
-// Cordoned is what DisruptionSignal names for a node whose spec.unschedulable is true.
-const Cordoned = "spec.unschedulable"
+const (
+	// Deleting is what DisruptionSignal names for a node whose deletion has begun.
+	Deleting = "metadata.deletionTimestamp"
+	// Cordoned is what DisruptionSignal names for a node whose spec.unschedulable is true.
+	Cordoned = "spec.unschedulable"
+)
 
 // DisruptionTaints are the taint keys of a node being taken away; any effect counts.
 var DisruptionTaints = []string{
@@ -92,8 +96,9 @@ const (
 	ReasonNotOnDemand = "pod requires on-demand capacity; the node is spot"
 	// ReasonNotSpot: a pod requiring spot meets an on-demand or reserved node.
 	ReasonNotSpot = "pod requires spot capacity; the node is not spot"
-	// ReasonNodeBeingRemoved: the node is cordoned or carries one of DisruptionTaints.
-	ReasonNodeBeingRemoved = "node is being taken away (cordoned, or it carries a disruption taint)"
+	// ReasonNodeBeingRemoved: the node is being deleted, is cordoned or carries one of
+	// DisruptionTaints.
+	ReasonNodeBeingRemoved = "node is being taken away (being deleted, cordoned, or it carries a disruption taint)"
 )
 
 // ErrInvalidCapacityChoice is returned by CapacityChoiceFromPod for an invalid annotation.
@@ -201,11 +206,15 @@ func vendorCapacityType(value string) CapacityType {
 	return vendorSpellings[folded]
 }
 
-// DisruptionSignal says why the node is being taken away: Cordoned, or the key of the
-// first of DisruptionTaints it carries; "" when it is not. kube-scheduler's
-// NodeUnschedulable lets a pod that tolerates every taint onto a cordoned node; a pod
-// with a capacity choice is kept off it here.
+// DisruptionSignal says why the node is being taken away: Deleting (Karpenter deletes the
+// Node of a NodeClaim it removes and its finalizer holds the Node while it drains),
+// Cordoned, or the key of the first of DisruptionTaints it carries; "" when it is not.
+// kube-scheduler's NodeUnschedulable lets a pod that tolerates every taint onto a cordoned
+// node; a pod with a capacity choice is kept off it here.
 func DisruptionSignal(node *v1.Node) string {
+	if node.DeletionTimestamp != nil {
+		return Deleting
+	}
 	if node.Spec.Unschedulable {
 		return Cordoned
 	}

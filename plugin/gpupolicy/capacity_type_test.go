@@ -72,6 +72,11 @@ func TestDisruptionSignalNamesTheFirstTaint(t *testing.T) {
 	if got := DisruptionSignal(node); got != Cordoned {
 		t.Fatalf("DisruptionSignal of a cordoned node = %q, want %q", got, Cordoned)
 	}
+	node.DeletionTimestamp = &metav1.Time{}
+	if got := DisruptionSignal(node); got != Deleting {
+		t.Fatalf("DisruptionSignal of a node being deleted = %q, want %q", got, Deleting)
+	}
+	node.DeletionTimestamp = nil
 	node.Spec.Unschedulable = false
 	node.Spec.Taints = node.Spec.Taints[:1]
 	if got := DisruptionSignal(node); got != "" {

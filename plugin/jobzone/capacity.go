@@ -49,15 +49,17 @@ func newPodShape(pod *v1.Pod, c config) podShape {
 }
 
 // copiesOn is how many copies of the pod fit on the node now: zero for a node that
-// is cordoned, has a NoSchedule or NoExecute taint the pod does not tolerate, is
-// outside the pod's required node selector and affinity, or fails the GPU-memory or
-// the capacity-type rule (CapacityType would refuse it); otherwise the least of free GPUs, CPU, memory and pod slots, each divided by
-// what one copy requests. Requested resources include pods assumed by the scheduler
+// is being taken away (deleted, cordoned or carrying a disruption taint, whatever the
+// pod tolerates and whether or not it has a capacity choice: a job's members must stay
+// together), has a NoSchedule or NoExecute taint the pod does not tolerate, is outside
+// the pod's required node selector and affinity, or fails the GPU-memory or the
+// capacity-type rule (CapacityType would refuse it); otherwise the least of free GPUs,
+// CPU, memory and pod slots, each divided by what one copy requests. Requested resources include pods assumed by the scheduler
 // and not yet bound, so members already reserved count as taken.
 func (s podShape) copiesOn(logger klog.Logger, info fwk.NodeInfo, c config) int64 {
 	gpu := c.gpu
 	node := info.Node()
-	if node == nil || node.Spec.Unschedulable || s.requirementErr != nil || s.capacityErr != nil {
+	if node == nil || gpupolicy.DisruptionSignal(node) != "" || s.requirementErr != nil || s.capacityErr != nil {
 		return 0
 	}
 	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, s.pod.Spec.Tolerations, blocksScheduling, false); untolerated {

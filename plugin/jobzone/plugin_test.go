@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
@@ -116,6 +117,15 @@ func TestCopiesOn(t *testing.T) {
 			p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = *newQuantity("40")
 		}, 2},
 		{"cordoned", func(n *v1.Node, _ *v1.Pod) { n.Spec.Unschedulable = true }, 0},
+		{"cordoned, the pod tolerating everything", func(n *v1.Node, p *v1.Pod) {
+			n.Spec.Unschedulable = true
+			p.Spec.Tolerations = []v1.Toleration{{Operator: v1.TolerationOpExists}}
+		}, 0},
+		{"being deleted, no capacity choice", func(n *v1.Node, _ *v1.Pod) { n.DeletionTimestamp = &metav1.Time{} }, 0},
+		{"disruption taint tolerated, no capacity choice", func(n *v1.Node, p *v1.Pod) {
+			n.Spec.Taints = []v1.Taint{{Key: "karpenter.sh/disrupted", Effect: v1.TaintEffectNoSchedule}}
+			p.Spec.Tolerations = []v1.Toleration{{Operator: v1.TolerationOpExists}}
+		}, 0},
 		{"untolerated taint", func(n *v1.Node, _ *v1.Pod) {
 			n.Spec.Taints = []v1.Taint{{Key: "nvidia.com/gpu", Effect: v1.TaintEffectNoSchedule}}
 		}, 0},

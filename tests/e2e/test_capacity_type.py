@@ -1,7 +1,8 @@
 """The capacity-type rule through the real kube-scheduler and API server, in every mode.
 
 On-demand and spot GPU nodes (by EKS's and Karpenter's labels) and nodes being taken away
-(Karpenter's and Node Termination Handler's taints, a cordon, an out-of-service taint); pods
+(Karpenter's and Node Termination Handler's taints, a cordon, an out-of-service taint, a
+deletion a finalizer holds); pods
 that require or prefer a type, some tolerating every taint. No pod may land on the other type
 or on a node being taken away, and a pod with nowhere to go waits with the policy's reasons in
 its condition.
@@ -21,7 +22,13 @@ TWO_GPUS = shaped_like("g5.xlarge", 22888, gpu_count=2)
 THREE_GPUS = shaped_like("g5.xlarge", 22888, gpu_count=3)
 ON_DEMAND_NODES = {"on-demand-1"}
 SPOT_NODES = {"spot-1"}
-BEING_REMOVED = {"on-demand-draining", "spot-interrupted", "on-demand-cordoned", "on-demand-out-of-service"}
+BEING_REMOVED = {
+    "on-demand-draining",
+    "spot-interrupted",
+    "on-demand-cordoned",
+    "on-demand-out-of-service",
+    "on-demand-being-deleted",
+}
 
 
 def nodes() -> list[SimulatedNode]:
@@ -41,6 +48,8 @@ def nodes() -> list[SimulatedNode]:
         SimulatedNode(
             "on-demand-out-of-service", TWO_GPUS, "us-east-1b", taints=("node.kubernetes.io/out-of-service",)
         ),
+        # Deleted, held by Karpenter's finalizer and not yet tainted: kube-scheduler still places pods there.
+        SimulatedNode("on-demand-being-deleted", TWO_GPUS, "us-east-1a", deleting=True),
     ]
 
 

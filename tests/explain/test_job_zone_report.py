@@ -146,6 +146,19 @@ def test_taints_and_too_small_gpus_count_no_copies() -> None:
     assert explanation.verdict == "no-zone"
 
 
+def test_nodes_being_taken_away_hold_no_copies_whatever_the_pod_tolerates() -> None:
+    """As JobZone's plan: a deleted, a cordoned and a draining node hold no member, even for a
+    pod without a capacity choice that tolerates every taint."""
+    nodes = six_eight_two()
+    nodes[0]["metadata"]["deletionTimestamp"] = "2026-12-05T10:20:00Z"
+    nodes[-1]["spec"]["unschedulable"] = True
+    for node in nodes[1:5]:
+        node["spec"]["taints"].append({"key": "karpenter.sh/disrupted", "effect": "NoSchedule"})
+    pod = with_affinity(job_pod("worker-0", 4, min_memory="40960"))
+    pod["spec"]["tolerations"] = [{"operator": "Exists"}]
+    assert copies(explain(pod, nodes)) == {A: 0, B: 4, C: 0}, "four L40S left in B, none elsewhere"
+
+
 def test_members_bound_in_a_zone_fix_it_and_a_full_zone_blocks_the_rest() -> None:
     members = [job_pod(f"worker-{index}", 8, node="h100-c") for index in range(2)]
     pending = with_affinity(job_pod("worker-2", 8))

@@ -309,11 +309,15 @@ def test_the_capacity_type_verdict_is_given_per_node() -> None:
         *draining["spec"].get("taints", []),
         {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"},
     ]
+    cordoned = gpu_node("cordoned", "g5.xlarge")
+    cordoned["spec"]["unschedulable"] = True
+    deleting = gpu_node("deleting", "g5.xlarge")
+    deleting["metadata"]["deletionTimestamp"] = "2026-12-05T10:20:00Z"
     pod = pod_json("train", "16384")
     pod["metadata"]["annotations"][CAPACITY_TYPE_ANNOTATION] = "on-demand"
     pod["spec"]["tolerations"] = [{"operator": "Exists"}]
 
-    explanation = explain(pod, [on_demand, spot, draining])
+    explanation = explain(pod, [on_demand, spot, draining, cordoned, deleting])
     rows = {row.node.name: row for row in explanation.nodes}
     assert explanation.capacity_choice == "on-demand"
     assert (rows["on-demand"].fits, rows["on-demand"].capacity_type, rows["on-demand"].capacity_score) == (
@@ -322,7 +326,8 @@ def test_the_capacity_type_verdict_is_given_per_node() -> None:
         100,
     )
     assert (rows["spot"].fits, rows["spot"].reason, rows["spot"].capacity_score) == (False, NOT_ON_DEMAND, 0)
-    assert (rows["draining"].fits, rows["draining"].reason) == (False, NODE_BEING_REMOVED)
+    for taken_away in ("draining", "cordoned", "deleting"):
+        assert (rows[taken_away].fits, rows[taken_away].reason) == (False, NODE_BEING_REMOVED)
     assert explanation.fitting_nodes == ("on-demand",)
     text = pod_text(explanation, DEFAULT_SETTINGS)
     assert f"capacity type on-demand ({CAPACITY_TYPE_ANNOTATION})" in text
@@ -334,6 +339,8 @@ def test_the_capacity_type_verdict_is_given_per_node() -> None:
         "on-demand": 100,
         "spot": 0,
         "draining": 100,
+        "cordoned": 100,
+        "deleting": 100,
     }
 
 
