@@ -11,14 +11,14 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, cast
+from typing import Any
 
 from contracts.server import ROLE_WEBHOOK, option
 from extender_app.json_log import configure_logging
 from extender_app.node_cache.sync import NodeApiConfigError
 from extender_app.service import ExtenderService, install_signal_handlers
 from extender_app.serving.tls_material import TlsMaterialError
-from extender_app.settings import WEBHOOK_DEFAULTS, ExtenderSettings
+from extender_app.settings import WEBHOOK_DEFAULTS, ExtenderSettings, value_type
 from policy import PolicySettings
 
 ENV_PREFIX = "EXTENDER_"
@@ -61,7 +61,7 @@ def _settings_flags() -> tuple[Flag, ...]:
     return tuple(
         Flag(
             item.name,
-            cast(Callable[[str], Any], item.type),
+            value_type(item.type),
             item.metadata["help"],
             metavar=item.metadata["metavar"],
         )

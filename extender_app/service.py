@@ -10,7 +10,6 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import cast
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
@@ -22,7 +21,6 @@ from contracts.server import (
     NODE_CACHE_WATCH,
     READYZ_PATH,
     ROLE_WEBHOOK,
-    InvalidAnnotation,
 )
 from extender_app.metrics import ExtenderMetrics, NodeCacheMetrics, create_metrics
 from extender_app.node_cache.cache import NodeCache
@@ -227,11 +225,10 @@ class ExtenderService:
         with the node cache, on node names."""
         settings = self.settings
         if settings.role == ROLE_WEBHOOK:
-            action = cast(InvalidAnnotation, settings.invalid_annotation)  # checked by ExtenderSettings
             protect = settings.disruption_protection == DISRUPTION_PROTECTION_ON
             job_zone = JobZoneSettings(max_job_size=settings.max_job_size)
             admission = AdmissionSettings(
-                action,
+                settings.invalid_annotation,
                 settings.policy,
                 capacity=settings.capacity,
                 protect_from_disruption=protect,

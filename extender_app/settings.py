@@ -7,27 +7,27 @@ the scheduler extender (``--role extender``, the default) and the pod admission 
 """
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, cast
+from typing import Any, Literal, Union, get_args, get_origin
 
 from contracts.server import (
     CLIENT_CA_FILE,
     DISRUPTION_PROTECTION,
-    DISRUPTION_PROTECTION_CHOICES,
     EXTENDER_TLS_DIR,
     HEALTH_PORT,
     INVALID_ANNOTATION,
-    INVALID_ANNOTATION_ACTIONS,
     MAX_BODY_BYTES,
     MAX_CONNECTIONS,
-    NODE_CACHE_MODES,
     NODE_CACHE_OFF,
     NODE_CACHE_WATCH,
     ROLE_EXTENDER,
     ROLE_WEBHOOK,
-    ROLES,
     TLS_CERT_FILE,
     TLS_KEY_FILE,
     TLS_PORT,
+    DisruptionProtection,
+    InvalidAnnotation,
+    NodeCacheMode,
+    Role,
 )
 from policy import CapacityTypeSettings, PolicySettings
 from policy.capacity_type import CapacityChoice
@@ -43,7 +43,7 @@ MAX_CLUSTER_NODES = 5_000
 
 MIB = 1024 * 1024
 
-POD_ERROR_STATUSES = (200, 400)
+PodErrorStatus = Literal[200, 400]
 
 WEBHOOK_MAX_BODY_BYTES = 4 * MIB
 """The webhook role's default body cap: kube-apiserver refuses request bodies above 3 MiB
@@ -72,7 +72,7 @@ def setting(default: Any, description: str, *, metavar: str = "") -> Any:
 class ExtenderSettings:
     """How the extender serves; each field is a flag of ``python -m extender_app`` (``cli``)."""
 
-    role: str = setting(
+    role: Role = setting(
         ROLE_EXTENDER,
         "extender = POST /filter and /prioritize (scheduler extender); webhook = POST /mutate (pod"
         " admission webhook: the GPU-memory minimum as a required node affinity)",
@@ -138,13 +138,13 @@ class ExtenderSettings:
     shutdown_timeout: float = setting(15.0, "seconds SIGTERM waits for requests in flight")
     tls_reload_interval: float = setting(5.0, "seconds between checks of the TLS files for a change")
     # With 200 the pod's condition shows the message; with 400 kube-scheduler drops the text.
-    pod_error_status: int = setting(
+    pod_error_status: PodErrorStatus = setting(
         200,
         "answer to a pod the policy cannot judge: 200 = every candidate unresolvable with the policy's"
         " message (prioritize: score 0), 400 = the message as plain text (kube-scheduler drops it)",
         metavar="200|400",
     )
-    node_cache: str = setting(
+    node_cache: NodeCacheMode = setting(
         NODE_CACHE_OFF,
         "off = full Nodes in each request (nodeCacheCapable: false); watch = list and watch Nodes and"
         " take NodeNames (nodeCacheCapable: true)",
@@ -188,13 +188,13 @@ class ExtenderSettings:
     node_lookup_max_per_request: int = setting(
         16, "most unknown candidates one /filter looks up; the rest are refused with a reason"
     )
-    invalid_annotation: str = setting(
+    invalid_annotation: InvalidAnnotation = setting(
         INVALID_ANNOTATION,
         "webhook role: a pod whose annotation the policy refuses is denied with the policy's message"
         " (deny) or admitted with it as an admission warning (warn)",
         metavar="deny|warn",
     )
-    disruption_protection: str = setting(
+    disruption_protection: DisruptionProtection = setting(
         DISRUPTION_PROTECTION,
         "webhook role: on = pods with a minimum also get karpenter.sh/do-not-disrupt=true and"
         " cluster-autoscaler.kubernetes.io/safe-to-evict=false (their node stays while they run)",
@@ -206,7 +206,7 @@ class ExtenderSettings:
         "webhook role: the largest job-size annotation a same-zone pod may declare (the scheduler's"
         " JobZone maxJobSize)",
     )
-    default_capacity_type: str = setting(
+    default_capacity_type: CapacityChoice | Literal[""] = setting(
         "",
         "the capacity-type choice of a pod without the capacity-type annotation: on-demand, spot,"
         " prefer-on-demand or prefer-spot; empty = none (such pods are not judged by the rule). Webhook"
@@ -219,8 +219,7 @@ class ExtenderSettings:
     @property
     def capacity(self) -> CapacityTypeSettings:
         """The capacity-type rule's settings: its keys, and the default choice."""
-        choice = cast("CapacityChoice | Literal['']", self.default_capacity_type)  # the settings check it
-        return CapacityTypeSettings(default_choice=choice)
+        return CapacityTypeSettings(default_choice=self.default_capacity_type)
 
     @property
     def connections_per_source(self) -> int:
@@ -266,33 +265,14 @@ class ExtenderSettings:
         self._check_node_cache()
 
     def _check_role(self) -> None:
-        if self.role not in ROLES:
-            raise ValueError(f"role must be one of {', '.join(ROLES)}, not {self.role!r}")
-        if self.invalid_annotation not in INVALID_ANNOTATION_ACTIONS:
-            raise ValueError(
-                f"invalid_annotation must be one of {', '.join(INVALID_ANNOTATION_ACTIONS)}, "
-                f"not {self.invalid_annotation!r}"
-            )
         if not 1 <= self.max_job_size <= JOB_SIZE_LIMIT:
             raise ValueError(f"max_job_size must be 1..{JOB_SIZE_LIMIT}")
-        if self.disruption_protection not in DISRUPTION_PROTECTION_CHOICES:
-            raise ValueError(
-                f"disruption_protection must be one of {', '.join(DISRUPTION_PROTECTION_CHOICES)}, "
-                f"not {self.disruption_protection!r}"
-            )
-        _ = self.capacity  # the capacity-type rule checks its own default choice (ValueError)
         if self.role == ROLE_EXTENDER and not self.client_ca:
             raise ValueError("client_ca must be a file path: the extender requires client certificates")
         if self.role == ROLE_WEBHOOK and self.node_cache != NODE_CACHE_OFF:
             raise ValueError("node_cache must be off in the webhook role (it judges pods, not nodes)")
 
     def _check_node_cache(self) -> None:
-        if self.node_cache not in NODE_CACHE_MODES:
-            raise ValueError(
-                f"node_cache must be one of {', '.join(NODE_CACHE_MODES)}, not {self.node_cache!r}"
-            )
-        if self.pod_error_status not in POD_ERROR_STATUSES:
-            raise ValueError(f"pod_error_status must be 200 or 400, not {self.pod_error_status}")
         if self.node_lookup_concurrency < 0:
             raise ValueError("node_lookup_concurrency must be 0 (no lookups) or more")
         for name in ("watch_timeout", "list_page_size", "node_lookup_max_per_request"):
@@ -327,9 +307,33 @@ _POSITIVE_SECONDS = (
 )
 
 
+def choices(kind: object) -> tuple[object, ...]:
+    """The values a ``Literal`` type (or a union of them) allows; () for any other type."""
+    if get_origin(kind) is Literal:
+        return get_args(kind)
+    if get_origin(kind) is Union:
+        return tuple(value for member in get_args(kind) for value in choices(member))
+    return ()
+
+
+def value_type(kind: object) -> type:
+    """What a flag's text is converted to: the field's own type, or a ``Literal``'s values' type."""
+    if allowed := choices(kind):
+        return type(allowed[0])
+    if isinstance(kind, type):
+        return kind
+    raise TypeError(f"a setting's type must be a class or a Literal, not {kind!r}")
+
+
 def _check_types(settings: ExtenderSettings) -> None:
+    """Each field holds its declared type, and a ``Literal`` field one of its values."""
     for item in fields(settings):
         value = getattr(settings, item.name)
+        if allowed := choices(item.type):
+            if value not in allowed or isinstance(value, bool):
+                listed = ", ".join(repr(choice) if choice == "" else str(choice) for choice in allowed)
+                raise ValueError(f"{item.name} must be one of {listed}, not {value!r}")
+            continue
         if isinstance(value, bool) and item.type in (int, float):
             raise ValueError(f"{item.name} must be a number")
         if item.type is int and not isinstance(value, int):

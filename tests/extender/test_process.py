@@ -98,7 +98,7 @@ def test_node_cache_flags_and_their_checks():
     assert (watch.max_cache_staleness, watch.watch_timeout, watch.list_page_size) == (60.0, 50, 100)
     for argv, message in [
         (["--node-cache", "informer"], "node_cache must be one of off, watch, not 'informer'"),
-        (["--pod-error-status", "500"], "pod_error_status must be 200 or 400, not 500"),
+        (["--pod-error-status", "500"], "pod_error_status must be one of 200, 400, not 500"),
         (["--node-cache", "watch", "--watch-timeout", "30"], r"watch_timeout \(30\) must be less than"),
         (["--max-cache-staleness", "0"], "max_cache_staleness must be greater than 0"),
         (["--list-page-size", "0"], "list_page_size must be at least 1"),
