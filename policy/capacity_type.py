@@ -17,7 +17,10 @@ The vendor labels are read in any letter case and with or without ``-``/``_``, s
 common misspellings (``ONDEMAND``, ``On-Demand``, ``on_demand``) count. A value the rule
 does not know makes the capacity type unknown: such a node fails a required choice with
 its own reason. Reserved capacity (Karpenter's ``reserved``, EKS's ``CAPACITY_BLOCK``)
-is not interruptible like spot, so for this rule it counts as on-demand.
+is not interruptible like spot, so for this rule it counts as on-demand; but a node
+Karpenter launched into an interruptible capacity reservation
+(``karpenter.k8s.aws/capacity-reservation-interruptible: "true"`` beside ``reserved``) can
+be reclaimed by the reservation's owner at short notice, so it counts as spot.
 
 For a pod with a choice, a node that is being taken away fails whatever the pod
 tolerates: a node whose deletion has begun (``metadata.deletionTimestamp``: Karpenter
@@ -54,6 +57,9 @@ EKS_CAPACITY_TYPE_LABEL = "eks.amazonaws.com/capacityType"
 
 KARPENTER_CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 """The label Karpenter writes: ``on-demand``, ``spot`` or ``reserved``."""
+
+KARPENTER_INTERRUPTIBLE_RESERVATION_LABEL = "karpenter.k8s.aws/capacity-reservation-interruptible"
+"""``"true"`` on a node Karpenter launched into an interruptible capacity reservation."""
 
 CapacityType = Literal["on-demand", "spot", "reserved"]
 ON_DEMAND: CapacityType = "on-demand"
@@ -161,11 +167,15 @@ def node_capacity_type(node: object, settings: CapacityTypeSettings = DEFAULT_CA
     ours = map_entry(labels, settings.node_label, "metadata.labels")
     if ours is not None:
         return ours if ours in NODE_CAPACITY_TYPES else ""
-    for key in (EKS_CAPACITY_TYPE_LABEL, KARPENTER_CAPACITY_TYPE_LABEL):
-        value = map_entry(labels, key, "metadata.labels")
-        if value is not None:
-            return vendor_capacity_type(value)
-    return ""
+    eks = map_entry(labels, EKS_CAPACITY_TYPE_LABEL, "metadata.labels")
+    if eks is not None:
+        return vendor_capacity_type(eks)
+    karpenter = map_entry(labels, KARPENTER_CAPACITY_TYPE_LABEL, "metadata.labels")
+    if karpenter is None:
+        return ""
+    capacity = vendor_capacity_type(karpenter)
+    interruptible = map_entry(labels, KARPENTER_INTERRUPTIBLE_RESERVATION_LABEL, "metadata.labels")
+    return SPOT if capacity == RESERVED and interruptible == "true" else capacity
 
 
 def disruption_signal(node: object) -> str:

@@ -1,7 +1,7 @@
 """What the node cache keeps of a Node, and how it is read from the API server's JSON.
 
 The extender lists and watches full Nodes: the memory rule reads one label, the
-capacity-type rule three labels and the taints, which live in ``spec`` (metadata-only
+capacity-type rule four labels and the taints, which live in ``spec`` (metadata-only
 objects do not carry them), as is ``spec.unschedulable``. Of each object only
 ``metadata.name``, ``metadata.resourceVersion``, those labels, ``metadata.deletionTimestamp``,
 the taints' keys and ``spec.unschedulable`` are built; the rest is skipped in C by msgspec,
@@ -26,6 +26,7 @@ from policy.capacity_type import (
     DELETION_CANDIDATE_TAINT,
     EKS_CAPACITY_TYPE_LABEL,
     KARPENTER_CAPACITY_TYPE_LABEL,
+    KARPENTER_INTERRUPTIBLE_RESERVATION_LABEL,
     disruption_signal,
 )
 
@@ -167,6 +168,7 @@ _CAPACITY_LABELS = (
     DEFAULT_CAPACITY_SETTINGS.node_label,
     EKS_CAPACITY_TYPE_LABEL,
     KARPENTER_CAPACITY_TYPE_LABEL,
+    KARPENTER_INTERRUPTIBLE_RESERVATION_LABEL,
 )
 _CAPACITY_VIEW = msgspec.json.Decoder(
     msgspec.defstruct(

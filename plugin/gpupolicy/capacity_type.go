@@ -26,6 +26,9 @@ const (
 	EKSCapacityTypeLabel = "eks.amazonaws.com/capacityType"
 	// KarpenterCapacityTypeLabel is the label Karpenter writes: on-demand, spot or reserved.
 	KarpenterCapacityTypeLabel = "karpenter.sh/capacity-type"
+	// KarpenterInterruptibleReservationLabel is "true" on a node Karpenter launched into an
+	// interruptible capacity reservation (its owner can reclaim it at short notice).
+	KarpenterInterruptibleReservationLabel = "karpenter.k8s.aws/capacity-reservation-interruptible"
 
 	// DeletionCandidateTaint is Cluster Autoscaler's mark on a node it may remove
 	// soon; such a node's score is divided by DeletionCandidateDivisor.
@@ -188,10 +191,15 @@ func NodeCapacityType(node *v1.Node, s CapacitySettings) CapacityType {
 		}
 		return ""
 	}
-	for _, key := range []string{EKSCapacityTypeLabel, KarpenterCapacityTypeLabel} {
-		if value, ok := node.Labels[key]; ok {
-			return vendorCapacityType(value)
+	if value, ok := node.Labels[EKSCapacityTypeLabel]; ok {
+		return vendorCapacityType(value)
+	}
+	if value, ok := node.Labels[KarpenterCapacityTypeLabel]; ok {
+		capacity := vendorCapacityType(value)
+		if capacity == Reserved && node.Labels[KarpenterInterruptibleReservationLabel] == "true" {
+			return Spot
 		}
+		return capacity
 	}
 	return ""
 }
