@@ -109,7 +109,7 @@ def scheduler_mode_flags(mode: SchedulerMode) -> tuple[str, ...]:
 
 def plugin_mode_plugins(weight: int, capacity_type_weight: int = CAPACITY_TYPE_WEIGHT) -> dict[str, Any]:
     """GPUScheduler, then CapacityType, at preFilter, filter and score, first at preFilter and filter;
-    JobZone at its own points (preFilter, reserve, permit) through ``multiPoint``.
+    JobZone at its own points (preFilter, filter, reserve, permit) through ``multiPoint``.
 
     preFilter reads the pod's requirement once per cycle (and skips pods without a minimum);
     without it Filter and Score recompute it for every node. A plugin enabled only at an

@@ -121,7 +121,7 @@ func newHarness(t testing.TB, args runtime.Object) *harness {
 	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
 		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
 		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
-		tf.RegisterPluginAsExtensions(Name, factory, "PreFilter", "Reserve", "Permit"),
+		tf.RegisterPluginAsExtensions(Name, factory, "PreFilter", "Filter", "Reserve", "Permit"),
 	}, "default-scheduler",
 		frameworkruntime.WithSnapshotSharedLister(h.lister),
 		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),

@@ -7,6 +7,9 @@
 //     the pod (free GPUs, GPU-memory fit, CPU, memory, taints and node affinity),
 //     tightest fit first, skipping zones where the job recently timed out; when none
 //     does, the pod is unschedulable with every zone's count in the message.
+//   - Filter refuses a node outside that zone, so a member whose stale
+//     status.nominatedNodeName names a node elsewhere (kube-scheduler tries the
+//     nominated node first, without PreFilter's node set) still stays in its zone.
 //   - Permit holds the job's pods until job-size members are reserved in the zone,
 //     then lets them all bind. After permitTimeout every held member is rejected and
 //     the zone is skipped for the job for failedZoneDuration, so the retry plans
@@ -47,6 +50,8 @@ const (
 	// TimedOutFormat is the rejection of every held member when the job's time ran
 	// out: job, job size, zone, permitTimeout, failedZoneDuration.
 	TimedOutFormat = "job %s: not all %d members were placed in zone %s within %s; the zone is skipped for this job for %s"
+	// OutsideZoneFormat is Filter's refusal of a node outside the job's zone: job, zone.
+	OutsideZoneFormat = "node is outside zone %s, where job %s is placed"
 	// MemberUnreservedFormat is the rejection of the held members when one of them
 	// was unreserved for another reason: job, the member.
 	MemberUnreservedFormat = "job %s: member %s was unreserved; the job is placed again"
@@ -67,6 +72,7 @@ type JobZone struct {
 
 var (
 	_ fwk.PreFilterPlugin   = &JobZone{}
+	_ fwk.FilterPlugin      = &JobZone{}
 	_ fwk.ReservePlugin     = &JobZone{}
 	_ fwk.PermitPlugin      = &JobZone{}
 	_ fwk.EnqueueExtensions = &JobZone{}
@@ -95,8 +101,12 @@ func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, c
 // Name returns the plugin's name.
 func (pl *JobZone) Name() string { return Name }
 
-// jobState is the pod's job for this cycle (nil: not a same-zone pod).
-type jobState struct{ job *zonepolicy.Job }
+// jobState is the pod's job for this cycle (nil: not a same-zone pod) and the zone
+// PreFilter restricted it to.
+type jobState struct {
+	job  *zonepolicy.Job
+	zone string
+}
 
 // Clone returns the state itself: it never changes after PreFilter.
 func (s *jobState) Clone() fwk.StateData { return s }
@@ -147,7 +157,28 @@ func (pl *JobZone) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.
 		zone = plan.Zone
 		logger.V(3).Info("planned a zone for a job", "pod", klog.KObj(pod), "job", job.Name, "size", job.Size, "zone", zone, "copiesByZone", copies)
 	}
+	state.Write(stateKey, &jobState{job: job, zone: zone})
 	return &fwk.PreFilterResult{NodeNames: nodesIn(nodes, zone, pl.config.zone)}, nil
+}
+
+// Filter refuses a node outside the zone PreFilter chose for the pod's job. PreFilter's
+// node set already keeps the pod there, except on kube-scheduler's first try of a
+// pod's nominated node, which runs the Filter plugins on that node alone; a nomination
+// left from before the job was planned again must not take a member out of its zone.
+// A pod in no job never reaches here (PreFilter skipped it).
+func (pl *JobZone) Filter(_ context.Context, state fwk.CycleState, pod *v1.Pod, info fwk.NodeInfo) *fwk.Status {
+	data, err := state.Read(stateKey)
+	if err != nil {
+		return fwk.AsStatus(fmt.Errorf("%s: reading PreFilter state: %w", Name, err))
+	}
+	s, ok := data.(*jobState)
+	if !ok || s.job == nil {
+		return nil
+	}
+	if zone := zoneOf(info.Node(), pl.config.zone); zone != s.zone {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(OutsideZoneFormat, s.zone, jobKey(pod, s.job)))
+	}
+	return nil
 }
 
 // PreFilterExtensions returns nil: the zone does not change with a preemption victim.

@@ -340,3 +340,30 @@ func TestArgs(t *testing.T) {
 		t.Fatal("New accepted a nil handle")
 	}
 }
+
+func TestFilterRefusesNodesOutsideTheJobsZone(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lister.set(sixVersusEight())
+	nodes, err := h.lister.NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]fwk.NodeInfo{}
+	for _, info := range nodes {
+		byName[info.Node().Name] = info
+	}
+	pod := member("llm", 0, 8, "")
+	state := framework.NewCycleState()
+	if _, status := h.plugin.PreFilter(context.Background(), state, pod, nodes); !status.IsSuccess() {
+		t.Fatalf("PreFilter: %v", status)
+	}
+	// Planned in b: a1 (say, a stale nomination) is refused, b1 passes.
+	status := h.plugin.Filter(context.Background(), state, pod, byName["a1"])
+	want := fmt.Sprintf(OutsideZoneFormat, "us-east-1b", "ml/llm")
+	if status.Code() != fwk.UnschedulableAndUnresolvable || status.Message() != want {
+		t.Fatalf("a1: status %v, want UnschedulableAndUnresolvable %q", status, want)
+	}
+	if status := h.plugin.Filter(context.Background(), state, pod, byName["b1"]); !status.IsSuccess() {
+		t.Fatalf("b1: %v", status)
+	}
+}

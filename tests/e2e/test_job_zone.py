@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import kubernetes.client
 import pytest
 
 from components.render.policy_choices import JobZoneArgs, PolicyChoices
@@ -124,3 +125,26 @@ def test_a_zone_that_fills_while_the_job_waits(
     assert all(outcome.node == "b-1" for outcome in outcomes.values())
     assert released >= set(first), "the members held in A were released when the job's time ran out"
     assert held_seconds >= 2 * timeout * 0.9, "two GPUs were held for about the timeout"
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_a_stale_nomination_does_not_take_a_member_out_of_its_jobs_zone(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """Each member of a job of 8 still names a node outside B as its nominated node (as preemption,
+    or an earlier plan, leaves it): four name scene-a-1, two scene-a-2, two scene-c-1, which hold
+    them. kube-scheduler tries a nominated node first, on the Filter plugins alone and without
+    PreFilter's node set, so without JobZone's Filter the members land in A and C, where the job
+    cannot be whole. With it the nominated nodes are refused, and all 8 bind in B."""
+    cluster.add_nodes(*scene_nodes())
+    start_webhook(cluster.plane, tmp_path / "webhook")
+    names = create(cluster, *(member("llm", index, 8) for index in range(8)))
+    nominated = ["scene-a-1"] * 4 + ["scene-a-2"] * 2 + ["scene-c-1"] * 2
+    core = kubernetes.client.CoreV1Api(cluster.api)
+    for name, node in zip(names, nominated, strict=True):
+        core.patch_namespaced_pod_status(name, WORKLOAD_NAMESPACE, {"status": {"nominatedNodeName": node}})
+    cluster.start()
+    outcomes = cluster.outcomes(names, bound_only=True, timeout=60)
+    bindings = watch.wait_for_bindings(names)
+    assert zones_of(cluster, bindings) == Counter({ZONE_B: 8}), bindings
+    assert all(outcome.node == "scene-b-1" for outcome in outcomes.values())
