@@ -174,7 +174,9 @@ def _copies_per_node(
 
 
 def _members(pod: JsonObject, members: Sequence[JsonObject], job: ZoneJob) -> list[JsonObject]:
-    """The job's non-terminal members (same namespace, same name label), the pod itself once."""
+    """The job's members (same namespace, same name label), the pod itself once: not Succeeded or
+    Failed, and not terminating (a pod being deleted holds its resources but, as in JobZone, neither
+    fixes the job's zone nor counts towards it)."""
     namespace = pod_key(pod)[0]
     found: dict[PodKey, JsonObject] = {pod_key(pod): pod}
     for member in members:
@@ -183,6 +185,7 @@ def _members(pod: JsonObject, members: Sequence[JsonObject], job: ZoneJob) -> li
             key[0] == namespace
             and _labels(member).get(job.name_label) == job.name
             and (member.get("status") or {}).get("phase") not in TERMINAL_PHASES
+            and not (member.get("metadata") or {}).get("deletionTimestamp")
         ):
             found.setdefault(key, member)
     return list(found.values())

@@ -105,8 +105,17 @@ func isMember(other *v1.Pod, namespace string, job *zonepolicy.Job) bool {
 	return other.Namespace == namespace && other.Labels[job.NameLabel] == job.Name
 }
 
-// memberZone is the zone holding most of the job's members that are bound or assumed
-// (ties to the first by name), and "" when there are none. self is left out, and so are
+// isPlacedMember reports whether other, a pod bound or assumed on a node, counts as a
+// placed member of the job: a member that is not terminating. A pod being deleted (a job
+// deleted and created again under its name, or a member replaced) neither fixes the
+// job's zone nor counts towards its size, though it holds its resources until it is gone.
+// (Succeeded and Failed pods never reach the scheduler's cache.)
+func isPlacedMember(other *v1.Pod, namespace string, job *zonepolicy.Job) bool {
+	return other.DeletionTimestamp == nil && isMember(other, namespace, job)
+}
+
+// memberZone is the zone holding most of the job's placed members (bound or assumed, not
+// terminating; ties to the first by name), and "" when there are none. self is left out, and so are
 // the zones in skip (where the job timed out: members still assumed there are being
 // rejected and unreserved).
 func memberZone(nodes []fwk.NodeInfo, self *v1.Pod, job *zonepolicy.Job, s zonepolicy.Settings, skip map[string]bool) string {
@@ -117,7 +126,7 @@ func memberZone(nodes []fwk.NodeInfo, self *v1.Pod, job *zonepolicy.Job, s zonep
 			continue
 		}
 		for _, podInfo := range info.GetPods() {
-			if p := podInfo.GetPod(); p.UID != self.UID && isMember(p, self.Namespace, job) {
+			if p := podInfo.GetPod(); p.UID != self.UID && isPlacedMember(p, self.Namespace, job) {
 				counts[zone]++
 			}
 		}

@@ -92,7 +92,8 @@ func (pl *JobZone) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	return fwk.NewStatus(fwk.Wait, fmt.Sprintf(WaitingFormat, placed, job.Size, key, zone)), wait
 }
 
-// membersIn counts the job's members bound or assumed on nodes of zone, self left out.
+// membersIn counts the job's placed members (bound or assumed, not terminating) on nodes
+// of zone, self left out.
 func membersIn(nodes []fwk.NodeInfo, self *v1.Pod, job *zonepolicy.Job, zone string, s zonepolicy.Settings) int64 {
 	var count int64
 	for _, info := range nodes {
@@ -100,7 +101,7 @@ func membersIn(nodes []fwk.NodeInfo, self *v1.Pod, job *zonepolicy.Job, zone str
 			continue
 		}
 		for _, podInfo := range info.GetPods() {
-			if p := podInfo.GetPod(); p.UID != self.UID && isMember(p, self.Namespace, job) {
+			if p := podInfo.GetPod(); p.UID != self.UID && isPlacedMember(p, self.Namespace, job) {
 				count++
 			}
 		}

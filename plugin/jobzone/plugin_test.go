@@ -367,3 +367,32 @@ func TestFilterRefusesNodesOutsideTheJobsZone(t *testing.T) {
 		t.Fatalf("b1: %v", status)
 	}
 }
+
+// terminating is a member bound on nodeName whose deletion has begun (its old job was
+// deleted, or it is being replaced): it still holds its resources until it is gone.
+func terminating(job string, index, size int, nodeName string) *v1.Pod {
+	pod := member(job, index, size, nodeName)
+	pod.DeletionTimestamp = &metav1.Time{}
+	return pod
+}
+
+func TestTerminatingMembersNeitherFixTheZoneNorCountTowardsTheJob(t *testing.T) {
+	h := newHarness(t, nil)
+	pods, nodes := sixVersusEight()
+	// The job of 4 was deleted while bound on a1 and created again under its name: its old
+	// pods still hold a1's 4 GPUs. A then holds 2 copies, B 8 and C 2: the new job goes to B.
+	var old []*v1.Pod
+	for index := range 4 {
+		old = append(old, terminating("llm", 10+index, 4, "a1"))
+	}
+	h.lister.set(append(pods, old...), nodes)
+	result, status := h.preFilter(member("llm", 0, 4, ""))
+	if !status.IsSuccess() || !result.NodeNames.Equal(sets.New("b1")) {
+		t.Fatalf("nodes %v status %v, want zone b's node", result, status)
+	}
+	// Three old members terminating on b1 do not complete the new job's first member there.
+	h.lister.set(append(pods, terminating("llm", 10, 4, "b1"), terminating("llm", 11, 4, "b1"), terminating("llm", 12, 4, "b1")), nodes)
+	if status := h.permit(member("llm", 0, 4, ""), "b1"); status.Code() != fwk.Wait {
+		t.Fatalf("status %v, want Wait (1 of 4 members placed)", status)
+	}
+}

@@ -148,3 +148,41 @@ def test_a_stale_nomination_does_not_take_a_member_out_of_its_jobs_zone(
     bindings = watch.wait_for_bindings(names)
     assert zones_of(cluster, bindings) == Counter({ZONE_B: 8}), bindings
     assert all(outcome.node == "scene-b-1" for outcome in outcomes.values())
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_a_job_created_again_while_its_old_pods_terminate_is_planned_afresh(
+    cluster: E2ECluster, watch: BindingWatch
+) -> None:
+    """A job of 4 binds whole in A (the tightest fit), is deleted, and is created again under its
+    name while its old pods still terminate there (no kubelet confirms their end, so they stay,
+    holding A's GPUs). For JobZone the old pods neither fix the new job's zone nor count towards
+    it: the new job is planned where it fits, B, and binds whole there.
+
+    The pods are created without the admission webhook: its same-zone pod affinity (docs/zones.md)
+    matches the old pods too, and kube-scheduler's InterPodAffinity counts a terminating pod, so
+    through the webhook the new job waits until the old pods are gone."""
+    cluster.add_nodes(
+        SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=4), ZONE_A),
+        SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=6), ZONE_B),
+    )
+    cluster.start()
+    core = kubernetes.client.CoreV1Api(cluster.api)
+
+    def create_directly(*manifests: dict[str, Any]) -> list[str]:
+        for manifest in manifests:
+            core.create_namespaced_pod(WORKLOAD_NAMESPACE, manifest)
+        return [manifest["metadata"]["name"] for manifest in manifests]
+
+    old = create_directly(*(member("llm", index, 4) for index in range(4)))
+    assert {outcome.node for outcome in cluster.outcomes(old, bound_only=True).values()} == {"a-1"}
+    for name in old:
+        core.delete_namespaced_pod(name, WORKLOAD_NAMESPACE)
+    # The API server answers a delete of a bound pod by marking it terminating, at once.
+    for name in old:
+        assert core.read_namespaced_pod(name, WORKLOAD_NAMESPACE).metadata.deletion_timestamp, name
+    new = create_directly(*(member("llm", index, 4) for index in range(4, 8)))
+    outcomes = cluster.outcomes(new, bound_only=True, timeout=60)
+    bindings = watch.wait_for_bindings(new)
+    assert {bindings[name] for name in new} == {"b-1"}, bindings
+    assert all(outcome.node == "b-1" for outcome in outcomes.values())

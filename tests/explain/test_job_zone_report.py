@@ -217,11 +217,13 @@ def test_pending_members_nominated_to_a_node_are_counted_in_its_zone() -> None:
     assert [(room.zone, room.nominated) for room in explanation.job.zones] == [(A, 0), (B, 1), (C, 0)]
 
 
-def test_terminal_members_and_other_jobs_are_not_members() -> None:
+def test_terminal_terminating_and_other_jobs_pods_are_not_members() -> None:
     done = job_pod("worker-1", 8, node="h100-c")
     done["status"]["phase"] = "Succeeded"
+    leaving = job_pod("worker-2", 8, node="h100-c")
+    leaving["metadata"]["deletionTimestamp"] = "2026-12-05T10:20:00Z"
     other = job_pod("other-0", 8, job="other", node="h100-c")
-    explanation = explain(with_affinity(job_pod("worker-0", 8)), members=[done, other])
+    explanation = explain(with_affinity(job_pod("worker-0", 8)), members=[done, leaving, other])
     assert explanation.job is not None
     assert (explanation.job.members, explanation.job.member_zone) == (1, "")
 
