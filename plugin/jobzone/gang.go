@@ -43,7 +43,8 @@ func (pl *JobZone) Reserve(context.Context, fwk.CycleState, *v1.Pod, string) *fw
 
 // Permit lets a pod in no job through. A member waits until job-size members (itself,
 // the members held, and those already bound) are in the zone of its node; the member
-// that completes the job releases every held one. The wait ends at the job's
+// that completes the job releases every held one, once it has checked that each held
+// member's node still stands (else the whole job is rejected and placed again). The wait ends at the job's
 // deadline, permitTimeout after its first member began to wait.
 func (pl *JobZone) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) (*fwk.Status, time.Duration) {
 	job := pl.jobOf(state, pod)
@@ -69,6 +70,15 @@ func (pl *JobZone) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	if placed >= job.Size {
 		delete(pl.gangs, key)
 		pl.mu.Unlock()
+		if message := pl.heldNodesTaken(pod, job, key); message != "" {
+			logger.V(2).Info("a held member's node was taken away; the job is placed again", "job", key, "why", message)
+			pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
+				if isMember(wp.GetPod(), pod.Namespace, job) {
+					wp.Reject(Name, message)
+				}
+			})
+			return fwk.NewStatus(fwk.Unschedulable, message), 0
+		}
 		if g != nil {
 			logger.V(2).Info("job placed whole; releasing its held members", "job", key, "size", job.Size,
 				"zone", zone, "gpuSecondsHeld", g.gpuSeconds(now))
@@ -90,6 +100,26 @@ func (pl *JobZone) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	wait := max(g.deadline.Sub(now), time.Millisecond)
 	pl.mu.Unlock()
 	return fwk.NewStatus(fwk.Wait, fmt.Sprintf(WaitingFormat, placed, job.Size, key, zone)), wait
+}
+
+// heldNodesTaken checks, before a completed job is let through, that every held member's
+// node still stands for it in the snapshot; the rejection message when one does not, else "".
+func (pl *JobZone) heldNodesTaken(self *v1.Pod, job *zonepolicy.Job, key string) string {
+	message := ""
+	pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
+		held := wp.GetPod()
+		if message != "" || !isMember(held, self.Namespace, job) {
+			return
+		}
+		var node *v1.Node
+		if info, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(held.Spec.NodeName); err == nil {
+			node = info.Node()
+		}
+		if why := takenFrom(node, held); why != "" {
+			message = fmt.Sprintf(NodeTakenFormat, key, held.Spec.NodeName, klog.KObj(held), why)
+		}
+	})
+	return message
 }
 
 // membersIn counts the job's placed members (bound or assumed, not terminating) on nodes

@@ -142,10 +142,13 @@ func (h *harness) preFilter(pod *v1.Pod) (*fwk.PreFilterResult, *fwk.Status) {
 	return h.plugin.PreFilter(context.Background(), framework.NewCycleState(), pod, nodes)
 }
 
-// permit runs the framework's Permit for pod on nodeName (the pod is not in the
-// snapshot yet, as in the scheduler's cycle) and returns the status.
+// permit runs the framework's Permit for pod on nodeName and returns the status. As in
+// the scheduler's cycle, the pod is the assumed copy (its spec.nodeName set) and is not in
+// the snapshot yet.
 func (h *harness) permit(pod *v1.Pod, nodeName string) *fwk.Status {
-	return h.fw.RunPermitPlugins(context.Background(), framework.NewCycleState(), pod, nodeName)
+	assumed := pod.DeepCopy()
+	assumed.Spec.NodeName = nodeName
+	return h.fw.RunPermitPlugins(context.Background(), framework.NewCycleState(), assumed, nodeName)
 }
 
 // waitResult starts the framework's WaitOnPermit for a held pod, as a binding cycle does.

@@ -13,7 +13,9 @@
 //   - Permit holds the job's pods until job-size members are reserved in the zone,
 //     then lets them all bind. After permitTimeout every held member is rejected and
 //     the zone is skipped for the job for failedZoneDuration, so the retry plans
-//     elsewhere.
+//     elsewhere. When a held member's node is deleted or taken away meanwhile, every
+//     held member is rejected at once, and the job completing checks every held
+//     member's node first.
 //
 // The rules (which pods form a job, which zone wins) live in package zonepolicy; this
 // package adapts them to the framework's extension points. It follows the semantics
@@ -95,7 +97,11 @@ func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, c
 	}
 	klog.FromContext(ctx).V(2).Info("JobZone configured", "permitTimeout", c.permitTimeout,
 		"failedZoneDuration", c.failedZoneDuration, "maxJobSize", c.zone.MaxJobSize, "zoneLabel", c.zone.ZoneLabel)
-	return &JobZone{config: c, handle: handle, clock: clk, gangs: map[string]*gang{}, failed: map[string]map[string]time.Time{}}, nil
+	pl := &JobZone{config: c, handle: handle, clock: clk, gangs: map[string]*gang{}, failed: map[string]map[string]time.Time{}}
+	if err := pl.watchNodes(klog.FromContext(ctx)); err != nil {
+		return nil, fmt.Errorf("%s: watching nodes: %w", Name, err)
+	}
+	return pl, nil
 }
 
 // Name returns the plugin's name.

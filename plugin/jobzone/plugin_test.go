@@ -396,3 +396,76 @@ func TestTerminatingMembersNeitherFixTheZoneNorCountTowardsTheJob(t *testing.T) 
 		t.Fatalf("status %v, want Wait (1 of 4 members placed)", status)
 	}
 }
+
+func TestAHeldMembersNodeTakenAwayReleasesTheJobAtOnce(t *testing.T) {
+	logger := klog.Background()
+	for _, tt := range []struct {
+		name   string
+		change func(*v1.Node) *v1.Node
+		why    string
+	}{
+		{"deleted", func(*v1.Node) *v1.Node { return nil }, "deleted"},
+		{"cordoned", func(n *v1.Node) *v1.Node { n.Spec.Unschedulable = true; return n }, gpupolicy.Cordoned},
+		{"being deleted", func(n *v1.Node) *v1.Node { n.DeletionTimestamp = &metav1.Time{}; return n }, gpupolicy.Deleting},
+		{"untolerated NoExecute taint", func(n *v1.Node) *v1.Node {
+			n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: "maintenance", Effect: v1.TaintEffectNoExecute})
+			return n
+		}, "taint maintenance"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			pods, nodes := sixVersusEight()
+			h.lister.set(pods, nodes)
+			first, second := member("llm", 0, 3, ""), member("llm", 1, 3, "")
+			if status := h.permit(first, "b1"); status.Code() != fwk.Wait {
+				t.Fatalf("first member: %v, want Wait", status)
+			}
+			firstDone := h.waitResult(first)
+			h.lister.set(append(pods, member("llm", 0, 3, "b1")), nodes)
+			if status := h.permit(second, "a1"); status.Code() != fwk.Wait {
+				t.Fatalf("second member: %v, want Wait", status)
+			}
+			secondDone := h.waitResult(second)
+			// a1 changes in a way that keeps its member: nothing is released.
+			h.plugin.releaseJobsOn(logger, "a1", gpuNode("a1", "us-east-1a", 4))
+			node := tt.change(gpuNode("b1", "us-east-1b", 8))
+			h.plugin.releaseJobsOn(logger, "b1", node)
+			want := fmt.Sprintf(NodeTakenFormat, "ml/llm", "b1", "ml/llm-0", tt.why)
+			for what, done := range map[string]<-chan *fwk.Status{"first": firstDone, "second": secondDone} {
+				if status := receive(t, what, done); status.IsSuccess() || !strings.Contains(status.Message(), want) {
+					t.Errorf("%s member: %v, want rejected with %q", what, status, want)
+				}
+			}
+		})
+	}
+}
+
+func TestTheMemberCompletingAJobChecksEveryHeldMembersNode(t *testing.T) {
+	h := newHarness(t, nil)
+	pods, nodes := sixVersusEight()
+	h.lister.set(pods, nodes)
+	first := member("llm", 0, 2, "")
+	if status := h.permit(first, "a1"); status.Code() != fwk.Wait {
+		t.Fatalf("first member: %v, want Wait", status)
+	}
+	firstDone := h.waitResult(first)
+	// a1 is cordoned by the time the second member completes the job on a2 (the node
+	// event has not released the job yet): the job is not let through.
+	var cordoned []*v1.Node
+	for _, node := range nodes {
+		if node.Name == "a1" {
+			node = node.DeepCopy()
+			node.Spec.Unschedulable = true
+		}
+		cordoned = append(cordoned, node)
+	}
+	h.lister.set(append(pods, member("llm", 0, 2, "a1")), cordoned)
+	status := h.permit(member("llm", 1, 2, ""), "a2")
+	want := fmt.Sprintf(NodeTakenFormat, "ml/llm", "a1", "ml/llm-0", gpupolicy.Cordoned)
+	if status.Code() != fwk.Unschedulable || !strings.Contains(status.Message(), want) {
+		t.Fatalf("completing member: %v, want Unschedulable %q", status, want)
+	}
+	if status := receive(t, "first", firstDone); status.IsSuccess() {
+		t.Fatalf("first member: %v, want rejected", status)
+	}
+}

@@ -186,3 +186,38 @@ def test_a_job_created_again_while_its_old_pods_terminate_is_planned_afresh(
     bindings = watch.wait_for_bindings(new)
     assert {bindings[name] for name in new} == {"b-1"}, bindings
     assert all(outcome.node == "b-1" for outcome in outcomes.values())
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_a_held_members_node_cordoned_releases_the_job_at_once(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """A job of 4 is planned in A (the tightest fit) and two members are held at Permit on a-1;
+    then a-1 is cordoned, as a drain or EKS node auto repair begins. The held members are released
+    at once, not after the 10-minute timeout, and the job, its last two members created, binds
+    whole in B: never a binding of the job on a-1."""
+    cluster.add_nodes(
+        SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=4), ZONE_A),
+        SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=6), ZONE_B),
+    )
+    start_webhook(cluster.plane, tmp_path / "webhook")
+    cluster.start(choices=PolicyChoices(job_zone=JobZoneArgs(permit_timeout_seconds=600)))
+    first = create(cluster, member("llm", 0, 4), member("llm", 1, 4))
+
+    def held_on_a() -> bool:
+        held = {event.pod for event in watch.snapshot() if event.kind == "held" and event.node == "a-1"}
+        return held >= set(first)
+
+    wait_for(held_on_a, 30, "the first two members held at Permit on a-1", interval=0.1)
+    kubernetes.client.CoreV1Api(cluster.api).patch_node("a-1", {"spec": {"unschedulable": True}})
+    wait_for(
+        lambda: {event.pod for event in watch.snapshot() if event.kind == "released"} >= set(first),
+        30,
+        "the held members released",
+        interval=0.1,
+    )
+    rest = create(cluster, member("llm", 2, 4), member("llm", 3, 4))
+    outcomes = cluster.outcomes(first + rest, bound_only=True, timeout=60)
+    bindings = watch.wait_for_bindings(first + rest)
+    assert set(bindings.values()) == {"b-1"}, bindings
+    assert all(outcome.node == "b-1" for outcome in outcomes.values())
