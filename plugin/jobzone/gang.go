@@ -69,6 +69,7 @@ func (pl *JobZone) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	g := pl.gangs[key]
 	if placed >= job.Size {
 		delete(pl.gangs, key)
+		pl.release(key)
 		pl.mu.Unlock()
 		if message := pl.heldNodesTaken(pod, job, key); message != "" {
 			logger.V(2).Info("a held member's node was taken away; the job is placed again", "job", key, "why", message)
@@ -157,6 +158,7 @@ func (pl *JobZone) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.
 		return
 	}
 	delete(pl.gangs, key)
+	pl.release(key)
 	timedOut := !now.Before(g.deadline)
 	if timedOut {
 		if pl.failed[key] == nil {

@@ -4,9 +4,12 @@
 //
 //   - PreFilter restricts a job's pod to the zone where its members are already bound
 //     or assumed. For the first pod it plans the zone that holds job-size copies of
-//     the pod (free GPUs, GPU-memory fit, CPU, memory, taints and node affinity),
-//     tightest fit first, skipping zones where the job recently timed out; when none
-//     does, the pod is unschedulable with every zone's count in the message.
+//     the pod (free GPUs, GPU-memory fit, CPU, memory, taints and node affinity, less
+//     the GPUs other planned jobs still need in each zone), tightest fit first,
+//     skipping zones where the job recently timed out; when none does, the pod is
+//     unschedulable with every zone's count in the message. The plan holds its zone's
+//     GPUs for the job until it is placed, given up, or permitTimeout passes with no
+//     member waiting.
 //   - Filter refuses a node outside that zone, so a member whose stale
 //     status.nominatedNodeName names a node elsewhere (kube-scheduler tries the
 //     nominated node first, without PreFilter's node set) still stays in its zone.
@@ -70,6 +73,8 @@ type JobZone struct {
 	gangs map[string]*gang
 	// failed are, by job, the zones where the job timed out and until when they are skipped.
 	failed map[string]map[string]time.Time
+	// reservations are the planned jobs' holds on their zones, by namespace/name (ledger.go).
+	reservations map[string]reservation
 }
 
 var (
@@ -97,7 +102,10 @@ func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, c
 	}
 	klog.FromContext(ctx).V(2).Info("JobZone configured", "permitTimeout", c.permitTimeout,
 		"failedZoneDuration", c.failedZoneDuration, "maxJobSize", c.zone.MaxJobSize, "zoneLabel", c.zone.ZoneLabel)
-	pl := &JobZone{config: c, handle: handle, clock: clk, gangs: map[string]*gang{}, failed: map[string]map[string]time.Time{}}
+	pl := &JobZone{
+		config: c, handle: handle, clock: clk,
+		gangs: map[string]*gang{}, failed: map[string]map[string]time.Time{}, reservations: map[string]reservation{},
+	}
 	if err := pl.watchNodes(klog.FromContext(ctx)); err != nil {
 		return nil, fmt.Errorf("%s: watching nodes: %w", Name, err)
 	}
@@ -154,13 +162,15 @@ func (pl *JobZone) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.
 	failed := pl.failedZones(jobKey(pod, job))
 	zone := memberZone(nodes, pod, job, pl.config.zone, failed)
 	if zone == "" {
+		key := jobKey(pod, job)
 		shape := newPodShape(pod, pl.config)
-		copies := copiesByZone(logger, nodes, shape, pl.config)
+		copies := withoutReserved(copiesByZone(logger, nodes, shape, pl.config), pl.reservedByOthers(key, nodes), shape.gpus)
 		plan := zonepolicy.PlanZone(copies, job.Size, failed)
 		if plan.Zone == "" {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, plan.Message)
 		}
 		zone = plan.Zone
+		pl.reserve(key, pod.Namespace, zone, job, shape.gpus)
 		logger.V(3).Info("planned a zone for a job", "pod", klog.KObj(pod), "job", job.Name, "size", job.Size, "zone", zone, "copiesByZone", copies)
 	}
 	state.Write(stateKey, &jobState{job: job, zone: zone})

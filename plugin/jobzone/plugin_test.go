@@ -254,12 +254,13 @@ func TestTimeoutRejectsEveryHeldMemberAndSkipsTheZone(t *testing.T) {
 	if result, _ := h.preFilter(first); !result.NodeNames.Equal(sets.New("c1", "c2")) {
 		t.Fatalf("replan %v, want zone c", result.NodeNames)
 	}
-	// Another job is not affected by this job's failure.
+	// Another job is not affected by this job's failure (and its plan holds b's GPUs).
 	if result, _ := h.preFilter(member("other", 0, 8, "")); !result.NodeNames.Equal(sets.New("b1")) {
 		t.Fatalf("another job's plan %v, want zone b", result.NodeNames)
 	}
-	// When the failure expires, b is the tightest fit again.
-	h.clock.Step(DefaultFailedZoneDuration)
+	// When the failure expires, and the other job's plan lapsed with none of its members
+	// waiting, b is the tightest fit again.
+	h.clock.Step(max(DefaultFailedZoneDuration, DefaultPermitTimeout))
 	if result, _ := h.preFilter(first); !result.NodeNames.Equal(sets.New("b1")) {
 		t.Fatalf("after the failure expired: %v, want zone b", result.NodeNames)
 	}
@@ -467,5 +468,42 @@ func TestTheMemberCompletingAJobChecksEveryHeldMembersNode(t *testing.T) {
 	}
 	if status := receive(t, "first", firstDone); status.IsSuccess() {
 		t.Fatalf("first member: %v, want rejected", status)
+	}
+}
+
+func TestAPlannedJobHoldsItsZoneFromTheNextJobsPlan(t *testing.T) {
+	h := newHarness(t, nil)
+	pods, nodes := sixVersusEight() // free GPUs: a 6, b 8, c 2
+	h.lister.set(pods, nodes)
+	// Two jobs of 4 planned one after the other, before either has a member placed: the
+	// first takes a (the tightest fit), the second sees a's 6 less the first's 4 and goes
+	// to b; without the ledger both would plan a, which holds only one of them.
+	if result, _ := h.preFilter(member("first", 0, 4, "")); !result.NodeNames.Equal(sets.New("a1", "a2")) {
+		t.Fatalf("first job: %v, want zone a", result.NodeNames)
+	}
+	if result, _ := h.preFilter(member("second", 0, 4, "")); !result.NodeNames.Equal(sets.New("b1")) {
+		t.Fatalf("second job: %v, want zone b", result.NodeNames)
+	}
+	noZone := func(a, b, c int64) string {
+		return zonepolicy.PlanZone(map[string]int64{"us-east-1a": a, "us-east-1b": b, "us-east-1c": c}, 5, nil).Message
+	}
+	// A job of 5 fits nowhere now: the message counts what the plans leave.
+	if _, status := h.preFilter(member("third", 0, 5, "")); status.Message() != noZone(2, 4, 2) {
+		t.Fatalf("third job: %v, want %q", status, noZone(2, 4, 2))
+	}
+	// Members placed count against their own job's need: with three of the first job's
+	// members assumed in a (3 GPUs free there), it still needs one GPU more.
+	h.lister.set(append(pods, member("first", 0, 4, "a1"), member("first", 1, 4, "a1"), member("first", 2, 4, "a1")), nodes)
+	if _, status := h.preFilter(member("third", 0, 5, "")); status.Message() != noZone(2, 4, 2) {
+		t.Fatalf("third job beside a partly placed one: %v, want %q", status, noZone(2, 4, 2))
+	}
+	// Placed whole, the first job releases a; given up, the second releases b.
+	h.plugin.mu.Lock()
+	h.plugin.release("ml/first")
+	h.plugin.release("ml/second")
+	h.plugin.mu.Unlock()
+	h.lister.set(pods, nodes)
+	if result, _ := h.preFilter(member("third", 0, 5, "")); !result.NodeNames.Equal(sets.New("a1", "a2")) {
+		t.Fatalf("after the releases: %v, want zone a", result.NodeNames)
 	}
 }

@@ -221,3 +221,33 @@ def test_a_held_members_node_cordoned_releases_the_job_at_once(
     bindings = watch.wait_for_bindings(first + rest)
     assert set(bindings.values()) == {"b-1"}, bindings
     assert all(outcome.node == "b-1" for outcome in outcomes.values())
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_two_jobs_created_interleaved_each_get_a_zone_that_holds_them(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """Two jobs of 8, their pods created interleaved; A has 12 free GPUs, B 16. Each job's plan holds
+    its zone's GPUs from the other's plan, so the first goes to A (the tightest fit) and the second
+    to B, and both bind whole at once. Without that, both plan A, each gets 6 members held there,
+    and both wait for the 10-minute timeout holding 12 GPUs that do nothing."""
+    cluster.add_nodes(
+        SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_A),
+        SimulatedNode("a-2", shaped_like(BASE_TYPE, 81920, gpu_count=4), ZONE_A),
+        SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_B),
+        SimulatedNode("b-2", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_B),
+    )
+    start_webhook(cluster.plane, tmp_path / "webhook")
+    cluster.start(choices=PolicyChoices(job_zone=JobZoneArgs(permit_timeout_seconds=600)))
+    names = create(cluster, *(member(job, index, 8) for index in range(8) for job in ("first", "second")))
+    outcomes = cluster.outcomes(names, bound_only=True, timeout=60)
+    bindings = watch.wait_for_bindings(names)
+    zones = {
+        job: zones_of(cluster, {n: node for n, node in bindings.items() if n.startswith(job)})
+        for job in ("first", "second")
+    }
+    assert zones == {"first": Counter({ZONE_A: 8}), "second": Counter({ZONE_B: 8})}, zones
+    assert len(outcomes) == 16
+    assert not [event for event in watch.snapshot() if event.kind == "released"], (
+        "no job was held and released"
+    )
