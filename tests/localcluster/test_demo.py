@@ -15,6 +15,7 @@ from components.render.webhook_config import WEBHOOK_NAME
 from contracts.modes import SCHEDULER_MODES
 from localcluster.demo.pods import sample_pods
 from localcluster.host.images import LocalImages
+from localcluster.host.processes import STOP_GRACE_SECONDS
 from localcluster.host.waiting import wait_for
 from policy import CAPACITY_TYPE_ANNOTATION, CAPACITY_TYPE_LABEL, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
 
@@ -120,14 +121,18 @@ def work_dirs_of(pids: set[int]) -> set[Path]:
     }
 
 
+def command_name(pid: int) -> str:
+    """The program a process runs (its pid when it has gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode() or str(pid)
+    except OSError:
+        return str(pid)
+
+
 def freeze_the_scheduler(children: set[int]) -> None:
     """SIGSTOP the demo's kube-scheduler: no pod can be placed any more, so the demo cannot finish
     before the signal the test sends it, however fast the scheduler was until then."""
-    (scheduler,) = (
-        pid
-        for pid in children
-        if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"kube-scheduler")
-    )
+    (scheduler,) = (pid for pid in children if command_name(pid).endswith("kube-scheduler"))
     os.kill(scheduler, signal.SIGSTOP)
 
 
@@ -152,6 +157,23 @@ def start_demo_until_the_cluster_runs(bin_dir: Path) -> tuple[subprocess.Popen[s
     return demo, children
 
 
+def wait_for_exit(demo: subprocess.Popen[str], children: set[int]) -> int:
+    """The demo's exit status once it has stopped its children one after another, each given
+    STOP_GRACE_SECONDS after SIGTERM before SIGKILL; past that bound (and a margin for a loaded
+    machine) the test fails naming the children still running and what the demo printed."""
+    deadline = STOP_GRACE_SECONDS * len(children) + 30
+    try:
+        return demo.wait(timeout=deadline)
+    except subprocess.TimeoutExpired:
+        running = sorted(command_name(pid) for pid in alive(children))
+        demo.kill()
+        output, _ = demo.communicate()
+        pytest.fail(
+            f"the demo had not exited {deadline:.0f}s after the signal; still running: "
+            f"{', '.join(running) or 'none of its children'}; it printed after submitting:\n{output[-3000:]}"
+        )
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_demo_stops_every_process_and_removes_its_files(bin_dir: Path, signum: int) -> None:
     demo, children = start_demo_until_the_cluster_runs(bin_dir)
@@ -159,7 +181,7 @@ def test_an_interrupted_demo_stops_every_process_and_removes_its_files(bin_dir: 
     assert work_dirs
     freeze_the_scheduler(children)  # stopped children are stopped all the same (SIGCONT follows SIGTERM)
     demo.send_signal(signum)
-    assert demo.wait(timeout=60) != 0
+    assert wait_for_exit(demo, children) != 0
     assert not alive(children)
     assert not any(directory.exists() for directory in work_dirs)
 
