@@ -22,6 +22,7 @@ IMAGES ?=
 TESTS ?= tests/e2e tests/localcluster
 N ?= 10
 LOAD ?= 0
+CHECK_WORKERS ?= auto
 
 .PHONY: help setup lock lint check go-check binaries autoscaler-binaries pulumi-engine images test test-policy test-python test-engine test-repeat demo explain bench bench-scale clean
 
@@ -48,8 +49,8 @@ lint: setup ## ruff (lint + format check) and mypy
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-check: lint ## the inner loop: lint, types and every test that needs no Go build, no control-plane binaries and no Pulumi engine (all but the e2e marker; docs/testing.md#the-inner-loop-make-check)
-	$(PY) -m pytest tests -m "not e2e" -q -p no:cacheprovider $(PYTEST_ARGS)
+check: lint ## the inner loop: lint, types and every test that needs no Go build, no control-plane binaries and no Pulumi engine (all but the e2e marker), in CHECK_WORKERS processes (default auto: one per core; docs/testing.md#the-inner-loop-make-check)
+	$(PY) -m pytest tests -m "not e2e" -q -p no:cacheprovider -n $(CHECK_WORKERS) $(PYTEST_ARGS)
 
 go-check: setup ## gofmt, go vet, hadolint and go test for the Go modules; prints how many shared vectors agreed
 	@out=$$(gofmt -l plugin bench/loadgen) && { [ -z "$$out" ] || { echo "gofmt: $$out"; exit 1; }; }

@@ -148,10 +148,12 @@ def _views_of_large_buffers() -> list[memoryview]:
     for thing in gc.get_objects():
         if isinstance(thing, memoryview):
             try:
-                if len(thing.obj) > WRITE_CHUNK_BYTES:  # type: ignore[arg-type]
-                    views.append(thing)
+                owner = thing.obj
             except ValueError:
-                pass  # a released view holds nothing
+                continue  # a released view holds nothing
+            # A view of raw memory that no Python object owns (C code makes them) is no answer.
+            if owner is not None and len(owner) > WRITE_CHUNK_BYTES:  # type: ignore[arg-type]
+                views.append(thing)
     return views
 
 
