@@ -109,7 +109,8 @@ def scheduler_mode_flags(mode: SchedulerMode) -> tuple[str, ...]:
 
 def plugin_mode_plugins(weight: int, capacity_type_weight: int = CAPACITY_TYPE_WEIGHT) -> dict[str, Any]:
     """GPUScheduler, then CapacityType, at preFilter, filter and score, first at preFilter and filter;
-    JobZone at its own points (preFilter, filter, reserve, permit) through ``multiPoint``.
+    JobZone at its own points (preFilter, filter, reserve, permit) through ``multiPoint``, and as the
+    profile's only queueSort, in place of PrioritySort.
 
     preFilter reads the pod's requirement once per cycle (and skips pods without a minimum);
     without it Filter and Score recompute it for every node. A plugin enabled only at an
@@ -120,9 +121,14 @@ def plugin_mode_plugins(weight: int, capacity_type_weight: int = CAPACITY_TYPE_W
     before NodeResourcesFit and the other filters run on it, and the reason recorded is the
     permanent one. CapacityType's preScore (which skips pods without a choice) is enabled
     through ``multiPoint``.
+
+    A profile has exactly one queueSort. JobZone's keeps a job's members together in the queue and
+    PrioritySort's order for every other pod; ``disabled: *`` there keeps ``multiPoint`` from adding
+    PrioritySort beside it.
     """
     ours = [(PLUGIN_NAME, weight), (CAPACITY_PLUGIN_NAME, capacity_type_weight)]
     return {
+        "queueSort": {"enabled": [{"name": JOB_ZONE_PLUGIN}], "disabled": [{"name": "*"}]},
         "multiPoint": {
             "enabled": [*({"name": name, "weight": w} for name, w in ours), {"name": JOB_ZONE_PLUGIN}]
         },

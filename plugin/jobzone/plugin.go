@@ -2,6 +2,9 @@
 // every pod of a same-zone job in one Availability Zone, chosen where the whole job
 // fits, and binds none of them until all are placed there.
 //
+//   - QueueSort (Less) brings a job's members out of the queue back to back: priority,
+//     then the job's earliest member's creation time, then the job's name; pods in no
+//     job keep PrioritySort's order.
 //   - PreFilter restricts a job's pod to the zone where its members are already bound
 //     or assumed. For the first pod it plans the zone that holds job-size copies of
 //     the pod (free GPUs, GPU-memory fit, CPU, memory, taints and node affinity, less
@@ -75,9 +78,12 @@ type JobZone struct {
 	failed map[string]map[string]time.Time
 	// reservations are the planned jobs' holds on their zones, by namespace/name (ledger.go).
 	reservations map[string]reservation
+	// order is when each job's earliest member was created, for Less (queue_sort.go).
+	order *jobOrder
 }
 
 var (
+	_ fwk.QueueSortPlugin   = &JobZone{}
 	_ fwk.PreFilterPlugin   = &JobZone{}
 	_ fwk.FilterPlugin      = &JobZone{}
 	_ fwk.ReservePlugin     = &JobZone{}
@@ -105,9 +111,13 @@ func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, c
 	pl := &JobZone{
 		config: c, handle: handle, clock: clk,
 		gangs: map[string]*gang{}, failed: map[string]map[string]time.Time{}, reservations: map[string]reservation{},
+		order: newJobOrder(),
 	}
 	if err := pl.watchNodes(klog.FromContext(ctx)); err != nil {
 		return nil, fmt.Errorf("%s: watching nodes: %w", Name, err)
+	}
+	if err := pl.watchPods(); err != nil {
+		return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
 	}
 	return pl, nil
 }

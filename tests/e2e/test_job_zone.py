@@ -6,6 +6,7 @@ plugin (whole-job zone choice, all-or-nothing Permit, failover after a timeout).
 """
 
 import copy
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import pytest
 
 from components.render.policy_choices import JobZoneArgs, PolicyChoices
 from localcluster.demo.zone_scene import BASE_TYPE, FREE_GPUS, ZONE_A, ZONE_B, same_zone_member, scene_nodes
-from localcluster.host.waiting import wait_for
+from localcluster.host.waiting import wait_for, wait_until
 from localcluster.plane.nodes import SimulatedNode
 from localcluster.plane.workloads import (
     WORKLOAD_NAMESPACE,
@@ -251,3 +252,40 @@ def test_two_jobs_created_interleaved_each_get_a_zone_that_holds_them(
     assert not [event for event in watch.snapshot() if event.kind == "released"], (
         "no job was held and released"
     )
+
+
+ATTEMPT = re.compile(rf'"Attempting to schedule pod" pod="{WORKLOAD_NAMESPACE}/([^"]+)"')
+"""kube-scheduler's line (at --v=3) as it takes a pod from its queue."""
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_one_jobs_members_are_scheduled_back_to_back(cluster: E2ECluster, tmp_path: Path) -> None:
+    """Two jobs of 4 whose pods are created interleaved before the scheduler starts, named so that
+    the API server lists them interleaved too (m0-alpha, m0-beta, m1-alpha, ...): PrioritySort
+    takes them from the queue in that order. JobZone's queue sort takes all of alpha's (the job
+    created first) and then all of beta's, so no member of one job waits at Permit while the
+    other's are scheduled."""
+    cluster.add_nodes(
+        SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_A),
+        SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_B),
+    )
+    start_webhook(cluster.plane, tmp_path / "webhook")
+    manifests = []
+    for index in range(4):
+        for job in ("alpha", "beta"):
+            manifest = member(job, index, 4)
+            manifest["metadata"]["name"] = f"m{index}-{job}"
+            manifests.append(manifest)
+    names = create(cluster, *manifests)
+    scheduler = cluster.start(verbosity=3)
+    cluster.outcomes(names, bound_only=True, timeout=60)
+
+    def first_attempts() -> list[str]:
+        seen = ATTEMPT.findall(scheduler.process.log_path.read_text(errors="replace"))
+        return list(dict.fromkeys(seen))
+
+    attempts = wait_until(
+        first_attempts, lambda seen: set(seen) >= set(names), 30, "an attempt logged for each of the 8 pods"
+    )
+    expected = [f"m{index}-{job}" for job in ("alpha", "beta") for index in range(4)]
+    assert attempts == expected, f"the scheduler took the pods in this order: {attempts}"

@@ -158,6 +158,9 @@ func TestPluginModeConfiguration(t *testing.T) {
 			t.Errorf("JobZone not enabled at %s: %v", point, enabled)
 		}
 	}
+	if enabled := plugins.QueueSort.Enabled; len(enabled) != 1 || enabled[0].Name != jobzone.Name {
+		t.Errorf("JobZone must be the only queueSort: %v", enabled)
+	}
 	if !hasPlugin(plugins.Filter.Enabled, "NodeResourcesFit", 0) {
 		t.Errorf("the upstream filters must stay enabled: %v", plugins.Filter.Enabled)
 	}
