@@ -114,6 +114,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
             depends_on=workload_dependencies,
             object_annotations=object_annotations,
             choices=config.policy_choices,
+            mode=config.scheduler_mode,
         )
     if extender_mode:
         Extender(

@@ -36,6 +36,7 @@ from components.stack_config import WebhookSettings
 from components.tls_server_workload import disruption_budget, https_service, tls_server_deployment
 from components.workload_parts import APP_LABEL, object_metadata
 from contracts.cluster import NAMESPACE, WEBHOOK_SERVICE
+from contracts.modes import SchedulerMode
 from contracts.server import TLS_PORT, WEBHOOK_TLS_DIR
 
 
@@ -71,11 +72,13 @@ class AdmissionWebhook(pulumi.ComponentResource):
         depends_on: list[pulumi.Resource],
         object_annotations: Mapping[str, str] | None = None,
         choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
+        mode: SchedulerMode = "extender",
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """``object_annotations`` go on every object (``kubernetes_await.await_annotations``);
         ``choices``: the stack's policy choices, as the webhook's flags (a default capacity-type
-        choice also sends every pod of the custom scheduler to the webhook)."""
+        choice also sends every pod of the custom scheduler to the webhook); ``mode``: the scheduler
+        mode (in plugin mode a same-zone pod with its own required pod affinity gets no zone term)."""
         super().__init__("gpu-scheduler-eks:index:AdmissionWebhook", name, None, opts)
         child = pulumi.ResourceOptions(
             parent=self, provider=provider, depends_on=[*depends_on, certificates.webhook_secret]
@@ -101,6 +104,7 @@ class AdmissionWebhook(pulumi.ComponentResource):
                 settings.disruption_protection,
                 choices,
                 settings.max_connections_per_source,
+                mode,
             ),
             port=TLS_PORT,
             replicas=settings.replicas,

@@ -65,7 +65,14 @@ def job_changes(job: JobZoneReport, per_copy: str, settings: JobZoneSettings) ->
             f"{len(job.unzoned_nodes)} node(s) have no {settings.zone_label} label and never take a "
             "same-zone job's pod (listed under the job above)"
         )
-    if not job.zone_affinity:
+    if not job.zone_affinity and job.own_pod_affinity:
+        changes.append(
+            "the pod has required pod affinity of its own, so the webhook writes no same-zone term beside "
+            "it (kube-scheduler counts a pod towards required affinity only if it matches every term): "
+            "only JobZone (plugin mode) keeps the job in one zone, and autoscalers do not launch for it "
+            "in one zone"
+        )
+    elif not job.zone_affinity:
         changes.append(
             f"the pod lacks the same-zone pod affinity on {job.job.name_label}={job.job.name} that the "
             "admission webhook writes: in the extender modes nothing keeps the job in one zone, and "

@@ -34,8 +34,7 @@ def job_summary(job: JobZoneReport) -> list[str]:
         f"  job        {job.job.name}, {job.job.size} pods (name from label {job.job.name_label}); {known}",
         f"  job zone   {zone}",
         f"  job status {job.status}: {JOB_STATUS[job.status]}",
-        "  affinity   the webhook's same-zone pod affinity: "
-        + ("present" if job.zone_affinity else "absent"),
+        "  affinity   the webhook's same-zone pod affinity: " + _affinity(job),
     ]
     if job.unzoned_nodes:
         names = ", ".join(job.unzoned_nodes[:LISTED_NODES])
@@ -76,6 +75,7 @@ def job_json(job: JobZoneReport) -> dict[str, Any]:
         else {"zone": job.plan.zone or None, "message": job.plan.message or None},
         "status": job.status,
         "zoneAffinity": job.zone_affinity,
+        "ownPodAffinity": job.own_pod_affinity,
         "zones": [
             {
                 "zone": room.zone,
@@ -88,3 +88,11 @@ def job_json(job: JobZoneReport) -> dict[str, Any]:
         ],
         "unzonedNodes": list(job.unzoned_nodes),
     }
+
+
+def _affinity(job: JobZoneReport) -> str:
+    if job.zone_affinity:
+        return "present"
+    if job.own_pod_affinity:
+        return "none beside the pod's own required pod affinity (JobZone keeps the zone, plugin mode only)"
+    return "absent"

@@ -19,7 +19,7 @@ from explain.pod_verdicts import NodeVerdict, PodVerdicts
 from policy import PolicyError, parse_quantity
 from policy.capacity_type import disruption_signal
 from policy.job_zone import JobZoneSettings, ZoneJob, ZonePlan, job_from_pod, plan_zone
-from policy.job_zone_affinity import zone_affinity_patch
+from policy.job_zone_affinity import own_required_pod_affinity, required_pod_terms, zone_affinity_term
 
 JobStatus = Literal["bound", "fits", "zone-full", "no-zone"]
 """``bound``: this pod is bound. ``fits``: the job's zone (where members are bound, else the
@@ -65,6 +65,9 @@ class JobZoneReport:
     """``plan_zone`` over every zone's copies for the whole job; None when members are bound."""
     zone_affinity: bool
     """The pod carries the webhook's same-zone pod affinity (the extender modes' only zone rule)."""
+    own_pod_affinity: bool
+    """The pod has required pod affinity terms of its own, beside which the webhook writes no
+    same-zone term (plugin mode) or which it refuses (the extender modes)."""
     status: JobStatus
 
     @property
@@ -129,7 +132,8 @@ def job_zone_report(
         member_zone=member_zone,
         remaining=remaining,
         plan=plan,
-        zone_affinity=not zone_affinity_patch(pod, settings),
+        zone_affinity=zone_affinity_term(job, settings) in required_pod_terms(pod),
+        own_pod_affinity=own_required_pod_affinity(pod, settings),
         status=_status(verdicts, zones, member_zone, remaining, plan),
     )
 

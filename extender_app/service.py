@@ -13,6 +13,7 @@ from http import HTTPStatus
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from contracts.modes import uses_extender
 from contracts.server import (
     DISRUPTION_PROTECTION_ON,
     HEALTHZ_PATH,
@@ -233,6 +234,7 @@ class ExtenderService:
                 capacity=settings.capacity,
                 protect_from_disruption=protect,
                 job_zone=job_zone,
+                zone_keeper="affinity" if uses_extender(settings.scheduler_mode) else "plugin",
             )
             return {MUTATE_PATH: _mutate_endpoint(admission)}
         verbs = VERBS if self.node_cache is None else cached_verbs(self.node_cache, self.metrics.node_cache)

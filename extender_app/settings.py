@@ -9,6 +9,7 @@ the scheduler extender (``--role extender``, the default) and the pod admission 
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Union, get_args, get_origin
 
+from contracts.modes import SchedulerMode
 from contracts.server import (
     CLIENT_CA_FILE,
     DISRUPTION_PROTECTION,
@@ -205,6 +206,15 @@ class ExtenderSettings:
         MAX_JOB_SIZE,
         "webhook role: the largest job-size annotation a same-zone pod may declare (the scheduler's"
         " JobZone maxJobSize)",
+    )
+    # The stack's schedulerMode: in plugin mode JobZone keeps a job in one zone, elsewhere the webhook's term.
+    scheduler_mode: SchedulerMode = setting(
+        "extender",
+        "webhook role: the custom scheduler's mode. plugin: the JobZone plugin keeps a same-zone job in"
+        " one zone, and a member with required pod affinity of its own gets no zone term beside it;"
+        " extender, extender-cached: the zone term is the only zone rule, and such a member is refused"
+        " (kube-scheduler would find no pod matching both)",
+        metavar="extender|extender-cached|plugin",
     )
     default_capacity_type: CapacityChoice | Literal[""] = setting(
         "",

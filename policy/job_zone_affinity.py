@@ -7,18 +7,39 @@ label. kube-scheduler then places every later member in the zone of the first on
 (the first may go anywhere: a term that matches no pod yet is satisfied by a pod matching
 its own term).
 
-Merge rules: the term is appended to the required podAffinity terms unless an equal one is
-there (a reinvoked webhook adds nothing); every other affinity field is left as it is.
+Merge rules: the term is added unless an equal one is there (a reinvoked webhook adds nothing);
+every other affinity field is left as it is. A pod that already has required podAffinity terms of
+its own gets no term beside them: kube-scheduler's InterPodAffinity counts an existing pod for a
+pod's required terms only if that pod matches *all* of them, and lets a first pod through only if
+it matches all its own terms, so a job's term beside, say, "next to the cache pods" would match no
+pod at all and leave every member Pending. Where the scheduler's JobZone plugin keeps the zone
+(plugin mode) such a pod gets nothing and JobZone alone keeps its job together; where the pod
+affinity is the only zone rule (the extender modes) the pod is refused, naming plugin mode.
 """
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
+from policy.errors import PolicyError
 from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings, ZoneJob, job_from_pod
 from policy.json_fields import list_field, mapping_field
 
 REQUIRED_POD_TERMS_FIELD = "requiredDuringSchedulingIgnoredDuringExecution"
 """The PodAffinity field holding the required terms (a list)."""
+
+ZoneKeeper = Literal["plugin", "affinity"]
+"""What keeps a same-zone job in one zone: the scheduler's JobZone plugin (plugin mode; the pod
+affinity is then for autoscalers) or the pod affinity alone (the extender modes)."""
+ZONE_KEEPERS: tuple[ZoneKeeper, ...] = ("plugin", "affinity")
+
+OWN_POD_AFFINITY_CONFLICT = (
+    "the pod has required pod affinity terms of its own; kube-scheduler counts a pod towards a pod's"
+    " required affinity only if it matches every term, so a same-zone term beside them would leave the"
+    " job's pods unschedulable. Same-zone jobs with their own required pod affinity need plugin mode"
+    " (schedulerMode: plugin), where the JobZone plugin keeps the zone"
+)
+"""Why a same-zone pod with its own required pod affinity is refused where the affinity is the
+only zone rule."""
 
 
 def zone_affinity_term(job: ZoneJob, settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS) -> dict[str, Any]:
@@ -30,12 +51,14 @@ def zone_affinity_term(job: ZoneJob, settings: JobZoneSettings = DEFAULT_JOB_ZON
 
 
 def zone_affinity_patch(
-    pod: object, settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS
+    pod: object, settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS, keeper: ZoneKeeper = "affinity"
 ) -> list[dict[str, Any]]:
     """The RFC 6902 JSON Patch that adds the job's same-zone pod affinity to a pod.
 
-    Empty for a pod that is not in a same-zone job or already carries the term. Raises
-    PolicyError as ``job_from_pod`` does, and for affinity fields of the wrong JSON type.
+    Empty for a pod that is not in a same-zone job or already carries the term, and, with
+    ``keeper`` "plugin", for a pod with required pod affinity terms of its own. Raises
+    PolicyError as ``job_from_pod`` does, for affinity fields of the wrong JSON type, and with
+    ``OWN_POD_AFFINITY_CONFLICT`` for a pod with terms of its own when ``keeper`` is "affinity".
     """
     job = job_from_pod(pod, settings)
     if job is None:
@@ -48,6 +71,10 @@ def zone_affinity_patch(
     terms = list_field(pod_affinity, REQUIRED_POD_TERMS_FIELD, "spec.affinity.podAffinity")
     if term in terms:
         return []
+    if terms:
+        if keeper == "plugin":
+            return []
+        raise PolicyError(OWN_POD_AFFINITY_CONFLICT)
     if spec.get("affinity") is None:
         return [
             {
@@ -60,10 +87,28 @@ def zone_affinity_patch(
         return [
             {"op": "add", "path": "/spec/affinity/podAffinity", "value": {REQUIRED_POD_TERMS_FIELD: [term]}}
         ]
-    path = f"/spec/affinity/podAffinity/{REQUIRED_POD_TERMS_FIELD}"
-    if pod_affinity.get(REQUIRED_POD_TERMS_FIELD) is None:
-        return [{"op": "add", "path": path, "value": [term]}]
-    return [{"op": "add", "path": f"{path}/-", "value": term}]
+    # The terms field is absent, null or an empty list: the term becomes the only one.
+    return [{"op": "add", "path": f"/spec/affinity/podAffinity/{REQUIRED_POD_TERMS_FIELD}", "value": [term]}]
+
+
+def required_pod_terms(pod: Mapping[str, Any]) -> Sequence[Any]:
+    """The pod's required podAffinity terms. Raises PolicyError for fields of the wrong type."""
+    spec = mapping_field(pod, "spec", "pod")
+    affinity = mapping_field(spec, "affinity", "spec")
+    pod_affinity = mapping_field(affinity, "podAffinity", "spec.affinity")
+    return list_field(pod_affinity, REQUIRED_POD_TERMS_FIELD, "spec.affinity.podAffinity")
+
+
+def own_required_pod_affinity(
+    pod: Mapping[str, Any], settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS
+) -> bool:
+    """True when the pod has required podAffinity terms other than its job's same-zone term (so
+    ``zone_affinity_patch`` adds none beside them). Raises PolicyError as ``job_from_pod`` does and
+    for fields of the wrong type."""
+    terms = required_pod_terms(pod)
+    job = job_from_pod(pod, settings)
+    own = terms if job is None else [term for term in terms if term != zone_affinity_term(job, settings)]
+    return bool(own)
 
 
 def combined_affinity_patch(

@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
 from contracts.cluster import NAMESPACE, NAMESPACE_NAME_LABEL, SCHEDULER_NAME, WEBHOOK_SERVICE
+from contracts.modes import SchedulerMode
 from contracts.server import (
     DISRUPTION_PROTECTION_OFF,
     DISRUPTION_PROTECTION_ON,
@@ -172,11 +173,13 @@ def webhook_args(
     disruption_protection: bool = True,
     choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
     max_connections_per_source: int | None = None,
+    mode: SchedulerMode = "extender",
 ) -> list[str]:
     """The container's flags: the extender image in its webhook role, server certificate only;
     ``disruption_protection``: pods with a minimum also get the autoscalers' opt-out annotations;
     ``choices``: the stack's policy choices (the largest same-zone job, the default choice);
-    ``max_connections_per_source``: the server's bound per client address (None: its default)."""
+    ``max_connections_per_source``: the server's bound per client address (None: its default);
+    ``mode``: the stack's scheduler mode (what keeps a same-zone job in one zone)."""
     limits = (
         []
         if max_connections_per_source is None
@@ -192,6 +195,7 @@ def webhook_args(
             "disruption_protection",
             DISRUPTION_PROTECTION_ON if disruption_protection else DISRUPTION_PROTECTION_OFF,
         ),
+        flag("scheduler_mode", mode),
         *choices.webhook_flags(),
         *limits,
     ]

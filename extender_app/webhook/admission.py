@@ -7,11 +7,12 @@ JSON Patch that writes them into the pod's node affinity (so
 autoscalers launch a node type whose label is large enough, of the capacity type chosen)
 and, with disruption protection on, adds the autoscalers' opt-out annotations
 (``disruption_protection``); for a member of a same-zone job, the required pod affinity that
-keeps the job in one zone. A pod whose annotations the policy refuses is denied with the
-policy's own message, or admitted with a warning when the operator chose ``warn``. What is
-not a pod CREATE is admitted unchanged: a webhook must never block what it was not written
-for. A body that is not an AdmissionReview is a ``WireError`` (400), as the extender's verbs
-answer.
+keeps the job in one zone (``policy.job_zone_affinity``: a member with required pod affinity of its
+own gets none in plugin mode and is refused in the extender modes). A pod whose annotations the
+policy refuses is denied with the policy's own message, or admitted with a warning when the
+operator chose ``warn``. What is not a pod CREATE is admitted unchanged: a webhook must never
+block what it was not written for. A body that is not an AdmissionReview is a ``WireError``
+(400), as the extender's verbs answer.
 """
 
 import base64
@@ -42,7 +43,7 @@ from policy import (
     requirement_from_pod,
 )
 from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings
-from policy.job_zone_affinity import combined_affinity_patch, zone_affinity_patch
+from policy.job_zone_affinity import ZONE_KEEPERS, ZoneKeeper, combined_affinity_patch, zone_affinity_patch
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 ADMISSION_REVIEW = "AdmissionReview"
@@ -67,6 +68,10 @@ class AdmissionSettings:
     while they run (``disruption_protection``): on by default, a training job is not restarted
     for a consolidation; the cost is a node kept, and paid for, until its jobs end."""
     job_zone: JobZoneSettings = field(default_factory=lambda: DEFAULT_JOB_ZONE_SETTINGS)
+    zone_keeper: ZoneKeeper = "affinity"
+    """What keeps a same-zone job in one zone: ``plugin`` (the scheduler's JobZone; a member with
+    required pod affinity of its own gets no zone term) or ``affinity`` (the term alone, the
+    extender modes; such a member is refused)."""
     scheduler_name: str = SCHEDULER_NAME
     """``capacity.default_choice`` applies to pods of this scheduler only: the only pods the rule
     judges when scheduling (a DaemonSet's pods, which the default scheduler places, never get it)."""
@@ -77,6 +82,9 @@ class AdmissionSettings:
                 f"invalid_annotation must be one of {', '.join(INVALID_ANNOTATION_ACTIONS)}, "
                 f"not {self.invalid_annotation!r}"
             )
+        if self.zone_keeper not in ZONE_KEEPERS:
+            keepers = ", ".join(ZONE_KEEPERS)
+            raise ValueError(f"zone_keeper must be one of {keepers}, not {self.zone_keeper!r}")
 
 
 @dataclass(frozen=True)
@@ -146,7 +154,7 @@ def _pod_answer(pod: object, settings: AdmissionSettings) -> dict[str, Any]:
         annotation = settings.capacity.annotation if capacity_error else settings.policy.min_memory_annotation
         return _refusal(f"{annotation}: {error}", settings)
     try:
-        zone_patch = zone_affinity_patch(pod, settings.job_zone)
+        zone_patch = zone_affinity_patch(pod, settings.job_zone, settings.zone_keeper)
     except PolicyError as error:
         return _refusal(f"{JOB_REFUSAL_PREFIX}: {error}", settings)
     patch = combined_affinity_patch(memory_patch, zone_patch)

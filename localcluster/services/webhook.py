@@ -31,6 +31,7 @@ from components.render.webhook_config import (
     url_client_config,
 )
 from contracts.cluster import WEBHOOK_SERVICE
+from contracts.modes import SchedulerMode
 from contracts.server import INVALID_ANNOTATION, MUTATE_PATH, ROLE_WEBHOOK, InvalidAnnotation, flag
 from localcluster.host.images import LocalImages
 from localcluster.host.pki import CertificateAuthority
@@ -95,12 +96,14 @@ def start_webhook(
     failure_policy: FailurePolicy = DEFAULT_FAILURE_POLICY,
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
     choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
+    mode: SchedulerMode = "extender",
 ) -> RunningWebhook:
     """Start the webhook on loopback with a new CA and server certificate under ``work_dir``,
     register the MutatingWebhookConfiguration (as the stack renders it, calling the loopback
     URL) and wait until the API server calls it. Stopped with the control plane's processes;
     ``unregister_webhook`` removes the configuration. ``choices``: the stack's policy choices (the
-    webhook's flags; a default capacity-type choice widens the configuration's match condition)."""
+    webhook's flags; a default capacity-type choice widens the configuration's match condition);
+    ``mode``: the scheduler mode the webhook serves (what keeps a same-zone job in one zone)."""
     work_dir.mkdir(parents=True, exist_ok=True)
     ca = CertificateAuthority.create(work_dir, "webhook")
     server = ca.issue(work_dir, "webhook-server", WEBHOOK_SERVICE, server_names=(LOOPBACK,))
@@ -115,6 +118,7 @@ def start_webhook(
             flag("port", port),
             flag("health_port", health_port),
             flag("invalid_annotation", invalid_annotation),
+            flag("scheduler_mode", mode),
             *choices.webhook_flags(),
         )
         return launch_webhook(plane.processes, args, port, health_port)

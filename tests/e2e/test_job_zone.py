@@ -25,6 +25,9 @@ from localcluster.plane.workloads import (
     pod_manifest,
 )
 from localcluster.services.webhook import start_webhook
+from policy.job_zone import ZONE_LABEL
+from policy.job_zone_affinity import OWN_POD_AFFINITY_CONFLICT
+from policy.job_zone_affinity import REQUIRED_POD_TERMS_FIELD as REQUIRED_TERMS
 from testbed.e2e_cluster import E2ECluster, shaped_like
 from tests.e2e.bindings import BindingWatch, gpu_seconds_held
 
@@ -289,3 +292,44 @@ def test_one_jobs_members_are_scheduled_back_to_back(cluster: E2ECluster, tmp_pa
     )
     expected = [f"m{index}-{job}" for job in ("alpha", "beta") for index in range(4)]
     assert attempts == expected, f"the scheduler took the pods in this order: {attempts}"
+
+
+CACHE_TERM = {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": ZONE_LABEL}
+
+
+@pytest.mark.parametrize("mode", ["plugin", "extender"], indirect=True)
+def test_members_with_their_own_pod_affinity(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """A job of 4 whose members must run in the zone of a cache pod (their own required pod
+    affinity), the cache in B. With the webhook's job term beside theirs, no pod would match both
+    (InterPodAffinity counts a pod only if it matches every required term), and every member would
+    stay Pending. Plugin mode: the members keep their affinity alone and bind whole in B, JobZone
+    keeping them together. Extender modes: each member is refused at admission, naming plugin mode."""
+    cluster.add_nodes(
+        SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_A),
+        SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_B),
+    )
+    start_webhook(cluster.plane, tmp_path / "webhook", mode=cluster.mode)
+    cluster.start()
+    cache = pod_manifest(PodSpecification("cache", gpus=0, tolerate_all=True))
+    cache["metadata"]["labels"] = {"app": "cache"}
+    cache["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "b-1"}
+    create(cluster, cache)
+    cluster.outcomes(["cache"], bound_only=True, timeout=60)
+    members = []
+    for index in range(4):
+        manifest = member("near-cache", index, 4)
+        manifest["spec"]["affinity"] = {"podAffinity": {REQUIRED_TERMS: [CACHE_TERM]}}
+        members.append(manifest)
+    if cluster.mode != "plugin":
+        [refusal] = {create_through_admission(cluster.api, manifest) for manifest in members}
+        assert OWN_POD_AFFINITY_CONFLICT in refusal, refusal
+        return
+    names = create(cluster, *members)
+    for name in names:
+        affinity = cluster.api.sanitize_for_serialization(cluster.pod(name))["spec"]["affinity"]
+        assert affinity["podAffinity"] == {REQUIRED_TERMS: [CACHE_TERM]}, "no job term beside the pod's own"
+    cluster.outcomes(names, bound_only=True, timeout=60)
+    bindings = watch.wait_for_bindings(names)
+    assert set(bindings.values()) == {"b-1"}, bindings

@@ -18,6 +18,7 @@ from policy.job_zone import (
     ZONE_POLICY_ANNOTATION,
     JobZoneSettings,
 )
+from policy.job_zone_affinity import OWN_POD_AFFINITY_CONFLICT
 from testbed.admission_reviews import UID, admission_review, gpu_pod
 
 
@@ -82,3 +83,37 @@ def test_the_job_size_bound_is_a_setting() -> None:
     settings = AdmissionSettings(job_zone=JobZoneSettings(max_job_size=2048))
     assert answer(job_pod(size="2000"), settings)["allowed"] is True
     assert answer(job_pod(size="2000"))["allowed"] is False
+
+
+OWN_TERM = {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": ZONE_LABEL}
+
+
+def beside_the_cache(annotation: str | None = "40960") -> dict[str, Any]:
+    """A same-zone member that must run in the zone of the cache pods (its own required affinity)."""
+    pod = job_pod(annotation=annotation)
+    pod["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [OWN_TERM]}}
+    return pod
+
+
+def test_a_member_with_its_own_pod_affinity_is_refused_where_the_affinity_is_the_zone_rule() -> None:
+    response = answer(beside_the_cache())
+    assert response["allowed"] is False
+    assert response["status"]["message"] == f"{JOB_REFUSAL_PREFIX}: {OWN_POD_AFFINITY_CONFLICT}"
+    warned = answer(beside_the_cache(), AdmissionSettings(invalid_annotation="warn"))
+    assert warned["warnings"] == [f"{JOB_REFUSAL_PREFIX}: {OWN_POD_AFFINITY_CONFLICT}"]
+
+
+def test_in_plugin_mode_a_member_with_its_own_pod_affinity_keeps_it_alone() -> None:
+    pod = beside_the_cache()
+    response = answer(pod, AdmissionSettings(zone_keeper="plugin"))
+    assert response["allowed"] is True
+    result = jsonpatch.apply_patch(pod, orjson.loads(base64.b64decode(response["patch"])))
+    affinity = result["spec"]["affinity"]
+    assert affinity["podAffinity"] == {"requiredDuringSchedulingIgnoredDuringExecution": [OWN_TERM]}
+    assert "nodeAffinity" in affinity, "the GPU-memory rule is still written"
+    assert answer(job_pod(), AdmissionSettings(zone_keeper="plugin"))["allowed"] is True
+
+
+def test_the_webhook_role_takes_the_zone_keeper_from_the_scheduler_mode() -> None:
+    with pytest.raises(ValueError, match="zone_keeper must be one of plugin, affinity"):
+        AdmissionSettings(zone_keeper="jobzone")  # type: ignore[arg-type]

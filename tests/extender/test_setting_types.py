@@ -20,6 +20,7 @@ def test_every_setting_with_a_fixed_set_of_values_is_a_literal() -> None:
         "invalid_annotation",
         "disruption_protection",
         "default_capacity_type",
+        "scheduler_mode",
     }
 
 

@@ -18,8 +18,10 @@ from policy.job_zone import (
     plan_zone,
 )
 from policy.job_zone_affinity import (
+    OWN_POD_AFFINITY_CONFLICT,
     REQUIRED_POD_TERMS_FIELD,
     combined_affinity_patch,
+    own_required_pod_affinity,
     zone_affinity_patch,
     zone_affinity_term,
 )
@@ -126,8 +128,8 @@ NODE_AFFINITY: dict[str, Any] = {
         ),
         ({"podAffinity": {}}, {"podAffinity": {REQUIRED_POD_TERMS_FIELD: [TERM]}}),
         (
-            {"podAffinity": {REQUIRED_POD_TERMS_FIELD: [OTHER_TERM]}},
-            {"podAffinity": {REQUIRED_POD_TERMS_FIELD: [OTHER_TERM, TERM]}},
+            {"podAffinity": {REQUIRED_POD_TERMS_FIELD: []}},
+            {"podAffinity": {REQUIRED_POD_TERMS_FIELD: [TERM]}},
         ),
         (
             {"podAntiAffinity": {REQUIRED_POD_TERMS_FIELD: [OTHER_TERM]}},
@@ -147,6 +149,39 @@ def test_zone_affinity_patch_adds_the_term_once(affinity: object, want: dict[str
     patched = jsonpatch.apply_patch(pod, patch)
     assert patched["spec"]["affinity"] == want
     assert zone_affinity_patch(patched) == [], "a second call (reinvocation) adds nothing"
+
+
+@pytest.mark.parametrize(
+    "pod_affinity",
+    [
+        {REQUIRED_POD_TERMS_FIELD: [OTHER_TERM]},
+        {REQUIRED_POD_TERMS_FIELD: [OTHER_TERM], "preferredDuringSchedulingIgnoredDuringExecution": []},
+    ],
+)
+def test_a_pod_with_its_own_required_pod_affinity_gets_no_term_beside_it(
+    pod_affinity: dict[str, Any],
+) -> None:
+    """kube-scheduler counts an existing pod for a pod's required terms only if it matches all of
+    them (InterPodAffinity's podMatchesAllAffinityTerms), and lets a first pod through only if it
+    matches all its own: the cache pods carry no job label and the members no cache label, so with
+    both terms no pod would ever match. Plugin mode adds nothing; the extender modes refuse."""
+    pod = same_zone_pod({"podAffinity": pod_affinity})
+    assert own_required_pod_affinity(pod)
+    assert zone_affinity_patch(pod, keeper="plugin") == []
+    with pytest.raises(PolicyError) as refused:
+        zone_affinity_patch(pod, keeper="affinity")
+    assert str(refused.value) == OWN_POD_AFFINITY_CONFLICT
+    assert "schedulerMode: plugin" in OWN_POD_AFFINITY_CONFLICT
+
+
+def test_the_jobs_own_term_and_anti_affinity_are_not_a_pods_own_affinity() -> None:
+    assert not own_required_pod_affinity(same_zone_pod({"podAffinity": {REQUIRED_POD_TERMS_FIELD: [TERM]}}))
+    anti = same_zone_pod({"podAntiAffinity": {REQUIRED_POD_TERMS_FIELD: [OTHER_TERM]}})
+    assert not own_required_pod_affinity(anti)
+    assert not own_required_pod_affinity(same_zone_pod(None))
+    with_both = same_zone_pod({"podAffinity": {REQUIRED_POD_TERMS_FIELD: [TERM, OTHER_TERM]}})
+    assert own_required_pod_affinity(with_both)
+    assert zone_affinity_patch(with_both) == [], "a pod already carrying the term is left as it is"
 
 
 def test_zone_affinity_term_selects_by_the_label_that_named_the_job() -> None:

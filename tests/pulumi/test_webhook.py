@@ -117,6 +117,14 @@ def test_the_deployment_is_hardened_like_the_extender(extender_run: StackRun) ->
     }
 
 
+def test_the_webhook_serves_the_stacks_scheduler_mode(run: StackRun) -> None:
+    """In plugin mode JobZone keeps a same-zone job together, so the webhook writes no zone term
+    beside a member's own required pod affinity; in the extender modes it refuses such a member."""
+    deployment = run.kubernetes_object("Deployment", WEBHOOK_SERVICE)
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert settings_from(container["args"], {}).scheduler_mode == run.outputs["schedulerMode"]
+
+
 def test_the_flags_are_ones_the_program_accepts_in_its_webhook_role() -> None:
     settings = settings_from(
         webhook_args("warn", choices=PolicyChoices(job_zone=JobZoneArgs(max_job_size=64))), {}
@@ -132,6 +140,8 @@ def test_the_flags_are_ones_the_program_accepts_in_its_webhook_role() -> None:
     assert settings.invalid_annotation == "warn"
     assert settings.disruption_protection == "on", "on by default: annotated jobs keep their node"
     assert settings_from(webhook_args(disruption_protection=False), {}).disruption_protection == "off"
+    assert settings.scheduler_mode == "extender", "the affinity is the only zone rule unless told otherwise"
+    assert settings_from(webhook_args(mode="plugin"), {}).scheduler_mode == "plugin"
     assert settings.max_body_bytes == WEBHOOK_MAX_BODY_BYTES
 
 
