@@ -8,7 +8,7 @@ and capacity-type fit, free GPUs, tolerated taints) and each node's free pod slo
 JobZone's PreFilter counts them. CPU and memory are not modelled, as elsewhere in explain.
 """
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -16,7 +16,7 @@ from typing import Literal
 
 from explain.node_facts import JsonObject, PodKey, pod_key
 from explain.pod_verdicts import NodeVerdict, PodVerdicts
-from policy import PolicyError, parse_quantity
+from policy import PolicyError, parse_quantity, pod_requests
 from policy.capacity_type import disruption_signal
 from policy.job_zone import JobZoneSettings, ZoneJob, ZonePlan, job_from_pod, plan_zone
 from policy.job_zone_affinity import own_required_pod_affinity, required_pod_terms, zone_affinity_term
@@ -154,14 +154,22 @@ def _copies_per_node(
 ) -> dict[str, int]:
     """Copies of the pod each node holds now: 0 on a node being taken away (whatever the pod
     tolerates, as JobZone's plan), where the verdict refuses it or a taint is not tolerated, else
-    the least of free GPUs and free pod slots, each divided by one copy's need."""
-    needed = verdicts.gpu_request or Decimal(0)
+    the least of free pod slots and of every resource the pod requests (GPUs, CPU, memory, EFA
+    interfaces, hugepages, ...), each free amount divided by one copy's need, as JobZone counts
+    them: a node without a requested resource holds none."""
+    needs = {name: quantity for name, quantity in _requests(pod).items() if quantity > 0}
     own = pod_key(pod)
-    used_slots = Counter(
-        str(_spec(other).get("nodeName"))
-        for other in assigned_pods
-        if pod_key(other) != own and _bound(other)
-    )
+    used_slots: Counter[str] = Counter()
+    used: defaultdict[str, defaultdict[str, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
+    for other in assigned_pods:
+        if pod_key(other) == own or not _bound(other):
+            continue
+        node_name = str(_spec(other).get("nodeName"))
+        used_slots[node_name] += 1
+        taken = used[node_name]
+        for name, quantity in _requests(other).items():
+            if name in needs:
+                taken[name] += quantity
     rows: dict[str, NodeVerdict] = {row.node.name: row for row in verdicts.nodes}
     copies: dict[str, int] = {}
     for node in nodes:
@@ -171,10 +179,32 @@ def _copies_per_node(
             copies[name] = 0
             continue
         count = max(0, _pod_slots(node) - used_slots[name])
-        if needed > 0:
-            count = min(count, int(row.node.gpus_free // needed))
+        allocatable = _allocatable(node)
+        taken = used[name]
+        for resource, need in needs.items():
+            free = allocatable.get(resource, Decimal(0)) - taken[resource]
+            count = min(count, max(0, int(free // need)))
         copies[name] = count
     return copies
+
+
+def _requests(pod: JsonObject) -> dict[str, Decimal]:
+    """The pod's aggregated requests; none for a hand-made pod whose requests cannot be read."""
+    try:
+        return pod_requests(pod)
+    except PolicyError:
+        return {}
+
+
+def _allocatable(node: JsonObject) -> dict[str, Decimal]:
+    raw = (node.get("status") or {}).get("allocatable") or {}
+    parsed: dict[str, Decimal] = {}
+    for name, value in raw.items():
+        try:
+            parsed[name] = parse_quantity(value)
+        except PolicyError:
+            continue
+    return parsed
 
 
 def _members(pod: JsonObject, members: Sequence[JsonObject], job: ZoneJob) -> list[JsonObject]:

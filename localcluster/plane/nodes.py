@@ -41,6 +41,9 @@ class SimulatedNode:
     deleting: bool = False
     """Deleted while a finalizer holds it: ``metadata.deletionTimestamp`` set, as Karpenter leaves
     the Node of a NodeClaim it removes while its termination finalizer drains it."""
+    efa_interfaces: int = 0
+    """EFA interfaces the node was launched with, which the AWS EFA device plugin advertises as
+    ``vpc.amazonaws.com/efa`` (0: none attached, the resource absent)."""
 
     @property
     def node_group(self) -> str:
@@ -106,6 +109,8 @@ def node_status(node: SimulatedNode) -> dict[str, Any]:
     allocatable["memory"] = f"{(instance_type.memory_mib - SYSTEM_RESERVED_MEMORY_MIB) * 1024}Ki"
     if instance_type.has_gpu:
         capacity[GPU_RESOURCE] = allocatable[GPU_RESOURCE] = str(instance_type.gpu_count)
+    if node.efa_interfaces:
+        capacity[EFA_RESOURCE] = allocatable[EFA_RESOURCE] = str(node.efa_interfaces)
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
         "capacity": capacity,
@@ -123,6 +128,8 @@ def node_status(node: SimulatedNode) -> dict[str, Any]:
     }
 
 
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+"""The AWS EFA Kubernetes device plugin's extended resource: one per EFA interface of the node."""
 TERMINATION_FINALIZER = "karpenter.sh/termination"
 """Karpenter's finalizer on the Nodes it manages; a deleted node it holds stays until drained."""
 

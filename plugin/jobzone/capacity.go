@@ -10,6 +10,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 
 	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
 	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
@@ -17,10 +18,14 @@ import (
 
 // podShape is what one copy of a job's pod needs of a node, read once per plan.
 type podShape struct {
-	pod         *v1.Pod
-	gpus        int64
-	milliCPU    int64
-	memory      int64
+	pod              *v1.Pod
+	gpus             int64
+	milliCPU         int64
+	memory           int64
+	ephemeralStorage int64
+	// scalars are the extended resources (GPUs, EFA interfaces, ...) and hugepages the pod
+	// requests, as NodeResourcesFit counts them.
+	scalars     map[v1.ResourceName]int64
 	requirement gpupolicy.Requirement
 	// requirementErr is the GPU-memory policy's error for an invalid pod: it fits nowhere.
 	requirementErr error
@@ -35,16 +40,24 @@ func newPodShape(pod *v1.Pod, c config) podShape {
 	gpus := requests[c.gpu.GPUResource]
 	requirement, err := gpupolicy.FromPod(pod, c.gpu)
 	capacity, capacityErr := gpupolicy.CapacityChoiceFromPod(pod, c.capacity)
+	scalars := map[v1.ResourceName]int64{}
+	for name, quantity := range requests {
+		if schedutil.IsScalarResourceName(name) && !quantity.IsZero() {
+			scalars[name] = quantity.Value()
+		}
+	}
 	return podShape{
-		pod:            pod,
-		gpus:           gpus.Value(),
-		milliCPU:       requests.Cpu().MilliValue(),
-		memory:         requests.Memory().Value(),
-		requirement:    requirement,
-		requirementErr: err,
-		capacity:       capacity,
-		capacityErr:    capacityErr,
-		affinity:       nodeaffinity.GetRequiredNodeAffinity(pod),
+		pod:              pod,
+		gpus:             gpus.Value(),
+		milliCPU:         requests.Cpu().MilliValue(),
+		memory:           requests.Memory().Value(),
+		ephemeralStorage: requests.StorageEphemeral().Value(),
+		scalars:          scalars,
+		requirement:      requirement,
+		requirementErr:   err,
+		capacity:         capacity,
+		capacityErr:      capacityErr,
+		affinity:         nodeaffinity.GetRequiredNodeAffinity(pod),
 	}
 }
 
@@ -53,8 +66,11 @@ func newPodShape(pod *v1.Pod, c config) podShape {
 // pod tolerates and whether or not it has a capacity choice: a job's members must stay
 // together), has a NoSchedule or NoExecute taint the pod does not tolerate, is outside
 // the pod's required node selector and affinity, or fails the GPU-memory or the
-// capacity-type rule (CapacityType would refuse it); otherwise the least of free GPUs,
-// CPU, memory and pod slots, each divided by what one copy requests. Requested resources include pods assumed by the scheduler
+// capacity-type rule (CapacityType would refuse it); otherwise the least of free pod
+// slots and of every resource the pod requests (CPU, memory, ephemeral storage, GPUs and
+// other extended resources such as EFA interfaces, hugepages), each free amount divided by
+// what one copy requests, as NodeResourcesFit counts them: a node without a requested
+// extended resource holds none. Requested resources include pods assumed by the scheduler
 // and not yet bound, so members already reserved count as taken.
 func (s podShape) copiesOn(logger klog.Logger, info fwk.NodeInfo, c config) int64 {
 	gpu := c.gpu
@@ -77,13 +93,17 @@ func (s podShape) copiesOn(logger klog.Logger, info fwk.NodeInfo, c config) int6
 	allocatable, requested := info.GetAllocatable(), info.GetRequested()
 	copies := int64(allocatable.GetAllowedPodNumber() - len(info.GetPods()))
 	for _, r := range []struct{ free, need int64 }{
-		{allocatable.GetScalarResources()[gpu.GPUResource] - requested.GetScalarResources()[gpu.GPUResource], s.gpus},
 		{allocatable.GetMilliCPU() - requested.GetMilliCPU(), s.milliCPU},
 		{allocatable.GetMemory() - requested.GetMemory(), s.memory},
+		{allocatable.GetEphemeralStorage() - requested.GetEphemeralStorage(), s.ephemeralStorage},
 	} {
 		if r.need > 0 {
 			copies = min(copies, r.free/r.need)
 		}
+	}
+	free, taken := allocatable.GetScalarResources(), requested.GetScalarResources()
+	for name, need := range s.scalars {
+		copies = min(copies, (free[name]-taken[name])/need)
 	}
 	return max(copies, 0)
 }

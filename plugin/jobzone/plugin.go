@@ -7,7 +7,8 @@
 //     job keep PrioritySort's order.
 //   - PreFilter restricts a job's pod to the zone where its members are already bound
 //     or assumed. For the first pod it plans the zone that holds job-size copies of
-//     the pod (free GPUs, GPU-memory fit, CPU, memory, taints and node affinity, less
+//     the pod (every requested resource such as GPUs, CPU, memory and EFA interfaces,
+//     GPU-memory fit, taints and node affinity, less
 //     the GPUs other planned jobs still need in each zone), tightest fit first,
 //     skipping zones where the job recently timed out; when none does, the pod is
 //     unschedulable with every zone's count in the message. The plan holds its zone's

@@ -43,6 +43,26 @@ func TestPreFilterPlansTheZoneThatHoldsTheWholeJob(t *testing.T) {
 	}
 }
 
+// TestPreFilterPlansWhereTheJobsExtendedResourcesAre is the EFA job: zone a sorts first and
+// has the same free GPUs, but only zone b's nodes have EFA interfaces. Counting GPUs alone
+// planned a, where NodeResourcesFit refuses every member, so the job never reached Permit
+// and stayed Pending with no timeout to move it.
+func TestPreFilterPlansWhereTheJobsExtendedResourcesAre(t *testing.T) {
+	h := newHarness(t, nil)
+	withEFA := gpuNode("b1", "us-east-1b", 8)
+	withEFA.Status.Allocatable[efa] = *newQuantity("32")
+	h.lister.set(nil, []*v1.Node{gpuNode("a1", "us-east-1a", 8), withEFA})
+	pod := member("efa", 0, 8, "")
+	pod.Spec.Containers[0].Resources.Requests[efa] = *newQuantity("4")
+	result, status := h.preFilter(pod)
+	if !status.IsSuccess() {
+		t.Fatalf("status %v", status)
+	}
+	if !result.NodeNames.Equal(sets.New("b1")) {
+		t.Fatalf("nodes %v, want zone b's, the only one with EFA", result.NodeNames)
+	}
+}
+
 func TestPreFilterNoZoneHoldsTheJob(t *testing.T) {
 	h := newHarness(t, nil)
 	h.lister.set(sixVersusEight())
@@ -89,6 +109,9 @@ func TestPreFilterSkipsPodsOutsideJobsAndRefusesInvalidOnes(t *testing.T) {
 		t.Fatalf("invalid job size: %v, want %q", status, want)
 	}
 }
+
+// efa is the AWS EFA device plugin's extended resource.
+const efa v1.ResourceName = "vpc.amazonaws.com/efa"
 
 func TestCopiesOn(t *testing.T) {
 	c, err := configFromArgs(nil)
@@ -140,6 +163,21 @@ func TestCopiesOn(t *testing.T) {
 		{"GPU memory below minimum", func(n *v1.Node, _ *v1.Pod) { n.Labels[gpupolicy.NodeMemoryLabel] = "22888" }, 0},
 		{"invalid GPU-memory annotation", func(_ *v1.Node, p *v1.Pod) { p.Annotations[gpupolicy.MinMemoryAnnotation] = "x" }, 0},
 		{"pod slots", func(n *v1.Node, _ *v1.Pod) { n.Status.Allocatable[v1.ResourcePods] = *newQuantity("3") }, 2},
+		{"EFA requested, the node has none", func(_ *v1.Node, p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[efa] = *newQuantity("1")
+		}, 0},
+		{"EFA requested, the node has 4", func(n *v1.Node, p *v1.Pod) {
+			n.Status.Allocatable[efa] = *newQuantity("4")
+			p.Spec.Containers[0].Resources.Requests[efa] = *newQuantity("1")
+		}, 4},
+		{"hugepages are shorter", func(n *v1.Node, p *v1.Pod) {
+			n.Status.Allocatable["hugepages-2Mi"] = *newQuantity("1Gi")
+			p.Spec.Containers[0].Resources.Requests["hugepages-2Mi"] = *newQuantity("256Mi")
+		}, 4},
+		{"ephemeral storage is shorter", func(n *v1.Node, p *v1.Pod) {
+			n.Status.Allocatable[v1.ResourceEphemeralStorage] = *newQuantity("100Gi")
+			p.Spec.Containers[0].Resources.Requests[v1.ResourceEphemeralStorage] = *newQuantity("40Gi")
+		}, 2},
 		{"spot required, on-demand node", capacity("on-demand", "spot"), 0},
 		{"spot required, spot node", capacity("spot", "spot"), 8},
 		{"on-demand preferred, spot node", capacity("spot", "prefer-on-demand"), 8},

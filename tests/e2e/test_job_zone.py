@@ -17,7 +17,7 @@ import pytest
 from components.render.policy_choices import JobZoneArgs, PolicyChoices
 from localcluster.demo.zone_scene import BASE_TYPE, FREE_GPUS, ZONE_A, ZONE_B, same_zone_member, scene_nodes
 from localcluster.host.waiting import wait_for, wait_until
-from localcluster.plane.nodes import SimulatedNode
+from localcluster.plane.nodes import EFA_RESOURCE, SimulatedNode
 from localcluster.plane.workloads import (
     WORKLOAD_NAMESPACE,
     PodSpecification,
@@ -330,6 +330,32 @@ def test_members_with_their_own_pod_affinity(
     for name in names:
         affinity = cluster.api.sanitize_for_serialization(cluster.pod(name))["spec"]["affinity"]
         assert affinity["podAffinity"] == {REQUIRED_TERMS: [CACHE_TERM]}, "no job term beside the pod's own"
+    cluster.outcomes(names, bound_only=True, timeout=60)
+    bindings = watch.wait_for_bindings(names)
+    assert set(bindings.values()) == {"b-1"}, bindings
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_an_efa_job_is_planned_where_the_efa_interfaces_are(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """A job of 4 pods, each 1 GPU and 4 EFA interfaces. A and B have the same free GPUs and A
+    sorts first, but only B's node was launched with EFA interfaces. The plan counts every
+    resource the pod requests, so the job binds whole in B; counting GPUs alone planned A, where
+    NodeResourcesFit refused every member, and the job stayed Pending with no timeout to move it."""
+    cluster.add_nodes(
+        SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_A),
+        SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_B, efa_interfaces=32),
+    )
+    start_webhook(cluster.plane, tmp_path / "webhook", mode=cluster.mode)
+    cluster.start()
+    members = []
+    for index in range(4):
+        manifest = member("efa", index, 4)
+        resources = manifest["spec"]["containers"][0]["resources"]
+        resources["requests"][EFA_RESOURCE] = resources["limits"][EFA_RESOURCE] = "4"
+        members.append(manifest)
+    names = create(cluster, *members)
     cluster.outcomes(names, bound_only=True, timeout=60)
     bindings = watch.wait_for_bindings(names)
     assert set(bindings.values()) == {"b-1"}, bindings

@@ -344,3 +344,38 @@ def test_a_bound_member_reports_its_job() -> None:
     explanation = explain(with_affinity(members[0]), bound=members, members=members)
     assert explanation.job is not None
     assert (explanation.verdict, explanation.job.status, explanation.job.member_zone) == ("bound", "bound", C)
+
+
+EFA = "vpc.amazonaws.com/efa"
+
+
+def test_the_plan_counts_every_resource_the_pod_requests() -> None:
+    """An EFA job: A has the GPUs but no EFA interfaces, only B's nodes have them, so B holds
+    the job and A holds no copy (as JobZone counts: NodeResourcesFit would refuse every member in A)."""
+    pod = job_pod("worker-0", 8)
+    pod["spec"]["containers"][0]["resources"]["requests"][EFA] = "1"
+    nodes = [
+        gpu_node("h100-a", "p5.48xlarge", zone=A),
+        *(gpu_node(f"l40s-b{index}", "g6e.xlarge", zone=B) for index in range(8)),
+    ]
+    for node in nodes[1:]:
+        node["status"]["allocatable"][EFA] = "1"
+    explanation = explain(pod, nodes=nodes, bound=[])
+    assert copies(explanation) == {A: 0, B: 8}
+    job = explanation.job
+    assert job is not None
+    assert job.plan is not None
+    assert job.plan.zone == B
+
+
+def test_a_member_with_its_own_pod_affinity_is_shown_as_such() -> None:
+    pod = job_pod("worker-0", 8)
+    cache = {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": "topology.kubernetes.io/zone"}
+    pod["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [cache]}}
+    explanation = explain(pod)
+    job = explanation.job
+    assert job is not None
+    assert (job.zone_affinity, job.own_pod_affinity) == (False, True)
+    text = pod_text(explanation, DEFAULT_SETTINGS)
+    assert "none beside the pod's own required pod affinity" in text
+    assert "only JobZone (plugin mode) keeps the job in one zone" in text
