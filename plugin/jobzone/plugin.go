@@ -61,6 +61,9 @@ const (
 	TimedOutFormat = "job %s: not all %d members were placed in zone %s within %s; the zone is skipped for this job for %s"
 	// OutsideZoneFormat is Filter's refusal of a node outside the job's zone: job, zone.
 	OutsideZoneFormat = "node is outside zone %s, where job %s is placed"
+	// SizeMismatchFormat is PreFilter's refusal while the job's members (those not being
+	// deleted) declare different job sizes: job, the sizes, the job-size annotation.
+	SizeMismatchFormat = "job %s: its members declare different sizes %v; every member must declare the same %s"
 	// MemberUnreservedFormat is the rejection of the held members when one of them
 	// was unreserved for another reason: job, the member.
 	MemberUnreservedFormat = "job %s: member %s was unreserved; the job is placed again"
@@ -168,6 +171,10 @@ func (pl *JobZone) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.
 	state.Write(stateKey, &jobState{job: job})
 	if job == nil {
 		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	if sizes := pl.order.declaredSizes(jobKey(pod, job)); len(sizes) > 1 {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf(SizeMismatchFormat, jobKey(pod, job), sizes, pl.config.zone.JobSizeAnnotation))
 	}
 	logger := klog.FromContext(ctx)
 	failed := pl.failedZones(jobKey(pod, job))

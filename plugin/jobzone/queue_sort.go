@@ -1,6 +1,7 @@
 package jobzone
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -67,11 +68,13 @@ type jobOrder struct {
 	jobOf map[types.UID]string
 }
 
-// jobMembers are the members of one job the scheduler sees and the earliest creation time
-// among every member seen while any remained.
+// jobMembers are the members of one job the scheduler sees, the earliest creation time
+// among every member seen while any remained, and the job size each member not being
+// deleted declares.
 type jobMembers struct {
 	first   time.Time
 	members map[types.UID]struct{}
+	sizes   map[types.UID]int64
 }
 
 func newJobOrder() *jobOrder {
@@ -89,8 +92,9 @@ func (o *jobOrder) firstCreated(key string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// set records the pod under its job (key "" for a pod in no job, which forgets it).
-func (o *jobOrder) set(pod *v1.Pod, key string) {
+// set records the pod under its job and the size it declares (key "" for a pod in no job,
+// which forgets it).
+func (o *jobOrder) set(pod *v1.Pod, key string, size int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if old, ok := o.jobOf[pod.UID]; ok && old != key {
@@ -102,13 +106,36 @@ func (o *jobOrder) set(pod *v1.Pod, key string) {
 	o.jobOf[pod.UID] = key
 	members, ok := o.jobs[key]
 	if !ok {
-		members = &jobMembers{first: pod.CreationTimestamp.Time, members: map[types.UID]struct{}{}}
+		members = &jobMembers{first: pod.CreationTimestamp.Time, members: map[types.UID]struct{}{}, sizes: map[types.UID]int64{}}
 		o.jobs[key] = members
 	}
 	if pod.CreationTimestamp.Time.Before(members.first) {
 		members.first = pod.CreationTimestamp.Time
 	}
 	members.members[pod.UID] = struct{}{}
+	delete(members.sizes, pod.UID)
+	if pod.DeletionTimestamp == nil {
+		members.sizes[pod.UID] = size
+	}
+}
+
+// declaredSizes are the distinct job sizes the job's members not being deleted declare,
+// smallest first.
+func (o *jobOrder) declaredSizes(key string) []int64 {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	members, ok := o.jobs[key]
+	if !ok {
+		return nil
+	}
+	var sizes []int64
+	for _, size := range members.sizes {
+		if !slices.Contains(sizes, size) {
+			sizes = append(sizes, size)
+		}
+	}
+	slices.Sort(sizes)
+	return sizes
 }
 
 // forget drops a pod that is gone; a job with no member left is forgotten with it.
@@ -127,6 +154,7 @@ func (o *jobOrder) forgetLocked(uid types.UID, key string) {
 		return
 	}
 	delete(members.members, uid)
+	delete(members.sizes, uid)
 	if len(members.members) == 0 {
 		delete(o.jobs, key)
 	}
@@ -141,7 +169,8 @@ func (pl *JobZone) watchPods() error {
 	}
 	record := func(obj interface{}) {
 		if pod, ok := obj.(*v1.Pod); ok {
-			pl.order.set(pod, pl.orderKey(pod))
+			key, size := pl.orderKey(pod)
+			pl.order.set(pod, key, size)
 		}
 	}
 	_, err := informers.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -159,12 +188,12 @@ func (pl *JobZone) watchPods() error {
 	return err
 }
 
-// orderKey is the pod's job as namespace/name, "" for a pod in no job or with an invalid
-// job annotation (PreFilter reports that one).
-func (pl *JobZone) orderKey(pod *v1.Pod) string {
+// orderKey is the pod's job as namespace/name and the size it declares, "" for a pod in no
+// job or with an invalid job annotation (PreFilter reports that one).
+func (pl *JobZone) orderKey(pod *v1.Pod) (string, int64) {
 	job, err := zonepolicy.JobFromPod(pod, pl.config.zone)
 	if err != nil || job == nil {
-		return ""
+		return "", 0
 	}
-	return jobKey(pod, job)
+	return jobKey(pod, job), job.Size
 }

@@ -55,7 +55,8 @@ func sortedNames(pl *JobZone, infos []fwk.QueuedPodInfo) []string {
 // known tells the plugin's job order about pods, as its pod informer would.
 func known(pl *JobZone, pods ...*v1.Pod) {
 	for _, pod := range pods {
-		pl.order.set(pod, pl.orderKey(pod))
+		key, size := pl.orderKey(pod)
+		pl.order.set(pod, key, size)
 	}
 }
 
@@ -213,5 +214,29 @@ func TestLessIsAStrictWeakOrder(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestPreFilterRefusesAJobWhoseMembersDeclareDifferentSizes(t *testing.T) {
+	h := newHarness(t, nil)
+	h.lister.set(sixVersusEight())
+	four, eight := created("llm", 0, 4, 0), created("llm", 1, 8, 0)
+	known(h.plugin, four, eight)
+	_, status := h.preFilter(four)
+	want := "job ml/llm: its members declare different sizes [4 8]; every member must declare the same training.example.com/job-size"
+	if status.Code() != fwk.UnschedulableAndUnresolvable || status.Message() != want {
+		t.Fatalf("status %v, want UnschedulableAndUnresolvable %q", status, want)
+	}
+	// The odd member is being deleted (the job created again with another size): it no
+	// longer counts, and the job is planned.
+	deleting := eight.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: queueEpoch}
+	known(h.plugin, deleting)
+	if _, status := h.preFilter(four); !status.IsSuccess() {
+		t.Fatalf("after the odd member began to be deleted: status %v", status)
+	}
+	h.plugin.order.forget(deleting.UID)
+	if sizes := h.plugin.order.declaredSizes("ml/llm"); fmt.Sprint(sizes) != "[4]" {
+		t.Fatalf("sizes %v, want [4]", sizes)
 	}
 }
