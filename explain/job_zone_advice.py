@@ -56,7 +56,14 @@ def job_changes(job: JobZoneReport, per_copy: str, settings: JobZoneSettings) ->
             f"before the webhook gave them the pod affinity); later members follow {job.member_zone}, "
             "where most are"
         )
-    if job.status == "no-zone":
+    if job.status == "size-mismatch":
+        sizes = ", ".join(str(size) for size in job.declared_sizes)
+        changes.append(
+            f"the members of job {job.job.name} declare different sizes ({sizes}): JobZone (plugin mode) "
+            f"places none until every member declares the same {settings.job_size_annotation}; delete or "
+            "fix the odd members"
+        )
+    elif job.status == "no-zone":
         changes += _no_zone_changes(job, per_copy, settings)
     elif job.status == "zone-full":
         changes += _zone_full_changes(job)

@@ -13,6 +13,7 @@ JOB_STATUS = {
     "fits": "its zone holds every member still to place",
     "zone-full": "members are bound in a zone that cannot hold the rest",
     "no-zone": "no zone holds the whole job",
+    "size-mismatch": "its members declare different job sizes; JobZone places none",
 }
 """One line per job status of ``explain pod``."""
 
@@ -76,6 +77,7 @@ def job_json(job: JobZoneReport) -> dict[str, Any]:
         "status": job.status,
         "zoneAffinity": job.zone_affinity,
         "ownPodAffinity": job.own_pod_affinity,
+        "declaredSizes": list(job.declared_sizes),
         "zones": [
             {
                 "zone": room.zone,

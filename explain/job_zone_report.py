@@ -21,9 +21,10 @@ from policy.capacity_type import disruption_signal
 from policy.job_zone import JobZoneSettings, ZoneJob, ZonePlan, job_from_pod, plan_zone
 from policy.job_zone_affinity import own_required_pod_affinity, required_pod_terms, zone_affinity_term
 
-JobStatus = Literal["bound", "fits", "zone-full", "no-zone"]
+JobStatus = Literal["bound", "fits", "zone-full", "no-zone", "size-mismatch"]
 """``bound``: this pod is bound. ``fits``: the job's zone (where members are bound, else the
-plan's) holds every member still to place. ``zone-full``: members are bound in a zone that
+plan's) holds every member still to place. ``size-mismatch``: the job's members declare different sizes
+(JobZone places none). ``zone-full``: members are bound in a zone that
 holds fewer copies than the members still to place. ``no-zone``: no member is bound and no
 zone holds the whole job."""
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -68,12 +69,14 @@ class JobZoneReport:
     own_pod_affinity: bool
     """The pod has required pod affinity terms of its own, beside which the webhook writes no
     same-zone term (plugin mode) or which it refuses (the extender modes)."""
+    declared_sizes: tuple[int, ...]
+    """The distinct job sizes the known members declare, smallest first (one when they agree)."""
     status: JobStatus
 
     @property
     def blocks(self) -> bool:
         """The job keeps the pod Pending even where a node has room for it."""
-        return self.status in ("zone-full", "no-zone")
+        return self.status in ("zone-full", "no-zone", "size-mismatch")
 
     @property
     def bound_zones(self) -> tuple[str, ...]:
@@ -123,6 +126,8 @@ def job_zone_report(
     member_zone = max((zone for zone in names if bound[zone]), key=bound.__getitem__, default="")
     remaining = job.size - bound[member_zone] if member_zone else job.size
     plan = None if member_zone else plan_zone({room.zone: room.copies for room in zones}, job.size)
+    sizes = _declared_sizes(known, settings)
+    status = _status(verdicts, zones, member_zone, remaining, plan)
     return JobZoneReport(
         job=job,
         members=len(known),
@@ -134,7 +139,8 @@ def job_zone_report(
         plan=plan,
         zone_affinity=zone_affinity_term(job, settings) in required_pod_terms(pod),
         own_pod_affinity=own_required_pod_affinity(pod, settings),
-        status=_status(verdicts, zones, member_zone, remaining, plan),
+        declared_sizes=sizes,
+        status="size-mismatch" if len(sizes) > 1 and not verdicts.state.node_name else status,
     )
 
 
@@ -186,6 +192,20 @@ def _copies_per_node(
             count = min(count, max(0, int(free // need)))
         copies[name] = count
     return copies
+
+
+def _declared_sizes(members: Sequence[JsonObject], settings: JobZoneSettings) -> tuple[int, ...]:
+    """The distinct job sizes the members declare (a member whose annotations are invalid is left
+    out: the webhook refuses it, and JobZone refuses it alone)."""
+    sizes = set()
+    for member in members:
+        try:
+            job = job_from_pod(member, settings)
+        except PolicyError:
+            continue
+        if job is not None:
+            sizes.add(job.size)
+    return tuple(sorted(sizes))
 
 
 def _requests(pod: JsonObject) -> dict[str, Decimal]:

@@ -32,7 +32,7 @@ POD_KEYS = {
 }  # fmt: skip
 JOB_KEYS = {
     "name", "nameLabel", "size", "members", "pending", "memberZone", "remaining", "plan", "status",
-    "zoneAffinity", "ownPodAffinity", "zones", "unzonedNodes",
+    "zoneAffinity", "ownPodAffinity", "declaredSizes", "zones", "unzonedNodes",
 }  # fmt: skip
 JOB_ZONE_KEYS = {"zone", "nodes", "copies", "bound", "nominated"}
 POD_STATE_KEYS = {"namespace", "name", "schedulerName", "governed", "phase", "nodeName", "podScheduled"}

@@ -379,3 +379,14 @@ def test_a_member_with_its_own_pod_affinity_is_shown_as_such() -> None:
     text = pod_text(explanation, DEFAULT_SETTINGS)
     assert "none beside the pod's own required pod affinity" in text
     assert "only JobZone (plugin mode) keeps the job in one zone" in text
+
+
+def test_members_that_declare_different_sizes_are_a_status_of_their_own() -> None:
+    pod = job_pod("worker-0", 8)
+    explanation = explain(pod, members=[pod, job_pod("worker-1", 4)])
+    job = explanation.job
+    assert job is not None
+    assert (job.declared_sizes, job.status, job.blocks) == ((4, 8), "size-mismatch", True)
+    text = pod_text(explanation, DEFAULT_SETTINGS)
+    assert "declare different sizes (4, 8)" in text
+    assert render_pod_json(explanation)["job"]["declaredSizes"] == [4, 8]
