@@ -186,7 +186,7 @@ def scheduler_document(plane: ControlPlane, setting: Setting, link: ExtenderLink
         del document["extenders"]
     if setting.mode == "plugin" and not setting.rendered_profile:
         plugins = document["profiles"][0]["plugins"]
-        for point in ("queueSort", "multiPoint", "preFilter"):
+        for point in ("queueSort", "multiPoint", "preFilter", "postFilter"):
             del plugins[point]
     if setting.qps is not None:
         document["clientConnection"].update({"qps": setting.qps, "burst": setting.qps})

@@ -122,6 +122,9 @@ def plugin_mode_plugins(weight: int, capacity_type_weight: int = CAPACITY_TYPE_W
     permanent one. CapacityType's preScore (which skips pods without a choice) is enabled
     through ``multiPoint``.
 
+    JobZone is listed at postFilter as well, so it runs before DefaultPreemption: a member of a job
+    not yet placed gives up its zone there and preempts nothing for itself alone.
+
     A profile has exactly one queueSort. JobZone's keeps a job's members together in the queue and
     PrioritySort's order for every other pod; ``disabled: *`` there keeps ``multiPoint`` from adding
     PrioritySort beside it.
@@ -133,6 +136,7 @@ def plugin_mode_plugins(weight: int, capacity_type_weight: int = CAPACITY_TYPE_W
             "enabled": [*({"name": name, "weight": w} for name, w in ours), {"name": JOB_ZONE_PLUGIN}]
         },
         "preFilter": {"enabled": [{"name": name} for name, _ in ours]},
+        "postFilter": {"enabled": [{"name": JOB_ZONE_PLUGIN}]},
         "filter": {"enabled": [{"name": name} for name, _ in ours]},
         "score": {"enabled": [{"name": name, "weight": w} for name, w in ours]},
     }

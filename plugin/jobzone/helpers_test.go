@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -99,11 +100,33 @@ func (l *swappableLister) StorageInfos() fwk.StorageInfoLister { return l.curren
 // harness is a real framework with the plugin at PreFilter, Reserve and Permit, a
 // snapshot the test sets, and the plugin's clock under the test's control.
 type harness struct {
-	t      testing.TB
-	fw     framework.Framework
-	plugin *JobZone
-	lister *swappableLister
-	clock  *clocktesting.FakeClock
+	t         testing.TB
+	fw        framework.Framework
+	plugin    *JobZone
+	lister    *swappableLister
+	clock     *clocktesting.FakeClock
+	activator *recordingActivator
+}
+
+// recordingActivator stands for the scheduling queue: it records the pods a plugin sends
+// back to the active queue.
+type recordingActivator struct {
+	mu        sync.Mutex
+	activated []string
+}
+
+func (a *recordingActivator) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for name := range pods {
+		a.activated = append(a.activated, name)
+	}
+}
+
+func (a *recordingActivator) names() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.activated...)
 }
 
 func newHarness(t testing.TB, args runtime.Object) *harness {
@@ -111,7 +134,10 @@ func newHarness(t testing.TB, args runtime.Object) *harness {
 	metrics.Register() // the framework records its plugins' metrics
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	h := &harness{t: t, lister: &swappableLister{}, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	h := &harness{
+		t: t, lister: &swappableLister{}, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		activator: &recordingActivator{},
+	}
 	h.lister.set(nil, nil)
 	factory := func(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
 		pl, err := newWithClock(ctx, obj, handle, h.clock)
@@ -121,10 +147,11 @@ func newHarness(t testing.TB, args runtime.Object) *harness {
 	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
 		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
 		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
-		tf.RegisterPluginAsExtensions(Name, factory, "PreFilter", "Filter", "Reserve", "Permit"),
+		tf.RegisterPluginAsExtensions(Name, factory, "PreFilter", "Filter", "PostFilter", "Reserve", "Permit"),
 	}, "default-scheduler",
 		frameworkruntime.WithSnapshotSharedLister(h.lister),
 		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+		frameworkruntime.WithPodActivator(h.activator),
 	)
 	if err != nil {
 		t.Fatalf("NewFramework: %v", err)

@@ -17,6 +17,10 @@
 //   - Filter refuses a node outside that zone, so a member whose stale
 //     status.nominatedNodeName names a node elsewhere (kube-scheduler tries the
 //     nominated node first, without PreFilter's node set) still stays in its zone.
+//   - PostFilter, when no node of the job's zone passed the filters for a member, gives
+//     the zone up for the job at once (held members rejected, the zone skipped for
+//     failedZoneDuration, the job requeued) and keeps DefaultPreemption from evicting
+//     pods for one member of a job not yet placed.
 //   - Permit holds the job's pods until job-size members are reserved in the zone,
 //     then lets them all bind. After permitTimeout every held member is rejected and
 //     the zone is skipped for the job for failedZoneDuration, so the retry plans

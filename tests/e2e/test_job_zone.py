@@ -359,3 +359,35 @@ def test_an_efa_job_is_planned_where_the_efa_interfaces_are(
     cluster.outcomes(names, bound_only=True, timeout=60)
     bindings = watch.wait_for_bindings(names)
     assert set(bindings.values()) == {"b-1"}, bindings
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_a_zone_no_member_passes_the_filters_in_is_given_up_at_once(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """A job of 4 whose members must not share a node with a blocker pod (required pod
+    anti-affinity, which the plan does not count). A is the tightest fit (one node of 4 GPUs)
+    but the blocker runs there, so no node of A passes InterPodAffinity. JobZone's PostFilter
+    gives A up for the job at once and the job binds whole in B; without it the plan chose A at
+    every retry and the job stayed Pending."""
+    cluster.add_nodes(
+        SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=4), ZONE_A),
+        SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_B),
+    )
+    start_webhook(cluster.plane, tmp_path / "webhook", mode=cluster.mode)
+    cluster.start()
+    blocker = pod_manifest(PodSpecification("blocker", gpus=0, tolerate_all=True))
+    blocker["metadata"]["labels"] = {"app": "blocker"}
+    blocker["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "a-1"}
+    create(cluster, blocker)
+    cluster.outcomes(["blocker"], bound_only=True, timeout=60)
+    apart = {"labelSelector": {"matchLabels": {"app": "blocker"}}, "topologyKey": "kubernetes.io/hostname"}
+    members = []
+    for index in range(4):
+        manifest = member("apart", index, 4)
+        manifest["spec"]["affinity"] = {"podAntiAffinity": {REQUIRED_TERMS: [apart]}}
+        members.append(manifest)
+    names = create(cluster, *members)
+    cluster.outcomes(names, bound_only=True, timeout=60)
+    bindings = watch.wait_for_bindings(names)
+    assert set(bindings.values()) == {"b-1"}, bindings

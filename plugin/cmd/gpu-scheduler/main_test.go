@@ -158,6 +158,9 @@ func TestPluginModeConfiguration(t *testing.T) {
 			t.Errorf("JobZone not enabled at %s: %v", point, enabled)
 		}
 	}
+	if enabled := plugins.PostFilter.Enabled; len(enabled) < 2 || enabled[0].Name != jobzone.Name || !hasPlugin(enabled[1:], "DefaultPreemption", 0) {
+		t.Errorf("JobZone must run first at postFilter, before DefaultPreemption: %v", enabled)
+	}
 	if enabled := plugins.QueueSort.Enabled; len(enabled) != 1 || enabled[0].Name != jobzone.Name {
 		t.Errorf("JobZone must be the only queueSort: %v", enabled)
 	}
