@@ -294,6 +294,15 @@ def test_one_jobs_members_are_scheduled_back_to_back(cluster: E2ECluster, tmp_pa
     assert attempts == expected, f"the scheduler took the pods in this order: {attempts}"
 
 
+def run_pinned(cluster: E2ECluster, app: str, node: str) -> None:
+    """Run a pod named and labelled ``app=<app>`` (no GPUs) on ``node`` and wait until it is bound."""
+    manifest = pod_manifest(PodSpecification(app, gpus=0, tolerate_all=True))
+    manifest["metadata"]["labels"] = {"app": app}
+    manifest["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    create(cluster, manifest)
+    cluster.outcomes([app], bound_only=True, timeout=60)
+
+
 CACHE_TERM = {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": ZONE_LABEL}
 
 
@@ -312,11 +321,7 @@ def test_members_with_their_own_pod_affinity(
     )
     start_webhook(cluster.plane, tmp_path / "webhook", mode=cluster.mode)
     cluster.start()
-    cache = pod_manifest(PodSpecification("cache", gpus=0, tolerate_all=True))
-    cache["metadata"]["labels"] = {"app": "cache"}
-    cache["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "b-1"}
-    create(cluster, cache)
-    cluster.outcomes(["cache"], bound_only=True, timeout=60)
+    run_pinned(cluster, "cache", "b-1")
     members = []
     for index in range(4):
         manifest = member("near-cache", index, 4)
@@ -376,11 +381,7 @@ def test_a_zone_no_member_passes_the_filters_in_is_given_up_at_once(
     )
     start_webhook(cluster.plane, tmp_path / "webhook", mode=cluster.mode)
     cluster.start()
-    blocker = pod_manifest(PodSpecification("blocker", gpus=0, tolerate_all=True))
-    blocker["metadata"]["labels"] = {"app": "blocker"}
-    blocker["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "a-1"}
-    create(cluster, blocker)
-    cluster.outcomes(["blocker"], bound_only=True, timeout=60)
+    run_pinned(cluster, "blocker", "a-1")
     apart = {"labelSelector": {"matchLabels": {"app": "blocker"}}, "topologyKey": "kubernetes.io/hostname"}
     members = []
     for index in range(4):
