@@ -68,11 +68,12 @@ class BindingWatch:
         return {event.pod: event.node for event in self.snapshot() if event.kind == "bound"}
 
     def wait_for_bindings(self, names: Iterable[str], timeout: float = 30) -> dict[str, str]:
-        """The bindings, once the watch has seen each of ``names`` bound (the API may have shown
-        it earlier: the watch delivers events a little later than a list)."""
+        """The nodes ``names`` are bound to, once the watch has seen each of them bound (the API
+        may have shown it earlier: the watch delivers events a little later than a list)."""
         wanted = set(names)
         wait_for(lambda: wanted <= set(self.bindings()), timeout, f"the watch to see {sorted(wanted)} bound")
-        return self.bindings()
+        bindings = self.bindings()
+        return {name: bindings[name] for name in wanted}
 
     def _run(self) -> None:
         core = kubernetes.client.CoreV1Api(self.api)
