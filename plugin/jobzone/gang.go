@@ -80,6 +80,7 @@ func (pl *JobZone) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 			})
 			return fwk.NewStatus(fwk.Unschedulable, message), 0
 		}
+		pl.order.markPlaced(key)
 		if g != nil {
 			logger.V(2).Info("job placed whole; releasing its held members", "job", key, "size", job.Size,
 				"zone", zone, "gpuSecondsHeld", g.gpuSeconds(now))
@@ -187,11 +188,10 @@ func (pl *JobZone) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.
 // activatePending moves the job's pods that wait in the scheduling queue to the active
 // queue, so the job is planned again now rather than at the next cluster event.
 func (pl *JobZone) activatePending(logger klog.Logger, self *v1.Pod, job *zonepolicy.Job) {
-	informers := pl.handle.SharedInformerFactory()
-	if informers == nil {
+	if pl.pods == nil {
 		return
 	}
-	pods, err := informers.Core().V1().Pods().Lister().Pods(self.Namespace).List(labels.SelectorFromSet(labels.Set{job.NameLabel: job.Name}))
+	pods, err := pl.pods.Pods(self.Namespace).List(labels.SelectorFromSet(labels.Set{job.NameLabel: job.Name}))
 	if err != nil {
 		logger.Error(err, "listing the job's pods", "job", job.Name)
 		return

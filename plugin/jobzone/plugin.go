@@ -5,6 +5,9 @@
 //   - QueueSort (Less) brings a job's members out of the queue back to back: priority,
 //     then the job's earliest member's creation time, then the job's name; pods in no
 //     job keep PrioritySort's order.
+//   - PreFilter refuses a member of a job not yet placed while fewer than job-size
+//     members exist (siblings.go), so a half-created job holds nothing; the member that
+//     completes it sends the others back to the active queue.
 //   - PreFilter restricts a job's pod to the zone where its members are already bound
 //     or assumed. For the first pod it plans the zone that holds job-size copies of
 //     the pod (every requested resource such as GPUs, CPU, memory and EFA interfaces,
@@ -42,6 +45,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/clock"
@@ -88,6 +92,9 @@ type JobZone struct {
 	reservations map[string]reservation
 	// order is when each job's earliest member was created, for Less (queue_sort.go).
 	order *jobOrder
+	// pods is the scheduler's pod informer's lister, for counting a job's members
+	// (siblings.go); nil without an informer factory.
+	pods corelisters.PodLister
 }
 
 var (
@@ -123,6 +130,9 @@ func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, c
 	}
 	if err := pl.watchNodes(klog.FromContext(ctx)); err != nil {
 		return nil, fmt.Errorf("%s: watching nodes: %w", Name, err)
+	}
+	if informers := handle.SharedInformerFactory(); informers != nil {
+		pl.pods = informers.Core().V1().Pods().Lister()
 	}
 	if err := pl.watchPods(); err != nil {
 		return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
@@ -183,6 +193,16 @@ func (pl *JobZone) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.
 	logger := klog.FromContext(ctx)
 	failed := pl.failedZones(jobKey(pod, job))
 	zone := memberZone(nodes, pod, job, pl.config.zone, failed)
+	if zone == "" && !pl.order.wasPlaced(jobKey(pod, job)) {
+		exist, err := existingMembers(pl.pods, pod, job)
+		if err != nil {
+			return nil, fwk.AsStatus(err)
+		}
+		if exist >= 0 && exist < job.Size {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+				fmt.Sprintf(SiblingsFormat, jobKey(pod, job), exist, job.Size))
+		}
+	}
 	if zone == "" {
 		key := jobKey(pod, job)
 		shape := newPodShape(pod, pl.config)

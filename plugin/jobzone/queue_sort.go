@@ -75,6 +75,9 @@ type jobMembers struct {
 	first   time.Time
 	members map[types.UID]struct{}
 	sizes   map[types.UID]int64
+	// placed is set once the job was placed whole: a member created later (one the
+	// job's controller recreated) joins it without waiting for siblings.
+	placed bool
 }
 
 func newJobOrder() *jobOrder {
@@ -138,6 +141,23 @@ func (o *jobOrder) declaredSizes(key string) []int64 {
 	return sizes
 }
 
+// markPlaced records that the job was placed whole (kept while any member remains).
+func (o *jobOrder) markPlaced(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if members, ok := o.jobs[key]; ok {
+		members.placed = true
+	}
+}
+
+// wasPlaced reports whether the job was placed whole since its first member was seen.
+func (o *jobOrder) wasPlaced(key string) bool {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	members, ok := o.jobs[key]
+	return ok && members.placed
+}
+
 // forget drops a pod that is gone; a job with no member left is forgotten with it.
 func (o *jobOrder) forget(uid types.UID) {
 	o.mu.Lock()
@@ -174,7 +194,12 @@ func (pl *JobZone) watchPods() error {
 		}
 	}
 	_, err := informers.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    record,
+		AddFunc: func(obj interface{}) {
+			record(obj)
+			if pod, ok := obj.(*v1.Pod); ok {
+				pl.activateWhenComplete(pod)
+			}
+		},
 		UpdateFunc: func(_, newObj interface{}) { record(newObj) },
 		DeleteFunc: func(obj interface{}) {
 			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {

@@ -1,0 +1,61 @@
+package jobzone
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/klog/v2"
+
+	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
+)
+
+// SiblingsFormat is PreFilter's refusal of a member of a job not yet placed while fewer
+// than job-size members exist: job, members that exist, job size (Coscheduling's "cannot
+// find enough sibling pods").
+const SiblingsFormat = "job %s: waiting for %d of %d members to exist; none is placed until all are"
+
+// existingMembers counts the job's members that exist and are not being deleted: self and
+// every pod of the job in the scheduler's pod informer, which holds no Succeeded or Failed
+// pod. It reads the informer's store, which is updated before any event handler (the
+// scheduling queue's included) hears of a pod, so a member created just before self was
+// queued is counted. -1 when there is no pod lister (no informer): the job is not gated.
+func existingMembers(pods corelisters.PodLister, self *v1.Pod, job *zonepolicy.Job) (int64, error) {
+	if pods == nil {
+		return -1, nil
+	}
+	listed, err := pods.Pods(self.Namespace).List(labels.Everything())
+	if err != nil {
+		return 0, err
+	}
+	count := int64(1)
+	for _, pod := range listed {
+		if pod.UID != self.UID && isPlacedMember(pod, self.Namespace, job) {
+			count++
+		}
+	}
+	return count, nil
+}
+
+// activateWhenComplete sends a job's members waiting for their siblings back to the active
+// queue when a new pending member makes the job complete. kube-scheduler requeues pods
+// rejected at PreFilter on cluster events, and the creation of an unscheduled pod is not
+// one (without the alpha GangScheduling gate), so without this they would wait for an
+// unrelated event or the unschedulable-pods flush (5 minutes).
+func (pl *JobZone) activateWhenComplete(pod *v1.Pod) {
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil {
+		return
+	}
+	job, err := zonepolicy.JobFromPod(pod, pl.config.zone)
+	if err != nil || job == nil || pl.order.wasPlaced(jobKey(pod, job)) {
+		return
+	}
+	logger := klog.Background().WithValues("plugin", Name)
+	exist, err := existingMembers(pl.pods, pod, job)
+	if err != nil {
+		logger.Error(err, "counting the job's members", "job", jobKey(pod, job))
+		return
+	}
+	if exist >= job.Size {
+		pl.activatePending(logger, pod, job)
+	}
+}
