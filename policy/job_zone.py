@@ -191,9 +191,10 @@ def _controller_size(identity: JobIdentity, annotations: Mapping[str, str], sett
 def is_member(
     job: ZoneJob, namespace: str, other: object, settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS
 ) -> bool:
-    """True when ``other`` (a pod of any kind, annotated or not) belongs to ``job`` of ``namespace``:
-    same namespace, the job's labels, and no earlier source naming another job. A pod that cannot be
-    read is no member."""
+    """True when ``other`` belongs to ``job`` of ``namespace``: same namespace, the zone-policy
+    annotation ``same-zone`` (same-zone is each pod's opt-in, so a JobSet's pod without it is not
+    counted), the job's labels, and no earlier source naming another job. Its size is not looked
+    at (members declaring different sizes are still members). A pod that cannot be read is no member."""
     if not isinstance(other, Mapping):
         return False
     try:
@@ -204,6 +205,8 @@ def is_member(
         ):
             return False
         annotations = string_map(metadata, "annotations", "metadata")
+        if annotations.get(settings.zone_policy_annotation) != SAME_ZONE:
+            return False
         identity = job_identity(labels, annotations, settings.job_label, settings.pod_group_label)
     except PolicyError:
         return False

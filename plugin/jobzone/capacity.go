@@ -121,7 +121,7 @@ func zoneOf(node *v1.Node, s zonepolicy.Settings) string {
 }
 
 // isMember reports whether other is a pod of the job (zonepolicy.IsMember: same
-// namespace, same job, whether or not it carries the same-zone annotations).
+// namespace, opted in to same-zone, same job).
 func isMember(other *v1.Pod, namespace string, job *zonepolicy.Job, s zonepolicy.Settings) bool {
 	return zonepolicy.IsMember(other, namespace, job, s)
 }

@@ -138,9 +138,11 @@ func namesPlainJob(labels map[string]string) bool {
 	return labels[JobNameLabel] != "" || labels[LegacyJobNameLabel] != ""
 }
 
-// IsMember reports whether other, a pod of any kind (annotated or not), belongs to job
-// of namespace: same namespace, the job's labels, and no earlier source naming another
-// job. The label check comes first, so a pod of another job costs a map lookup or two.
+// IsMember reports whether other belongs to job of namespace: same namespace, the
+// zone-policy annotation SameZone (same-zone is each pod's opt-in, so a JobSet's pod
+// without it is not counted), the job's labels, and no earlier source naming another
+// job. Its size is not looked at (members declaring different sizes are still members).
+// The label check comes first, so a pod of another job costs a map lookup or two.
 func IsMember(other *v1.Pod, namespace string, job *Job, s Settings) bool {
 	if other.Namespace != namespace {
 		return false
@@ -149,6 +151,9 @@ func IsMember(other *v1.Pod, namespace string, job *Job, s Settings) bool {
 		if got, ok := other.Labels[key]; !ok || got != value {
 			return false
 		}
+	}
+	if other.Annotations[s.ZonePolicyAnnotation] != SameZone {
+		return false
 	}
 	identity, err := IdentityOf(other.Labels, other.Annotations, s)
 	return err == nil && identity != nil && identity.Name == job.Name

@@ -95,7 +95,10 @@ def test_a_pod_that_cannot_be_read_is_no_member() -> None:
     assert not is_member(job, "", None)
     assert not is_member(job, "", {"metadata": {"labels": ["not", "a", "map"]}})
     assert not is_member(job, "", {"metadata": {"labels": {JOB_LABEL: "llm"}, "annotations": {"x": 1}}})
-    assert is_member(job, "", {"metadata": {"labels": {JOB_LABEL: "llm"}, "namespace": None}})
+    opted_in = {"training.example.com/zone-policy": "same-zone"}
+    assert is_member(
+        job, "", {"metadata": {"labels": {JOB_LABEL: "llm"}, "annotations": opted_in, "namespace": None}}
+    )
 
 
 def test_null_and_malformed_pods() -> None:
