@@ -37,7 +37,7 @@ def pod_answer(
         job = job_from_pod(pod, job_settings)
     except PolicyError:
         job = None
-    members = reader.pods_labelled(namespace, job.name_label, job.name) if job else ()
+    members = reader.pods_selected(namespace, job.selector) if job else ()
     return explain_pod(
         pod,
         state.nodes,

@@ -7,7 +7,7 @@ Needs ``get`` on pods, and ``list`` on nodes and on pods in all namespaces.
 
 import functools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,13 +60,14 @@ class ClusterReader:
             ),
         )
 
-    def pods_labelled(self, namespace: str, key: str, value: str) -> tuple[ApiObject, ...]:
-        """The namespace's pods whose label ``key`` is ``value`` (a same-zone job's members)."""
+    def pods_selected(self, namespace: str, match_labels: Mapping[str, str]) -> tuple[ApiObject, ...]:
+        """The namespace's pods carrying every label of ``match_labels`` (a same-zone job's members)."""
+        selector = ",".join(f"{key}={value}" for key, value in sorted(match_labels.items()))
         return tuple(
             self._list(
-                f"pods {key}={value} in {namespace}",
+                f"pods {selector} in {namespace}",
                 functools.partial(self._core.list_namespaced_pod, namespace),
-                label_selector=f"{key}={value}",
+                label_selector=selector,
             )
         )
 

@@ -7,7 +7,9 @@ mode), later members follow the bound ones, and autoscalers launch for the job i
 reading the pod affinity the admission webhook writes.
 """
 
+from explain.job_zone_render import selector_text
 from explain.job_zone_report import JobZoneReport
+from policy.job_identity import JOB_NOT_INDEXED, LWS_WITHOUT_GROUP_INDEX
 from policy.job_zone import (
     INVALID_ZONE_POLICY,
     JOB_SIZE_WITHOUT_ZONE_POLICY,
@@ -33,8 +35,17 @@ def job_fix(reason: str, settings: JobZoneSettings) -> str:
         MISSING_JOB_SIZE: f'add the annotation {size}: "<number of pods in the job>", or remove {policy}',
         JOB_SIZE_WITHOUT_ZONE_POLICY: f"add the annotation {policy}: {SAME_ZONE}, or remove {size}",
         MISSING_JOB_NAME: (
-            f"label the pod {settings.job_label}: <job name> (or {settings.pod_group_label}), "
-            "the same on every member"
+            f"label the pod {settings.job_label}: <job name>, the same on every member, or create the pods "
+            f"with a controller whose labels name the job ({settings.pod_group_label}, a JobSet, a Kubeflow "
+            "job, a LeaderWorkerSet, an Indexed Job)"
+        ),
+        JOB_NOT_INDEXED: (
+            "make the Job Indexed (completionMode: Indexed), or label the pod template "
+            f"{settings.job_label}: <job name>"
+        ),
+        LWS_WITHOUT_GROUP_INDEX: (
+            "check that LeaderWorkerSet's webhook is installed: it labels every pod of a group with the "
+            "group's index"
         ),
     }
     fix = fixes.get(
@@ -81,7 +92,7 @@ def job_changes(job: JobZoneReport, per_copy: str, settings: JobZoneSettings) ->
         )
     elif not job.zone_affinity:
         changes.append(
-            f"the pod lacks the same-zone pod affinity on {job.job.name_label}={job.job.name} that the "
+            f"the pod lacks the same-zone pod affinity on {selector_text(job.job.selector)} that the "
             "admission webhook writes: in the extender modes nothing keeps the job in one zone, and "
             "autoscalers do not launch for it in one zone; check that the webhook serves this namespace"
         )

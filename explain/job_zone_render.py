@@ -32,7 +32,8 @@ def job_summary(job: JobZoneReport) -> list[str]:
             f"JobZone plans {job.plan.zone}" if job.plan.zone else f"JobZone plans none: {job.plan.message}"
         )
     lines = [
-        f"  job        {job.job.name}, {job.job.size} pods (name from label {job.job.name_label}); {known}",
+        f"  job        {job.job.name}, {job.job.size} pods (members labelled "
+        f"{selector_text(job.job.selector)}; size from {job.job.size_from}); {known}",
         f"  job zone   {zone}",
         f"  job status {job.status}: {JOB_STATUS[job.status]}",
         "  affinity   the webhook's same-zone pod affinity: " + _affinity(job),
@@ -43,6 +44,11 @@ def job_summary(job: JobZoneReport) -> list[str]:
         names += f", +{more} more" if more > 0 else ""
         lines.append(f"  no zone    {names} (no zone label: never used for the job)")
     return lines
+
+
+def selector_text(match_labels: dict[str, str]) -> str:
+    """A label selector as kubectl writes it: ``key=value,key=value``."""
+    return ",".join(f"{key}={value}" for key, value in sorted(match_labels.items()))
 
 
 JOB_ZONE_HEADER = ("ZONE", "NODES", "COPIES", "BOUND", "NOMINATED")
@@ -65,8 +71,11 @@ def job_json(job: JobZoneReport) -> dict[str, Any]:
     """The ``job`` member of the PodExplanation document."""
     return {
         "name": job.job.name,
+        "source": job.job.source,
         "nameLabel": job.job.name_label,
+        "matchLabels": job.job.selector,
         "size": job.job.size,
+        "sizeFrom": job.job.size_from,
         "members": job.members,
         "pending": job.pending,
         "memberZone": job.member_zone or None,

@@ -18,7 +18,7 @@ from explain.node_facts import JsonObject, PodKey, pod_key
 from explain.pod_verdicts import NodeVerdict, PodVerdicts
 from policy import PolicyError, parse_quantity, pod_requests
 from policy.capacity_type import disruption_signal
-from policy.job_zone import JobZoneSettings, ZoneJob, ZonePlan, job_from_pod, plan_zone
+from policy.job_zone import JobZoneSettings, ZoneJob, ZonePlan, is_member, job_from_pod, plan_zone
 from policy.job_zone_affinity import own_required_pod_affinity, required_pod_terms, zone_affinity_term
 
 JobStatus = Literal["bound", "fits", "zone-full", "no-zone", "size-mismatch"]
@@ -104,7 +104,7 @@ def job_zone_report(
         return None
     zone_of = {_name(node): _labels(node).get(settings.zone_label) or "" for node in nodes}
     copies_on = _copies_per_node(pod, verdicts, nodes, assigned_pods)
-    known = _members(pod, members, job)
+    known = _members(pod, members, job, settings)
     bound = Counter(zone_of.get(str(_spec(member).get("nodeName")), "") for member in known if _bound(member))
     nominated = Counter(
         zone_of.get(str((member.get("status") or {}).get("nominatedNodeName") or ""), "")
@@ -227,17 +227,18 @@ def _allocatable(node: JsonObject) -> dict[str, Decimal]:
     return parsed
 
 
-def _members(pod: JsonObject, members: Sequence[JsonObject], job: ZoneJob) -> list[JsonObject]:
-    """The job's members (same namespace, same name label), the pod itself once: not Succeeded or
-    Failed, and not terminating (a pod being deleted holds its resources but, as in JobZone, neither
-    fixes the job's zone nor counts towards it)."""
+def _members(
+    pod: JsonObject, members: Sequence[JsonObject], job: ZoneJob, settings: JobZoneSettings
+) -> list[JsonObject]:
+    """The job's members (``is_member``: same namespace, same job), the pod itself once: not
+    Succeeded or Failed, and not terminating (a pod being deleted holds its resources but, as in
+    JobZone, neither fixes the job's zone nor counts towards it)."""
     namespace = pod_key(pod)[0]
     found: dict[PodKey, JsonObject] = {pod_key(pod): pod}
     for member in members:
         key = pod_key(member)
         if (
-            key[0] == namespace
-            and _labels(member).get(job.name_label) == job.name
+            is_member(job, namespace, member, settings)
             and (member.get("status") or {}).get("phase") not in TERMINAL_PHASES
             and not (member.get("metadata") or {}).get("deletionTimestamp")
         ):

@@ -2,14 +2,16 @@
 
 A distributed training job's workers talk to each other constantly; EFA interfaces reach
 only their own Availability Zone and cross-zone traffic is billed, so a job is kept in one
-zone. A pod joins a job with three pieces of metadata:
+zone. A pod is a member of a same-zone job when it carries:
 
-- label ``training.example.com/job: <name>`` (or ``scheduling.x-k8s.io/pod-group: <name>``,
-  the Coscheduling label, which wins where both are set): the job's name, within the pod's
-  namespace;
-- annotation ``training.example.com/zone-policy: same-zone``: every member in one zone;
-- annotation ``training.example.com/job-size: "<n>"``: how many members the job has, so the
-  scheduler can choose a zone that holds all of them, and hold them until all are placed.
+- annotation ``training.example.com/zone-policy: same-zone`` (the opt-in: every member in one zone);
+- a job: our label ``training.example.com/job: <name>``, or the labels the controller that made
+  the pod writes (Coscheduling's pod group, JobSet, Kubeflow, LeaderWorkerSet, Indexed Job; the
+  order is in ``policy.job_identity``), within the pod's namespace;
+- a size, so the scheduler can choose a zone that holds the whole job and hold the members until
+  all are placed: annotation ``training.example.com/job-size: "<n>"``, or for a LeaderWorkerSet
+  group the size LeaderWorkerSet writes on its pods. Where the size lives only on the object
+  that made the pods (a JobSet, an Indexed Job, ...), the pod is refused, asking for the annotation.
 
 ``plan_zone`` is the choice the scheduler plugin makes for a job's first pod, written here
 so that the Go plugin, ``explain`` and the tests agree on it through the shared vectors.
@@ -20,13 +22,22 @@ from dataclasses import dataclass
 
 from policy.errors import PolicyError
 from policy.integers import parse_go_int64
-from policy.json_fields import map_entry, mapping_field
+from policy.job_identity import (
+    JOB_NOT_INDEXED,
+    LWS_SIZE_ANNOTATION,
+    SOURCE_OWNER,
+    JobIdentity,
+    JobSource,
+    job_identity,
+    names_a_plain_job,
+)
+from policy.json_fields import mapping_field, string_map
 from policy.requirement import MISSING_POD
 
 JOB_LABEL = "training.example.com/job"
 """Pod label: the name of the job the pod belongs to (within its namespace)."""
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
-"""Pod label of scheduler-plugins' Coscheduling: honoured as the job's name, ahead of JOB_LABEL."""
+"""Pod label of scheduler-plugins' Coscheduling: names the job when JOB_LABEL does not."""
 ZONE_POLICY_ANNOTATION = "training.example.com/zone-policy"
 """Pod annotation: where the job's members may run; the one value is SAME_ZONE."""
 SAME_ZONE = "same-zone"
@@ -45,6 +56,13 @@ INVALID_JOB_SIZE = "job size must be a base-10 integer from 1 to {maximum}"
 """A format: ``INVALID_JOB_SIZE.format(maximum=settings.max_job_size)``."""
 MISSING_JOB_NAME = "zone policy same-zone requires a job name label"
 MISSING_JOB_SIZE = "zone policy same-zone requires a job size"
+SIZE_NOT_ON_POD = (
+    MISSING_JOB_SIZE
+    + ": {owner}'s pods do not carry its size; set the annotation {annotation} on the pod template"
+)
+"""A format: a job from a controller whose size is only on the object it made the pods from."""
+INVALID_CONTROLLER_SIZE = "job size from {key} must be a base-10 integer from 1 to {maximum}"
+"""A format: the size a controller wrote on the pod (LeaderWorkerSet's) is not an integer in range."""
 JOB_SIZE_WITHOUT_ZONE_POLICY = "job size requires zone policy same-zone"
 NO_ZONE_FITS = "no zone can hold all {size} pods of the job: {zones}"
 """A format: the job size and, zone by zone in name order, how many copies of the pod fit."""
@@ -89,30 +107,41 @@ class ZoneJob:
     """A same-zone job as one member pod declares it."""
 
     name: str
-    """The job's name (unique within the pod's namespace)."""
+    """The job's name, unique within the pod's namespace (``JobIdentity.name``)."""
+    source: JobSource
     name_label: str
-    """The label the name was read from (``pod_group_label`` or ``job_label``): the key a pod
-    affinity selects the job's members by."""
+    """The label whose value names the job."""
+    match_labels: tuple[tuple[str, str], ...]
+    """The labels, sorted by key, that select the job's pods (a pod affinity's ``matchLabels``)."""
     size: int
+    size_from: str
+    """The annotation the size was read from (the job-size annotation, or the controller's)."""
+
+    @property
+    def selector(self) -> dict[str, str]:
+        """``match_labels`` as a label selector's ``matchLabels``."""
+        return dict(self.match_labels)
 
 
 def job_from_pod(pod: object, settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS) -> ZoneJob | None:
     """The same-zone job the pod belongs to; None for a pod without the zone-policy and job-size annotations.
 
-    Raises PolicyError with ``INVALID_ZONE_POLICY`` for a zone policy other than ``same-zone``,
-    the formatted ``INVALID_JOB_SIZE`` for a job size that is not a base-10 integer in
-    1..max_job_size (both checked first, in that order), ``JOB_SIZE_WITHOUT_ZONE_POLICY``,
-    ``MISSING_JOB_SIZE`` when one annotation comes without the other, and ``MISSING_JOB_NAME``
-    when neither name label holds a name.
+    Checked in this order, each failure a PolicyError: a zone policy other than ``same-zone``
+    (``INVALID_ZONE_POLICY``); a job-size annotation that is not a base-10 integer in
+    1..max_job_size (``INVALID_JOB_SIZE``); a job size without a zone policy
+    (``JOB_SIZE_WITHOUT_ZONE_POLICY``); no job (``MISSING_JOB_NAME``, ``JOB_NOT_INDEXED``, or
+    ``policy.job_identity``'s LeaderWorkerSet reason); no size (``MISSING_JOB_SIZE`` for our job
+    label, ``SIZE_NOT_ON_POD`` for a controller's job) or a controller's size out of range
+    (``INVALID_CONTROLLER_SIZE``).
     """
     if pod is None:
         raise PolicyError(MISSING_POD)
     if not isinstance(pod, Mapping):
         raise PolicyError("pod must be an object")
     metadata = mapping_field(pod, "metadata", "pod")
-    annotations = mapping_field(metadata, "annotations", "metadata")
-    zone_policy = map_entry(annotations, settings.zone_policy_annotation, "metadata.annotations")
-    raw_size = map_entry(annotations, settings.job_size_annotation, "metadata.annotations")
+    annotations = string_map(metadata, "annotations", "metadata")
+    zone_policy = annotations.get(settings.zone_policy_annotation)
+    raw_size = annotations.get(settings.job_size_annotation)
     if zone_policy is not None and zone_policy != SAME_ZONE:
         raise PolicyError(INVALID_ZONE_POLICY)
     size = None if raw_size is None else parse_go_int64(raw_size)
@@ -122,14 +151,66 @@ def job_from_pod(pod: object, settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTI
         if size is None:
             return None
         raise PolicyError(JOB_SIZE_WITHOUT_ZONE_POLICY)
-    if size is None:
-        raise PolicyError(MISSING_JOB_SIZE)
-    labels = mapping_field(metadata, "labels", "metadata")
-    for key in (settings.pod_group_label, settings.job_label):
-        name = map_entry(labels, key, "metadata.labels")
-        if name:
-            return ZoneJob(name=name, name_label=key, size=size)
-    raise PolicyError(MISSING_JOB_NAME)
+    labels = string_map(metadata, "labels", "metadata")
+    identity = job_identity(labels, annotations, settings.job_label, settings.pod_group_label)
+    if identity is None:
+        raise PolicyError(JOB_NOT_INDEXED if names_a_plain_job(labels) else MISSING_JOB_NAME)
+    if size is not None:
+        return _zone_job(identity, size, settings.job_size_annotation)
+    return _zone_job(identity, _controller_size(identity, annotations, settings), LWS_SIZE_ANNOTATION)
+
+
+def _zone_job(identity: JobIdentity, size: int, size_from: str) -> ZoneJob:
+    return ZoneJob(
+        name=identity.name,
+        source=identity.source,
+        name_label=identity.name_label,
+        match_labels=identity.match_labels,
+        size=size,
+        size_from=size_from,
+    )
+
+
+def _controller_size(identity: JobIdentity, annotations: Mapping[str, str], settings: JobZoneSettings) -> int:
+    """The size the job's controller wrote on the pod (a LeaderWorkerSet's group size); PolicyError
+    when there is none or it is out of range."""
+    raw = annotations.get(LWS_SIZE_ANNOTATION) if identity.source == "leaderworkerset" else None
+    if raw is None:
+        if identity.source == "job-label":
+            raise PolicyError(MISSING_JOB_SIZE)
+        owner = SOURCE_OWNER[identity.source]
+        raise PolicyError(SIZE_NOT_ON_POD.format(owner=owner, annotation=settings.job_size_annotation))
+    size = parse_go_int64(raw)
+    if size is None or not 1 <= size <= settings.max_job_size:
+        raise PolicyError(
+            INVALID_CONTROLLER_SIZE.format(key=LWS_SIZE_ANNOTATION, maximum=settings.max_job_size)
+        )
+    return size
+
+
+def is_member(
+    job: ZoneJob, namespace: str, other: object, settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS
+) -> bool:
+    """True when ``other`` belongs to ``job`` of ``namespace``: same namespace, the zone-policy
+    annotation ``same-zone`` (same-zone is each pod's opt-in, so a JobSet's pod without it is not
+    counted), the job's labels, and no earlier source naming another job. Its size is not looked
+    at (members declaring different sizes are still members). A pod that cannot be read is no member."""
+    if not isinstance(other, Mapping):
+        return False
+    try:
+        metadata = mapping_field(other, "metadata", "pod")
+        labels = string_map(metadata, "labels", "metadata")
+        if (metadata.get("namespace") or "") != namespace or any(
+            labels.get(k) != v for k, v in job.match_labels
+        ):
+            return False
+        annotations = string_map(metadata, "annotations", "metadata")
+        if annotations.get(settings.zone_policy_annotation) != SAME_ZONE:
+            return False
+        identity = job_identity(labels, annotations, settings.job_label, settings.pod_group_label)
+    except PolicyError:
+        return False
+    return identity is not None and identity.name == job.name
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 Where the scheduler has no zone plugin (the extender modes) and for autoscalers (Karpenter
 and Cluster Autoscaler simulate pod affinity, never our annotations), a same-zone pod gets
-one required podAffinity term: pods with the same job-name label, ``topologyKey`` the zone
+one required podAffinity term: pods with the labels that identify the job (our job label, or the
+labels of the controller that made the pods: ``ZoneJob.match_labels``), ``topologyKey`` the zone
 label. kube-scheduler then places every later member in the zone of the first one placed
 (the first may go anywhere: a term that matches no pod yet is satisfied by a pod matching
 its own term).
@@ -15,12 +16,17 @@ it matches all its own terms, so a job's term beside, say, "next to the cache po
 pod at all and leave every member Pending. Where the scheduler's JobZone plugin keeps the zone
 (plugin mode) such a pod gets nothing and JobZone alone keeps its job together; where the pod
 affinity is the only zone rule (the extender modes) the pod is refused, naming plugin mode.
+
+A LeaderWorkerSet leader pod gets its group index label from LeaderWorkerSet's own mutating
+webhook, which may run after this one: such a pod gets nothing yet, and the API server calls this
+webhook again once the label is there (``reinvocationPolicy: IfNeeded``).
 """
 
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from policy.errors import PolicyError
+from policy.job_identity import LWS_WITHOUT_GROUP_INDEX
 from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings, ZoneJob, job_from_pod
 from policy.json_fields import list_field, mapping_field
 
@@ -45,7 +51,7 @@ only zone rule."""
 def zone_affinity_term(job: ZoneJob, settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS) -> dict[str, Any]:
     """The podAffinityTerm "in the zone of the pods of this job"."""
     return {
-        "labelSelector": {"matchLabels": {job.name_label: job.name}},
+        "labelSelector": {"matchLabels": job.selector},
         "topologyKey": settings.zone_label,
     }
 
@@ -55,12 +61,13 @@ def zone_affinity_patch(
 ) -> list[dict[str, Any]]:
     """The RFC 6902 JSON Patch that adds the job's same-zone pod affinity to a pod.
 
-    Empty for a pod that is not in a same-zone job or already carries the term, and, with
-    ``keeper`` "plugin", for a pod with required pod affinity terms of its own. Raises
+    Empty for a pod that is not in a same-zone job or already carries the term, for a
+    LeaderWorkerSet pod still without its group index, and, with ``keeper`` "plugin", for a pod
+    with required pod affinity terms of its own. Raises
     PolicyError as ``job_from_pod`` does, for affinity fields of the wrong JSON type, and with
     ``OWN_POD_AFFINITY_CONFLICT`` for a pod with terms of its own when ``keeper`` is "affinity".
     """
-    job = job_from_pod(pod, settings)
+    job = _settled_job(pod, settings)
     if job is None:
         return []
     assert isinstance(pod, Mapping)  # job_from_pod accepted it
@@ -89,6 +96,17 @@ def zone_affinity_patch(
         ]
     # The terms field is absent, null or an empty list: the term becomes the only one.
     return [{"op": "add", "path": f"/spec/affinity/podAffinity/{REQUIRED_POD_TERMS_FIELD}", "value": [term]}]
+
+
+def _settled_job(pod: object, settings: JobZoneSettings) -> ZoneJob | None:
+    """``job_from_pod``, but None for a LeaderWorkerSet pod whose group index LeaderWorkerSet's
+    webhook has yet to write."""
+    try:
+        return job_from_pod(pod, settings)
+    except PolicyError as error:
+        if str(error) == LWS_WITHOUT_GROUP_INDEX:
+            return None
+        raise
 
 
 def required_pod_terms(pod: Mapping[str, Any]) -> Sequence[Any]:

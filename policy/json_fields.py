@@ -67,6 +67,13 @@ def map_entry(string_map: Mapping[str, Any], key: str, where: str) -> str | None
     raise PolicyError(f"{where}[{key!r}] must be a string")
 
 
+def string_map(obj: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
+    """``obj[key]`` as a ``map[string]string`` (labels, annotations): empty when absent or null; a
+    null entry is present and empty; any other value that is not a string is an error, as in Go's decode."""
+    entries = mapping_field(obj, key, where)
+    return {name: map_entry(entries, name, f"{where}.{key}") or "" for name in entries}
+
+
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:\d{2})", re.ASCII)
 
 

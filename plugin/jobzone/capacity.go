@@ -120,9 +120,10 @@ func zoneOf(node *v1.Node, s zonepolicy.Settings) string {
 	return node.Labels[s.ZoneLabel]
 }
 
-// isMember reports whether other is a pod of the job (same namespace, same name label).
-func isMember(other *v1.Pod, namespace string, job *zonepolicy.Job) bool {
-	return other.Namespace == namespace && other.Labels[job.NameLabel] == job.Name
+// isMember reports whether other is a pod of the job (zonepolicy.IsMember: same
+// namespace, opted in to same-zone, same job).
+func isMember(other *v1.Pod, namespace string, job *zonepolicy.Job, s zonepolicy.Settings) bool {
+	return zonepolicy.IsMember(other, namespace, job, s)
 }
 
 // isPlacedMember reports whether other, a pod bound or assumed on a node, counts as a
@@ -130,8 +131,8 @@ func isMember(other *v1.Pod, namespace string, job *zonepolicy.Job) bool {
 // deleted and created again under its name, or a member replaced) neither fixes the
 // job's zone nor counts towards its size, though it holds its resources until it is gone.
 // (Succeeded and Failed pods never reach the scheduler's cache.)
-func isPlacedMember(other *v1.Pod, namespace string, job *zonepolicy.Job) bool {
-	return other.DeletionTimestamp == nil && isMember(other, namespace, job)
+func isPlacedMember(other *v1.Pod, namespace string, job *zonepolicy.Job, s zonepolicy.Settings) bool {
+	return other.DeletionTimestamp == nil && isMember(other, namespace, job, s)
 }
 
 // memberZone is the zone holding most of the job's placed members (bound or assumed, not
@@ -146,7 +147,7 @@ func memberZone(nodes []fwk.NodeInfo, self *v1.Pod, job *zonepolicy.Job, s zonep
 			continue
 		}
 		for _, podInfo := range info.GetPods() {
-			if p := podInfo.GetPod(); p.UID != self.UID && isPlacedMember(p, self.Namespace, job) {
+			if p := podInfo.GetPod(); p.UID != self.UID && isPlacedMember(p, self.Namespace, job, s) {
 				counts[zone]++
 			}
 		}

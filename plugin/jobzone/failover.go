@@ -76,7 +76,7 @@ func (pl *JobZone) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1
 	logger.V(2).Info("no node in the job's zone passed the filters; the job is planned again", "job", key,
 		"zone", s.zone, "member", klog.KObj(pod), "held", held, "gpuSecondsHeld", gpuSeconds)
 	pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
-		if isMember(wp.GetPod(), pod.Namespace, s.job) {
+		if isMember(wp.GetPod(), pod.Namespace, s.job, pl.config.zone) {
 			wp.Reject(Name, message)
 		}
 	})
@@ -97,7 +97,7 @@ func (pl *JobZone) boundIn(nodes []fwk.NodeInfo, self *v1.Pod, job *zonepolicy.J
 		}
 		for _, podInfo := range info.GetPods() {
 			p := podInfo.GetPod()
-			if p.UID != self.UID && isPlacedMember(p, self.Namespace, job) && pl.handle.GetWaitingPod(p.UID) == nil {
+			if p.UID != self.UID && isPlacedMember(p, self.Namespace, job, pl.config.zone) && pl.handle.GetWaitingPod(p.UID) == nil {
 				count++
 			}
 		}

@@ -74,7 +74,7 @@ func (pl *JobZone) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		if message := pl.heldNodesTaken(pod, job, key); message != "" {
 			logger.V(2).Info("a held member's node was taken away; the job is placed again", "job", key, "why", message)
 			pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
-				if isMember(wp.GetPod(), pod.Namespace, job) {
+				if isMember(wp.GetPod(), pod.Namespace, job, pl.config.zone) {
 					wp.Reject(Name, message)
 				}
 			})
@@ -86,7 +86,7 @@ func (pl *JobZone) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 				"zone", zone, "gpuSecondsHeld", g.gpuSeconds(now))
 		}
 		pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
-			if isMember(wp.GetPod(), pod.Namespace, job) {
+			if isMember(wp.GetPod(), pod.Namespace, job, pl.config.zone) {
 				wp.Allow(Name)
 			}
 		})
@@ -110,7 +110,7 @@ func (pl *JobZone) heldNodesTaken(self *v1.Pod, job *zonepolicy.Job, key string)
 	message := ""
 	pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		held := wp.GetPod()
-		if message != "" || !isMember(held, self.Namespace, job) {
+		if message != "" || !isMember(held, self.Namespace, job, pl.config.zone) {
 			return
 		}
 		var node *v1.Node
@@ -133,7 +133,7 @@ func membersIn(nodes []fwk.NodeInfo, self *v1.Pod, job *zonepolicy.Job, zone str
 			continue
 		}
 		for _, podInfo := range info.GetPods() {
-			if p := podInfo.GetPod(); p.UID != self.UID && isPlacedMember(p, self.Namespace, job) {
+			if p := podInfo.GetPod(); p.UID != self.UID && isPlacedMember(p, self.Namespace, job, s) {
 				count++
 			}
 		}
@@ -176,7 +176,7 @@ func (pl *JobZone) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.
 	klog.FromContext(ctx).V(2).Info("job not placed whole; rejecting its held members", "job", key, "zone", g.zone,
 		"timedOut", timedOut, "held", len(g.held), "gpuSecondsHeld", g.gpuSeconds(now))
 	pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
-		if p := wp.GetPod(); p.UID != pod.UID && isMember(p, pod.Namespace, job) {
+		if p := wp.GetPod(); p.UID != pod.UID && isMember(p, pod.Namespace, job, pl.config.zone) {
 			wp.Reject(Name, message)
 		}
 	})
@@ -191,14 +191,14 @@ func (pl *JobZone) activatePending(logger klog.Logger, self *v1.Pod, job *zonepo
 	if pl.pods == nil {
 		return
 	}
-	pods, err := pl.pods.Pods(self.Namespace).List(labels.SelectorFromSet(labels.Set{job.NameLabel: job.Name}))
+	pods, err := pl.pods.Pods(self.Namespace).List(labels.SelectorFromSet(job.MatchLabels))
 	if err != nil {
 		logger.Error(err, "listing the job's pods", "job", job.Name)
 		return
 	}
 	pending := map[string]*v1.Pod{}
 	for _, p := range pods {
-		if p.Spec.NodeName == "" && p.UID != self.UID {
+		if p.Spec.NodeName == "" && p.UID != self.UID && isMember(p, self.Namespace, job, pl.config.zone) {
 			pending[p.Namespace+"/"+p.Name] = p
 		}
 	}

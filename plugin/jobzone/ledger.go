@@ -67,7 +67,7 @@ func placedIn(nodes []fwk.NodeInfo, namespace string, job *zonepolicy.Job, zone 
 			continue
 		}
 		for _, podInfo := range info.GetPods() {
-			if isPlacedMember(podInfo.GetPod(), namespace, job) {
+			if isPlacedMember(podInfo.GetPod(), namespace, job, s) {
 				count++
 			}
 		}

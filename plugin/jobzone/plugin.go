@@ -194,7 +194,7 @@ func (pl *JobZone) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.
 	failed := pl.failedZones(jobKey(pod, job))
 	zone := memberZone(nodes, pod, job, pl.config.zone, failed)
 	if zone == "" && !pl.order.wasPlaced(jobKey(pod, job)) {
-		exist, err := existingMembers(pl.pods, pod, job)
+		exist, err := existingMembers(pl.pods, pod, job, pl.config.zone)
 		if err != nil {
 			return nil, fwk.AsStatus(err)
 		}

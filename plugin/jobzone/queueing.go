@@ -39,7 +39,7 @@ func (pl *JobZone) isSchedulableAfterPodDelete(logger klog.Logger, pod *v1.Pod, 
 	if err != nil {
 		return fwk.Queue, err
 	}
-	if job, err := zonepolicy.JobFromPod(pod, pl.config.zone); err == nil && job != nil && isMember(deleted, pod.Namespace, job) {
+	if job, err := zonepolicy.JobFromPod(pod, pl.config.zone); err == nil && job != nil && isMember(deleted, pod.Namespace, job, pl.config.zone) {
 		return fwk.Queue, nil
 	}
 	requests := resourcehelper.PodRequests(deleted, resourcehelper.PodResourcesOptions{})

@@ -70,7 +70,7 @@ func (pl *JobZone) releaseJobsOn(logger klog.Logger, nodeName string, node *v1.N
 		logger.V(2).Info("a held member's node was taken away; releasing its job", "job", r.namespace+"/"+r.job.Name,
 			"node", nodeName, "member", r.member, "why", r.why)
 		pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
-			if isMember(wp.GetPod(), r.namespace, r.job) {
+			if isMember(wp.GetPod(), r.namespace, r.job, pl.config.zone) {
 				wp.Reject(Name, message)
 			}
 		})

@@ -19,17 +19,17 @@ const SiblingsFormat = "job %s: waiting for %d of %d members to exist; none is p
 // pod. It reads the informer's store, which is updated before any event handler (the
 // scheduling queue's included) hears of a pod, so a member created just before self was
 // queued is counted. -1 when there is no pod lister (no informer): the job is not gated.
-func existingMembers(pods corelisters.PodLister, self *v1.Pod, job *zonepolicy.Job) (int64, error) {
+func existingMembers(pods corelisters.PodLister, self *v1.Pod, job *zonepolicy.Job, s zonepolicy.Settings) (int64, error) {
 	if pods == nil {
 		return -1, nil
 	}
-	listed, err := pods.Pods(self.Namespace).List(labels.Everything())
+	listed, err := pods.Pods(self.Namespace).List(labels.SelectorFromSet(job.MatchLabels))
 	if err != nil {
 		return 0, err
 	}
 	count := int64(1)
 	for _, pod := range listed {
-		if pod.UID != self.UID && isPlacedMember(pod, self.Namespace, job) {
+		if pod.UID != self.UID && isPlacedMember(pod, self.Namespace, job, s) {
 			count++
 		}
 	}
@@ -50,7 +50,7 @@ func (pl *JobZone) activateWhenComplete(pod *v1.Pod) {
 		return
 	}
 	logger := klog.Background().WithValues("plugin", Name)
-	exist, err := existingMembers(pl.pods, pod, job)
+	exist, err := existingMembers(pl.pods, pod, job, pl.config.zone)
 	if err != nil {
 		logger.Error(err, "counting the job's members", "job", jobKey(pod, job))
 		return

@@ -1,17 +1,18 @@
 package zonepolicy_test
 
 import (
+	"maps"
 	"testing"
 
 	"example.com/gpu-scheduler-eks/plugin/internal/policyvectors"
 	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
 )
 
-// TestZoneVectors holds JobFromPod and PlanZone to tests/vectors/zone_cases.json, the
-// file policy/job_zone.py is tested against.
+// TestZoneVectors holds JobFromPod, IsMember and PlanZone to tests/vectors/zone_cases.json,
+// the file policy/job_zone.py is tested against.
 func TestZoneVectors(t *testing.T) {
 	file := policyvectors.MustLoadZone(t)
-	if len(file.Pods) == 0 || len(file.Plans) == 0 {
+	if len(file.Pods) == 0 || len(file.Members) == 0 || len(file.Plans) == 0 {
 		t.Fatalf("%s has no cases", policyvectors.ZoneFile)
 	}
 	agreed := 0
@@ -20,12 +21,17 @@ func TestZoneVectors(t *testing.T) {
 			agreed++
 		}
 	}
+	for _, c := range file.Members {
+		if t.Run("member/"+c.Name, func(t *testing.T) { checkMemberCase(t, c) }) {
+			agreed++
+		}
+	}
 	for _, c := range file.Plans {
 		if t.Run("plan/"+c.Name, func(t *testing.T) { checkPlanCase(t, c) }) {
 			agreed++
 		}
 	}
-	t.Logf("zone vectors: %d of %d cases agreed", agreed, len(file.Pods)+len(file.Plans))
+	t.Logf("zone vectors: %d of %d cases agreed", agreed, len(file.Pods)+len(file.Members)+len(file.Plans))
 }
 
 func checkPodCase(t *testing.T, c policyvectors.ZonePodCase) {
@@ -43,8 +49,25 @@ func checkPodCase(t *testing.T, c policyvectors.ZonePodCase) {
 		t.Fatalf("job = %+v, want none", *job)
 	case want != nil && job == nil:
 		t.Fatalf("no job, want %+v", *want)
-	case want != nil && (job.Name != want.Name || job.NameLabel != want.NameLabel || job.Size != want.Size):
+	case want != nil && (job.Name != want.Name || string(job.Source) != want.Source || job.NameLabel != want.NameLabel ||
+		!maps.Equal(job.MatchLabels, want.MatchLabels) || job.Size != want.Size || job.SizeFrom != want.SizeFrom):
 		t.Fatalf("job = %+v, want %+v", *job, *want)
+	}
+}
+
+func checkMemberCase(t *testing.T, c policyvectors.ZoneMemberCase) {
+	pod, _ := policyvectors.MustDecodePod(t, c.Pod, "")
+	other, _ := policyvectors.MustDecodePod(t, c.Other, "")
+	settings := zonepolicy.DefaultSettings()
+	job, err := zonepolicy.JobFromPod(pod, settings)
+	if err != nil || job == nil {
+		t.Fatalf("the case's pod is in no job: %v", err)
+	}
+	if !zonepolicy.IsMember(pod, pod.Namespace, job, settings) {
+		t.Fatal("a pod is not a member of its own job")
+	}
+	if got := zonepolicy.IsMember(other, pod.Namespace, job, settings); got != c.Expect.Member {
+		t.Fatalf("IsMember = %v, want %v", got, c.Expect.Member)
 	}
 }
 

@@ -1,5 +1,6 @@
 // Package zonepolicy holds the same-zone job rules: which pods form a job that must
-// run in one Availability Zone, how big the job is, and which zone holds it whole.
+// run in one Availability Zone (our label, or the labels of the controller that made the
+// pod: identity.go), how big the job is, and which zone holds it whole.
 // It is the Go twin of the Python policy/job_zone.py; both are held to the shared
 // vectors in tests/vectors/zone_cases.json. It does no I/O and knows nothing of the
 // scheduler framework.
@@ -18,8 +19,8 @@ import (
 const (
 	// JobLabel is the pod label naming the job the pod belongs to (within its namespace).
 	JobLabel = "training.example.com/job"
-	// PodGroupLabel is scheduler-plugins' Coscheduling label; where set, it names the
-	// job ahead of JobLabel.
+	// PodGroupLabel is scheduler-plugins' Coscheduling label; it names the job when
+	// JobLabel does not.
 	PodGroupLabel = "scheduling.x-k8s.io/pod-group"
 	// ZonePolicyAnnotation is the pod annotation saying where the job's members may run.
 	ZonePolicyAnnotation = "training.example.com/zone-policy"
@@ -44,10 +45,17 @@ const (
 	// ReasonInvalidJobSizeFormat formats, with Settings.MaxJobSize, the message for a
 	// job size that is not a base-10 integer in 1..MaxJobSize.
 	ReasonInvalidJobSizeFormat = "job size must be a base-10 integer from 1 to %d"
-	// ReasonMissingJobName: same-zone without a job name in either name label.
+	// ReasonMissingJobName: same-zone on a pod no source names a job for.
 	ReasonMissingJobName = "zone policy same-zone requires a job name label"
-	// ReasonMissingJobSize: same-zone without a job size.
+	// ReasonMissingJobSize: same-zone with our job label but without a job size.
 	ReasonMissingJobSize = "zone policy same-zone requires a job size"
+	// SizeNotOnPodFormat formats, with what made the pods and the job-size annotation,
+	// the message for a controller's job whose size is only on the object it made the
+	// pods from.
+	SizeNotOnPodFormat = ReasonMissingJobSize + ": %s's pods do not carry its size; set the annotation %s on the pod template"
+	// InvalidControllerSizeFormat formats, with the annotation and Settings.MaxJobSize,
+	// the message for a size a controller wrote on the pod that is out of range.
+	InvalidControllerSizeFormat = "job size from %s must be a base-10 integer from 1 to %d"
 	// ReasonJobSizeWithoutZonePolicy: a job size without same-zone.
 	ReasonJobSizeWithoutZonePolicy = "job size requires zone policy same-zone"
 	// NoZoneFitsFormat formats, with the job size and the per-zone counts, the
@@ -102,18 +110,21 @@ func (s Settings) Validate() error {
 
 // Job is a same-zone job as one member pod declares it.
 type Job struct {
-	// Name is the job's name, unique within the pod's namespace.
-	Name string
-	// NameLabel is the label Name was read from (PodGroupLabel or JobLabel), the key
-	// the job's members are selected by.
-	NameLabel string
+	// Identity is the job's name (unique within the pod's namespace), where it came
+	// from, and the labels selecting its pods.
+	Identity
 	// Size is the number of pods in the job.
 	Size int64
+	// SizeFrom is the annotation Size was read from: Settings.JobSizeAnnotation, or the
+	// controller's (LWSSizeAnnotation).
+	SizeFrom string
 }
 
 // JobFromPod returns the same-zone job the pod belongs to, or nil for a pod with
-// neither the zone-policy nor the job-size annotation. The zone policy is checked
-// first, then the job size, then that both are present, then the name.
+// neither the zone-policy nor the job-size annotation. Checked in order: the zone
+// policy, the job-size annotation, that a size comes with a zone policy, the job
+// (IdentityOf), then the size: the annotation, else the size the job's controller
+// writes on the pod (a LeaderWorkerSet group's), else SizeNotOnPodFormat.
 func JobFromPod(pod *v1.Pod, s Settings) (*Job, error) {
 	if pod == nil {
 		return nil, errors.New(ReasonMissingPod)
@@ -136,15 +147,40 @@ func JobFromPod(pod *v1.Pod, s Settings) (*Job, error) {
 		return nil, nil
 	case !hasPolicy:
 		return nil, errors.New(ReasonJobSizeWithoutZonePolicy)
-	case !hasSize:
-		return nil, errors.New(ReasonMissingJobSize)
 	}
-	for _, key := range []string{s.PodGroupLabel, s.JobLabel} {
-		if name := pod.Labels[key]; name != "" {
-			return &Job{Name: name, NameLabel: key, Size: size}, nil
+	identity, err := IdentityOf(pod.Labels, pod.Annotations, s)
+	switch {
+	case err != nil:
+		return nil, err
+	case identity == nil && namesPlainJob(pod.Labels):
+		return nil, errors.New(ReasonJobNotIndexed)
+	case identity == nil:
+		return nil, errors.New(ReasonMissingJobName)
+	case hasSize:
+		return &Job{Identity: *identity, Size: size, SizeFrom: s.JobSizeAnnotation}, nil
+	}
+	size, err = controllerSize(identity, pod.Annotations, s)
+	if err != nil {
+		return nil, err
+	}
+	return &Job{Identity: *identity, Size: size, SizeFrom: LWSSizeAnnotation}, nil
+}
+
+// controllerSize is the size the job's controller wrote on the pod (a LeaderWorkerSet
+// group's), or why there is none to use.
+func controllerSize(identity *Identity, annotations map[string]string, s Settings) (int64, error) {
+	raw, ok := annotations[LWSSizeAnnotation]
+	if identity.Source != SourceLeaderWorkerSet || !ok {
+		if identity.Source == SourceJobLabel {
+			return 0, errors.New(ReasonMissingJobSize)
 		}
+		return 0, fmt.Errorf(SizeNotOnPodFormat, sourceOwner[identity.Source], s.JobSizeAnnotation)
 	}
-	return nil, errors.New(ReasonMissingJobName)
+	size, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || size < 1 || size > s.MaxJobSize {
+		return 0, fmt.Errorf(InvalidControllerSizeFormat, LWSSizeAnnotation, s.MaxJobSize)
+	}
+	return size, nil
 }
 
 // Plan is the zone chosen for a job, or (Zone empty) the message saying why none was.

@@ -20,7 +20,8 @@ from localcluster.host.ports import reserve_port
 from localcluster.plane.control_plane import write_kubeconfig
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE
 from policy import INVALID_MIN_MEMORY, NODE_MEMORY_LABEL, NOT_SPOT
-from policy.job_zone import INVALID_JOB_SIZE, INVALID_ZONE_POLICY, ZONE_POLICY_ANNOTATION
+from policy.job_identity import LWS_GROUP_INDEX_LABEL, LWS_NAME_LABEL, LWS_SIZE_ANNOTATION
+from policy.job_zone import INVALID_JOB_SIZE, INVALID_ZONE_POLICY, JOB_SIZE_ANNOTATION, ZONE_POLICY_ANNOTATION
 from tests.explain.conftest import MISLABELLED, SPARE, Cluster
 from tests.explain.objects import DEMO_FLEET, job_pod, pod_json
 
@@ -31,8 +32,8 @@ POD_KEYS = {
     "jobError", "verdict", "exitCode", "nodes", "job", "changes", "ec2Source",
 }  # fmt: skip
 JOB_KEYS = {
-    "name", "nameLabel", "size", "members", "pending", "memberZone", "remaining", "plan", "status",
-    "zoneAffinity", "ownPodAffinity", "declaredSizes", "zones", "unzonedNodes",
+    "name", "source", "nameLabel", "matchLabels", "size", "sizeFrom", "members", "pending", "memberZone",
+    "remaining", "plan", "status", "zoneAffinity", "ownPodAffinity", "declaredSizes", "zones", "unzonedNodes",
 }  # fmt: skip
 JOB_ZONE_KEYS = {"zone", "nodes", "copies", "bound", "nominated"}
 POD_STATE_KEYS = {"namespace", "name", "schedulerName", "governed", "phase", "nodeName", "podScheduled"}
@@ -219,6 +220,39 @@ def test_a_job_member_gets_its_jobs_zones_from_the_api(
         assert (document["verdict"], code) == ("invalid", EXIT.invalid_pod)
         assert document["jobError"] == document["error"] == INVALID_ZONE_POLICY
         assert document["job"] is None
+    finally:
+        for reference in references:
+            core.delete_namespaced_pod(reference.split("/")[1], WORKLOAD_NAMESPACE, grace_period_seconds=0)
+
+
+def test_a_leaderworkerset_groups_members_are_listed_by_both_its_labels(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A LeaderWorkerSet group is a job: the API is asked for the pods with the set's name and the
+    group's index, so a pod of the set's other group is no member."""
+    core = kubernetes.client.CoreV1Api(cluster.api)
+
+    def lws_pod(name: str, group: str) -> dict[str, Any]:
+        pod = job_pod(name, 2, job="unused")
+        metadata = pod["metadata"]
+        metadata["labels"] = {LWS_NAME_LABEL: "explain-lws", LWS_GROUP_INDEX_LABEL: group}
+        del metadata["annotations"][JOB_SIZE_ANNOTATION]
+        metadata["annotations"][LWS_SIZE_ANNOTATION] = "2"
+        return pod
+
+    pods = [lws_pod("explain-lws-0", "0"), lws_pod("explain-lws-0-1", "0"), lws_pod("explain-lws-1", "1")]
+    references = [create_pod(cluster, pod) for pod in pods]
+    try:
+        _, document = run_json(cluster, capsys, "pod", references[0])
+        job = document["job"]
+        assert (job["name"], job["source"], job["size"], job["sizeFrom"]) == (
+            "leaderworkerset/explain-lws/0",
+            "leaderworkerset",
+            2,
+            LWS_SIZE_ANNOTATION,
+        )
+        assert job["matchLabels"] == {LWS_NAME_LABEL: "explain-lws", LWS_GROUP_INDEX_LABEL: "0"}
+        assert (job["members"], job["pending"]) == (2, 2), "group 1's pod is another job"
     finally:
         for reference in references:
             core.delete_namespaced_pod(reference.split("/")[1], WORKLOAD_NAMESPACE, grace_period_seconds=0)

@@ -7,11 +7,13 @@ from typing import Any
 import pytest
 
 from explain.ec2_gpu_data import load_table
+from explain.job_zone_render import job_summary
 from explain.pod_report import PodExplanation, explain_pod
 from explain.render import pod_json as render_pod_json
 from explain.render import pod_text
 from explain.settings import EXIT
 from policy import DEFAULT_SETTINGS
+from policy.job_identity import JOB_NOT_INDEXED, JOBSET_NAME_LABEL
 from policy.job_zone import (
     INVALID_JOB_SIZE,
     INVALID_ZONE_POLICY,
@@ -25,6 +27,7 @@ from policy.job_zone import (
     NO_ZONES,
     POD_GROUP_LABEL,
     ZONE_POLICY_ANNOTATION,
+    job_from_pod,
 )
 from tests.explain.objects import gpu_node, job_pod, pod_json
 
@@ -55,12 +58,9 @@ FILLERS = [filler("busy-a", "h100-a", 2), filler("busy-c", "h100-c", 6)]
 def with_affinity(pod: dict[str, Any]) -> dict[str, Any]:
     """The pod as the admission webhook leaves it: with the job's same-zone pod affinity."""
     pod = copy.deepcopy(pod)
-    labels = pod["metadata"]["labels"]
-    name_label = POD_GROUP_LABEL if POD_GROUP_LABEL in labels else JOB_LABEL
-    term = {
-        "labelSelector": {"matchLabels": {name_label: labels[name_label]}},
-        "topologyKey": "topology.kubernetes.io/zone",
-    }
+    job = job_from_pod(pod)
+    assert job is not None
+    term = {"labelSelector": {"matchLabels": job.selector}, "topologyKey": "topology.kubernetes.io/zone"}
     pod["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
     return pod
 
@@ -102,7 +102,11 @@ def test_the_plan_is_the_tightest_zone_that_holds_the_whole_job() -> None:
     assert job.zone_affinity
 
     text = pod_text(explanation, DEFAULT_SETTINGS)
-    assert "  job        train, 8 pods (name from label training.example.com/job); 2 known to the API" in text
+    assert (
+        "  job        train, 8 pods (members labelled training.example.com/job=train; size from"
+        " training.example.com/job-size);"
+        " 2 known to the API"
+    ) in text
     assert f"  job zone   JobZone plans {B}" in text
     assert any(line.split() == [B, "9", "8", "0", "0"] for line in text.splitlines()), text
     document = render_pod_json(explanation)
@@ -228,13 +232,47 @@ def test_terminal_terminating_and_other_jobs_pods_are_not_members() -> None:
     assert (explanation.job.members, explanation.job.member_zone) == (1, "")
 
 
-def test_the_pod_group_label_names_the_job() -> None:
+def test_the_pod_group_label_names_the_job_without_our_label() -> None:
     pod = job_pod("worker-0", 8)
+    del pod["metadata"]["labels"][JOB_LABEL]
     pod["metadata"]["labels"][POD_GROUP_LABEL] = "group"
     explanation = explain(with_affinity(pod))
     assert explanation.job is not None
-    assert (explanation.job.job.name, explanation.job.job.name_label) == ("group", POD_GROUP_LABEL)
-    assert render_pod_json(explanation)["job"]["nameLabel"] == POD_GROUP_LABEL
+    assert (explanation.job.job.name, explanation.job.job.name_label) == ("pod-group/group", POD_GROUP_LABEL)
+    document = render_pod_json(explanation)["job"]
+    assert (document["nameLabel"], document["source"]) == (POD_GROUP_LABEL, "pod-group")
+    assert document["matchLabels"] == {POD_GROUP_LABEL: "group"}
+
+
+def test_a_jobsets_members_are_found_by_its_label_and_named_by_it() -> None:
+    """A JobSet's pods: the job is the JobSet, its members every pod of it (the other replicated
+    job's too), and a pod of another JobSet is no member."""
+
+    def jobset_pod(name: str, jobset: str, replicated_job: str) -> dict[str, Any]:
+        pod = job_pod(name, 3)
+        labels = pod["metadata"]["labels"]
+        del labels[JOB_LABEL]
+        labels |= {JOBSET_NAME_LABEL: jobset, "jobset.sigs.k8s.io/replicatedjob-name": replicated_job}
+        return pod
+
+    pod = with_affinity(jobset_pod("train-workers-0-0", "train", "workers"))
+    members = [
+        pod,
+        jobset_pod("train-driver-0-0", "train", "driver"),
+        jobset_pod("tune-workers-0-0", "tune", "workers"),
+    ]
+    explanation = explain(pod, members=members)
+    job = explanation.job
+    assert job is not None
+    assert (job.job.name, job.job.source, job.members, job.zone_affinity) == (
+        "jobset/train",
+        "jobset",
+        2,
+        True,
+    )
+    assert f"members labelled {JOBSET_NAME_LABEL}=train; size from {JOB_SIZE_ANNOTATION}" in "\n".join(
+        job_summary(job)
+    )
 
 
 def test_nodes_without_a_zone_label_are_named_and_hold_nothing() -> None:
@@ -307,6 +345,12 @@ def test_a_pod_in_no_job_has_no_job_section() -> None:
             f"add the annotation {ZONE_POLICY_ANNOTATION}",
         ),
         ({}, {JOB_LABEL: None}, MISSING_JOB_NAME, f"label the pod {JOB_LABEL}"),
+        (
+            {},
+            {JOB_LABEL: None, "batch.kubernetes.io/job-name": "copy"},
+            JOB_NOT_INDEXED,
+            "completionMode: Indexed",
+        ),
     ],
 )
 def test_invalid_job_annotations_are_an_invalid_pod_with_the_policys_reason(

@@ -8,12 +8,14 @@ import orjson
 import pytest
 
 from extender_app.webhook.admission import JOB_REFUSAL_PREFIX, AdmissionSettings, review
+from policy.job_identity import JOBSET_NAME_LABEL, LWS_GROUP_INDEX_LABEL, LWS_NAME_LABEL, LWS_SIZE_ANNOTATION
 from policy.job_zone import (
     INVALID_JOB_SIZE,
     INVALID_ZONE_POLICY,
     JOB_LABEL,
     JOB_SIZE_ANNOTATION,
     MISSING_JOB_NAME,
+    SIZE_NOT_ON_POD,
     ZONE_LABEL,
     ZONE_POLICY_ANNOTATION,
     JobZoneSettings,
@@ -117,3 +119,42 @@ def test_in_plugin_mode_a_member_with_its_own_pod_affinity_keeps_it_alone() -> N
 def test_the_webhook_role_takes_the_zone_keeper_from_the_scheduler_mode() -> None:
     with pytest.raises(ValueError, match="zone_keeper must be one of plugin, affinity"):
         AdmissionSettings(zone_keeper="jobzone")  # type: ignore[arg-type]
+
+
+def test_a_jobset_pod_gets_the_affinity_on_its_jobsets_label() -> None:
+    """Only the zone-policy and job-size annotations on the pod template: the JobSet's label names
+    the job, and the term selects its pods by that label."""
+    pod = job_pod(job=None)
+    pod["metadata"]["labels"] = {
+        JOBSET_NAME_LABEL: "train",
+        "jobset.sigs.k8s.io/replicatedjob-name": "workers",
+    }
+    term = patched(pod)["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term == [
+        {"labelSelector": {"matchLabels": {JOBSET_NAME_LABEL: "train"}}, "topologyKey": ZONE_LABEL}
+    ]
+
+
+def test_a_jobset_pod_without_a_size_is_refused_asking_for_the_annotation() -> None:
+    pod = job_pod(job=None)
+    del pod["metadata"]["annotations"][JOB_SIZE_ANNOTATION]
+    pod["metadata"]["labels"] = {JOBSET_NAME_LABEL: "train"}
+    response = answer(pod)
+    assert response["allowed"] is False
+    reason = SIZE_NOT_ON_POD.format(owner="a JobSet", annotation=JOB_SIZE_ANNOTATION)
+    assert response["status"]["message"] == f"{JOB_REFUSAL_PREFIX}: {reason}"
+
+
+def test_a_leaderworkerset_leader_is_admitted_before_its_group_index_and_patched_after() -> None:
+    """LeaderWorkerSet's webhook labels a leader with its group index, possibly after ours: the first
+    call admits the pod unchanged (no denial), the reinvocation writes the group's term."""
+    pod = job_pod(job=None, annotation=None)
+    annotations = pod["metadata"]["annotations"]
+    del annotations[JOB_SIZE_ANNOTATION]
+    annotations[LWS_SIZE_ANNOTATION] = "4"
+    pod["metadata"]["labels"] = {LWS_NAME_LABEL: "llama", "leaderworkerset.sigs.k8s.io/worker-index": "0"}
+    assert answer(pod) == {"uid": UID, "allowed": True}
+    pod["metadata"]["labels"][LWS_GROUP_INDEX_LABEL] = "0"
+    term = patched(pod)["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    selector = {LWS_NAME_LABEL: "llama", LWS_GROUP_INDEX_LABEL: "0"}
+    assert term == [{"labelSelector": {"matchLabels": selector}, "topologyKey": ZONE_LABEL}]

@@ -7,6 +7,7 @@ import jsonpatch
 import pytest
 
 from policy import PolicyError
+from policy.job_identity import JOB_SOURCES
 from policy.job_zone import (
     DEFAULT_JOB_ZONE_SETTINGS,
     JOB_LABEL,
@@ -14,6 +15,7 @@ from policy.job_zone import (
     JobZoneSettings,
     ZoneJob,
     ZonePlan,
+    is_member,
     job_from_pod,
     plan_zone,
 )
@@ -33,6 +35,7 @@ FILE = "zone_cases.json"
 DOCUMENT = load_file(FILE)
 POD_CASES: list[dict[str, Any]] = DOCUMENT["pods"]
 PLAN_CASES: list[dict[str, Any]] = DOCUMENT["plans"]
+MEMBER_CASES: list[dict[str, Any]] = DOCUMENT["members"]
 
 
 def settings_of(case: dict[str, Any]) -> JobZoneSettings:
@@ -40,10 +43,13 @@ def settings_of(case: dict[str, Any]) -> JobZoneSettings:
 
 
 def test_vector_file_covers_each_outcome() -> None:
-    for cases in (POD_CASES, PLAN_CASES):
+    for cases in (POD_CASES, PLAN_CASES, MEMBER_CASES):
         names = [case["name"] for case in cases]
         assert len(names) == len(set(names)), "case names must be unique"
     assert {next(iter(case["expect"])) for case in POD_CASES} == {"job", "error", "decode_error"}
+    sources = {case["expect"]["job"]["source"] for case in POD_CASES if case["expect"].get("job")}
+    assert sources == set(JOB_SOURCES), "every identity source has a case"
+    assert {case["expect"]["member"] for case in MEMBER_CASES} == {True, False}
     assert {next(iter(case["expect"])) for case in PLAN_CASES} == {"zone", "message"}
     assert settings_of({}) == DEFAULT_JOB_ZONE_SETTINGS
 
@@ -58,8 +64,22 @@ def test_pod_case(case: dict[str, Any]) -> None:
         if "error" in expect:
             assert str(raised.value) == expect["error"]
         return
-    want = None if expect["job"] is None else ZoneJob(**expect["job"])
+    want = None if expect["job"] is None else zone_job(expect["job"])
     assert job_from_pod(case["pod"], settings) == want
+
+
+def zone_job(fields: dict[str, Any]) -> ZoneJob:
+    """A vector's expected job: ``match_labels`` is a JSON object there, sorted pairs in ZoneJob."""
+    return ZoneJob(**{**fields, "match_labels": tuple(sorted(fields["match_labels"].items()))})
+
+
+@pytest.mark.parametrize("case", MEMBER_CASES, ids=lambda case: case["name"])
+def test_member_case(case: dict[str, Any]) -> None:
+    job = job_from_pod(case["pod"])
+    assert job is not None
+    namespace = case["pod"]["metadata"]["namespace"]
+    assert is_member(job, namespace, case["other"]) is case["expect"]["member"]
+    assert is_member(job, namespace, case["pod"]), "a pod is a member of its own job"
 
 
 @pytest.mark.parametrize("case", PLAN_CASES, ids=lambda case: case["name"])
@@ -67,6 +87,18 @@ def test_plan_case(case: dict[str, Any]) -> None:
     plan = plan_zone(case["copies"], case["job_size"], frozenset(case["failed"]))
     expect = case["expect"]
     assert plan == ZonePlan(zone=expect.get("zone", ""), message=expect.get("message", ""))
+
+
+def test_a_pod_that_cannot_be_read_is_no_member() -> None:
+    job = job_from_pod(same_zone_pod())
+    assert job is not None
+    assert not is_member(job, "", None)
+    assert not is_member(job, "", {"metadata": {"labels": ["not", "a", "map"]}})
+    assert not is_member(job, "", {"metadata": {"labels": {JOB_LABEL: "llm"}, "annotations": {"x": 1}}})
+    opted_in = {"training.example.com/zone-policy": "same-zone"}
+    assert is_member(
+        job, "", {"metadata": {"labels": {JOB_LABEL: "llm"}, "annotations": opted_in, "namespace": None}}
+    )
 
 
 def test_null_and_malformed_pods() -> None:
@@ -184,16 +216,38 @@ def test_the_jobs_own_term_and_anti_affinity_are_not_a_pods_own_affinity() -> No
     assert zone_affinity_patch(with_both) == [], "a pod already carrying the term is left as it is"
 
 
-def test_zone_affinity_term_selects_by_the_label_that_named_the_job() -> None:
-    pod = same_zone_pod(None, **{"scheduling.x-k8s.io/pod-group": "pg", JOB_LABEL: "llm"})
+@pytest.mark.parametrize(
+    ("labels", "selector"),
+    [
+        ({"scheduling.x-k8s.io/pod-group": "pg", JOB_LABEL: "llm"}, {JOB_LABEL: "llm"}),
+        ({"scheduling.x-k8s.io/pod-group": "pg"}, {"scheduling.x-k8s.io/pod-group": "pg"}),
+        ({"jobset.sigs.k8s.io/jobset-name": "train"}, {"jobset.sigs.k8s.io/jobset-name": "train"}),
+        (
+            {"leaderworkerset.sigs.k8s.io/name": "llama", "leaderworkerset.sigs.k8s.io/group-index": "3"},
+            {"leaderworkerset.sigs.k8s.io/name": "llama", "leaderworkerset.sigs.k8s.io/group-index": "3"},
+        ),
+    ],
+)
+def test_zone_affinity_term_selects_by_the_labels_that_identify_the_job(
+    labels: dict[str, str], selector: dict[str, str]
+) -> None:
+    pod = same_zone_pod(None, **labels)
     job = job_from_pod(pod)
     assert job is not None
-    assert zone_affinity_term(job) == {
-        "labelSelector": {"matchLabels": {"scheduling.x-k8s.io/pod-group": "pg"}},
-        "topologyKey": ZONE_LABEL,
-    }
+    assert zone_affinity_term(job) == {"labelSelector": {"matchLabels": selector}, "topologyKey": ZONE_LABEL}
     (operation,) = zone_affinity_patch(pod)
     assert operation["value"]["podAffinity"][REQUIRED_POD_TERMS_FIELD] == [zone_affinity_term(job)]
+
+
+def test_a_leaderworkerset_leader_waits_for_its_group_index() -> None:
+    """LeaderWorkerSet's own webhook gives a leader its group index, possibly after this webhook
+    ran: the pod gets nothing yet (the API server calls the webhook again once it is labelled)."""
+    leader = same_zone_pod(None, **{"leaderworkerset.sigs.k8s.io/name": "llama"})
+    assert zone_affinity_patch(leader) == []
+    leader["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/group-index"] = "0"
+    (operation,) = zone_affinity_patch(leader)
+    term = operation["value"]["podAffinity"][REQUIRED_POD_TERMS_FIELD][0]
+    assert term["labelSelector"]["matchLabels"]["leaderworkerset.sigs.k8s.io/group-index"] == "0"
 
 
 def test_zone_affinity_patch_leaves_other_pods_and_refuses_bad_ones() -> None:

@@ -17,6 +17,7 @@ type ZoneCases struct {
 	Description string             `json:"description"`
 	Settings    ZoneSettingsFields `json:"settings"`
 	Pods        []ZonePodCase      `json:"pods"`
+	Members     []ZoneMemberCase   `json:"members"`
 	Plans       []ZonePlanCase     `json:"plans"`
 }
 
@@ -39,15 +40,30 @@ type ZonePodCase struct {
 	Expect           struct {
 		// Job is the declared job; JSON null (or absent with no error) means none.
 		Job *struct {
-			Name      string `json:"name"`
-			NameLabel string `json:"name_label"`
-			Size      int64  `json:"size"`
+			Name        string            `json:"name"`
+			Source      string            `json:"source"`
+			NameLabel   string            `json:"name_label"`
+			MatchLabels map[string]string `json:"match_labels"`
+			Size        int64             `json:"size"`
+			SizeFrom    string            `json:"size_from"`
 		} `json:"job"`
 		Error       *string `json:"error"`
 		DecodeError string  `json:"decode_error"`
 	} `json:"expect"`
 	// Settings are the validated settings of this case; MustLoadZone fills them.
 	Settings zonepolicy.Settings `json:"-"`
+}
+
+// ZoneMemberCase is a same-zone pod, another pod, and whether the other pod belongs to
+// the first one's job (default settings).
+type ZoneMemberCase struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Pod         json.RawMessage `json:"pod"`
+	Other       json.RawMessage `json:"other"`
+	Expect      struct {
+		Member bool `json:"member"`
+	} `json:"expect"`
 }
 
 // ZonePlanCase is a zone plan's input and the zone or message it must give.
