@@ -1,6 +1,6 @@
 // Package gpupolicy holds the GPU-memory scheduling rules: what a pod requires of a
-// GPU node, whether a node's administrator label meets it, and how much the pod
-// prefers the node. It is the Go twin of the project's Python policy package; both
+// GPU node, whether the node's per-GPU memory (read from the first GPU-memory label
+// scheme it carries, ReadNodeMemory) meets it, and how much the pod prefers the node. It is the Go twin of the project's Python policy package; both
 // are held to the shared vectors in tests/vectors. It does no I/O and knows nothing
 // of the scheduler framework.
 package gpupolicy
