@@ -7,12 +7,13 @@ so does this module, refusing a body where two keys name the same field.
 
 Only what the policy needs is decoded. msgspec validates the whole body but keeps each
 node as its raw bytes (``msgspec.Raw``, a view into the body, no copy) and builds Python
-objects only for each node's name and, when the pod declares a minimum, the one label
-the policy reads. The filter answer is assembled from the raw bytes of the passing
-nodes, so they go back exactly as received and are never re-serialised. A body
-written the way kube-scheduler writes it (canonical field names, nothing else) is
-decoded in one pass over its bytes plus one per node; any other spelling takes a
-slower path that matches keys the way Go does.
+objects only for each node's name and, when the pod asks the memory rule to read nodes,
+the GPU-memory schemes' labels (the first present is the one the policy reads). The
+filter answer is assembled from the raw bytes of the passing nodes, so they go back
+exactly as received and are never re-serialised. A body written the way kube-scheduler
+writes it (canonical field names, nothing else) is decoded in one pass over its bytes
+plus one per node; any other spelling takes a slower path that matches keys the way Go
+does.
 """
 
 import codecs
