@@ -2,6 +2,7 @@
 
 import kubernetes.client
 
+from components.render.ec2_catalogue import snapshot_gpu_memory_table
 from explain.cluster import ClusterReader
 from explain.ec2_gpu_data import Ec2GpuData, load_table, lookup_region
 from explain.node_facts import instance_type_of
@@ -11,7 +12,6 @@ from explain.render import pod_text
 from explain.settings import DEFAULT_SCHEDULER_NAME
 from policy import (
     DEFAULT_CAPACITY_SETTINGS,
-    DEFAULT_SETTINGS,
     CapacityTypeSettings,
     PolicyError,
     PolicySettings,
@@ -67,7 +67,9 @@ def render_pod_explanation(
     api: kubernetes.client.ApiClient,
     namespace: str,
     name: str,
-    settings: PolicySettings = DEFAULT_SETTINGS,
+    settings: PolicySettings | None = None,
 ) -> str:
-    """``explain pod NAMESPACE/NAME`` as a table, through an existing client (the demo's)."""
-    return pod_text(pod_answer(ClusterReader(api), namespace, name, settings), settings)
+    """``explain pod NAMESPACE/NAME`` as a table, through an existing client (the demo's); by default
+    with the policy as the stack configures the scheduler (EC2's instance-type table included)."""
+    chosen = settings or PolicySettings(instance_type_gpu_memory_mib=snapshot_gpu_memory_table())
+    return pod_text(pod_answer(ClusterReader(api), namespace, name, chosen), chosen)

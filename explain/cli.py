@@ -17,9 +17,10 @@ import dataclasses
 import json
 import sys
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
+from components.render.ec2_catalogue import snapshot_gpu_memory_table
 from explain.answers import nodes_answer, pod_answer
 from explain.cluster import ClusterReader, api_client
 from explain.errors import ExplainError
@@ -27,6 +28,7 @@ from explain.render import nodes_json, nodes_text, pod_json, pod_text
 from explain.settings import DEFAULT_SCHEDULER_NAME, EXIT, REQUEST_TIMEOUT_SECONDS
 from policy import CAPACITY_CHOICES, CapacityTypeSettings, PolicySettings
 from policy.job_zone import JobZoneSettings
+from policy.setting_text import label_list_text, parse_label_list, parse_table, table_text
 
 OUTPUT_FORMATS = ("table", "json")
 POLICY_FLAG_PREFIX = "policy_"
@@ -130,7 +132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def policy_settings(args: argparse.Namespace) -> PolicySettings:
-    """PolicySettings from the policy flags given (each checked alone, so an error names its flag)."""
+    """PolicySettings from the policy flags given (each checked alone, so an error names its flag);
+    without --instance-type-gpu-memory-mib, the table the stack renders into the scheduler (EC2's GPU
+    types from the shipped snapshot)."""
+    table = f"{POLICY_FLAG_PREFIX}instance_type_gpu_memory_mib"
+    if getattr(args, table, None) is None:
+        args = argparse.Namespace(**{**vars(args), table: snapshot_gpu_memory_table()})
     return settings_from_flags(args, PolicySettings, POLICY_FLAG_PREFIX)
 
 
@@ -155,18 +162,46 @@ def _add_settings_flags(
     """One flag per field of a settings dataclass (named as the extender's), so new fields appear here too."""
     group = parser.add_argument_group(title)
     hints = typing.get_type_hints(settings_class)
+    defaults = settings_class()
     for field in dataclasses.fields(settings_class):
         kind = hints[field.name]
         choices = typing.get_args(kind) if typing.get_origin(kind) is Literal else None
+        parse, shown = _TEXT_FORMS.get(typing.get_origin(kind), (int if kind is int else str, str))
+        default = DEFAULTS_SHOWN.get(field.name) or shown(getattr(defaults, field.name)) or "empty"
         group.add_argument(
             _flag(field.name),
             dest=prefix + field.name,
             metavar=field.name.upper(),
-            type=int if kind is int else str,
+            type=parse,
             choices=choices,
             default=None,
-            help=f"default {field.default}",
+            help=f"default {default}",
         )
+
+
+def _text_form(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:
+    """``parse`` as an argparse type: its ValueError becomes the flag's error message."""
+
+    def kind(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    kind.__name__ = name
+    return kind
+
+
+DEFAULTS_SHOWN = {
+    "instance_type_gpu_memory_mib": "EC2's GPU types from the shipped snapshot, as the stack renders them"
+}
+"""Defaults --help describes rather than shows."""
+
+_TEXT_FORMS: dict[object, tuple[Callable[[str], Any], Callable[[Any], str]]] = {
+    tuple: (_text_form(parse_label_list, "label list"), label_list_text),
+    Mapping: (_text_form(parse_table, "instance-type table"), table_text),
+}
+"""A list or table setting's flag: how its text is read, and how its default is shown."""
 
 
 def _flag(field_name: str) -> str:

@@ -1,4 +1,5 @@
-"""What the tool reports of each node: GPU type, memory label, node group, GPUs in use.
+"""What the tool reports of each node: GPU type, memory label and where the memory is read from,
+node group, GPUs in use.
 
 Pure: nodes and pods are the API's JSON. A node's allocated GPUs are the aggregated GPU
 requests (``policy.pod_requests``) of the non-terminal pods bound to it, which is what
@@ -13,7 +14,7 @@ from typing import Any
 from contracts.cluster import GPU_PRESENT_LABEL
 from explain.ec2_gpu_data import Ec2GpuData
 from explain.settings import GPU_PRODUCT_LABELS, INSTANCE_TYPE_LABELS, NO_NODE_GROUP, NODE_GROUP_LABEL
-from policy import PolicyError, PolicySettings, node_gpu_memory_mib, parse_quantity, pod_requests
+from policy import NodeMemory, PolicyError, PolicySettings, parse_quantity, pod_requests, read_node_memory
 
 JsonObject = Mapping[str, Any]
 """A Kubernetes object read as JSON."""
@@ -32,9 +33,16 @@ class NodeFacts:
     gpu_product: str
     """'' when no GPU-product label is set."""
     label: str | None
-    """The GPU-memory label's raw value; None when absent."""
+    """Our GPU-memory label's raw value; None when absent."""
     label_mib: int | None
-    """The label as the policy reads it; None when absent or invalid."""
+    """The per-GPU memory as the policy reads it, from ``memory_source``; None when it cannot."""
+    memory_source: str
+    """The label the memory is read from: the first GPU-memory scheme's label the node carries
+    (ours, a vendor label, or the instance type); '' when it carries none."""
+    memory_value: str | None
+    """That label's raw value; None when the node carries none."""
+    memory_reason: str
+    """Why the memory cannot be read (the policy's reason); '' when it can."""
     gpus_allocatable: Decimal
     gpus_allocated: Decimal
     gpu_present: bool
@@ -89,13 +97,18 @@ def node_facts(node: JsonObject, allocated: Mapping[str, Decimal], settings: Pol
     name = str(metadata.get("name") or "")
     labels = metadata.get("labels") or {}
     label = labels.get(settings.node_memory_label)
+    memory = _memory(node, settings)
+    source_value = labels.get(memory.label) if memory.label else None
     return NodeFacts(
         name=name,
         node_group=str(labels.get(NODE_GROUP_LABEL) or NO_NODE_GROUP),
         instance_type=instance_type_of(node),
         gpu_product=_first_label(labels, GPU_PRODUCT_LABELS),
         label=None if label is None else str(label),
-        label_mib=_label_mib(node, settings),
+        label_mib=None if memory.reason else memory.mib,
+        memory_source=memory.label,
+        memory_value=None if source_value is None else str(source_value),
+        memory_reason=memory.reason,
         gpus_allocatable=_allocatable(node, settings.gpu_resource),
         gpus_allocated=allocated.get(name, Decimal(0)),
         gpu_present=labels.get(GPU_PRESENT_LABEL) == "true",
@@ -111,11 +124,12 @@ def _first_label(labels: Mapping[str, Any], keys: Iterable[str]) -> str:
     return next((str(labels[key]) for key in keys if labels.get(key)), "")
 
 
-def _label_mib(node: JsonObject, settings: PolicySettings) -> int | None:
+def _memory(node: JsonObject, settings: PolicySettings) -> NodeMemory:
+    """The policy's reading; a node it cannot read at all (a hand-made object) as its error."""
     try:
-        return node_gpu_memory_mib(node, settings)
-    except PolicyError:
-        return None
+        return read_node_memory(node, settings)
+    except PolicyError as error:
+        return NodeMemory(reason=str(error))
 
 
 def _allocatable(node: JsonObject, resource: str) -> Decimal:

@@ -1,10 +1,15 @@
-"""The GPU-memory inventory: each node's label against EC2's data, per node and per node group.
+"""The GPU-memory inventory: each node's memory, where the policy reads it, against EC2's data, per
+node and per node group.
 
-Pure: nodes and pods are the API's JSON, EC2 data come from ``ec2_gpu_data``. A node is
-flagged when it is a GPU node (GPUs allocatable, ``nvidia.com/gpu.present=true``, or a
-GPU type per EC2) without a valid label, or when its label disagrees with what the Pulumi
-program derives for its instance type. A label below its type's memory is accepted when
-it equals the smallest per-GPU memory among its node group's types (a mixed group).
+Pure: nodes and pods are the API's JSON, EC2 data come from ``ec2_gpu_data``. The memory is read
+as the policy reads it, from the first GPU-memory scheme's label the node carries (ours, a vendor
+label, its instance type). A node is flagged when it is a GPU node (GPUs allocatable,
+``nvidia.com/gpu.present=true``, or a GPU type per EC2) whose memory cannot be read (no label of
+any scheme, an invalid one, an instance type not in the GPU table), or when what it says
+disagrees with what the Pulumi program derives for its instance type. A label below its type's
+memory is accepted when it equals the smallest per-GPU memory among its node group's types (a
+mixed group). GPU feature discovery's figure is NVML's, a little off EC2's by nature: it is shown,
+not compared.
 """
 
 from collections.abc import Sequence
@@ -14,7 +19,7 @@ from decimal import Decimal
 from explain.ec2_gpu_data import Ec2GpuData, TypeGpus
 from explain.node_facts import JsonObject, NodeFacts, allocated_gpus, node_facts
 from explain.settings import EXIT, NO_NODE_GROUP
-from policy import INVALID_NODE_LABEL, PolicySettings
+from policy import GFD_GPU_MEMORY_LABEL, INSTANCE_TYPE_LABEL, PolicySettings, memory_labels
 
 LABEL_MISSING = "label-missing"
 LABEL_INVALID = "label-invalid"
@@ -119,14 +124,9 @@ def _node_row(
     fact: NodeFacts, ec2: Ec2GpuData, group_minimum: int | None, settings: PolicySettings
 ) -> NodeRow:
     gpus = ec2.get(fact.instance_type)
-    key = settings.node_memory_label
     gpu_node = fact.gpus_allocatable > 0 or fact.gpu_present or (gpus is not None and gpus.gpu_count > 0)
-    if fact.label is None:
-        if not gpu_node:
-            return _row(fact, gpus, "not a GPU node")
-        return _flagged(fact, gpus, Problem(LABEL_MISSING, f"GPU node without the {key} label"))
     if fact.label_mib is None:
-        return _flagged(fact, gpus, Problem(LABEL_INVALID, f"{INVALID_NODE_LABEL}: {key}={fact.label!r}"))
+        return _unreadable(fact, gpus, gpu_node, settings)
     if gpus is None:
         where = (
             "no instance-type label" if not fact.instance_type else f"no EC2 data for {fact.instance_type}"
@@ -138,32 +138,52 @@ def _node_row(
             gpus,
             Problem(LABEL_NOT_EXPECTED, f"labelled {fact.label_mib} MiB, but {gpus.no_label_reason}"),
         )
-    return _compare(fact, gpus, group_minimum)
+    if fact.memory_source == GFD_GPU_MEMORY_LABEL:
+        return _row(fact, gpus, "ok (GPU feature discovery's figure, from NVML)")
+    return _compare(fact, gpus, group_minimum, settings)
 
 
-def _compare(fact: NodeFacts, gpus: TypeGpus, group_minimum: int | None) -> NodeRow:
-    label = fact.label_mib or 0
+def _unreadable(fact: NodeFacts, gpus: TypeGpus | None, gpu_node: bool, settings: PolicySettings) -> NodeRow:
+    """A node whose memory the policy cannot read: flagged when it is a GPU node or a label is invalid."""
+    if fact.memory_source not in ("", INSTANCE_TYPE_LABEL):
+        return _flagged(fact, gpus, Problem(LABEL_INVALID, f"{fact.memory_reason}: {fact.memory_value!r}"))
+    if not gpu_node:
+        return _row(fact, gpus, "not a GPU node")
+    if fact.memory_source == INSTANCE_TYPE_LABEL:
+        missing = f"GPU node without the {settings.node_memory_label} label, and {fact.memory_reason}"
+    else:
+        missing = f"GPU node without a GPU-memory label of any scheme ({', '.join(memory_labels(settings))})"
+    return _flagged(fact, gpus, Problem(LABEL_MISSING, missing))
+
+
+def _compare(fact: NodeFacts, gpus: TypeGpus, group_minimum: int | None, settings: PolicySettings) -> NodeRow:
+    memory = fact.label_mib or 0
     expected = gpus.label_mib
-    if label == expected:
+    if memory == expected:
         return _row(fact, gpus, "ok")
-    if label > expected:
+    said = (
+        f"label {memory} MiB"
+        if fact.memory_source == settings.node_memory_label
+        else f"label {fact.memory_source}={memory} MiB"
+    )
+    if memory > expected:
         return _flagged(
             fact,
             gpus,
             Problem(
                 LABEL_ABOVE_EC2,
-                f"label {label} MiB is above EC2's {expected} MiB per {gpus.gpu_name} GPU of "
+                f"{said} is above EC2's {expected} MiB per {gpus.gpu_name} GPU of "
                 f"{gpus.instance_type}: pods that need more than {expected} MiB can land on GPUs too small",
             ),
         )
-    if label == group_minimum:
+    if memory == group_minimum:
         return _row(fact, gpus, "ok (smallest GPU of its mixed node group)")
     return _flagged(
         fact,
         gpus,
         Problem(
             LABEL_BELOW_EC2,
-            f"label {label} MiB is below EC2's {expected} MiB per {gpus.gpu_name} GPU of "
+            f"{said} is below EC2's {expected} MiB per {gpus.gpu_name} GPU of "
             f"{gpus.instance_type} (and below its group's smallest, {group_minimum} MiB): "
             "pods that would fit are refused",
         ),

@@ -20,7 +20,6 @@ from policy import (
     CAPACITY_TYPE_ANNOTATION,
     INVALID_CAPACITY_CHOICE,
     INVALID_MIN_MEMORY,
-    INVALID_NODE_LABEL,
     MAX_GPU_MEMORY_MIB,
     REQUIRES_GPU_REQUEST,
     PolicyError,
@@ -144,14 +143,15 @@ def _no_fit_changes(verdicts: PodVerdicts, settings: PolicySettings, ec2: Ec2Gpu
         )
     else:
         changes.append(
-            f"no node has a valid {label} label, so no pod with a minimum can be placed; "
+            f"no node's GPU memory can be read (a valid {label} label, another scheme's label, or an "
+            "instance type in the GPU table), so no pod with a minimum can be placed; "
             + _types_for(minimum, ec2)
         )
-    unlabelled = [row.node for row in rows if row.reason == INVALID_NODE_LABEL and _is_gpu_node(row.node)]
-    if unlabelled:
+    unreadable = [row.node for row in rows if row.node.label_mib is None and _is_gpu_node(row.node)]
+    if unreadable:
         changes.append(
-            f"{len(unlabelled)} GPU node(s) have a missing or invalid {label} label and never take a pod "
-            f"with a minimum: {_names(unlabelled)} (see `explain nodes`)"
+            f"{len(unreadable)} GPU node(s) have a missing or invalid {label} label and no other GPU-memory "
+            f"reading, and never take a pod with a minimum: {_names(unreadable)} (see `explain nodes`)"
         )
     return changes
 

@@ -9,8 +9,8 @@ from explain.node_facts import NodeFacts
 from explain.nodes_report import NodeInventory, NodeRow, Problem
 from explain.pod_report import PodExplanation
 from explain.pod_verdicts import NodeVerdict
-from explain.settings import SCHEMA_VERSION
-from policy import CAPACITY_TYPE_ANNOTATION, PolicySettings
+from explain.settings import MEMORY_SOURCE_NAMES, SCHEMA_VERSION
+from policy import CAPACITY_TYPE_ANNOTATION, INSTANCE_TYPE_LABEL, PolicySettings
 
 VERDICTS = {
     "bound": "the pod is bound",
@@ -60,7 +60,10 @@ def pod_text(explanation: PodExplanation, settings: PolicySettings) -> str:
         if explanation.job.zones:
             lines += ["", table([JOB_ZONE_HEADER, *job_zone_rows(explanation.job)])]
     if explanation.nodes:
-        lines += ["", table([_POD_HEADER, *(_pod_row(row, explanation) for row in explanation.nodes)])]
+        lines += [
+            "",
+            table([_POD_HEADER, *(_pod_row(row, explanation, settings) for row in explanation.nodes)]),
+        ]
     lines += ["", "What would have to change:", *(f"  - {change}" for change in explanation.changes)]
     lines += [
         "",
@@ -86,14 +89,14 @@ _POD_HEADER = (
     "CAPACITY",
     "INSTANCE TYPE",
     "GPU",
-    "LABEL MiB",
+    "GPU MiB (FROM)",
     "GPUS ALLOC/USED",
     "GPU COUNT",
     "TAINTS",
 )
 
 
-def _pod_row(row: NodeVerdict, explanation: PodExplanation) -> tuple[str, ...]:
+def _pod_row(row: NodeVerdict, explanation: PodExplanation, settings: PolicySettings) -> tuple[str, ...]:
     node = row.node
     needed = explanation.gpu_request or Decimal(0)
     gpu_count = "ok" if row.gpu_count_fits else f"short ({count(node.gpus_free)} free, needs {count(needed)})"
@@ -107,7 +110,7 @@ def _pod_row(row: NodeVerdict, explanation: PodExplanation) -> tuple[str, ...]:
         f"{row.capacity_type or 'unknown'} ({row.capacity_score})",
         node.instance_type or "-",
         row.gpu,
-        node.label if node.label is not None else "-",
+        memory_cell(node, settings.node_memory_label),
         f"{count(node.gpus_allocatable)}/{count(node.gpus_allocated)}",
         gpu_count,
         taints,
@@ -204,12 +207,27 @@ def _node_verdict_json(row: NodeVerdict) -> dict[str, Any]:
     }
 
 
+def memory_cell(node: NodeFacts, ours: str) -> str:
+    """The node's GPU memory as a table shows it: the MiB the policy reads, and from which scheme when
+    not from ``ours`` (e.g. ``81920 (instance-type)``); an invalid label's raw value; '-' for none (or an
+    instance type not in the GPU table)."""
+    if node.label_mib is None:
+        if node.memory_value is None or node.memory_source == INSTANCE_TYPE_LABEL:
+            return "-"
+        return f"{node.memory_value!r} (invalid)"
+    if node.memory_source == ours:
+        return str(node.label_mib)
+    return f"{node.label_mib} ({MEMORY_SOURCE_NAMES.get(node.memory_source, node.memory_source)})"
+
+
 def _facts_json(node: NodeFacts) -> dict[str, Any]:
     return {
         "nodeGroup": node.node_group,
         "instanceType": node.instance_type or None,
         "gpuMemoryLabel": node.label,
-        "labelMiB": node.label_mib,
+        "labelMiB": node.label_mib if node.label is not None else None,
+        "memoryMiB": node.label_mib,
+        "memorySource": node.memory_source or None,
         "gpusAllocatable": number(node.gpus_allocatable),
         "gpusAllocated": number(node.gpus_allocated),
         "gpusFree": number(node.gpus_free),
@@ -223,7 +241,7 @@ def nodes_text(report: NodeInventory) -> str:
     lines = [f"EC2 GPU data: {report.ec2_source}", ""]
     if not report.nodes:
         return "\n".join([*lines, "The cluster has no nodes."])
-    lines.append(table([_NODES_HEADER, *(_inventory_row(row) for row in report.nodes)]))
+    lines.append(table([_NODES_HEADER, *(_inventory_row(row, report) for row in report.nodes)]))
     group_rows = [
         (
             group.name,
@@ -257,7 +275,7 @@ _NODES_HEADER = (
     "NODE GROUP",
     "INSTANCE TYPE",
     "GPU",
-    "LABEL MiB",
+    "GPU MiB (FROM)",
     "EC2 MiB",
     "GPUS ALLOC/USED/FREE",
     "CHECK",
@@ -265,7 +283,7 @@ _NODES_HEADER = (
 _GROUPS_HEADER = ("NODE GROUP", "NODES", "INSTANCE TYPES", "LABELS", "GPUS ALLOC/USED/FREE", "FLAGGED")
 
 
-def _inventory_row(row: NodeRow) -> tuple[str, ...]:
+def _inventory_row(row: NodeRow, report: NodeInventory) -> tuple[str, ...]:
     facts = row.facts
     ec2 = row.ec2
     return (
@@ -273,7 +291,7 @@ def _inventory_row(row: NodeRow) -> tuple[str, ...]:
         facts.node_group,
         facts.instance_type or "-",
         row.gpu,
-        facts.label if facts.label is not None else "-",
+        memory_cell(facts, report.label_key),
         str(ec2.label_mib) if ec2 and ec2.label_mib else "-",
         f"{count(facts.gpus_allocatable)}/{count(facts.gpus_allocated)}/{count(facts.gpus_free)}",
         row.check,

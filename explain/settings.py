@@ -3,12 +3,26 @@
 from dataclasses import dataclass
 
 from contracts.cluster import SCHEDULER_NAME
+from policy import (
+    EKS_AUTO_GPU_MEMORY_LABEL,
+    GFD_GPU_MEMORY_LABEL,
+    INSTANCE_TYPE_LABEL,
+    KARPENTER_GPU_MEMORY_LABEL,
+)
 
 GPU_PRODUCT_LABELS = ("nvidia.com/gpu.product",)
 """Node labels that name the GPU model (NVIDIA GPU Feature Discovery), read in this order."""
 
-INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
+INSTANCE_TYPE_LABELS = (INSTANCE_TYPE_LABEL, "beta.kubernetes.io/instance-type")
 """Node labels that name the EC2 instance type, read in this order."""
+
+MEMORY_SOURCE_NAMES = {
+    KARPENTER_GPU_MEMORY_LABEL: "karpenter",
+    EKS_AUTO_GPU_MEMORY_LABEL: "eks-auto-mode",
+    GFD_GPU_MEMORY_LABEL: "gfd",
+    INSTANCE_TYPE_LABEL: "instance-type",
+}
+"""Short names of the GPU-memory schemes' labels in the tables (another label is shown by its key)."""
 
 NODE_GROUP_LABEL = "eks.amazonaws.com/nodegroup"
 """Node label naming the EKS managed node group."""

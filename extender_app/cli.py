@@ -20,6 +20,7 @@ from extender_app.service import ExtenderService, install_signal_handlers
 from extender_app.serving.tls_material import TlsMaterialError
 from extender_app.settings import WEBHOOK_DEFAULTS, ExtenderSettings, value_type
 from policy import PolicySettings
+from policy.setting_text import label_list_text, parse_label_list, parse_table, table_text
 
 ENV_PREFIX = "EXTENDER_"
 EXIT_CONFIG_ERROR = 2
@@ -34,6 +35,8 @@ class Flag:
     policy: bool = False
     metavar: str = ""
     """Shown in --help instead of the type's name (e.g. the allowed values)."""
+    shown: Callable[[Any], object] | None = None
+    """The default as --help and the docs show it (the value itself when None)."""
 
     @property
     def option(self) -> str:
@@ -44,6 +47,19 @@ class Flag:
         return ENV_PREFIX + self.name.upper()
 
 
+def _text_kind(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:
+    """``parse`` as a flag type: its ValueError becomes argparse's message for the flag."""
+
+    def kind(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    kind.__name__ = name
+    return kind
+
+
 POLICY_FLAGS = (
     Flag("min_memory_annotation", str, "pod annotation holding the minimum MiB per GPU", policy=True),
     Flag("node_memory_label", str, "node label holding the MiB of each GPU", policy=True),
@@ -52,6 +68,25 @@ POLICY_FLAGS = (
         "score_scale_mib", int, "label MiB that scores 100 (best-fit: spare MiB that scores 50)", policy=True
     ),
     Flag("scoring_strategy", str, "prefer-larger or best-fit (smallest sufficient GPU first)", policy=True),
+    Flag(
+        "vendor_memory_labels",
+        _text_kind(parse_label_list, "label list"),
+        "node labels of MiB per GPU read, in order, on a node without --node-memory-label"
+        " (comma-separated; empty = none)",
+        policy=True,
+        metavar="LABEL,...",
+        shown=label_list_text,
+    ),
+    Flag(
+        "instance_type_gpu_memory_mib",
+        _text_kind(parse_table, "instance-type table"),
+        "instance type -> MiB per GPU, for a node with none of those labels but"
+        " node.kubernetes.io/instance-type; a type not listed is refused with a reason (the stack"
+        " renders EC2's GPU types)",
+        policy=True,
+        metavar="TYPE=MIB,...",
+        shown=table_text,
+    ),
 )
 """The policy's keys and scale (``policy.PolicySettings``), described here: the policy has no CLI."""
 
@@ -78,6 +113,12 @@ def flag_default(flag: Flag) -> object:
     return getattr(PolicySettings() if flag.policy else ExtenderSettings(), flag.name)
 
 
+def flag_default_text(flag: Flag) -> object:
+    """``flag_default`` as --help and the docs show it (a list or a table as its flag text)."""
+    value = flag_default(flag)
+    return value if flag.shown is None else flag.shown(value)
+
+
 class _HelpFormatter(argparse.HelpFormatter):
     """argparse's formatter, but paths and flag names are never broken at their hyphens."""
 
@@ -95,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Every flag may also be set by the environment variable shown; a flag wins over the variable.",
     )
     for flag in FLAGS:
-        default = f"default {flag_default(flag)}"
+        default = f"default {flag_default_text(flag)}"
         if flag.name in WEBHOOK_DEFAULTS:
             default += f"; webhook role: {WEBHOOK_DEFAULTS[flag.name]!r}"
         parser.add_argument(
@@ -122,6 +163,8 @@ def settings_from(argv: Sequence[str], environ: dict[str, str]) -> ExtenderSetti
                 raise ValueError(
                     f"{flag.env}={environ[flag.env]!r} is not a valid {flag.kind.__name__}"
                 ) from None
+            except argparse.ArgumentTypeError as error:
+                raise ValueError(f"{flag.env}={environ[flag.env]!r}: {error}") from None
         if value is not None:
             (policy_chosen if flag.policy else chosen)[flag.name] = value
     if chosen.get("role") == ROLE_WEBHOOK:

@@ -35,6 +35,7 @@ from extender_app.verbs.cached_handlers import cached_verbs, verifying_verbs
 from extender_app.verbs.handlers import VERBS, AsyncVerbHandler, VerbHandler, VerbLimits, VerbResult
 from extender_app.verbs.wire import WireError
 from extender_app.webhook.admission import AdmissionSettings, answer
+from policy import memory_labels
 from policy.job_zone import JobZoneSettings
 
 JSON = "application/json"
@@ -80,7 +81,7 @@ class ExtenderService:
             capacity=settings.capacity,
             pod_error_status=HTTPStatus(settings.pod_error_status),
         )
-        self.node_cache = NodeCache(settings.policy.node_memory_label) if watch else None
+        self.node_cache = NodeCache(memory_labels(settings.policy)) if watch else None
         """The node cache (``--node-cache watch``), else None."""
         self._routes: Mapping[str, Endpoint] = self._role_routes()
         """Path -> endpoint of the TLS listener: the role's one route table (with node lookups,
@@ -165,7 +166,7 @@ class ExtenderService:
         if api is None:
             from extender_app.node_cache import kube_api  # noqa: PLC0415 - the client library only in watch mode
 
-            api = await kube_api.connect(settings.kubeconfig, cache.label_key, settings.api_timeout)
+            api = await kube_api.connect(settings.kubeconfig, cache.label_keys, settings.api_timeout)
         if settings.node_lookup_concurrency:
             lookup = NodeLookup(
                 api,

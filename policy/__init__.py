@@ -1,8 +1,9 @@
 """GPU-memory scheduling policy: pure functions shared by every part of the project.
 
-A pod declares the minimum memory each of its GPUs needs in an annotation; an
-administrator labels each GPU node with the memory of its GPUs. This package decides
-whether a node fits a pod and how much the pod prefers it. Beside it, the capacity-type
+A pod declares the minimum memory each of its GPUs needs in an annotation; each GPU node
+carries the memory of its GPUs in one of several label schemes (ours, Karpenter's, EKS Auto
+Mode's, NVIDIA GPU feature discovery's, or its instance type: ``policy.node_memory``). This
+package decides whether a node fits a pod and how much the pod prefers it. Beside it, the capacity-type
 rule (``policy.capacity_type``): on-demand or spot as a pod's choice. The package does
 no I/O and knows nothing of HTTP, Pulumi or the Kubernetes client: pods and nodes are
 the plain mappings that Kubernetes' JSON decodes to.
@@ -30,14 +31,17 @@ from policy.capacity_type import (
 from policy.errors import PolicyError
 from policy.integers import parse_go_int64
 from policy.node_affinity import capacity_expression, memory_expression, node_affinity_patch
-from policy.node_fit import (
-    BELOW_MINIMUM,
+from policy.node_fit import BELOW_MINIMUM, extender_score, fits_memory, node_gpu_memory_mib, score_100
+from policy.node_memory import (
+    INVALID_MEMORY_LABEL,
     INVALID_NODE_LABEL,
     MISSING_NODE,
-    extender_score,
-    fits_memory,
-    node_gpu_memory_mib,
-    score_100,
+    UNKNOWN_INSTANCE_TYPE,
+    MemoryScheme,
+    NodeMemory,
+    memory_labels,
+    memory_schemes,
+    read_node_memory,
 )
 from policy.pod_requests import pod_requests
 from policy.quantity import parse_quantity
@@ -52,14 +56,20 @@ from policy.requirement import (
 from policy.settings import (
     BEST_FIT,
     DEFAULT_SETTINGS,
+    EKS_AUTO_GPU_MEMORY_LABEL,
+    GFD_GPU_MEMORY_LABEL,
     GPU_RESOURCE,
+    INSTANCE_TYPE_LABEL,
+    KARPENTER_GPU_MEMORY_LABEL,
     MAX_GPU_MEMORY_MIB,
     MIN_MEMORY_ANNOTATION,
+    NO_INSTANCE_TYPES,
     NODE_MEMORY_LABEL,
     PREFER_LARGER,
     SCORE_SCALE_MIB,
     SCORING_STRATEGIES,
     SCORING_STRATEGY,
+    VENDOR_MEMORY_LABELS,
     PolicySettings,
     ScoringStrategy,
 )
@@ -73,10 +83,15 @@ __all__ = [
     "DEFAULT_CAPACITY_SETTINGS",
     "DEFAULT_SETTINGS",
     "DISRUPTION_TAINTS",
+    "EKS_AUTO_GPU_MEMORY_LABEL",
+    "GFD_GPU_MEMORY_LABEL",
     "GPU_RESOURCE",
+    "INSTANCE_TYPE_LABEL",
     "INVALID_CAPACITY_CHOICE",
+    "INVALID_MEMORY_LABEL",
     "INVALID_MIN_MEMORY",
     "INVALID_NODE_LABEL",
+    "KARPENTER_GPU_MEMORY_LABEL",
     "MAX_GPU_MEMORY_MIB",
     "MIN_MEMORY_ANNOTATION",
     "MISSING_NODE",
@@ -85,6 +100,7 @@ __all__ = [
     "NODE_MEMORY_LABEL",
     "NOT_ON_DEMAND",
     "NOT_SPOT",
+    "NO_INSTANCE_TYPES",
     "NO_REQUIREMENT",
     "PREFER_LARGER",
     "REQUIRES_GPU_REQUEST",
@@ -92,7 +108,11 @@ __all__ = [
     "SCORING_STRATEGIES",
     "SCORING_STRATEGY",
     "UNKNOWN_CAPACITY_TYPE",
+    "UNKNOWN_INSTANCE_TYPE",
+    "VENDOR_MEMORY_LABELS",
     "CapacityTypeSettings",
+    "MemoryScheme",
+    "NodeMemory",
     "PolicyError",
     "PolicySettings",
     "Requirement",
@@ -105,12 +125,15 @@ __all__ = [
     "fits_capacity_type",
     "fits_memory",
     "memory_expression",
+    "memory_labels",
+    "memory_schemes",
     "node_affinity_patch",
     "node_capacity_type",
     "node_gpu_memory_mib",
     "parse_go_int64",
     "parse_quantity",
     "pod_requests",
+    "read_node_memory",
     "requirement_from_pod",
     "score_100",
     "vendor_capacity_type",

@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 from policy.errors import PolicyError
 from policy.json_fields import element, list_field, map_entry, mapping_field, optional_string, time_is_set
-from policy.node_fit import MISSING_NODE
+from policy.node_memory import MISSING_NODE
 from policy.requirement import MISSING_POD
 from policy.settings import MAX_EXTENDER_SCORE, MAX_SCORE
 

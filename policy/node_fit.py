@@ -1,31 +1,25 @@
 """Whether a node's GPUs fit a requirement, and how much a GPU pod prefers the node."""
 
-from collections.abc import Mapping
-from typing import Any
-
 from policy.errors import PolicyError
-from policy.integers import parse_go_int64
-from policy.json_fields import map_entry, mapping_field
+from policy.node_memory import read_node_memory
 from policy.requirement import Requirement
 from policy.settings import (
     BEST_FIT,
     DEFAULT_SETTINGS,
     MAX_EXTENDER_SCORE,
-    MAX_GPU_MEMORY_MIB,
     MAX_SCORE,
     PolicySettings,
 )
 
-MISSING_NODE = "missing node"
-INVALID_NODE_LABEL = "missing or invalid administrator GPU-memory label"
 BELOW_MINIMUM = "GPU memory label is below the required minimum"
 
 
 def node_gpu_memory_mib(node: object, settings: PolicySettings = DEFAULT_SETTINGS) -> int:
-    """The node's per-GPU memory label in MiB.
+    """The node's per-GPU memory in MiB, from the first GPU-memory label scheme it carries
+    (``policy.node_memory``).
 
-    Raises PolicyError with ``MISSING_NODE`` for a null node and ``INVALID_NODE_LABEL``
-    when the label is absent or not a base-10 integer in 1..1048576.
+    Raises PolicyError with ``MISSING_NODE`` for a null node, else with the reason the node
+    cannot be judged (``policy.node_memory.INVALID_NODE_LABEL`` when it carries none of the labels).
     """
     memory, reason = _memory_or_reason(node, settings)
     if reason:
@@ -36,7 +30,7 @@ def node_gpu_memory_mib(node: object, settings: PolicySettings = DEFAULT_SETTING
 def fits_memory(
     req: Requirement, node: object, settings: PolicySettings = DEFAULT_SETTINGS
 ) -> tuple[bool, str]:
-    """Whether the node's GPU memory label meets the pod's minimum, and if not, why.
+    """Whether the node's per-GPU memory meets the pod's minimum, and if not, why.
 
     A pod without a minimum fits every node (the node is not even read). Other
     scheduler filters still decide GPU counts, taints and affinity.
@@ -79,19 +73,6 @@ def extender_score(req: Requirement, node: object, settings: PolicySettings = DE
 
 
 def _memory_or_reason(node: object, settings: PolicySettings) -> tuple[int, str]:
-    """(label MiB, "") for a valid label, else (0, the reason the node cannot be judged)."""
-    if node is None:
-        return 0, MISSING_NODE
-    if not isinstance(node, Mapping):
-        raise PolicyError("node must be an object")
-    raw = _label(node, settings.node_memory_label)
-    memory = None if raw is None else parse_go_int64(raw)
-    if memory is None or not 1 <= memory <= MAX_GPU_MEMORY_MIB:
-        return 0, INVALID_NODE_LABEL
-    return memory, ""
-
-
-def _label(node: Mapping[str, Any], key: str) -> str | None:
-    metadata = mapping_field(node, "metadata", "node")
-    labels = mapping_field(metadata, "labels", "metadata")
-    return map_entry(labels, key, "metadata.labels")
+    """(MiB per GPU, "") for a node whose memory can be read, else (0, the reason it cannot)."""
+    memory = read_node_memory(node, settings)
+    return (0, memory.reason) if memory.reason else (memory.mib, "")

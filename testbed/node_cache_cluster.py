@@ -18,7 +18,7 @@ from localcluster.host.ports import reserve_port
 from localcluster.host.probes import LOOPBACK
 from localcluster.plane.control_plane import ControlPlane, Credentials, write_kubeconfig
 from localcluster.services.custom_scheduler import grant_node_reader
-from policy import NODE_MEMORY_LABEL
+from policy import NODE_MEMORY_LABEL, memory_labels
 
 PROXY_CHUNK_BYTES = 64 * 1024
 
@@ -176,7 +176,7 @@ class HeldWatchApi:
         if self._api is None:
             self._loop = asyncio.get_running_loop()
             self._released = asyncio.Event()
-            self._api = await kube_api.connect(str(self._kubeconfig), NODE_MEMORY_LABEL, self._timeout)
+            self._api = await kube_api.connect(str(self._kubeconfig), memory_labels(), self._timeout)
         return self._api
 
     async def list_nodes(self, limit: int, continue_token: str) -> NodePage:

@@ -9,12 +9,16 @@ program's own rule (``gpu_memory``).
 """
 
 import argparse
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
+
+from components.render.gpu_memory import gpu_memory_table, instance_gpus_from_ec2
 
 SNAPSHOT_FILE = Path(__file__).with_name("ec2_instance_types.json")
 SOURCE_REGION = "us-east-1"
@@ -39,6 +43,14 @@ def load_snapshot(path: Path = SNAPSHOT_FILE) -> Snapshot:
     """The shipped snapshot."""
     document = json.loads(path.read_text())
     return Snapshot(source=document["source"], entries=tuple(document["instanceTypes"]))
+
+
+@functools.cache
+def snapshot_gpu_memory_table() -> Mapping[str, int]:
+    """The instance-type table the stack renders into the scheduler, the extender and the webhook:
+    every GPU type of the snapshot that can carry the label, with its MiB per GPU."""
+    entries = load_snapshot().entries
+    return MappingProxyType(gpu_memory_table(instance_gpus_from_ec2(entry) for entry in entries))
 
 
 def trimmed(entry: Mapping[str, Any]) -> dict[str, Any]:

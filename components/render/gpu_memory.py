@@ -75,6 +75,20 @@ def group_gpu_memory_mib(group: str, instance_types: Sequence[InstanceGpus]) -> 
     return min(_type_gpu_memory_mib(group, described) for described in instance_types)
 
 
+def gpu_memory_table(instance_types: Iterable[InstanceGpus]) -> dict[str, int]:
+    """Instance type -> MiB per GPU for each type that can carry the label (the rule of
+    ``group_gpu_memory_mib`` for that type alone), by name; a type without GPUs, or one the rule
+    refuses (fractional, non-NVIDIA, out of range), is left out: the policy then refuses its nodes
+    with a reason instead of guessing."""
+    table: dict[str, int] = {}
+    for described in instance_types:
+        try:
+            table[described.instance_type] = _type_gpu_memory_mib("EC2", described)
+        except GpuMemoryError:
+            continue
+    return dict(sorted(table.items()))
+
+
 def require_architecture(group: str, instance_types: Iterable[InstanceGpus], architecture: str) -> None:
     """Raise GpuMemoryError unless every type supports ``architecture`` (the AMI's)."""
     for described in instance_types:

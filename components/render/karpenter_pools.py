@@ -24,7 +24,7 @@ from components.render.gpu_memory import (
     group_gpu_memory_mib,
     require_architecture,
 )
-from policy import GPU_RESOURCE, MAX_GPU_MEMORY_MIB
+from policy import GPU_RESOURCE, INSTANCE_TYPE_LABEL, MAX_GPU_MEMORY_MIB
 from policy.job_zone import ZONE_LABEL
 
 KARPENTER_API = "karpenter.sh/v1"
@@ -34,7 +34,6 @@ NODE_CLASS_NAME = "gpu"
 DISCOVERY_TAG = "karpenter.sh/discovery"
 """Tag on the cluster's private subnets and node security group (value: the cluster name)."""
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ARCH_LABEL = "kubernetes.io/arch"
 GPU_ARCH = "amd64"
 """Kubernetes' name for x86_64."""

@@ -6,13 +6,23 @@ a line in each rendering, not an argument threaded through every component.
 A pure module (no Pulumi import), shared with the local run and the tests.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from components.render.ec2_catalogue import snapshot_gpu_memory_table
 from contracts.server import flag
-from policy import CAPACITY_CHOICES, SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
+from policy import (
+    CAPACITY_CHOICES,
+    SCORING_STRATEGIES,
+    SCORING_STRATEGY,
+    VENDOR_MEMORY_LABELS,
+    PolicySettings,
+    ScoringStrategy,
+)
 from policy.capacity_type import CapacityChoice
 from policy.job_zone import JOB_SIZE_LIMIT, MAX_JOB_SIZE
+from policy.setting_text import label_list_text, table_text
 
 PLUGIN_NAME = "GPUScheduler"
 """Plugin mode: the GPU-memory rule's plugin."""
@@ -59,8 +69,9 @@ class JobZoneArgs:
 
 @dataclass(frozen=True)
 class PolicyChoices:
-    """What the stack chose of the policy: the GPU-memory rule's scoring strategy, the
-    capacity-type rule's default, the same-zone jobs' timeouts and size."""
+    """What the stack chose of the policy: the GPU-memory rule's scoring strategy and where it
+    reads a node's memory (the vendor labels, the instance-type table), the capacity-type rule's
+    default, the same-zone jobs' timeouts and size."""
 
     scoring_strategy: ScoringStrategy = SCORING_STRATEGY
     """How GPU pods rank the nodes that fit."""
@@ -68,8 +79,18 @@ class PolicyChoices:
     """The capacity-type choice of a pod of the custom scheduler without the annotation ("" for
     none)."""
     job_zone: JobZoneArgs = field(default_factory=JobZoneArgs)
+    vendor_memory_labels: tuple[str, ...] = VENDOR_MEMORY_LABELS
+    """The per-GPU MiB labels read, in order, on a node without ours."""
+    instance_type_gpu_memory_mib: Mapping[str, int] = field(default_factory=snapshot_gpu_memory_table)
+    """Instance type -> MiB per GPU, for a node with none of the labels: EC2's GPU data."""
 
     def __post_init__(self) -> None:
+        memory = PolicySettings(
+            vendor_memory_labels=self.vendor_memory_labels,
+            instance_type_gpu_memory_mib=self.instance_type_gpu_memory_mib,
+        )
+        object.__setattr__(self, "vendor_memory_labels", memory.vendor_memory_labels)
+        object.__setattr__(self, "instance_type_gpu_memory_mib", memory.instance_type_gpu_memory_mib)
         if self.scoring_strategy not in SCORING_STRATEGIES:
             choices = ", ".join(SCORING_STRATEGIES)
             raise ValueError(f"scoring strategy must be one of {choices}, not {self.scoring_strategy!r}")
@@ -84,11 +105,26 @@ class PolicyChoices:
             return []
         return [flag("default_capacity_type", self.default_capacity_type)]
 
+    def _memory_args(self) -> dict[str, Any]:
+        """Where GPUScheduler and JobZone read a node's memory, as their args."""
+        return {
+            "vendorMemoryLabels": list(self.vendor_memory_labels),
+            "instanceTypeGPUMemoryMiB": dict(self.instance_type_gpu_memory_mib),
+        }
+
+    def _memory_flags(self) -> list[str]:
+        """Where the extender and the webhook read a node's memory, as their flags."""
+        return [
+            flag("vendor_memory_labels", label_list_text(self.vendor_memory_labels)),
+            flag("instance_type_gpu_memory_mib", table_text(self.instance_type_gpu_memory_mib)),
+        ]
+
     def plugin_config(self) -> list[dict[str, Any]]:
         """Plugin mode's ``pluginConfig``: GPUScheduler's, CapacityType's (with a default choice)
         and JobZone's args."""
-        args: list[tuple[str, dict[str, Any]]] = [(PLUGIN_NAME, {"scoringStrategy": self.scoring_strategy})]
-        job_zone_args = self.job_zone.render()
+        gpu_args = {"scoringStrategy": self.scoring_strategy, **self._memory_args()}
+        args: list[tuple[str, dict[str, Any]]] = [(PLUGIN_NAME, gpu_args)]
+        job_zone_args = {**self.job_zone.render(), **self._memory_args()}
         if self.default_capacity_type:
             args.append((CAPACITY_PLUGIN_NAME, {"defaultChoice": self.default_capacity_type}))
             job_zone_args["defaultCapacityChoice"] = self.default_capacity_type
@@ -97,12 +133,14 @@ class PolicyChoices:
 
     def extender_flags(self) -> list[str]:
         """The extender's flags for these choices (both extender modes)."""
-        return [flag("scoring_strategy", self.scoring_strategy), *self._default_flag()]
+        return [flag("scoring_strategy", self.scoring_strategy), *self._memory_flags(), *self._default_flag()]
 
     def webhook_flags(self) -> list[str]:
         """The webhook's flags for these choices (every mode)."""
-        return [flag("max_job_size", self.job_zone.max_job_size), *self._default_flag()]
+        size = flag("max_job_size", self.job_zone.max_job_size)
+        return [size, *self._memory_flags(), *self._default_flag()]
 
 
 DEFAULT_POLICY_CHOICES = PolicyChoices()
-"""The policy's defaults: prefer-larger, no default capacity-type choice, JobZone's defaults."""
+"""The policy's defaults: prefer-larger, the vendor labels and EC2's instance-type table, no default
+capacity-type choice, JobZone's defaults."""

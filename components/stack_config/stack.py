@@ -57,10 +57,23 @@ from components.stack_config.scheduler import SchedulerSettings, parse_scheduler
 from components.stack_config.validation import PROJECT, Fields, Value
 from components.stack_config.webhook import WebhookSettings, parse_webhook
 from contracts.modes import AUTOSCALERS, SCHEDULER_MODES, Autoscaler, SchedulerMode, uses_extender
-from policy import CAPACITY_CHOICES, SCORING_STRATEGIES, SCORING_STRATEGY, ScoringStrategy
+from policy import (
+    CAPACITY_CHOICES,
+    INSTANCE_TYPE_LABEL,
+    SCORING_STRATEGIES,
+    SCORING_STRATEGY,
+    VENDOR_MEMORY_LABELS,
+    ScoringStrategy,
+)
 from policy.capacity_type import CapacityChoice
 
 DEFAULT_KUBERNETES_VERSION = "1.35"
+
+_LABEL_KEY = re.compile(
+    r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+)
+"""A Kubernetes label key: an optional DNS-subdomain prefix and ``/``, then a name of at most 63
+letters, digits, ``-``, ``_`` and ``.``, beginning and ending with a letter or digit."""
 
 _CLUSTER_NAME = re.compile(r"(?=.{1,100}$)[a-z0-9]+(?:[_-][a-z0-9]+)*")
 """EKS allows 1-100 letters, digits, '-' and '_'; the name is also the ECR repositories'
@@ -94,6 +107,8 @@ class StackConfig:
     default_capacity_type: CapacityChoice | Literal[""] = ""
     """The capacity-type choice of a pod of the custom scheduler without the annotation ("" for
     none): CapacityType's and JobZone's args, the extender's and the webhook's flag."""
+    vendor_gpu_memory_labels: tuple[str, ...] = VENDOR_MEMORY_LABELS
+    """The per-GPU MiB labels of other schemes read, in order, on a node without ours."""
     gpu_taint: bool = True
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     extender: ExtenderDeploymentSettings = field(default_factory=ExtenderDeploymentSettings)
@@ -117,7 +132,12 @@ class StackConfig:
     @property
     def policy_choices(self) -> PolicyChoices:
         """The policy's choices, one value for every renderer (plugin args, extender and webhook flags)."""
-        return PolicyChoices(self.scoring_strategy, self.default_capacity_type, self.scheduler.job_zone)
+        return PolicyChoices(
+            self.scoring_strategy,
+            self.default_capacity_type,
+            self.scheduler.job_zone,
+            vendor_memory_labels=self.vendor_gpu_memory_labels,
+        )
 
     @property
     def cluster(self) -> ClusterSettings:
@@ -133,6 +153,7 @@ class StackConfig:
 
 _STRUCTURED_KEYS = frozenset(
     {"network", "systemNodeGroup", "gpuNodeGroups", "scheduler", "extender", "certificates", "images"}
+    | {"vendorGpuMemoryLabels"}
     | {"devicePlugin", "existingCluster", "webhook", "karpenter", "clusterAutoscaler", "clusterAccess"}
 )
 TOP_LEVEL_KEYS = _STRUCTURED_KEYS | {
@@ -199,6 +220,9 @@ def parse_stack_config(
         ),
         default_capacity_type=top.read(
             "defaultCapacityType", default.default_capacity_type, lambda v: v.choice(CAPACITY_CHOICES)
+        ),
+        vendor_gpu_memory_labels=top.read(
+            "vendorGpuMemoryLabels", default.vendor_gpu_memory_labels, _vendor_gpu_memory_labels
         ),
         scheduler=top.read("scheduler", default.scheduler, parse_scheduler),
         extender=top.read("extender", default.extender, parse_extender),
@@ -269,6 +293,16 @@ def _cluster_name(value: Value) -> str:
         "1-100 lowercase letters, digits, and single '-' or '_' between them (it is also the ECR"
         " repositories' namespace, which refuses uppercase and leading, trailing or doubled separators)",
     )
+
+
+def _vendor_gpu_memory_labels(value: Value) -> tuple[str, ...]:
+    labels = value.string_list(_LABEL_KEY, "a Kubernetes label key such as nvidia.com/gpu.memory", minimum=0)
+    if INSTANCE_TYPE_LABEL in labels:
+        value.fail(
+            f"must not list {INSTANCE_TYPE_LABEL}: the instance type is always read last, "
+            "through EC2's GPU data"
+        )
+    return labels
 
 
 def _kubernetes_version(value: Value) -> str:

@@ -1,4 +1,4 @@
-"""The node cache: node name -> the value of the policy's label, kept in step with the API server.
+"""The node cache: node name -> the memory label the policy reads, kept in step with the API server.
 
 The core only: no I/O and no clock of its own (``node_sync`` feeds it lists and watch
 events and says when it was confirmed in sync). Every change is atomic for a request:
@@ -30,6 +30,7 @@ from extender_app.node_cache.metadata import (
     MODIFIED,
     NO_CAPACITY_FACTS,
     CapacityFacts,
+    MemoryLabel,
     NodeMeta,
     WatchEvent,
 )
@@ -51,8 +52,8 @@ class NodeChange:
 
     type: str
     name: str
-    label: str | None
-    previous: str | None
+    label: MemoryLabel | None
+    previous: MemoryLabel | None
 
 
 def resource_version_number(resource_version: str) -> int | None:
@@ -67,12 +68,12 @@ def resource_version_number(resource_version: str) -> int | None:
 
 
 class NodeCache:
-    """name -> label value (None: the node has no such label), its resourceVersion and freshness."""
+    """name -> the first memory-scheme label (None: the node has none), its resourceVersion and freshness."""
 
-    def __init__(self, label_key: str) -> None:
-        self.label_key = label_key
-        """The label the policy reads (PolicySettings.node_memory_label)."""
-        self._labels: dict[str, str | None] = {}
+    def __init__(self, label_keys: tuple[str, ...]) -> None:
+        self.label_keys = label_keys
+        """The labels the memory rule reads, in order (``policy.memory_labels``)."""
+        self._labels: dict[str, MemoryLabel | None] = {}
         self._capacity: dict[str, CapacityFacts] = {}
         """name -> the capacity-type rule's reading, for the nodes that have any (the others: none)."""
         self.resource_version = ""
@@ -85,7 +86,7 @@ class NodeCache:
         """name -> resourceVersion of nodes taught by ``learn`` that the watch has not reached yet."""
 
     @property
-    def labels(self) -> Mapping[str, str | None]:
+    def labels(self) -> Mapping[str, MemoryLabel | None]:
         """The current map. A relist replaces it, so hold the returned map for a whole request."""
         return self._labels
 

@@ -51,7 +51,7 @@ class _Status(msgspec.Struct):
 _STATUS = msgspec.json.Decoder(_Status)
 
 
-async def connect(kubeconfig: str, label_key: str, request_timeout: float) -> "KubeNodeApi":
+async def connect(kubeconfig: str, label_keys: tuple[str, ...], request_timeout: float) -> "KubeNodeApi":
     """A client from ``kubeconfig`` (a path) or, when empty, the in-cluster service account.
 
     Raises NodeApiConfigError when the credentials cannot be loaded. Nothing is sent yet.
@@ -65,15 +65,15 @@ async def connect(kubeconfig: str, label_key: str, request_timeout: float) -> "K
     except (kube_config.ConfigException, yaml.YAMLError, OSError, ValueError, TypeError, KeyError) as error:
         where = f"kubeconfig {kubeconfig}" if kubeconfig else "in-cluster service account"
         raise NodeApiConfigError(f"cannot load Kubernetes credentials ({where}): {error}") from None
-    return KubeNodeApi(kube_client.ApiClient(configuration), label_key, request_timeout)
+    return KubeNodeApi(kube_client.ApiClient(configuration), label_keys, request_timeout)
 
 
 class KubeNodeApi:
     """``node_sync.NodeApi`` over a kubernetes_asyncio ApiClient."""
 
-    def __init__(self, api_client: Any, label_key: str, request_timeout: float) -> None:
+    def __init__(self, api_client: Any, label_keys: tuple[str, ...], request_timeout: float) -> None:
         self._client = api_client
-        self._label_key = label_key
+        self._label_keys = label_keys
         self._timeout = request_timeout
 
     async def list_nodes(self, limit: int, continue_token: str) -> NodePage:
@@ -89,7 +89,7 @@ class KubeNodeApi:
             raise NodeApiError(f"list: reading the answer failed: {_describe(error)}") from None
         finally:
             response.release()
-        return page_from_json(body, self._label_key)
+        return page_from_json(body, self._label_keys)
 
     async def get_node(self, name: str, timeout: float) -> NodeMeta | None:
         """One Node's metadata, None when it does not exist (404); the whole request within ``timeout``.
@@ -108,7 +108,7 @@ class KubeNodeApi:
             raise NodeApiError(f"get: reading the answer failed: {_describe(error)}") from None
         finally:
             response.release()
-        return node_from_json(body, self._label_key)
+        return node_from_json(body, self._label_keys)
 
     async def watch_nodes(self, resource_version: str, timeout_seconds: int) -> "KubeWatch":
         """A watch with bookmarks that the server ends after ``timeout_seconds``.
@@ -126,7 +126,7 @@ class KubeNodeApi:
             connect=self._timeout, sock_connect=self._timeout, sock_read=timeout_seconds + self._timeout
         )
         response = await self._get(query, WATCH_ACCEPT, timeout, "watch")
-        return KubeWatch(response, self._label_key)
+        return KubeWatch(response, self._label_keys)
 
     async def close(self) -> None:
         """Close the client's connections."""
@@ -179,9 +179,9 @@ class _NotFound(Exception):
 class KubeWatch:
     """An accepted watch: one event per line until the server ends the stream."""
 
-    def __init__(self, response: aiohttp.ClientResponse, label_key: str) -> None:
+    def __init__(self, response: aiohttp.ClientResponse, label_keys: tuple[str, ...]) -> None:
         self._response = response
-        self._label_key = label_key
+        self._label_keys = label_keys
 
     def __aiter__(self) -> "KubeWatch":
         return self
@@ -195,7 +195,7 @@ class KubeWatch:
             if not line:
                 raise StopAsyncIteration
             if line.strip():
-                return event_from_json(line, self._label_key)
+                return event_from_json(line, self._label_keys)
 
     async def close(self) -> None:
         """Drop the connection (a watch is never read to its end)."""

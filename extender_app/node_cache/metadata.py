@@ -1,11 +1,12 @@
 """What the node cache keeps of a Node, and how it is read from the API server's JSON.
 
-The extender lists and watches full Nodes: the memory rule reads one label, the
-capacity-type rule four labels and the taints, which live in ``spec`` (metadata-only
-objects do not carry them), as is ``spec.unschedulable``. Of each object only
-``metadata.name``, ``metadata.resourceVersion``, those labels, ``metadata.deletionTimestamp``,
-the taints' keys and ``spec.unschedulable`` are built; the rest is skipped in C by msgspec,
-and the cache keeps only the values the rules read.
+The extender lists and watches full Nodes: the memory rule reads the first of its schemes'
+labels a node carries (``policy.memory_labels``), the capacity-type rule four labels and the
+taints, which live in ``spec`` (metadata-only objects do not carry them), as is
+``spec.unschedulable``. Of each object only ``metadata.name``, ``metadata.resourceVersion``,
+those labels, ``metadata.deletionTimestamp``, the taints' keys and ``spec.unschedulable`` are
+built; the rest is skipped in C by msgspec, and the cache keeps only the values the rules read:
+of the memory labels, the first present one, as ``key=value``, since it alone decides.
 
 This module has no I/O: bytes in, values out.
 """
@@ -64,14 +65,19 @@ NO_CAPACITY_FACTS = CapacityFacts()
 """A node without capacity-type labels or relevant taints."""
 
 
+MemoryLabel = str
+"""The first GPU-memory scheme label a node carries, as ``key=value`` (a label key holds no ``=``):
+the one label the memory rule reads of the node."""
+
+
 @dataclass(frozen=True)
 class NodeMeta:
     """One node as the cache keeps it: its name and what the policy's rules read of it."""
 
     name: str
-    label: str | None
-    """The memory label's value; None when the node has no such label ("" for a JSON null, as Go
-    stores it)."""
+    label: MemoryLabel | None
+    """The first memory-scheme label present, ``key=value``; None when the node has none of them
+    (a JSON null value is "", as Go stores it)."""
     resource_version: str = ""
     capacity: CapacityFacts = NO_CAPACITY_FACTS
 
@@ -158,10 +164,37 @@ _STATUS = msgspec.json.Decoder(_Status)
 
 
 @functools.lru_cache(maxsize=8)
-def label_decoder(label_key: str) -> msgspec.json.Decoder[Any]:
-    """A decoder of a labels object that builds only ``label_key`` (as ``.value``: str, None or UNSET)."""
-    view = msgspec.defstruct("_LabelView", [("value", str | None, UNSET)], rename={"value": label_key})
+def labels_decoder(label_keys: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
+    """A decoder of a labels object that builds only ``label_keys`` (field ``l<i>`` for the i-th key:
+    str, None or UNSET); the keys must be distinct."""
+    view = msgspec.defstruct(
+        "_LabelsView",
+        [(f"l{index}", str | None, UNSET) for index in range(len(label_keys))],
+        rename={f"l{index}": key for index, key in enumerate(label_keys)},
+    )
     return msgspec.json.Decoder(view)
+
+
+def first_memory_label(raw_labels: bytes | Raw, label_keys: tuple[str, ...]) -> MemoryLabel | None:
+    """The first of ``label_keys`` present in a labels object (JSON), as ``key=value`` ("" for null).
+
+    Raises msgspec.DecodeError (or ValidationError) when the labels are not an object or one of
+    those labels is not a string or null.
+    """
+    if bytes(raw_labels) == _NULL:
+        return None
+    view = labels_decoder(label_keys).decode(raw_labels)
+    for index, key in enumerate(label_keys):
+        value = getattr(view, f"l{index}")
+        if value is not UNSET:
+            # Interned: thousands of nodes share a handful of values.
+            return sys.intern(memory_label(key, "" if value is None else value))
+    return None
+
+
+def memory_label(key: str, value: str) -> MemoryLabel:
+    """A memory label as the cache keeps it."""
+    return f"{key}={value}"
 
 
 _CAPACITY_LABELS = (
@@ -204,27 +237,28 @@ def _capacity_facts(metadata: _Metadata, spec: _Spec | None) -> CapacityFacts:
     return NO_CAPACITY_FACTS if facts == NO_CAPACITY_FACTS else facts
 
 
-def node_from_json(raw: bytes | Raw, label_key: str) -> NodeMeta:
-    """A Node or PartialObjectMetadata (JSON) as the cache keeps it; NodeDecodeError if unreadable."""
+def node_from_json(raw: bytes | Raw, label_keys: tuple[str, ...]) -> NodeMeta:
+    """A Node or PartialObjectMetadata (JSON) as the cache keeps it, reading the memory labels
+    ``label_keys`` (``policy.memory_labels``, in order); NodeDecodeError if unreadable."""
     try:
         obj = _OBJECT.decode(raw)
     except msgspec.DecodeError as error:
         raise NodeDecodeError(f"node: {error}") from None
-    return _node(obj, label_key)
+    return _node(obj, label_keys)
 
 
-def page_from_json(body: bytes, label_key: str) -> NodePage:
+def page_from_json(body: bytes, label_keys: tuple[str, ...]) -> NodePage:
     """One page of a NodeList or PartialObjectMetadataList."""
     try:
         decoded = _LIST.decode(body)
     except msgspec.DecodeError as error:
         raise NodeDecodeError(f"node list: {error}") from None
     metadata = decoded.metadata or _ListMetadata()
-    nodes = [_node(item, label_key) for item in decoded.items or ()]
+    nodes = [_node(item, label_keys) for item in decoded.items or ()]
     return NodePage(nodes, metadata.resourceVersion, metadata.continue_)
 
 
-def event_from_json(line: bytes, label_key: str) -> WatchEvent:
+def event_from_json(line: bytes, label_keys: tuple[str, ...]) -> WatchEvent:
     """One line of a watch stream (a ``metav1.WatchEvent``)."""
     try:
         event = _EVENT.decode(line)
@@ -242,21 +276,16 @@ def event_from_json(line: bytes, label_key: str) -> WatchEvent:
     if event.type == BOOKMARK:
         metadata = obj.metadata or _Metadata()
         return WatchEvent(BOOKMARK, resource_version=metadata.resourceVersion)
-    node = _node(obj, label_key)
+    node = _node(obj, label_keys)
     return WatchEvent(event.type, node=node, resource_version=node.resource_version)
 
 
-def _node(obj: _Object, label_key: str) -> NodeMeta:
+def _node(obj: _Object, label_keys: tuple[str, ...]) -> NodeMeta:
     metadata = obj.metadata
     if metadata is None or not metadata.name:
         raise NodeDecodeError("node: metadata.name must be a non-empty string")
-    label: str | None = None
     try:
-        if bytes(metadata.labels) != _NULL:
-            value = label_decoder(label_key).decode(metadata.labels).value
-            if value is not UNSET:
-                # Interned: thousands of nodes share a handful of values.
-                label = "" if value is None else sys.intern(value)
+        label = first_memory_label(metadata.labels, label_keys)
         capacity = _capacity_facts(metadata, obj.spec)
     except msgspec.DecodeError as error:
         raise NodeDecodeError(f"node {metadata.name!r}: metadata.labels: {error}") from None
@@ -265,9 +294,13 @@ def _node(obj: _Object, label_key: str) -> NodeMeta:
     return NodeMeta(metadata.name, label, metadata.resourceVersion, capacity)
 
 
-def policy_view(label_key: str, label: str | None) -> dict[str, Any]:
-    """The node as the memory rule reads it: only the one label, when the node has it."""
-    return {"metadata": {"labels": {} if label is None else {label_key: label}}}
+def policy_view(label: MemoryLabel | None) -> dict[str, Any]:
+    """The node as the memory rule reads it: only the first memory-scheme label it carries, if any
+    (the rule reads the schemes in order, so it reaches the same verdict as on the whole node)."""
+    if label is None:
+        return {"metadata": {"labels": {}}}
+    key, _, value = label.partition("=")
+    return {"metadata": {"labels": {key: value}}}
 
 
 def capacity_view(facts: CapacityFacts, capacity_label: str) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The two verbs with ``--node-cache watch``: candidates arrive as names, labels come from the NodeCache.
 
-The policy still decides every verdict and score: it is asked once per distinct label value
-among the candidates (a cluster has a handful), with the node as the policy reads it, and
+The policy still decides every verdict and score: it is asked once per distinct memory label
+(the first scheme label a node carries, key and value) among the candidates (a cluster has a
+handful), with the node as the policy reads it, and
 each candidate then costs two dictionary look-ups. A pod without a minimum fits every
 candidate without a look at the cache (as in the other mode and in the plugin). The service's
 ``/filter`` (``verifying_verbs``) reads a candidate the cache does not know from the API server
@@ -22,6 +23,7 @@ from extender_app.node_cache.lookup import NodeLookup
 from extender_app.node_cache.metadata import (
     NO_CAPACITY_FACTS,
     CapacityFacts,
+    MemoryLabel,
     NodeMeta,
     capacity_view,
     policy_view,
@@ -83,7 +85,7 @@ def verifying_verbs(
         prepared = prepare(body, limits, parse_names_args, _filter_refusal)
         if isinstance(prepared, VerbResult):
             return prepared
-        labels: Mapping[str, str | None] = cache.labels
+        labels: Mapping[str, MemoryLabel | None] = cache.labels
         capacity: Mapping[str, CapacityFacts] = cache.capacity
         refusals: dict[str, str] = {}
         if prepared.ask.reads_nodes_to_filter:
@@ -94,7 +96,7 @@ def verifying_verbs(
                 refusals = {name: reason for name, reason in outcomes.items() if isinstance(reason, str)}
                 # Read-only layers: what the lookups read, over the cache as it is now (after the wait).
                 found = {name: node.label for name, node in nodes.items()}
-                labels = ChainMap(found, cast(dict[str, str | None], cache.labels))
+                labels = ChainMap(found, cast(dict[str, MemoryLabel | None], cache.labels))
                 found_capacity = {name: node.capacity for name, node in nodes.items()}
                 capacity = ChainMap(found_capacity, cast(dict[str, CapacityFacts], cache.capacity))
 
@@ -120,7 +122,7 @@ def filter_by_labels(
     args: NamesArgs,
     ask: PodAsk,
     limits: VerbLimits,
-    labels: Mapping[str, str | None],
+    labels: Mapping[str, MemoryLabel | None],
     capacity: Mapping[str, CapacityFacts],
     *,
     refusals: Mapping[str, str] | None = None,
@@ -133,7 +135,7 @@ def filter_by_labels(
     names = args.names
     if not ask.reads_nodes_to_filter:  # fits everywhere: the policy would not read the nodes
         return Computed(encode_names_filter_result(names, {}, {}), len(names))
-    verdicts: dict[tuple[str | None, CapacityFacts], tuple[bool, str]] = {}
+    verdicts: dict[tuple[MemoryLabel | None, CapacityFacts], tuple[bool, str]] = {}
     passed: list[str] = []
     unknown: dict[str, str] = {}
     failed: dict[str, str] = {}
@@ -152,12 +154,13 @@ def filter_by_labels(
     return Computed(encode_names_filter_result(passed, unknown, failed), len(passed), len(unknown))
 
 
-def _verdict(ask: PodAsk, limits: VerbLimits, label: str | None, facts: CapacityFacts) -> tuple[bool, str]:
+def _verdict(
+    ask: PodAsk, limits: VerbLimits, label: MemoryLabel | None, facts: CapacityFacts
+) -> tuple[bool, str]:
     """The memory rule, then the capacity-type rule, as plugin mode runs its two filters."""
     fits, reason = True, ""
     if ask.requirement.min_memory_mib:
-        key = limits.policy.node_memory_label
-        fits, reason = fits_memory(ask.requirement, policy_view(key, label), limits.policy)
+        fits, reason = fits_memory(ask.requirement, policy_view(label), limits.policy)
     if fits and ask.choice:
         view = capacity_view(facts, limits.capacity.node_label)
         fits, reason = fits_capacity_type(ask.choice, view, limits.capacity)
@@ -168,13 +171,13 @@ def prioritize_by_labels(
     args: NamesArgs,
     ask: PodAsk,
     limits: VerbLimits,
-    labels: Mapping[str, str | None],
+    labels: Mapping[str, MemoryLabel | None],
     capacity: Mapping[str, CapacityFacts],
 ) -> Computed:
     """The prioritize answer for ``args`` against one snapshot of the cache (unknown nodes score 0)."""
     if not ask.reads_nodes_to_score:  # scores 0 everywhere: the policy would not read the nodes
         return zero_scores(args, "")
-    memo: dict[tuple[str | None, CapacityFacts], int] = {}
+    memo: dict[tuple[MemoryLabel | None, CapacityFacts], int] = {}
     scores: list[tuple[str, int]] = []
     unknown = 0
     for name in args.names:
@@ -190,11 +193,10 @@ def prioritize_by_labels(
     return Computed(encode_priorities(scores), unknown=unknown)
 
 
-def _priority(ask: PodAsk, limits: VerbLimits, label: str | None, facts: CapacityFacts) -> int:
+def _priority(ask: PodAsk, limits: VerbLimits, label: MemoryLabel | None, facts: CapacityFacts) -> int:
     memory = 0
     if ask.requirement.has_gpu:
-        view = policy_view(limits.policy.node_memory_label, label)
-        memory = score_100(ask.requirement, view, limits.policy)
+        memory = score_100(ask.requirement, policy_view(label), limits.policy)
     capacity = 0
     if ask.choice:
         view = capacity_view(facts, limits.capacity.node_label)

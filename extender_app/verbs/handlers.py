@@ -27,6 +27,7 @@ from policy import (
     capacity_score_100,
     fits_capacity_type,
     fits_memory,
+    memory_labels,
     requirement_from_pod,
     score_100,
 )
@@ -226,10 +227,11 @@ def _filter(args: ExtenderArgs, ask: PodAsk, limits: VerbLimits) -> Computed:
         return Computed(encode_filter_result(args, everyone, {}), len(everyone))
     passed: list[int] = []
     failed: dict[str, str] = {}
+    keys = memory_labels(limits.policy)
     for index, name in enumerate(args.names):
         fits, reason = True, ""
         if ask.requirement.min_memory_mib:
-            node = args.labels_for_policy(index, limits.policy.node_memory_label)
+            node = args.labels_for_policy(index, keys)
             fits, reason = fits_memory(ask.requirement, node, limits.policy)
         if fits and ask.choice:
             fits, reason = fits_capacity_type(ask.choice, args.node_for_policy(index), limits.capacity)
@@ -243,12 +245,12 @@ def _filter(args: ExtenderArgs, ask: PodAsk, limits: VerbLimits) -> Computed:
 def _prioritize(args: ExtenderArgs, ask: PodAsk, limits: VerbLimits) -> Computed:
     if not ask.reads_nodes_to_score:  # scores 0 everywhere: the policy would not read the nodes
         return zero_scores(args, "")
-    label = limits.policy.node_memory_label
+    keys = memory_labels(limits.policy)
     scores = []
     for index, name in enumerate(args.names):
         memory = 0
         if ask.requirement.has_gpu:
-            memory = score_100(ask.requirement, args.labels_for_policy(index, label), limits.policy)
+            memory = score_100(ask.requirement, args.labels_for_policy(index, keys), limits.policy)
         capacity = (
             capacity_score_100(ask.choice, args.node_for_policy(index), limits.capacity) if ask.choice else 0
         )

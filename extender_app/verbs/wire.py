@@ -7,12 +7,13 @@ so does this module, refusing a body where two keys name the same field.
 
 Only what the policy needs is decoded. msgspec validates the whole body but keeps each
 node as its raw bytes (``msgspec.Raw``, a view into the body, no copy) and builds Python
-objects only for each node's name and, when the pod declares a minimum, the one label
-the policy reads. The filter answer is assembled from the raw bytes of the passing
-nodes, so they go back exactly as received and are never re-serialised. A body
-written the way kube-scheduler writes it (canonical field names, nothing else) is
-decoded in one pass over its bytes plus one per node; any other spelling takes a
-slower path that matches keys the way Go does.
+objects only for each node's name and, when the pod asks the memory rule to read nodes,
+the GPU-memory schemes' labels (the first present is the one the policy reads). The
+filter answer is assembled from the raw bytes of the passing nodes, so they go back
+exactly as received and are never re-serialised. A body written the way kube-scheduler
+writes it (canonical field names, nothing else) is decoded in one pass over its bytes
+plus one per node; any other spelling takes a slower path that matches keys the way Go
+does.
 """
 
 import codecs
@@ -25,7 +26,7 @@ import msgspec
 import orjson
 from msgspec import UNSET, Raw, UnsetType
 
-from extender_app.node_cache.metadata import label_decoder
+from extender_app.node_cache.metadata import first_memory_label, policy_view
 
 ARGS_POD = "Pod"
 ARGS_NODES = "Nodes"
@@ -102,26 +103,22 @@ class ExtenderArgs:
         """The candidates decoded in full (for tests and tools; the verbs never need this)."""
         return [orjson.loads(bytes(raw)) for raw in self.raw_nodes]
 
-    def labels_for_policy(self, index: int, label_key: str) -> Mapping[str, Any]:
-        """Node ``index`` as the policy reads it: only the label ``label_key``, if present.
+    def labels_for_policy(self, index: int, label_keys: tuple[str, ...]) -> Mapping[str, Any]:
+        """Node ``index`` as the memory rule reads it: only the first of ``label_keys`` it carries
+        (``policy.memory_labels``, in order), if any.
 
-        Raises WireError (400) when the labels are not an object or that label is not a string
-        or null (other labels are not looked at, as before).
+        Raises WireError (400) when the labels are not an object or one of those labels is not a
+        string or null (other labels are not looked at).
         """
-        raw = self.raw_labels[index]
-        if bytes(raw) == _NULL:
-            return {"metadata": {"labels": {}}}
         try:
-            view = label_decoder(label_key).decode(raw)
+            label = first_memory_label(self.raw_labels[index], label_keys)
         except RecursionError:
             raise WireError(HTTPStatus.BAD_REQUEST, MAX_DEPTH_REASON) from None
         except msgspec.ValidationError as error:
             raise WireError(
                 HTTPStatus.BAD_REQUEST, f"Nodes.items[{index}].metadata.labels: {_where(error)}"
             ) from None
-        value = view.value
-        labels = {} if value is UNSET else {label_key: value}
-        return {"metadata": {"labels": labels}}
+        return policy_view(label)
 
     def node_for_policy(self, index: int) -> Mapping[str, Any]:
         """Node ``index`` decoded in full, for the capacity-type rule (its labels and taints).

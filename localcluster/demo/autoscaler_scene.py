@@ -37,7 +37,7 @@ from localcluster.plane.workloads import (
 )
 from localcluster.services.karpenter import NODE_POOL_LABEL, karpenter_nodes, node_claims, settled_node_claims
 from localcluster.services.webhook import admission_line, created_affinity
-from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY, NODE_MEMORY_LABEL
+from policy import BELOW_MINIMUM, INSTANCE_TYPE_LABEL, INVALID_MIN_MEMORY, NODE_MEMORY_LABEL
 
 AffinitySource = Literal["webhook", "none"]
 AFFINITY_SOURCES: tuple[AffinitySource, ...] = ("webhook", "none")
@@ -51,7 +51,6 @@ SETTLE_SECONDS = 120.0
 """How long one pod may take to be bound, or to be refused on a launched node, before the demo fails."""
 POLL_SECONDS = 0.1
 """How often the demo looks at the pod and the nodes (the precision of the timings)."""
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 STUCK_REASONS = (BELOW_MINIMUM, INVALID_MIN_MEMORY)
 """The custom scheduler's refusals: a Pending pod whose condition names one has been refused a node."""
 

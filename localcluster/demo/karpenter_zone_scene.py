@@ -22,7 +22,6 @@ from typing import Any
 
 import kubernetes.client
 
-from localcluster.demo.autoscaler_scene import INSTANCE_TYPE_LABEL
 from localcluster.demo.text_table import format_table
 from localcluster.demo.zone_scene import same_zone_member
 from localcluster.host.waiting import WaitTimeout, wait_for
@@ -36,6 +35,7 @@ from localcluster.services.karpenter import (
     node_claims,
     settled_node_claims,
 )
+from policy import INSTANCE_TYPE_LABEL
 from policy.job_zone import JOB_LABEL, ZONE_LABEL
 
 JOB = "llm-karpenter"

@@ -14,7 +14,13 @@ import kubernetes.client
 
 from contracts.cluster import GPU_PRESENT_LABEL
 from localcluster.plane.inventory import InstanceType
-from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL, vendor_capacity_type
+from policy import (
+    CAPACITY_TYPE_LABEL,
+    GPU_RESOURCE,
+    INSTANCE_TYPE_LABEL,
+    NODE_MEMORY_LABEL,
+    vendor_capacity_type,
+)
 
 GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
 REGION = "us-east-1"
@@ -68,7 +74,7 @@ def node_manifest(node: SimulatedNode) -> dict[str, Any]:
         "kubernetes.io/hostname": node.name,
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64",
-        "node.kubernetes.io/instance-type": instance_type.name,
+        INSTANCE_TYPE_LABEL: instance_type.name,
         "topology.kubernetes.io/region": REGION,
         "topology.kubernetes.io/zone": node.zone,
         "eks.amazonaws.com/nodegroup": node.node_group,

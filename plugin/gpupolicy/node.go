@@ -2,6 +2,7 @@ package gpupolicy
 
 import (
 	"errors"
+	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -11,9 +12,14 @@ import (
 const (
 	// ReasonMissingNode: there is no node to judge.
 	ReasonMissingNode = "missing node"
-	// ReasonInvalidNodeLabel: the node's memory label is absent or not a base-10
-	// integer in 1..MaxGPUMemoryMiB.
+	// ReasonInvalidNodeLabel: the node carries none of the GPU-memory schemes' labels.
 	ReasonInvalidNodeLabel = "missing or invalid administrator GPU-memory label"
+	// ReasonInvalidMemoryLabelFormat, formatted with the label's key: the first
+	// scheme label the node carries is not a base-10 integer in 1..MaxGPUMemoryMiB.
+	ReasonInvalidMemoryLabelFormat = "invalid GPU-memory label %s (not 1..1048576 MiB)"
+	// ReasonUnknownInstanceTypeFormat, formatted with the instance type: the node
+	// is judged by its instance type, which Settings.InstanceTypeGPUMemoryMiB lacks.
+	ReasonUnknownInstanceTypeFormat = "instance type %s is not in the GPU table"
 	// ReasonBelowMinimum: the node's memory label is below the pod's minimum.
 	ReasonBelowMinimum = "GPU memory label is below the required minimum"
 )
@@ -21,41 +27,73 @@ const (
 var (
 	// ErrMissingNode is returned by NodeMemoryMiB for a nil node.
 	ErrMissingNode = errors.New(ReasonMissingNode)
-	// ErrInvalidNodeLabel is returned by NodeMemoryMiB for a bad or absent label.
+	// ErrInvalidNodeLabel is returned by NodeMemoryMiB for a node without any
+	// scheme's label.
 	ErrInvalidNodeLabel = errors.New(ReasonInvalidNodeLabel)
 )
 
-// NodeMemoryMiB returns the node's per-GPU memory label in MiB.
+// NodeMemoryMiB returns the node's per-GPU memory in MiB (see ReadNodeMemory), or an
+// error whose text is the reason the node cannot be judged.
 func NodeMemoryMiB(node *v1.Node, s Settings) (int64, error) {
-	if node == nil {
+	memory := ReadNodeMemory(node, s)
+	switch memory.Reason {
+	case "":
+		return memory.MiB, nil
+	case ReasonMissingNode:
 		return 0, ErrMissingNode
-	}
-	raw, ok := node.Labels[s.NodeMemoryLabel]
-	if !ok {
+	case ReasonInvalidNodeLabel:
 		return 0, ErrInvalidNodeLabel
 	}
-	memory, ok := parseMiB(raw)
-	if !ok {
-		return 0, ErrInvalidNodeLabel
-	}
-	return memory, nil
+	return 0, errors.New(memory.Reason)
 }
 
-// NodeMemory is a node's memory label as read once: the MiB per GPU, or the reason
-// the node cannot be judged. It lets a caller read a node's label once per node
-// update instead of once per pod and verb (see ReadNodeMemory).
+// NodeMemory is a node's memory as read once: the MiB per GPU, or the reason the
+// node cannot be judged. It lets a caller read a node's labels once per node update
+// instead of once per pod and verb (see ReadNodeMemory).
 type NodeMemory struct {
-	// MiB is the label's value; meaningful only when Reason is empty.
+	// MiB is the memory per GPU; meaningful only when Reason is empty.
 	MiB int64
-	// Reason is "" for a valid label, else ReasonMissingNode or ReasonInvalidNodeLabel.
+	// Reason is "" for a valid reading, else why the node cannot be judged.
 	Reason string
 }
 
-// ReadNodeMemory reads the node's label into a NodeMemory (NodeMemoryMiB's answer).
+// ReadNodeMemory reads the node's per-GPU memory from the first of these labels
+// it carries; the first present decides, even when its value is invalid:
+//
+//  1. s.NodeMemoryLabel (ours): MiB per GPU;
+//  2. each of s.VendorMemoryLabels in order (Karpenter's, EKS Auto Mode's, GPU
+//     feature discovery's by default): MiB per GPU;
+//  3. InstanceTypeLabel, through s.InstanceTypeGPUMemoryMiB.
+//
+// A MiB label that is not a base-10 integer in 1..MaxGPUMemoryMiB gives the reason
+// naming it, an instance type missing from the table its own reason, and a node
+// with none of the labels ReasonInvalidNodeLabel.
 func ReadNodeMemory(node *v1.Node, s Settings) NodeMemory {
-	memory, err := NodeMemoryMiB(node, s)
-	if err != nil {
-		return NodeMemory{Reason: err.Error()}
+	if node == nil {
+		return NodeMemory{Reason: ReasonMissingNode}
+	}
+	if raw, ok := node.Labels[s.NodeMemoryLabel]; ok {
+		return readMiBLabel(s.NodeMemoryLabel, raw)
+	}
+	for _, label := range s.VendorMemoryLabels {
+		if raw, ok := node.Labels[label]; ok {
+			return readMiBLabel(label, raw)
+		}
+	}
+	instanceType, ok := node.Labels[InstanceTypeLabel]
+	if !ok {
+		return NodeMemory{Reason: ReasonInvalidNodeLabel}
+	}
+	if mib, known := s.InstanceTypeGPUMemoryMiB[instanceType]; known {
+		return NodeMemory{MiB: mib}
+	}
+	return NodeMemory{Reason: fmt.Sprintf(ReasonUnknownInstanceTypeFormat, instanceType)}
+}
+
+func readMiBLabel(label, raw string) NodeMemory {
+	memory, ok := parseMiB(raw)
+	if !ok {
+		return NodeMemory{Reason: fmt.Sprintf(ReasonInvalidMemoryLabelFormat, label)}
 	}
 	return NodeMemory{MiB: memory}
 }

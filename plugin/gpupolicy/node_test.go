@@ -1,6 +1,8 @@
 package gpupolicy
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -17,31 +19,98 @@ func labelledNode(memory string) *v1.Node {
 	return node
 }
 
+// invalidOurs is the reason for a node whose own memory label is present but invalid.
+var invalidOurs = fmt.Sprintf(ReasonInvalidMemoryLabelFormat, NodeMemoryLabel)
+
 func TestNodeMemoryMiB(t *testing.T) {
 	tests := []struct {
 		name string
 		node *v1.Node
 		want int64
-		err  error
+		err  string
 	}{
-		{"valid", labelledNode("81920"), 81920, nil},
-		{"plus sign", labelledNode("+22888"), 22888, nil},
-		{"largest", labelledNode("1048576"), MaxGPUMemoryMiB, nil},
-		{"missing", labelledNode("-"), 0, ErrInvalidNodeLabel},
-		{"empty", labelledNode(""), 0, ErrInvalidNodeLabel},
-		{"zero", labelledNode("0"), 0, ErrInvalidNodeLabel},
-		{"above range", labelledNode("1048577"), 0, ErrInvalidNodeLabel},
-		{"bytes with unit", labelledNode("80Gi"), 0, ErrInvalidNodeLabel},
-		{"decimal", labelledNode("8192.0"), 0, ErrInvalidNodeLabel},
-		{"nil", nil, 0, ErrMissingNode},
+		{"valid", labelledNode("81920"), 81920, ""},
+		{"plus sign", labelledNode("+22888"), 22888, ""},
+		{"largest", labelledNode("1048576"), MaxGPUMemoryMiB, ""},
+		{"missing", labelledNode("-"), 0, ReasonInvalidNodeLabel},
+		{"empty", labelledNode(""), 0, invalidOurs},
+		{"zero", labelledNode("0"), 0, invalidOurs},
+		{"above range", labelledNode("1048577"), 0, invalidOurs},
+		{"bytes with unit", labelledNode("80Gi"), 0, invalidOurs},
+		{"decimal", labelledNode("8192.0"), 0, invalidOurs},
+		{"nil", nil, 0, ReasonMissingNode},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := NodeMemoryMiB(tt.node, DefaultSettings())
-			if err != tt.err || got != tt.want {
-				t.Fatalf("NodeMemoryMiB = %d, %v; want %d, %v", got, err, tt.want, tt.err)
+			message := ""
+			if err != nil {
+				message = err.Error()
+			}
+			if message != tt.err || got != tt.want {
+				t.Fatalf("NodeMemoryMiB = %d, %v; want %d, %q", got, err, tt.want, tt.err)
 			}
 		})
+	}
+	if _, err := NodeMemoryMiB(nil, DefaultSettings()); err != ErrMissingNode {
+		t.Errorf("a nil node: %v, want ErrMissingNode", err)
+	}
+	if _, err := NodeMemoryMiB(labelledNode("-"), DefaultSettings()); err != ErrInvalidNodeLabel {
+		t.Errorf("a node without any label: %v, want ErrInvalidNodeLabel", err)
+	}
+}
+
+// schemeNode returns a node carrying exactly these labels.
+func schemeNode(labels map[string]string) *v1.Node {
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-node", Labels: labels}}
+}
+
+// TestReadNodeMemorySchemes: the first scheme label present decides, in the order
+// ours, Karpenter's, Auto Mode's, GFD's, the instance type; an invalid one decides too.
+func TestReadNodeMemorySchemes(t *testing.T) {
+	s := DefaultSettings()
+	s.InstanceTypeGPUMemoryMiB = map[string]int64{"g5.xlarge": 22888, "p5.48xlarge": 81920}
+	tests := []struct {
+		name   string
+		labels map[string]string
+		want   NodeMemory
+	}{
+		{"ours over Karpenter's", map[string]string{NodeMemoryLabel: "40960", KarpenterGPUMemoryLabel: "16384"}, NodeMemory{MiB: 40960}},
+		{"Karpenter's over Auto Mode's", map[string]string{KarpenterGPUMemoryLabel: "45776", EKSAutoGPUMemoryLabel: "16384"}, NodeMemory{MiB: 45776}},
+		{"Auto Mode's over GFD's", map[string]string{EKSAutoGPUMemoryLabel: "22888", GFDGPUMemoryLabel: "15360"}, NodeMemory{MiB: 22888}},
+		{"GFD's over the instance type", map[string]string{GFDGPUMemoryLabel: "15360", InstanceTypeLabel: "p5.48xlarge"}, NodeMemory{MiB: 15360}},
+		{"the instance type, in the table", map[string]string{InstanceTypeLabel: "g5.xlarge"}, NodeMemory{MiB: 22888}},
+		{"the instance type, not in the table", map[string]string{InstanceTypeLabel: "m5.xlarge"}, NodeMemory{Reason: "instance type m5.xlarge is not in the GPU table"}},
+		{"an invalid vendor label decides", map[string]string{KarpenterGPUMemoryLabel: "16Gi", EKSAutoGPUMemoryLabel: "45776"}, NodeMemory{Reason: "invalid GPU-memory label karpenter.k8s.aws/instance-gpu-memory (not 1..1048576 MiB)"}},
+		{"an invalid own label decides", map[string]string{NodeMemoryLabel: "", InstanceTypeLabel: "g5.xlarge"}, NodeMemory{Reason: invalidOurs}},
+		{"none of the labels", map[string]string{"kubernetes.io/os": "linux"}, NodeMemory{Reason: ReasonInvalidNodeLabel}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ReadNodeMemory(schemeNode(tt.labels), s); got != tt.want {
+				t.Fatalf("ReadNodeMemory = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestVendorMemoryLabelsAreASetting(t *testing.T) {
+	node := schemeNode(map[string]string{KarpenterGPUMemoryLabel: "16384", GFDGPUMemoryLabel: "15360", "example.org/vram": "40960"})
+	s := DefaultSettings()
+	s.VendorMemoryLabels = []string{GFDGPUMemoryLabel, KarpenterGPUMemoryLabel}
+	if got := ReadNodeMemory(node, s); got.MiB != 15360 {
+		t.Errorf("GFD's first: %+v, want 15360", got)
+	}
+	s.VendorMemoryLabels = []string{"example.org/vram"}
+	if got := ReadNodeMemory(node, s); got.MiB != 40960 {
+		t.Errorf("an operator's own label: %+v, want 40960", got)
+	}
+	s.VendorMemoryLabels = nil
+	if got := ReadNodeMemory(node, s); got.Reason != ReasonInvalidNodeLabel {
+		t.Errorf("no vendor labels: %+v, want %q", got, ReasonInvalidNodeLabel)
+	}
+	if defaults := DefaultSettings().VendorMemoryLabels; !slices.Equal(defaults, []string{KarpenterGPUMemoryLabel, EKSAutoGPUMemoryLabel, GFDGPUMemoryLabel}) {
+		t.Errorf("default vendor labels = %v", defaults)
 	}
 }
 
@@ -58,7 +127,7 @@ func TestFitsMemory(t *testing.T) {
 		{"larger fits", need, labelledNode("81920"), true, ""},
 		{"one below", need, labelledNode("40959"), false, ReasonBelowMinimum},
 		{"missing label", need, labelledNode("-"), false, ReasonInvalidNodeLabel},
-		{"bad label", need, labelledNode("big"), false, ReasonInvalidNodeLabel},
+		{"bad label", need, labelledNode("big"), false, invalidOurs},
 		{"nil node", need, nil, false, ReasonMissingNode},
 		{"no minimum fits an unlabelled node", Requirement{HasGPU: true}, labelledNode("-"), true, ""},
 		{"no minimum does not read the node", Requirement{}, nil, true, ""},

@@ -156,3 +156,33 @@ func TestSettingsValidate(t *testing.T) {
 		t.Errorf("the default strategy must stay %s", PreferLarger)
 	}
 }
+
+func TestSchemeSettingsValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Settings)
+		want   string
+	}{
+		{"own label is the instance type", func(s *Settings) { s.NodeMemoryLabel = InstanceTypeLabel }, "nodeMemoryLabel must not be node.kubernetes.io/instance-type"},
+		{"empty vendor label", func(s *Settings) { s.VendorMemoryLabels = []string{KarpenterGPUMemoryLabel, ""} }, "vendorMemoryLabels must not hold an empty label"},
+		{"vendor label is the instance type", func(s *Settings) { s.VendorMemoryLabels = []string{InstanceTypeLabel} }, "vendorMemoryLabels must not hold node.kubernetes.io/instance-type"},
+		{"empty instance type", func(s *Settings) { s.InstanceTypeGPUMemoryMiB = map[string]int64{"": 16384} }, "instanceTypeGPUMemoryMiB must not have an empty instance type"},
+		{"zero MiB", func(s *Settings) { s.InstanceTypeGPUMemoryMiB = map[string]int64{"g5.xlarge": 0} }, `instanceTypeGPUMemoryMiB["g5.xlarge"] must be 1..1048576, got 0`},
+		{"too many MiB", func(s *Settings) { s.InstanceTypeGPUMemoryMiB = map[string]int64{"g5.xlarge": MaxGPUMemoryMiB + 1} }, "must be 1..1048576, got 1048577"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := DefaultSettings()
+			tt.change(&s)
+			if err := s.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate = %v, want %q", err, tt.want)
+			}
+		})
+	}
+	s := DefaultSettings()
+	s.VendorMemoryLabels = nil
+	s.InstanceTypeGPUMemoryMiB = map[string]int64{"g5.xlarge": 22888, "p5.48xlarge": MaxGPUMemoryMiB}
+	if err := s.Validate(); err != nil {
+		t.Errorf("no vendor labels and a valid table: %v", err)
+	}
+}

@@ -21,9 +21,14 @@ import (
 //	    gpuResource: nvidia.com/gpu
 //	    scoreScaleMiB: 81920
 //	    scoringStrategy: prefer-larger
+//	    vendorMemoryLabels:
+//	    - karpenter.k8s.aws/instance-gpu-memory
+//	    - eks.amazonaws.com/instance-gpu-memory
+//	    - nvidia.com/gpu.memory
+//	    instanceTypeGPUMemoryMiB: {}    # the stack renders EC2's GPU types, e.g. g5.xlarge: 22888
 //
-// Unknown or repeated fields, empty strings, an out-of-range scale and an unknown
-// strategy stop the scheduler at start with an error naming the field.
+// Unknown or repeated fields, empty strings, an out-of-range scale or table entry
+// and an unknown strategy stop the scheduler at start with an error naming the field.
 type Args struct {
 	// MinMemoryAnnotation is the pod annotation with the minimum per-GPU memory in MiB.
 	MinMemoryAnnotation *string `json:"minMemoryAnnotation,omitempty"`
@@ -36,6 +41,13 @@ type Args struct {
 	ScoreScaleMiB *int64 `json:"scoreScaleMiB,omitempty"`
 	// ScoringStrategy is prefer-larger (the default) or best-fit.
 	ScoringStrategy *string `json:"scoringStrategy,omitempty"`
+	// VendorMemoryLabels are the per-GPU MiB labels read, in order, on a node
+	// without nodeMemoryLabel; omitted: Karpenter's, EKS Auto Mode's and GPU feature
+	// discovery's; [] reads none.
+	VendorMemoryLabels *[]string `json:"vendorMemoryLabels,omitempty"`
+	// InstanceTypeGPUMemoryMiB maps instance types to MiB per GPU, for a node with
+	// none of those labels but node.kubernetes.io/instance-type; omitted: empty.
+	InstanceTypeGPUMemoryMiB map[string]int64 `json:"instanceTypeGPUMemoryMiB,omitempty"`
 }
 
 // settingsFromArgs turns what the framework passes New into validated settings: nil
@@ -67,6 +79,12 @@ func (a Args) apply(s gpupolicy.Settings) gpupolicy.Settings {
 	}
 	if a.ScoringStrategy != nil {
 		s.ScoringStrategy = *a.ScoringStrategy
+	}
+	if a.VendorMemoryLabels != nil {
+		s.VendorMemoryLabels = *a.VendorMemoryLabels
+	}
+	if a.InstanceTypeGPUMemoryMiB != nil {
+		s.InstanceTypeGPUMemoryMiB = a.InstanceTypeGPUMemoryMiB
 	}
 	return s
 }

@@ -9,9 +9,10 @@ import (
 	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
 )
 
-// nodeMemoryCache holds every node's GPU-memory label, read once per node add or
-// update, so Filter and Score do not look the label up in the node's label map
-// (~100 labels on an EKS GPU node) and parse it again for every pod and verb.
+// nodeMemoryCache holds every node's per-GPU memory, read once per node add or update
+// from the first GPU-memory label scheme the node carries (gpupolicy.ReadNodeMemory),
+// so Filter and Score do not look the labels up in the node's label map (~100 labels
+// on an EKS GPU node) and parse them again for every pod and verb.
 //
 // Keys are the *v1.Node objects themselves. The scheduler's NodeInfo holds the
 // object its Node informer delivered, so a Filter or Score call finds the label

@@ -2,6 +2,7 @@ package gpuscheduler
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -139,7 +140,7 @@ func TestNodeMemoryCacheEvents(t *testing.T) {
 	if _, hit := c.lookup(first); hit {
 		t.Error("the replaced object is still cached")
 	}
-	if memory, hit := c.lookup(second); !hit || memory.Reason != gpupolicy.ReasonInvalidNodeLabel {
+	if memory, hit := c.lookup(second); !hit || memory.Reason != fmt.Sprintf(gpupolicy.ReasonInvalidMemoryLabelFormat, gpupolicy.NodeMemoryLabel) {
 		t.Errorf("lookup of an invalid label = %+v, %v; want the reason cached", memory, hit)
 	}
 	h.OnUpdate(second, second) // a resync

@@ -1,6 +1,7 @@
 // Package gpuscheduler is the GPUScheduler plugin for the kube-scheduler framework:
-// it keeps a pod off nodes whose GPU-memory label is below the pod's declared minimum
-// and scores the others by the configured strategy (larger GPUs first, or the
+// it keeps a pod off nodes whose per-GPU memory (read from the first GPU-memory label
+// scheme the node carries, gpupolicy.ReadNodeMemory) is below the pod's declared
+// minimum and scores the others by the configured strategy (larger GPUs first, or the
 // smallest sufficient GPU first). The rules live in package gpupolicy; this package
 // adapts them to the framework's extension points.
 package gpuscheduler
@@ -62,7 +63,8 @@ func New(ctx context.Context, args runtime.Object, handle fwk.Handle) (fwk.Plugi
 	klog.FromContext(ctx).V(2).Info("GPUScheduler configured",
 		"minMemoryAnnotation", settings.MinMemoryAnnotation, "nodeMemoryLabel", settings.NodeMemoryLabel,
 		"gpuResource", settings.GPUResource, "scoreScaleMiB", settings.ScoreScaleMiB,
-		"scoringStrategy", settings.ScoringStrategy, "nodeLabelCache", pl.nodes != nil)
+		"scoringStrategy", settings.ScoringStrategy, "vendorMemoryLabels", settings.VendorMemoryLabels,
+		"instanceTypesInGPUTable", len(settings.InstanceTypeGPUMemoryMiB), "nodeLabelCache", pl.nodes != nil)
 	return pl, nil
 }
 

@@ -75,7 +75,7 @@ func TestFilter(t *testing.T) {
 		{"label equal to minimum", gpuPod("1", "40960"), gpuNode("a100", "40960"), fwk.Success, ""},
 		{"label below minimum", gpuPod("1", "40960"), gpuNode("a10g", "22888"), fwk.UnschedulableAndUnresolvable, gpupolicy.ReasonBelowMinimum},
 		{"label missing", gpuPod("1", "40960"), gpuNode("plain", "-"), fwk.UnschedulableAndUnresolvable, gpupolicy.ReasonInvalidNodeLabel},
-		{"label invalid", gpuPod("1", "40960"), gpuNode("odd", "80Gi"), fwk.UnschedulableAndUnresolvable, gpupolicy.ReasonInvalidNodeLabel},
+		{"label invalid", gpuPod("1", "40960"), gpuNode("odd", "80Gi"), fwk.UnschedulableAndUnresolvable, "invalid GPU-memory label training.example.com/gpu-memory-mib (not 1..1048576 MiB)"},
 		{"no minimum fits an unlabelled node", gpuPod("1", "-"), gpuNode("plain", "-"), fwk.Success, ""},
 		{"no GPU pod fits anywhere", gpuPod("", "-"), gpuNode("plain", "-"), fwk.Success, ""},
 		{"bad annotation", gpuPod("1", "40 GiB"), gpuNode("a100", "81920"), fwk.UnschedulableAndUnresolvable, gpupolicy.ReasonInvalidMinMemory},
@@ -266,9 +266,25 @@ func TestArgs(t *testing.T) {
 		{
 			Name: "every field",
 			Args: &runtime.Unknown{ContentType: runtime.ContentTypeJSON, Raw: []byte(
-				`{"minMemoryAnnotation":"example.org/vram","nodeMemoryLabel":"example.org/gpu-mib","gpuResource":"amd.com/gpu","scoreScaleMiB":196608,"scoringStrategy":"best-fit"}`)},
-			Want: gpupolicy.Settings{MinMemoryAnnotation: "example.org/vram", NodeMemoryLabel: "example.org/gpu-mib", GPUResource: "amd.com/gpu", ScoreScaleMiB: 196608, ScoringStrategy: gpupolicy.BestFit},
+				`{"minMemoryAnnotation":"example.org/vram","nodeMemoryLabel":"example.org/gpu-mib","gpuResource":"amd.com/gpu","scoreScaleMiB":196608,"scoringStrategy":"best-fit",` +
+					`"vendorMemoryLabels":["example.org/vendor-mib"],"instanceTypeGPUMemoryMiB":{"g5.xlarge":22888}}`)},
+			Want: gpupolicy.Settings{MinMemoryAnnotation: "example.org/vram", NodeMemoryLabel: "example.org/gpu-mib", GPUResource: "amd.com/gpu", ScoreScaleMiB: 196608, ScoringStrategy: gpupolicy.BestFit,
+				VendorMemoryLabels: []string{"example.org/vendor-mib"}, InstanceTypeGPUMemoryMiB: map[string]int64{"g5.xlarge": 22888}},
 		},
+		{
+			Name: "YAML, the GPU-memory schemes",
+			Args: &runtime.Unknown{ContentType: runtime.ContentTypeYAML, Raw: []byte("vendorMemoryLabels: []\ninstanceTypeGPUMemoryMiB:\n  g4dn.xlarge: 16384\n  p5.48xlarge: 81920\n")},
+			Want: func() gpupolicy.Settings {
+				s := gpupolicy.DefaultSettings()
+				s.VendorMemoryLabels = []string{}
+				s.InstanceTypeGPUMemoryMiB = map[string]int64{"g4dn.xlarge": 16384, "p5.48xlarge": 81920}
+				return s
+			}(),
+		},
+		{Name: "table entry out of range", Args: &runtime.Unknown{Raw: []byte(`{"instanceTypeGPUMemoryMiB":{"g5.xlarge":0}}`)}, WantErr: `instanceTypeGPUMemoryMiB["g5.xlarge"] must be 1..1048576, got 0`},
+		{Name: "table entry as a quantity", Args: &runtime.Unknown{Raw: []byte(`{"instanceTypeGPUMemoryMiB":{"g5.xlarge":"22Gi"}}`)}, WantErr: "instanceTypeGPUMemoryMiB"},
+		{Name: "empty vendor label", Args: &runtime.Unknown{Raw: []byte(`{"vendorMemoryLabels":[""]}`)}, WantErr: "vendorMemoryLabels must not hold an empty label"},
+		{Name: "vendor labels as one string", Args: &runtime.Unknown{Raw: []byte(`{"vendorMemoryLabels":"nvidia.com/gpu.memory"}`)}, WantErr: "vendorMemoryLabels"},
 		{
 			Name: "YAML, the strategy",
 			Args: &runtime.Unknown{ContentType: runtime.ContentTypeYAML, Raw: []byte("scoringStrategy: best-fit\n")},

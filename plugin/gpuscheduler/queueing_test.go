@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
 	"example.com/gpu-scheduler-eks/plugin/internal/plugintest"
 )
 
@@ -23,6 +24,13 @@ func TestEventsToRegister(t *testing.T) {
 		{Resource: fwk.Pod, ActionType: fwk.Update},
 	}
 	plugintest.CheckEvents(t, events, want)
+}
+
+// vendorLabelled returns an unlabelled GPU node carrying one vendor label.
+func vendorLabelled(label, memory string) *v1.Node {
+	node := gpuNode("gpu-1", "-")
+	node.Labels[label] = memory
+	return node
 }
 
 func TestNodeChangeHint(t *testing.T) {
@@ -44,6 +52,8 @@ func TestNodeChangeHint(t *testing.T) {
 		{"label lowered", gpuPod("1", "40960"), relabel("81920"), relabel("22888"), fwk.QueueSkip},
 		{"fitted before and after", gpuPod("1", "40960"), relabel("45776"), relabel("81920"), fwk.QueueSkip},
 		{"label removed", gpuPod("1", "40960"), relabel("81920"), relabel("-"), fwk.QueueSkip},
+		{"Karpenter's label added and fits", gpuPod("1", "40960"), relabel("-"), vendorLabelled(gpupolicy.KarpenterGPUMemoryLabel, "81920"), fwk.Queue},
+		{"GFD's label added, too small", gpuPod("1", "40960"), relabel("-"), vendorLabelled(gpupolicy.GFDGPUMemoryLabel, "23028"), fwk.QueueSkip},
 		{"invalid pod: no node helps", gpuPod("1", "lots"), nil, relabel("81920"), fwk.QueueSkip},
 		{"minimum without GPU: no node helps", gpuPod("", "16384"), nil, relabel("81920"), fwk.QueueSkip},
 		{"no minimum: this plugin passes every node", gpuPod("1", "-"), nil, relabel("-"), fwk.Queue},

@@ -48,11 +48,14 @@ const (
 //	    minMemoryAnnotation: training.example.com/min-gpu-memory-mib
 //	    nodeMemoryLabel: training.example.com/gpu-memory-mib
 //	    gpuResource: nvidia.com/gpu
+//	    vendorMemoryLabels: [karpenter.k8s.aws/instance-gpu-memory, eks.amazonaws.com/instance-gpu-memory, nvidia.com/gpu.memory]
+//	    instanceTypeGPUMemoryMiB: {}
 //	    capacityTypeAnnotation: training.example.com/capacity-type
 //	    capacityTypeNodeLabel: training.example.com/capacity-type
 //	    defaultCapacityChoice: ""
 //
-// minMemoryAnnotation, nodeMemoryLabel and gpuResource must match GPUScheduler's, and
+// minMemoryAnnotation, nodeMemoryLabel, gpuResource, vendorMemoryLabels and
+// instanceTypeGPUMemoryMiB must match GPUScheduler's, and
 // the capacityType* fields and defaultCapacityChoice CapacityType's annotation,
 // nodeLabel and defaultChoice: the zone plan counts only nodes those plugins let the
 // pod onto. Unknown fields and out-of-range values stop the
@@ -72,6 +75,10 @@ type Args struct {
 	MinMemoryAnnotation  *string `json:"minMemoryAnnotation,omitempty"`
 	NodeMemoryLabel      *string `json:"nodeMemoryLabel,omitempty"`
 	GPUResource          *string `json:"gpuResource,omitempty"`
+	// VendorMemoryLabels and InstanceTypeGPUMemoryMiB are GPUScheduler's args of
+	// the same names: where a node's per-GPU memory is read from.
+	VendorMemoryLabels       *[]string        `json:"vendorMemoryLabels,omitempty"`
+	InstanceTypeGPUMemoryMiB map[string]int64 `json:"instanceTypeGPUMemoryMiB,omitempty"`
 	// CapacityTypeAnnotation, CapacityTypeNodeLabel and DefaultCapacityChoice are
 	// CapacityType's annotation, nodeLabel and defaultChoice.
 	CapacityTypeAnnotation *string `json:"capacityTypeAnnotation,omitempty"`
@@ -109,6 +116,12 @@ func configFromArgs(obj runtime.Object) (config, error) {
 	setString(&c.gpu.NodeMemoryLabel, args.NodeMemoryLabel)
 	if args.GPUResource != nil {
 		c.gpu.GPUResource = v1.ResourceName(*args.GPUResource)
+	}
+	if args.VendorMemoryLabels != nil {
+		c.gpu.VendorMemoryLabels = *args.VendorMemoryLabels
+	}
+	if args.InstanceTypeGPUMemoryMiB != nil {
+		c.gpu.InstanceTypeGPUMemoryMiB = args.InstanceTypeGPUMemoryMiB
 	}
 	setString(&c.capacity.Annotation, args.CapacityTypeAnnotation)
 	setString(&c.capacity.NodeLabel, args.CapacityTypeNodeLabel)

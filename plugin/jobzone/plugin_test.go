@@ -3,6 +3,8 @@ package jobzone
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,6 +163,18 @@ func TestCopiesOn(t *testing.T) {
 		}, 8},
 		{"node selector mismatch", func(_ *v1.Node, p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"pool": "other"} }, 0},
 		{"GPU memory below minimum", func(n *v1.Node, _ *v1.Pod) { n.Labels[gpupolicy.NodeMemoryLabel] = "22888" }, 0},
+		{"GPU memory from Karpenter's label", func(n *v1.Node, _ *v1.Pod) {
+			delete(n.Labels, gpupolicy.NodeMemoryLabel)
+			n.Labels[gpupolicy.KarpenterGPUMemoryLabel] = "81920"
+		}, 8},
+		{"Karpenter's label below minimum", func(n *v1.Node, _ *v1.Pod) {
+			delete(n.Labels, gpupolicy.NodeMemoryLabel)
+			n.Labels[gpupolicy.KarpenterGPUMemoryLabel] = "22888"
+		}, 0},
+		{"an instance type not in the table", func(n *v1.Node, _ *v1.Pod) {
+			delete(n.Labels, gpupolicy.NodeMemoryLabel)
+			n.Labels[gpupolicy.InstanceTypeLabel] = "p5.48xlarge"
+		}, 0},
 		{"invalid GPU-memory annotation", func(_ *v1.Node, p *v1.Pod) { p.Annotations[gpupolicy.MinMemoryAnnotation] = "x" }, 0},
 		{"pod slots", func(n *v1.Node, _ *v1.Pod) { n.Status.Allocatable[v1.ResourcePods] = *newQuantity("3") }, 2},
 		{"EFA requested, the node has none", func(_ *v1.Node, p *v1.Pod) {
@@ -347,6 +361,13 @@ func TestArgs(t *testing.T) {
 			return c.permitTimeout == 20*time.Second && c.failedZoneDuration == time.Minute && c.zone.MaxJobSize == 16 &&
 				c.zone.ZoneLabel == "topology.k8s.aws/zone-id" && c.gpu.GPUResource == "amd.com/gpu"
 		}},
+		{"GPU memory read as GPUScheduler reads it", `{"vendorMemoryLabels":["nvidia.com/gpu.memory"],"instanceTypeGPUMemoryMiB":{"g5.xlarge":22888}}`, "", func(c config) bool {
+			return slices.Equal(c.gpu.VendorMemoryLabels, []string{gpupolicy.GFDGPUMemoryLabel}) && maps.Equal(c.gpu.InstanceTypeGPUMemoryMiB, map[string]int64{"g5.xlarge": 22888})
+		}},
+		{"GPU memory schemes by default", "", "", func(c config) bool {
+			return slices.Equal(c.gpu.VendorMemoryLabels, gpupolicy.VendorMemoryLabels()) && len(c.gpu.InstanceTypeGPUMemoryMiB) == 0
+		}},
+		{"table entry out of range", `{"instanceTypeGPUMemoryMiB":{"g5.xlarge":2000000}}`, `instanceTypeGPUMemoryMiB["g5.xlarge"] must be 1..1048576`, nil},
 		{"capacity type as CapacityType reads it", `{"capacityTypeAnnotation":"example.org/capacity","capacityTypeNodeLabel":"example.org/lifecycle","defaultCapacityChoice":"spot"}`, "", func(c config) bool {
 			return c.capacity == gpupolicy.CapacitySettings{Annotation: "example.org/capacity", NodeLabel: "example.org/lifecycle", DefaultChoice: gpupolicy.RequireSpot}
 		}},

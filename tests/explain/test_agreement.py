@@ -13,6 +13,7 @@ from pathlib import Path
 import kubernetes.client
 import pytest
 
+from components.render.ec2_catalogue import snapshot_gpu_memory_table
 from contracts.modes import SchedulerMode
 from explain.answers import pod_answer, render_pod_explanation
 from explain.cluster import ClusterReader
@@ -24,7 +25,6 @@ from localcluster.plane.outcomes import PodOutcome
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification
 from policy import (
     BELOW_MINIMUM,
-    DEFAULT_SETTINGS,
     INVALID_MIN_MEMORY,
     INVALID_NODE_LABEL,
     NODE_BEING_REMOVED,
@@ -32,9 +32,13 @@ from policy import (
     NOT_SPOT,
     REQUIRES_GPU_REQUEST,
     UNKNOWN_CAPACITY_TYPE,
+    UNKNOWN_INSTANCE_TYPE,
+    PolicySettings,
 )
 from testbed.e2e_cluster import INVENTORY, E2ECluster, e2e_cluster
 
+SETTINGS = PolicySettings(instance_type_gpu_memory_mib=snapshot_gpu_memory_table())
+"""The policy as the stack configures the scheduler: EC2's GPU types as the instance-type table."""
 POLICY_REASONS = (
     BELOW_MINIMUM,
     INVALID_NODE_LABEL,
@@ -44,6 +48,11 @@ POLICY_REASONS = (
     NOT_SPOT,
     UNKNOWN_CAPACITY_TYPE,
     NODE_BEING_REMOVED,
+    *(
+        UNKNOWN_INSTANCE_TYPE.format(instance_type=name)
+        for name, kind in INVENTORY.items()
+        if not kind.has_gpu
+    ),
 )
 EXTENDER_REFUSED = "code 400"
 """kube-scheduler's message when the extender answers an invalid pod with 400 (its body is dropped)."""
@@ -51,7 +60,7 @@ EXTENDER_REFUSED = "code 400"
 
 def explain_all(cluster: E2ECluster, names: list[str]) -> dict[str, PodExplanation]:
     reader = ClusterReader(cluster.api)
-    return {name: pod_answer(reader, WORKLOAD_NAMESPACE, name, DEFAULT_SETTINGS) for name in names}
+    return {name: pod_answer(reader, WORKLOAD_NAMESPACE, name, SETTINGS) for name in names}
 
 
 def reason_counts(message: str) -> dict[str, int]:

@@ -13,13 +13,14 @@ import pytest
 from moto import mock_aws
 
 import explain.cluster
-from explain.cli import main
-from explain.nodes_report import LABEL_ABOVE_EC2, LABEL_INVALID, LABEL_MISSING, LABEL_NOT_EXPECTED
+from components.render.ec2_catalogue import snapshot_gpu_memory_table
+from explain.cli import build_parser, main, policy_settings
+from explain.nodes_report import LABEL_ABOVE_EC2, LABEL_INVALID, LABEL_NOT_EXPECTED
 from explain.settings import EXIT
 from localcluster.host.ports import reserve_port
 from localcluster.plane.control_plane import write_kubeconfig
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE
-from policy import INVALID_MIN_MEMORY, NODE_MEMORY_LABEL, NOT_SPOT
+from policy import INVALID_MIN_MEMORY, NODE_MEMORY_LABEL, NOT_SPOT, VENDOR_MEMORY_LABELS
 from policy.job_identity import LWS_GROUP_INDEX_LABEL, LWS_NAME_LABEL, LWS_SIZE_ANNOTATION
 from policy.job_zone import INVALID_JOB_SIZE, INVALID_ZONE_POLICY, JOB_SIZE_ANNOTATION, ZONE_POLICY_ANNOTATION
 from tests.explain.conftest import MISLABELLED, SPARE, Cluster
@@ -40,8 +41,8 @@ POD_STATE_KEYS = {"namespace", "name", "schedulerName", "governed", "phase", "no
 POD_NODE_KEYS = {
     "name", "fits", "reason", "score", "extenderScore", "capacityType", "capacityScore", "nodeGroup",
     "instanceType", "gpu",
-    "gpuMemoryLabel", "labelMiB", "gpusAllocatable", "gpusAllocated", "gpusFree", "gpuCountFits",
-    "toleratesTaints", "untoleratedTaints",
+    "gpuMemoryLabel", "labelMiB", "memoryMiB", "memorySource", "gpusAllocatable", "gpusAllocated",
+    "gpusFree", "gpuCountFits", "toleratesTaints", "untoleratedTaints",
 }  # fmt: skip
 INVENTORY_KEYS = {
     "schemaVersion",
@@ -54,8 +55,8 @@ INVENTORY_KEYS = {
     "nodeGroups",
 }
 INVENTORY_NODE_KEYS = {
-    "name", "nodeGroup", "instanceType", "gpu", "gpuMemoryLabel", "labelMiB", "gpusAllocatable",
-    "gpusAllocated", "gpusFree", "ec2", "check", "problems",
+    "name", "nodeGroup", "instanceType", "gpu", "gpuMemoryLabel", "labelMiB", "memoryMiB",
+    "memorySource", "gpusAllocatable", "gpusAllocated", "gpusFree", "ec2", "check", "problems",
 }  # fmt: skip
 GROUP_KEYS = {
     "name", "nodes", "instanceTypes", "labels", "gpusAllocatable", "gpusAllocated", "gpusFree",
@@ -94,23 +95,30 @@ def test_nodes_flags_each_mislabelled_node(cluster: Cluster, capsys: pytest.Capt
     problems = {node["name"]: [problem["code"] for problem in node["problems"]] for node in document["nodes"]}
     assert problems == {
         **{node.name: [] for node in DEMO_FLEET},
-        "no-label-h100": [LABEL_MISSING],
+        "no-label-h100": [],  # read from its instance type, through the shipped EC2 table
         "bad-label-h100": [LABEL_INVALID],
         "too-high-a10g": [LABEL_ABOVE_EC2],
         SPARE.name: [],
     }
-    assert document["flagged"] == len(MISLABELLED) + 1, "the three nodes and their group"
+    assert document["flagged"] == 3, "two nodes and their group"
     for node in document["nodes"]:
         assert set(node) == INVENTORY_NODE_KEYS
+    unlabelled = next(node for node in document["nodes"] if node["name"] == "no-label-h100")
+    assert (unlabelled["memorySource"], unlabelled["memoryMiB"], unlabelled["labelMiB"]) == (
+        "node.kubernetes.io/instance-type",
+        81920,
+        None,
+    )
     for group in document["nodeGroups"]:
         assert set(group) == GROUP_KEYS
     mislabelled = next(group for group in document["nodeGroups"] if group["name"] == "mislabelled")
-    assert (mislabelled["nodes"], mislabelled["flaggedNodes"]) == (3, 3)
+    assert (mislabelled["nodes"], mislabelled["flaggedNodes"]) == (3, 2)
 
     code, text, _ = run(cluster, capsys, "nodes")
     assert code == EXIT.no_fit
     assert any(line.startswith("NODE GROUP") and "INSTANCE TYPES" in line for line in text.splitlines())
-    assert "node bad-label-h100: missing or invalid administrator GPU-memory label" in text
+    assert f"node bad-label-h100: invalid GPU-memory label {NODE_MEMORY_LABEL} (not 1..1048576 MiB)" in text
+    assert "81920 (instance-type)" in text
 
 
 def test_nodes_against_an_ec2_region(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
@@ -163,7 +171,8 @@ def test_each_pod_verdict_has_its_exit_code(cluster: Cluster, capsys: pytest.Cap
     assert document["changes"][0].startswith(
         f"no node has >= {largest + 1} MiB per GPU; the largest is {largest}"
     )
-    assert any("no-label-h100" in change and "bad-label-h100" in change for change in document["changes"])
+    unreadable = next(change for change in document["changes"] if "bad-label-h100" in change)
+    assert "no-label-h100" not in unreadable, "its memory is read from its instance type"
     _, document = run_json(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-invalid")
     assert document["error"] == INVALID_MIN_MEMORY
     assert document["changes"][0].endswith('"81920"')
@@ -347,6 +356,18 @@ def test_an_unreachable_server_is_an_error(
             ["pod", "a/b", "--default-capacity-type", "SPOT"],
             "argument --default-capacity-type: invalid choice",
         ),
+        (
+            ["nodes", "--instance-type-gpu-memory-mib", "g5.xlarge"],
+            "argument --instance-type-gpu-memory-mib: 'g5.xlarge' is not <instance type>=<MiB per GPU>",
+        ),
+        (
+            ["nodes", "--instance-type-gpu-memory-mib", "g5.xlarge=0"],
+            "explain: --instance-type-gpu-memory-mib: policy setting instance_type_gpu_memory_mib",
+        ),
+        (
+            ["pod", "a/b", "--vendor-memory-labels", "node.kubernetes.io/instance-type"],
+            "explain: --vendor-memory-labels: policy setting vendor_memory_labels must not hold",
+        ),
         (["explode"], "argument command: invalid choice: 'explode'"),
     ],
 )
@@ -357,6 +378,21 @@ def test_bad_arguments_exit_2_naming_the_argument(
     err = capsys.readouterr().err
     assert code == EXIT.error
     assert message in err
+
+
+def test_the_policy_reads_node_memory_as_the_stack_configures_the_scheduler() -> None:
+    defaults = policy_settings(build_parser().parse_args(["nodes"]))
+    assert defaults.instance_type_gpu_memory_mib == snapshot_gpu_memory_table()
+    assert defaults.vendor_memory_labels == VENDOR_MEMORY_LABELS
+    chosen = policy_settings(
+        build_parser().parse_args(
+            ["nodes", "--vendor-memory-labels", "", "--instance-type-gpu-memory-mib", "g5.xlarge=22888"]
+        )
+    )
+    assert (chosen.vendor_memory_labels, dict(chosen.instance_type_gpu_memory_mib)) == (
+        (),
+        {"g5.xlarge": 22888},
+    )
 
 
 def test_an_unknown_context_is_an_error(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:

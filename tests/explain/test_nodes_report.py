@@ -2,6 +2,7 @@
 
 from decimal import Decimal
 
+from components.render.ec2_catalogue import snapshot_gpu_memory_table
 from explain.ec2_gpu_data import load_table
 from explain.nodes_report import (
     GROUP_LABELS_DIFFER,
@@ -15,7 +16,16 @@ from explain.nodes_report import (
 )
 from explain.render import nodes_json, nodes_text
 from explain.settings import EXIT
-from policy import DEFAULT_SETTINGS
+from policy import (
+    DEFAULT_SETTINGS,
+    EKS_AUTO_GPU_MEMORY_LABEL,
+    GFD_GPU_MEMORY_LABEL,
+    INSTANCE_TYPE_LABEL,
+    INVALID_MEMORY_LABEL,
+    KARPENTER_GPU_MEMORY_LABEL,
+    NODE_MEMORY_LABEL,
+    PolicySettings,
+)
 from tests.explain.objects import DEMO_FLEET, INVENTORY, fleet_json, gpu_node, pod_json, typed_node
 
 TABLE = load_table()
@@ -161,3 +171,44 @@ def test_an_empty_cluster_says_so() -> None:
     report = inventory([], [], DEFAULT_SETTINGS, TABLE)
     assert report.exit_code == EXIT.fits
     assert nodes_text(report).endswith("The cluster has no nodes.")
+
+
+def test_the_memory_is_checked_where_the_policy_reads_it() -> None:
+    settings = PolicySettings(instance_type_gpu_memory_mib=snapshot_gpu_memory_table())
+    p5 = INVENTORY["p5.48xlarge"].gpu_memory_mib
+    typed = gpu_node("typed", "p5.48xlarge", label=None)
+    karpenter = gpu_node("karpenter", "g5.xlarge", label=None)
+    karpenter["metadata"]["labels"][KARPENTER_GPU_MEMORY_LABEL] = str(p5)
+    gfd = gpu_node("gfd", "p5.48xlarge", label=None)
+    gfd["metadata"]["labels"][GFD_GPU_MEMORY_LABEL] = "81559"
+    odd = gpu_node("odd", "p5.48xlarge", label=None)
+    odd["metadata"]["labels"][EKS_AUTO_GPU_MEMORY_LABEL] = "80Gi"
+    fractional = typed_node("fractional", "g6f.xlarge", like="g6e.xlarge")
+    del fractional["metadata"]["labels"][NODE_MEMORY_LABEL]
+    bare = gpu_node("bare", "p5.48xlarge", label=None)
+    del bare["metadata"]["labels"][INSTANCE_TYPE_LABEL]
+    report = inventory([typed, karpenter, gfd, odd, fractional, bare], [], settings, TABLE)
+
+    assert codes(report) == {
+        "typed": [],
+        "karpenter": [LABEL_ABOVE_EC2],
+        "gfd": [],
+        "odd": [LABEL_INVALID],
+        "fractional": [LABEL_MISSING],
+        "bare": [LABEL_MISSING],
+    }
+    rows = {row.facts.name: row for row in report.nodes}
+    assert (rows["typed"].check, rows["typed"].facts.memory_source) == ("ok", INSTANCE_TYPE_LABEL)
+    assert rows["gfd"].check == "ok (GPU feature discovery's figure, from NVML)"
+    messages = {name: row.problems[0].message for name, row in rows.items() if row.problems}
+    assert messages["karpenter"].startswith(f"label {KARPENTER_GPU_MEMORY_LABEL}={p5} MiB is above EC2's")
+    assert messages["odd"] == f"{INVALID_MEMORY_LABEL.format(label=EKS_AUTO_GPU_MEMORY_LABEL)}: '80Gi'"
+    assert messages["fractional"].endswith("and instance type g6f.xlarge is not in the GPU table")
+    assert messages["bare"].startswith("GPU node without a GPU-memory label of any scheme")
+    text = nodes_text(report)
+    assert f"{p5} (instance-type)" in text
+    assert "81559 (gfd)" in text
+    assert "'80Gi' (invalid)" in text
+    document = {node["name"]: node for node in nodes_json(report)["nodes"]}
+    assert (document["gfd"]["memorySource"], document["gfd"]["memoryMiB"]) == (GFD_GPU_MEMORY_LABEL, 81559)
+    assert (document["bare"]["memorySource"], document["bare"]["memoryMiB"]) == (None, None)

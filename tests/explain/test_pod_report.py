@@ -17,13 +17,18 @@ from policy import (
     CAPACITY_TYPE_LABEL,
     DEFAULT_CAPACITY_SETTINGS,
     DEFAULT_SETTINGS,
+    GFD_GPU_MEMORY_LABEL,
+    INSTANCE_TYPE_LABEL,
     INVALID_CAPACITY_CHOICE,
+    INVALID_MEMORY_LABEL,
     INVALID_MIN_MEMORY,
     INVALID_NODE_LABEL,
+    KARPENTER_GPU_MEMORY_LABEL,
     NODE_BEING_REMOVED,
     NOT_ON_DEMAND,
     REQUIRES_GPU_REQUEST,
     SCORE_SCALE_MIB,
+    UNKNOWN_INSTANCE_TYPE,
     CapacityTypeSettings,
     PolicySettings,
 )
@@ -70,8 +75,9 @@ def test_a_minimum_above_every_label_fits_nowhere_and_names_the_largest() -> Non
         f"(node {largest_node})"
     )
     reasons = {row.node.name: row.reason for row in explanation.nodes}
-    for name, label in labels().items():
-        assert reasons[name] == (BELOW_MINIMUM if label else INVALID_NODE_LABEL)
+    for node in DEMO_FLEET:
+        cpu = UNKNOWN_INSTANCE_TYPE.format(instance_type=node.instance_type.name)
+        assert reasons[node.name] == (BELOW_MINIMUM if node.instance_type.has_gpu else cpu)
     suggested = [gpus for gpus in TABLE.types.values() if gpus.instance_type in explanation.changes[1]]
     assert suggested, "a type of the EC2 table with enough memory is named"
     assert all(gpus.label_mib >= minimum for gpus in suggested)
@@ -98,8 +104,42 @@ def test_with_no_valid_label_anywhere_the_label_is_named() -> None:
     settings = PolicySettings(node_memory_label="example.com/other-label")
     explanation = explain(pod_json("any", "8192"), settings=settings)
     assert explanation.verdict == "no-fit"
-    assert {row.reason for row in explanation.nodes} == {INVALID_NODE_LABEL}
-    assert explanation.changes[0].startswith("no node has a valid example.com/other-label label")
+    assert {row.reason for row in explanation.nodes} == {
+        UNKNOWN_INSTANCE_TYPE.format(instance_type=node.instance_type.name) for node in DEMO_FLEET
+    }, "the default table is empty: every node is judged by its instance type, and refused"
+    assert explanation.changes[0].startswith(
+        "no node's GPU memory can be read (a valid example.com/other-label"
+    )
+    unlabelled = [gpu_node("bare", "p5.48xlarge", label=None)]
+    del unlabelled[0]["metadata"]["labels"][INSTANCE_TYPE_LABEL]
+    bare = explain(pod_json("any", "8192"), unlabelled)
+    assert [row.reason for row in bare.nodes] == [INVALID_NODE_LABEL], "none of the labels"
+
+
+def test_nodes_read_from_other_schemes_fit_and_show_where_the_memory_came_from() -> None:
+    settings = PolicySettings(instance_type_gpu_memory_mib={"p5.48xlarge": 81920})
+    karpenter = gpu_node("karpenter-h100", "p5.48xlarge", label=None)
+    karpenter["metadata"]["labels"][KARPENTER_GPU_MEMORY_LABEL] = "81920"
+    typed = gpu_node("typed-h100", "p5.48xlarge", label=None)
+    odd = gpu_node("odd-h100", "p5.48xlarge", label=None)
+    odd["metadata"]["labels"][GFD_GPU_MEMORY_LABEL] = "80Gi"
+    explanation = explain(pod_json("big", "40960"), [karpenter, typed, odd], settings=settings)
+    rows = {row.node.name: row for row in explanation.nodes}
+    assert (rows["karpenter-h100"].fits, rows["typed-h100"].fits, rows["odd-h100"].fits) == (
+        True,
+        True,
+        False,
+    )
+    assert rows["odd-h100"].reason == INVALID_MEMORY_LABEL.format(label=GFD_GPU_MEMORY_LABEL)
+    assert rows["typed-h100"].node.memory_source == INSTANCE_TYPE_LABEL
+    text = pod_text(explanation, settings)
+    assert "81920 (karpenter)" in text
+    assert "81920 (instance-type)" in text
+    assert "'80Gi' (invalid)" in text
+    nodes = {node["name"]: node for node in render_pod_json(explanation)["nodes"]}
+    assert nodes["karpenter-h100"]["memorySource"] == KARPENTER_GPU_MEMORY_LABEL
+    assert (nodes["typed-h100"]["memoryMiB"], nodes["odd-h100"]["memoryMiB"]) == (81920, None)
+    assert nodes["typed-h100"]["labelMiB"] is None, "our label's value: the node has none"
 
 
 def test_an_empty_cluster_fits_nothing() -> None:

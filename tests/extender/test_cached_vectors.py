@@ -32,7 +32,7 @@ from extender_app.node_cache.cache import NodeCache
 from extender_app.node_cache.metadata import NodeDecodeError, page_from_json
 from extender_app.verbs.cached_handlers import cached_verbs
 from extender_app.verbs.handlers import VerbLimits
-from policy import PolicySettings
+from policy import PolicySettings, memory_labels
 from tests.vectors import case_settings, load_cases
 
 VECTORS = "policy_cases.json"
@@ -53,7 +53,7 @@ def disagreement(case: dict[str, Any]) -> str:
     expect = case["expect"]
     limits = limits_for(case)
     try:
-        cache = cache_from(case["node"], limits.policy.node_memory_label)
+        cache = cache_from(case["node"], memory_labels(limits.policy))
     except NodeDecodeError as error:
         return "" if expect.get("decode_error") == "node" else f"node refused: {error}"
     if expect.get("decode_error") == "node":
@@ -73,15 +73,15 @@ def disagreement(case: dict[str, Any]) -> str:
     return compare(expect, name, got, orjson.loads(scored.body)[0]["Score"])
 
 
-def cache_from(node: dict[str, Any], label: str) -> NodeCache:
+def cache_from(node: dict[str, Any], labels: tuple[str, ...]) -> NodeCache:
     """A cache holding ``node``, through the watch's own decoding (a metadata list page) and swap."""
     if not isinstance(node.get("metadata"), dict):
         node = {**node, "metadata": {"name": NAMELESS}}
     page = orjson.dumps(
         {"kind": "PartialObjectMetadataList", "metadata": {"resourceVersion": "1"}, "items": [node]}
     )
-    listed = page_from_json(page, label)
-    cache = NodeCache(label)
+    listed = page_from_json(page, labels)
+    cache = NodeCache(labels)
     cache.replace(listed.nodes, listed.resource_version, 0.0)
     return cache
 

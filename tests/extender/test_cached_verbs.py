@@ -8,7 +8,7 @@ import pytest
 
 from extender_app.metrics import create_metrics
 from extender_app.node_cache.cache import NodeCache
-from extender_app.node_cache.metadata import NodeMeta
+from extender_app.node_cache.metadata import NodeMeta, memory_label
 from extender_app.verbs.cached_handlers import UNKNOWN_NODE, cached_verbs
 from extender_app.verbs.handlers import VerbLimits
 from extender_app.verbs.wire import MAX_DEPTH_REASON
@@ -20,17 +20,27 @@ from extender_app.verbs.wire_names import (
 )
 from policy import (
     BELOW_MINIMUM,
+    GFD_GPU_MEMORY_LABEL,
+    INSTANCE_TYPE_LABEL,
+    INVALID_MEMORY_LABEL,
     INVALID_MIN_MEMORY,
     INVALID_NODE_LABEL,
+    KARPENTER_GPU_MEMORY_LABEL,
     NODE_MEMORY_LABEL,
     REQUIRES_GPU_REQUEST,
     PolicySettings,
+    memory_labels,
 )
 from testbed.eks_nodes import make_pod
 
 LIMITS = VerbLimits(max_nodes=5000, policy=PolicySettings())
 FILTER_KEYS = ["Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"]
 LABELS = {"t4": "16384", "a10g": "22888", "a100": "40960", "h100": "81920", "cpu": None, "bad": "lots"}
+
+
+def ours(value: str) -> str:
+    """Our memory label as the cache keeps it."""
+    return memory_label(NODE_MEMORY_LABEL, value)
 
 
 def names_body(pod, names, **extra):
@@ -40,8 +50,8 @@ def names_body(pod, names, **extra):
 
 @pytest.fixture
 def verbs():
-    cache = NodeCache(NODE_MEMORY_LABEL)
-    cache.replace([NodeMeta(name, label) for name, label in LABELS.items()], "1", 0.0)
+    cache = NodeCache(memory_labels())
+    cache.replace([NodeMeta(name, label and ours(label)) for name, label in LABELS.items()], "1", 0.0)
     metrics = create_metrics(node_cache=True).node_cache
     return cached_verbs(cache, metrics), cache, metrics
 
@@ -62,13 +72,41 @@ def test_filter_answers_node_names_and_why_the_others_fail(verbs):
     assert answer["FailedAndUnresolvableNodes"] == {
         "t4": BELOW_MINIMUM,
         "cpu": INVALID_NODE_LABEL,
-        "bad": INVALID_NODE_LABEL,
+        "bad": INVALID_MEMORY_LABEL.format(label=NODE_MEMORY_LABEL),
         "a10g": BELOW_MINIMUM,
     }
     assert answer["Error"] == ""
     assert (result.candidates, result.passed, result.unknown) == (7, 2, 1)
     metric = verbs[2].unknown_candidates.collect()[0].samples[0]
     assert metric.value == 1
+
+
+def test_nodes_judged_by_other_schemes_answer_as_the_policy_reads_them():
+    table = {"p5.48xlarge": 81920}
+    limits = VerbLimits(max_nodes=10, policy=PolicySettings(instance_type_gpu_memory_mib=table))
+    cache = NodeCache(memory_labels(limits.policy))
+    cache.replace(
+        [
+            NodeMeta("karpenter", memory_label(KARPENTER_GPU_MEMORY_LABEL, "45776")),
+            NodeMeta("gfd", memory_label(GFD_GPU_MEMORY_LABEL, "15360")),
+            NodeMeta("typed", memory_label(INSTANCE_TYPE_LABEL, "p5.48xlarge")),
+            NodeMeta("untyped", memory_label(INSTANCE_TYPE_LABEL, "m5.xlarge")),
+            NodeMeta("odd", memory_label(GFD_GPU_MEMORY_LABEL, "16Gi")),
+        ],
+        "1",
+        0.0,
+    )
+    names = ["karpenter", "gfd", "typed", "untyped", "odd"]
+    verbs = cached_verbs(cache)
+    answer = orjson.loads(verbs["/filter"](names_body(make_pod(min_memory_mib=40960), names), limits).body)
+    assert answer["NodeNames"] == ["karpenter", "typed"]
+    assert answer["FailedAndUnresolvableNodes"] == {
+        "gfd": BELOW_MINIMUM,
+        "untyped": "instance type m5.xlarge is not in the GPU table",
+        "odd": "invalid GPU-memory label nvidia.com/gpu.memory (not 1..1048576 MiB)",
+    }
+    scores = orjson.loads(verbs["/prioritize"](names_body(make_pod(min_memory_mib=1), names), limits).body)
+    assert [entry["Score"] for entry in scores] == [5, 1, 10, 0, 0]
 
 
 def test_a_pod_without_a_minimum_fits_everywhere_even_unknown_nodes(verbs):
@@ -99,7 +137,7 @@ def test_each_request_reads_one_snapshot_and_sees_later_events(verbs):
     _, cache, _ = verbs
     body = names_body(make_pod(min_memory_mib=40960), ["t4", "late"])
     assert orjson.loads(call(verbs, "/filter", body).body)["NodeNames"] == []
-    cache.replace([NodeMeta("t4", "81920"), NodeMeta("late", "45776")], "2", 1.0)
+    cache.replace([NodeMeta("t4", ours("81920")), NodeMeta("late", ours("45776"))], "2", 1.0)
     assert orjson.loads(call(verbs, "/filter", body).body)["NodeNames"] == ["t4", "late"]
 
 
@@ -182,7 +220,7 @@ def test_5000_names_are_answered_in_order(verbs):
     _, cache, _ = verbs
     names = [f"ip-10-0-{index // 250}-{index % 250}.ec2.internal" for index in range(5000)]
     sizes = ("16384", "22888", "40960", "81920")
-    cache.replace([NodeMeta(name, sizes[index % 4]) for index, name in enumerate(names)], "3", 2.0)
+    cache.replace([NodeMeta(name, ours(sizes[index % 4])) for index, name in enumerate(names)], "3", 2.0)
     answer = orjson.loads(call(verbs, "/filter", names_body(make_pod(min_memory_mib=40960), names)).body)
     assert answer["NodeNames"] == [name for index, name in enumerate(names) if index % 4 >= 2]
     assert len(answer["FailedAndUnresolvableNodes"]) == 2500

@@ -26,7 +26,7 @@ from extender_app.node_cache.cache import NodeCache
 from extender_app.node_cache.metadata import NodeDecodeError, page_from_json
 from extender_app.verbs.cached_handlers import cached_verbs
 from extender_app.verbs.handlers import VERBS, VerbLimits, priority
-from policy import CapacityTypeSettings, PolicySettings
+from policy import CapacityTypeSettings, PolicySettings, memory_labels
 from tests.vectors import case_settings, load_cases
 
 OK = HTTPStatus.OK
@@ -46,10 +46,10 @@ def limits_for(case: dict[str, Any]) -> VerbLimits:
 def cached_answers(case: dict[str, Any], limits: VerbLimits) -> tuple[Any, Any] | str:
     page = orjson.dumps({"kind": "NodeList", "metadata": {"resourceVersion": "1"}, "items": [case["node"]]})
     try:
-        listed = page_from_json(page, limits.policy.node_memory_label)
+        listed = page_from_json(page, memory_labels(limits.policy))
     except NodeDecodeError as error:
         return str(error)
-    cache = NodeCache(limits.policy.node_memory_label)
+    cache = NodeCache(memory_labels(limits.policy))
     cache.replace(listed.nodes, listed.resource_version, 0.0)
     (name,) = cache.labels
     body = orjson.dumps({"Pod": case["pod"], "Nodes": None, "NodeNames": [name]})

@@ -9,8 +9,8 @@ import pytest
 from extender_app.verbs.handlers import VERBS, VerbLimits, filter_verb, prioritize_verb
 from policy import (
     BELOW_MINIMUM,
+    INVALID_MEMORY_LABEL,
     INVALID_MIN_MEMORY,
-    INVALID_NODE_LABEL,
     NODE_MEMORY_LABEL,
     REQUIRES_GPU_REQUEST,
     PolicySettings,
@@ -55,7 +55,8 @@ def test_filter_reports_a_bad_label_as_unresolvable():
     nodes[0]["metadata"]["labels"][NODE_MEMORY_LABEL] = "lots"
     answer = orjson.loads(filter_verb(extender_body(make_pod(min_memory_mib=1), nodes), LIMITS).body)
     assert answer["Nodes"]["items"] == [nodes[1]]
-    assert answer["FailedAndUnresolvableNodes"] == {nodes[0]["metadata"]["name"]: INVALID_NODE_LABEL}
+    reason = INVALID_MEMORY_LABEL.format(label=NODE_MEMORY_LABEL)
+    assert answer["FailedAndUnresolvableNodes"] == {nodes[0]["metadata"]["name"]: reason}
 
 
 def test_prioritize_scores_every_candidate_in_order():
@@ -149,3 +150,19 @@ def test_wire_errors_pass_through_with_their_status():
     result = filter_verb(extender_body(make_pod(), make_nodes(2)), too_many)
     assert result.status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE
     assert prioritize_verb(b"{}", LIMITS).status == HTTPStatus.BAD_REQUEST
+
+
+def test_filter_and_prioritize_read_the_next_scheme_on_a_node_without_our_label():
+    nodes = make_nodes(3)  # g4dn.xlarge (GFD: 15360), g5.2xlarge (GFD: 23028), g5.12xlarge
+    for node in nodes:
+        del node["metadata"]["labels"][NODE_MEMORY_LABEL]
+    del nodes[2]["metadata"]["labels"]["nvidia.com/gpu.memory"]
+    limits = VerbLimits(
+        max_nodes=10, policy=PolicySettings(instance_type_gpu_memory_mib={"g5.12xlarge": 22888})
+    )
+    names = [node["metadata"]["name"] for node in nodes]
+    answer = orjson.loads(filter_verb(extender_body(make_pod(min_memory_mib=16384), nodes), limits).body)
+    assert [node["metadata"]["name"] for node in answer["Nodes"]["items"]] == names[1:]
+    assert answer["FailedAndUnresolvableNodes"] == {names[0]: BELOW_MINIMUM}, "GFD's 15360 is below 16384"
+    scores = orjson.loads(prioritize_verb(extender_body(make_pod(min_memory_mib=1), nodes), limits).body)
+    assert [entry["Score"] for entry in scores] == [1, 2, 2]

@@ -60,7 +60,7 @@ def run_against(tmp_path: Path, handler: Handler | None, scenario, *, timeout: f
             runner = web.AppRunner(app)
             await runner.setup()
             await web.TCPSite(runner, "127.0.0.1", port).start()
-        api = await connect(str(kubeconfig(tmp_path / "kubeconfig", port)), KEY, timeout)
+        api = await connect(str(kubeconfig(tmp_path / "kubeconfig", port)), (KEY,), timeout)
         try:
             return await scenario(api, seen)
         finally:
@@ -102,7 +102,7 @@ def test_list_asks_for_metadata_only_with_paging_and_the_token(tmp_path):
 
     page = run_against(tmp_path, handler, scenario)
     assert (page.nodes, page.resource_version, page.continue_token) == (
-        [NodeMeta("a", "16384", "70")],
+        [NodeMeta("a", f"{KEY}=16384", "70")],
         "77",
         "next",
     )
@@ -135,7 +135,7 @@ def test_watch_streams_events_line_by_line_until_the_server_ends_it(tmp_path):
 
     events = run_against(tmp_path, handler, scenario)
     assert [(event.type, event.resource_version) for event in events] == [(MODIFIED, "81"), (BOOKMARK, "90")]
-    assert events[0].node == NodeMeta("a", "81920", "81")
+    assert events[0].node == NodeMeta("a", f"{KEY}=81920", "81")
 
 
 def test_410_when_opening_a_watch_is_resource_expired_with_the_servers_message(tmp_path):
@@ -247,11 +247,11 @@ def test_a_silent_watch_is_given_up_after_its_timeout_plus_the_api_timeout(tmp_p
 
 def test_credentials_that_cannot_be_loaded_are_a_configuration_error(tmp_path, monkeypatch):
     with pytest.raises(NodeApiConfigError, match=r"kubeconfig .*missing"):
-        asyncio.run(connect(str(tmp_path / "missing"), KEY, 1.0))
+        asyncio.run(connect(str(tmp_path / "missing"), (KEY,), 1.0))
     broken = tmp_path / "broken"
     broken.write_text("clusters: [")
     with pytest.raises(NodeApiConfigError, match="cannot load Kubernetes credentials"):
-        asyncio.run(connect(str(broken), KEY, 1.0))
+        asyncio.run(connect(str(broken), (KEY,), 1.0))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with pytest.raises(NodeApiConfigError, match="in-cluster service account"):
-        asyncio.run(kube_api.connect("", KEY, 1.0))
+        asyncio.run(kube_api.connect("", (KEY,), 1.0))

@@ -27,14 +27,14 @@ def listed(cache, pairs, resource_version="5", now=0.0):
 
 
 def test_a_new_cache_is_empty_and_not_synced():
-    cache = NodeCache(KEY)
+    cache = NodeCache((KEY,))
     assert (len(cache), cache.synced, cache.seconds_since_sync(100.0)) == (0, False, None)
     cache.confirm(5.0)  # no proof of sync before a list
     assert cache.seconds_since_sync(100.0) is None
 
 
 def test_a_relist_swaps_in_a_new_map_and_counts_the_changes():
-    cache = NodeCache(KEY)
+    cache = NodeCache((KEY,))
     assert listed(cache, [("a", "1"), ("b", "2"), ("c", None)]) == ListChanges(3, 3, 0, 0)
     before = cache.labels
     changes = listed(cache, [("a", "1"), ("b", "9"), ("d", "4")], resource_version="8", now=3.0)
@@ -46,7 +46,7 @@ def test_a_relist_swaps_in_a_new_map_and_counts_the_changes():
 
 
 def test_events_add_relabel_remove_a_label_and_delete():
-    cache = NodeCache(KEY)
+    cache = NodeCache((KEY,))
     listed(cache, [("a", "16384")])
     assert cache.apply(event(ADDED, "b", "40960", "10"), 1.0) == NodeChange(ADDED, "b", "40960", None)
     assert cache.apply(event(MODIFIED, "a", "81920", "11"), 2.0) == NodeChange(
@@ -63,13 +63,13 @@ def test_events_add_relabel_remove_a_label_and_delete():
 
 
 def test_a_modified_event_for_an_unknown_node_adds_it():
-    cache = NodeCache(KEY)
+    cache = NodeCache((KEY,))
     listed(cache, [])
     assert cache.apply(event(MODIFIED, "n", "1"), 1.0) == NodeChange(ADDED, "n", "1", None)
 
 
 def test_a_bookmark_moves_the_resource_version_and_confirms():
-    cache = NodeCache(KEY)
+    cache = NodeCache((KEY,))
     listed(cache, [("a", "1")], now=0.0)
     assert cache.apply(WatchEvent(BOOKMARK, resource_version="77"), 20.0) is None
     assert (cache.resource_version, cache.seconds_since_sync(25.0)) == ("77", 5.0)
@@ -79,7 +79,7 @@ def test_a_bookmark_moves_the_resource_version_and_confirms():
 
 
 def test_an_error_event_is_not_applied():
-    cache = NodeCache(KEY)
+    cache = NodeCache((KEY,))
     listed(cache, [])
     with pytest.raises(ValueError, match="ERROR"):
         cache.apply(WatchEvent("ERROR", node=NodeMeta("x", None)), 1.0)
@@ -99,7 +99,7 @@ def test_resource_versions_compare_as_kube_apiserver_defines_it(text, number):
 
 
 def test_a_node_learned_ahead_of_the_watch_is_kept_until_the_watch_reaches_it():
-    cache = NodeCache(KEY)
+    cache = NodeCache((KEY,))
     listed(cache, [("a", "1")], resource_version="10")
     assert cache.learn(NodeMeta("new", "81920", "15")) == NodeMeta("new", "81920", "15")
     assert cache.labels["new"] == "81920"
@@ -111,7 +111,7 @@ def test_a_node_learned_ahead_of_the_watch_is_kept_until_the_watch_reaches_it():
 
 
 def test_a_lookup_older_than_the_watch_changes_nothing_and_a_deleted_node_stays_deleted():
-    cache = NodeCache(KEY)
+    cache = NodeCache((KEY,))
     listed(cache, [("a", "1")], resource_version="10")
     cache.apply(event(MODIFIED, "a", "2", resource_version="20"), 1.0)
     assert cache.learn(NodeMeta("a", "1", "10")) == NodeMeta("a", "2", "20")  # the cache is newer
@@ -122,7 +122,7 @@ def test_a_lookup_older_than_the_watch_changes_nothing_and_a_deleted_node_stays_
 
 
 def test_a_learned_node_newer_than_a_relist_survives_it_and_an_older_one_does_not():
-    cache = NodeCache(KEY)
+    cache = NodeCache((KEY,))
     listed(cache, [], resource_version="10")
     cache.learn(NodeMeta("newer", "81920", "30"))
     cache.learn(NodeMeta("older", "81920", "15"))
@@ -132,7 +132,7 @@ def test_a_learned_node_newer_than_a_relist_survives_it_and_an_older_one_does_no
 
 
 def test_a_node_learned_before_the_first_list_and_an_uncomparable_version():
-    cache = NodeCache(KEY)
+    cache = NodeCache((KEY,))
     assert cache.learn(NodeMeta("early", "81920", "7")) == NodeMeta("early", "81920", "7")
     listed(cache, [], resource_version="5")
     assert dict(cache.labels) == {"early": "81920"}  # created after the list was taken
@@ -144,7 +144,7 @@ def test_a_node_learned_before_the_first_list_and_an_uncomparable_version():
 def test_capacity_facts_follow_lists_and_events():
     spot = CapacityFacts("spot")
     draining = CapacityFacts("spot", "karpenter.sh/disrupted")
-    cache = NodeCache(KEY)
+    cache = NodeCache((KEY,))
     cache.replace([NodeMeta("a", "1", capacity=spot), NodeMeta("b", "2")], "5", 0.0)
     assert (cache.facts("a"), cache.facts("b")) == (spot, NO_CAPACITY_FACTS)
     assert dict(cache.capacity) == {"a": spot}, "a node without facts is not stored"

@@ -14,7 +14,7 @@ from extender_app.node_cache.cache import NodeCache
 from extender_app.node_cache.lookup import NODE_DELETED, LookupSettings, NodeLookup, lookup_timed_out
 from extender_app.node_cache.metadata import ADDED, DELETED, NodeMeta, WatchEvent
 from extender_app.settings import ExtenderSettings
-from policy import NODE_MEMORY_LABEL
+from policy import memory_labels
 
 SETTINGS = LookupSettings(node_lookup_timeout=30.0, node_lookup_concurrency=2, node_lookup_max_per_request=4)
 
@@ -64,7 +64,7 @@ async def until(condition):
 
 def test_the_watch_delivering_the_node_ends_the_wait_for_the_api_server():
     async def scenario():
-        cache = NodeCache(NODE_MEMORY_LABEL)
+        cache = NodeCache(memory_labels())
         cache.replace([], "10", 0.0)
         api = SilentApiServer()
         lookup, metrics = lookup_on(cache, api)
@@ -83,7 +83,7 @@ def test_the_watch_delivering_the_node_ends_the_wait_for_the_api_server():
 
 def test_a_relist_that_brings_the_node_ends_the_wait_too():
     async def scenario():
-        cache = NodeCache(NODE_MEMORY_LABEL)
+        cache = NodeCache(memory_labels())
         api = SilentApiServer()
         lookup, _ = lookup_on(cache, api)
         verifying = asyncio.create_task(lookup.verify(["new"]))
@@ -96,7 +96,7 @@ def test_a_relist_that_brings_the_node_ends_the_wait_too():
 
 def test_without_the_watch_the_lookup_ends_at_its_deadline():
     async def scenario():
-        cache = NodeCache(NODE_MEMORY_LABEL)
+        cache = NodeCache(memory_labels())
         short = LookupSettings(
             node_lookup_timeout=0.05, node_lookup_concurrency=1, node_lookup_max_per_request=4
         )

@@ -17,11 +17,17 @@ from extender_app.node_cache.metadata import (
     page_from_json,
     policy_view,
 )
-from policy import NODE_MEMORY_LABEL, fits_memory, requirement_from_pod
+from policy import GFD_GPU_MEMORY_LABEL, NODE_MEMORY_LABEL, fits_memory, memory_labels, requirement_from_pod
 from policy.capacity_type import CAPACITY_TYPE_LABEL, CORDONED, NODE_BEING_REMOVED, fits_capacity_type
 from testbed.eks_nodes import base_node, make_pod
 
 KEY = NODE_MEMORY_LABEL
+KEYS = memory_labels()
+
+
+def ours(value):
+    """Our label as the cache keeps it, ``key=value``."""
+    return f"{KEY}={value}"
 
 
 def partial(name, labels, resource_version="7"):
@@ -35,11 +41,11 @@ def partial(name, labels, resource_version="7"):
 
 def test_a_realistic_node_keeps_only_its_name_label_and_resource_version():
     node = base_node()
-    meta = node_from_json(orjson.dumps(node), KEY)
+    meta = node_from_json(orjson.dumps(node), KEYS)
     assert node["metadata"]["labels"]["eks.amazonaws.com/capacityType"] == "ON_DEMAND"
     assert meta == NodeMeta(
         node["metadata"]["name"],
-        node["metadata"]["labels"][KEY],
+        ours(node["metadata"]["labels"][KEY]),
         node["metadata"]["resourceVersion"],
         CapacityFacts(capacity_type="on-demand"),
     )
@@ -53,9 +59,9 @@ def test_capacity_facts_are_read_from_the_labels_and_the_taints():
         {"key": "DeletionCandidateOfClusterAutoscaler", "value": "1700000000", "effect": "PreferNoSchedule"},
         {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"},
     ]
-    meta = node_from_json(orjson.dumps(node), KEY)
+    meta = node_from_json(orjson.dumps(node), KEYS)
     assert meta.capacity == CapacityFacts("spot", "karpenter.sh/disrupted", deletion_candidate=True)
-    partial_meta = node_from_json(orjson.dumps(partial("n", {"karpenter.sh/capacity-type": "spot"})), KEY)
+    partial_meta = node_from_json(orjson.dumps(partial("n", {"karpenter.sh/capacity-type": "spot"})), KEYS)
     assert partial_meta.capacity == CapacityFacts("spot"), "metadata alone: labels, no taints"
 
 
@@ -63,26 +69,26 @@ def test_a_cordoned_node_is_read_as_being_taken_away():
     node = base_node()
     node["metadata"]["labels"]["training.example.com/capacity-type"] = "on-demand"
     node["spec"]["unschedulable"] = True
-    facts = node_from_json(orjson.dumps(node), KEY).capacity
+    facts = node_from_json(orjson.dumps(node), KEYS).capacity
     assert facts == CapacityFacts("on-demand", CORDONED)
     view = capacity_view(facts, CAPACITY_TYPE_LABEL)
     assert fits_capacity_type("on-demand", view) == (False, NODE_BEING_REMOVED), (
         "the rule reads the view as the node"
     )
     node["spec"]["unschedulable"] = False
-    assert node_from_json(orjson.dumps(node), KEY).capacity == CapacityFacts("on-demand")
+    assert node_from_json(orjson.dumps(node), KEYS).capacity == CapacityFacts("on-demand")
 
 
 def test_label_absent_null_and_labels_null():
-    assert node_from_json(orjson.dumps(partial("a", {"other": "x"})), KEY).label is None
-    assert node_from_json(orjson.dumps(partial("b", {KEY: None})), KEY).label == ""  # Go stores ""
-    assert node_from_json(orjson.dumps(partial("c", None)), KEY).label is None
-    assert node_from_json(b'{"metadata": {"name": "d"}}', KEY).label is None
+    assert node_from_json(orjson.dumps(partial("a", {"other": "x"})), KEYS).label is None
+    assert node_from_json(orjson.dumps(partial("b", {KEY: None})), KEYS).label == ours("")  # Go stores ""
+    assert node_from_json(orjson.dumps(partial("c", None)), KEYS).label is None
+    assert node_from_json(b'{"metadata": {"name": "d"}}', KEYS).label is None
 
 
 def test_label_values_are_interned():
-    first = node_from_json(orjson.dumps(partial("a", {KEY: "2" + "2888"})), KEY)
-    second = node_from_json(orjson.dumps(partial("b", {KEY: "22" + "888"})), KEY)
+    first = node_from_json(orjson.dumps(partial("a", {KEY: "2" + "2888"})), KEYS)
+    second = node_from_json(orjson.dumps(partial("b", {KEY: "22" + "888"})), KEYS)
     assert first.label is second.label
 
 
@@ -99,7 +105,7 @@ def test_label_values_are_interned():
 )
 def test_unreadable_objects_are_refused_with_where(raw, where):
     with pytest.raises(NodeDecodeError, match=where):
-        node_from_json(raw, KEY)
+        node_from_json(raw, KEYS)
 
 
 def test_a_page_of_a_partial_object_metadata_list():
@@ -111,33 +117,33 @@ def test_a_page_of_a_partial_object_metadata_list():
             "items": [partial("a", {KEY: "16384"}), partial("b", {})],
         }
     )
-    page = page_from_json(body, KEY)
+    page = page_from_json(body, KEYS)
     assert page.resource_version == "42"
     assert page.continue_token == "token"
-    assert [(node.name, node.label) for node in page.nodes] == [("a", "16384"), ("b", None)]
-    last = page_from_json(b'{"metadata": {"resourceVersion": "43"}, "items": null}', KEY)
+    assert [(node.name, node.label) for node in page.nodes] == [("a", ours("16384")), ("b", None)]
+    last = page_from_json(b'{"metadata": {"resourceVersion": "43"}, "items": null}', KEYS)
     assert (last.nodes, last.resource_version, last.continue_token) == ([], "43", "")
 
 
 def test_watch_events_of_each_type():
     modified = event_from_json(
-        orjson.dumps({"type": "MODIFIED", "object": partial("a", {KEY: "40960"}, "50")}), KEY
+        orjson.dumps({"type": "MODIFIED", "object": partial("a", {KEY: "40960"}, "50")}), KEYS
     )
     assert (modified.type, modified.node, modified.resource_version) == (
         MODIFIED,
-        NodeMeta("a", "40960", "50"),
+        NodeMeta("a", ours("40960"), "50"),
         "50",
     )
-    deleted = event_from_json(orjson.dumps({"type": "DELETED", "object": partial("a", {}, "51")}), KEY)
+    deleted = event_from_json(orjson.dumps({"type": "DELETED", "object": partial("a", {}, "51")}), KEYS)
     assert deleted.node is not None
     assert (deleted.type, deleted.node.name) == (DELETED, "a")
     bookmark = event_from_json(
         b'{"type":"BOOKMARK","object":{"kind":"PartialObjectMetadata","metadata":{"resourceVersion":"60"}}}',
-        KEY,
+        KEYS,
     )
     assert (bookmark.type, bookmark.node, bookmark.resource_version) == (BOOKMARK, None, "60")
     error = event_from_json(
-        b'{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}}', KEY
+        b'{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}}', KEYS
     )
     assert error.type == ERROR
     assert error.status is not None
@@ -150,14 +156,31 @@ def test_watch_events_of_each_type():
 )
 def test_unreadable_watch_lines_are_refused(line):
     with pytest.raises(NodeDecodeError, match="watch event"):
-        event_from_json(line, KEY)
+        event_from_json(line, KEYS)
 
 
 def test_the_policy_view_judges_like_the_full_node():
     requirement = requirement_from_pod(make_pod(min_memory_mib=20000))
     node = base_node()
-    label = node_from_json(orjson.dumps(node), KEY).label
-    assert fits_memory(requirement, policy_view(KEY, label)) == fits_memory(requirement, node)
+    label = node_from_json(orjson.dumps(node), KEYS).label
+    assert fits_memory(requirement, policy_view(label)) == fits_memory(requirement, node)
     del node["metadata"]["labels"][KEY]
-    label = node_from_json(orjson.dumps(node), KEY).label
-    assert fits_memory(requirement, policy_view(KEY, label)) == fits_memory(requirement, node)
+    label = node_from_json(orjson.dumps(node), KEYS).label
+    assert label == f"{GFD_GPU_MEMORY_LABEL}={node['metadata']['labels'][GFD_GPU_MEMORY_LABEL]}", (
+        "the next scheme"
+    )
+    assert fits_memory(requirement, policy_view(label)) == fits_memory(requirement, node)
+    for key in KEYS:
+        node["metadata"]["labels"].pop(key, None)
+    label = node_from_json(orjson.dumps(node), KEYS).label
+    assert label is None
+    assert fits_memory(requirement, policy_view(label)) == fits_memory(requirement, node)
+
+
+def test_the_first_scheme_label_present_is_kept_even_when_invalid():
+    labels = {"karpenter.k8s.aws/instance-gpu-memory": "16Gi", GFD_GPU_MEMORY_LABEL: "15360"}
+    meta = node_from_json(orjson.dumps(partial("n", labels)), KEYS)
+    assert meta.label == "karpenter.k8s.aws/instance-gpu-memory=16Gi"
+    assert policy_view(meta.label) == {
+        "metadata": {"labels": {"karpenter.k8s.aws/instance-gpu-memory": "16Gi"}}
+    }

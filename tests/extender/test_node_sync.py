@@ -102,7 +102,7 @@ class Clock:
 
 def run_until_done(api, *, rng=lambda: 1.0):
     """Run the loop until the script ends; (cache, sync, metrics, sleeps, logs)."""
-    cache = NodeCache(KEY)
+    cache = NodeCache((KEY,))
     metrics = create_metrics(node_cache=True).node_cache
     assert metrics is not None
     logs = LogCapture()

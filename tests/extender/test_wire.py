@@ -13,7 +13,7 @@ from extender_app.verbs.wire import (
     go_fold,
     parse_args,
 )
-from policy import NODE_MEMORY_LABEL
+from policy import GFD_GPU_MEMORY_LABEL, INSTANCE_TYPE_LABEL, NODE_MEMORY_LABEL, memory_labels
 from testbed.eks_nodes import extender_body, make_nodes, make_pod
 
 MAX_NODES = 10
@@ -229,20 +229,34 @@ def test_labels_are_read_only_when_the_policy_needs_them():
     body = orjson.dumps({"Pod": {}, "Nodes": {"items": [{"metadata": {"name": "a", "labels": [1]}}]}})
     args = parse_args(body, MAX_NODES)  # not read yet
     with pytest.raises(WireError) as caught:
-        args.labels_for_policy(0, NODE_MEMORY_LABEL)
+        args.labels_for_policy(0, (NODE_MEMORY_LABEL,))
     assert caught.value.status == HTTPStatus.BAD_REQUEST
     assert "Nodes.items[0].metadata.labels" in caught.value.reason
 
 
-def test_only_the_policy_label_is_type_checked():
+def test_only_the_policy_labels_are_type_checked():
     node = {"metadata": {"name": "a", "labels": {"other": 5, NODE_MEMORY_LABEL: "40960"}}}
     args = parse_args(orjson.dumps({"Pod": {}, "Nodes": {"items": [node]}}), MAX_NODES)
-    assert args.labels_for_policy(0, NODE_MEMORY_LABEL) == {
+    assert args.labels_for_policy(0, (NODE_MEMORY_LABEL,)) == {
         "metadata": {"labels": {NODE_MEMORY_LABEL: "40960"}}
     }
-    assert args.labels_for_policy(0, "absent") == {"metadata": {"labels": {}}}
+    assert args.labels_for_policy(0, ("absent",)) == {"metadata": {"labels": {}}}
     wrong = {"metadata": {"name": "a", "labels": {NODE_MEMORY_LABEL: 40960}}}
     args = parse_args(orjson.dumps({"Pod": {}, "Nodes": {"items": [wrong]}}), MAX_NODES)
     with pytest.raises(WireError) as caught:
-        args.labels_for_policy(0, NODE_MEMORY_LABEL)
+        args.labels_for_policy(0, (NODE_MEMORY_LABEL,))
     assert NODE_MEMORY_LABEL in caught.value.reason or "labels" in caught.value.reason
+
+
+def test_only_the_first_scheme_label_a_node_carries_reaches_the_policy():
+    labels = {"kubernetes.io/os": "linux", GFD_GPU_MEMORY_LABEL: "15360", INSTANCE_TYPE_LABEL: "g4dn.xlarge"}
+    node = {"metadata": {"name": "a", "labels": labels}}
+    args = parse_args(orjson.dumps({"Pod": {}, "Nodes": {"items": [node]}}), MAX_NODES)
+    assert args.labels_for_policy(0, memory_labels()) == {
+        "metadata": {"labels": {GFD_GPU_MEMORY_LABEL: "15360"}}
+    }
+    labels[NODE_MEMORY_LABEL] = "16384"
+    args = parse_args(orjson.dumps({"Pod": {}, "Nodes": {"items": [node]}}), MAX_NODES)
+    assert args.labels_for_policy(0, memory_labels()) == {
+        "metadata": {"labels": {NODE_MEMORY_LABEL: "16384"}}
+    }

@@ -108,4 +108,5 @@ def test_annotation_follows_go_parse_int(text: str) -> None:
 def test_any_label_text_gives_a_verdict_not_a_crash(label: str, minimum: int) -> None:
     requirement = policy.requirement_from_pod(gpu_pod(minimum))
     fits, reason = policy.fits_memory(requirement, labelled_node(label))
-    assert fits or reason in (policy.BELOW_MINIMUM, policy.INVALID_NODE_LABEL)
+    invalid = policy.INVALID_MEMORY_LABEL.format(label=policy.NODE_MEMORY_LABEL)
+    assert fits or reason in (policy.BELOW_MINIMUM, invalid)

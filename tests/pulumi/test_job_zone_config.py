@@ -15,6 +15,7 @@ from components.stack_config import PROJECT, StackConfigError
 from contracts.cluster import SCHEDULER_NAME, WEBHOOK_SERVICE
 from extender_app.cli import settings_from
 from tests.pulumi.conftest import SINGLE_GROUP, run_with, stack_config
+from tests.pulumi.test_scoring_strategy import MEMORY_ARGS
 
 
 def job_zone_args(document: dict[str, Any]) -> dict[str, Any] | None:
@@ -32,6 +33,7 @@ def test_defaults_are_rendered_in_plugin_mode_only() -> None:
         "permitTimeout": "900s",
         "failedZoneDuration": "600s",
         "maxJobSize": 1024,
+        **MEMORY_ARGS,
     }
     assert {"name": JOB_ZONE_PLUGIN} in plugin["profiles"][0]["plugins"]["multiPoint"]["enabled"]
     for mode in ("extender", "extender-cached"):
@@ -49,6 +51,7 @@ def test_the_keys_reach_the_config_map() -> None:
         "permitTimeout": "600s",
         "failedZoneDuration": "120s",
         "maxJobSize": 64,
+        **MEMORY_ARGS,
     }
 
 

@@ -8,16 +8,22 @@ import yaml
 
 from components.custom_scheduler import CONFIG_CHECKSUM_ANNOTATION, CONFIG_FILE
 from components.extender import extender_args
+from components.render.ec2_catalogue import snapshot_gpu_memory_table
 from components.render.policy_choices import PolicyChoices
 from components.render.scheduler_config import SchedulerConfig, render_scheduler_config, scheduler_config_yaml
 from components.stack_config import PROJECT, ExtenderDeploymentSettings, StackConfigError
 from contracts.cluster import EXTENDER_SERVICE, SCHEDULER_NAME
 from extender_app.cli import settings_from
-from policy import BEST_FIT, PREFER_LARGER
+from policy import BEST_FIT, PREFER_LARGER, VENDOR_MEMORY_LABELS
 from tests.pulumi.conftest import SINGLE_GROUP, run_with, stack_config
 from tests.pulumi.mocks import StackRun
 
 SHARED = Path(__file__).resolve().parents[1] / "vectors" / "plugin_mode_plugin_config.yaml"
+MEMORY_ARGS = {
+    "vendorMemoryLabels": list(VENDOR_MEMORY_LABELS),
+    "instanceTypeGPUMemoryMiB": dict(snapshot_gpu_memory_table()),
+}
+"""Where GPUScheduler reads a node's memory, rendered beside the strategy."""
 
 
 def test_the_key_defaults_to_prefer_larger_and_accepts_best_fit() -> None:
@@ -43,7 +49,10 @@ def test_the_rendered_plugin_config_is_the_one_the_go_test_loads() -> None:
 def test_plugin_mode_names_the_strategy_and_extender_mode_has_no_plugin_config() -> None:
     default = render_scheduler_config(SchedulerConfig(mode="plugin"))["profiles"][0]
     gpu_scheduler = default["pluginConfig"][0]
-    assert gpu_scheduler == {"name": "GPUScheduler", "args": {"scoringStrategy": "prefer-larger"}}
+    assert gpu_scheduler == {
+        "name": "GPUScheduler",
+        "args": {"scoringStrategy": "prefer-larger", **MEMORY_ARGS},
+    }
     for strategy in (PREFER_LARGER, BEST_FIT):
         extender = render_scheduler_config(SchedulerConfig(mode="extender", policy=PolicyChoices(strategy)))
         assert "pluginConfig" not in extender["profiles"][0]
@@ -77,7 +86,10 @@ def test_plugin_mode_stack_puts_best_fit_in_the_config_map_and_rolls_the_schedul
     expected = scheduler_config_yaml(SchedulerConfig(mode="plugin", policy=PolicyChoices(BEST_FIT)))
     assert run.outputs["schedulerConfig"] == expected
     profile = config_map_document(run)["profiles"][0]
-    assert profile["pluginConfig"][0] == {"name": "GPUScheduler", "args": {"scoringStrategy": "best-fit"}}
+    assert profile["pluginConfig"][0] == {
+        "name": "GPUScheduler",
+        "args": {"scoringStrategy": "best-fit", **MEMORY_ARGS},
+    }
 
     def checksum(stack: StackRun) -> str:
         template = stack.kubernetes_object("Deployment", SCHEDULER_NAME)["spec"]["template"]

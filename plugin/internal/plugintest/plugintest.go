@@ -2,6 +2,7 @@
 package plugintest
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 
 // ArgsCase is one pluginConfig args case: the settings the plugin should build from Args,
 // or the error it should refuse them with.
-type ArgsCase[S comparable] struct {
+type ArgsCase[S any] struct {
 	Name    string
 	Args    runtime.Object
 	Want    S
@@ -20,7 +21,7 @@ type ArgsCase[S comparable] struct {
 
 // CheckArgs builds the plugin from each case's args and compares the settings it holds;
 // a refused case must fail with an error that starts "<plugin> args: " and names WantErr.
-func CheckArgs[S comparable](t *testing.T, plugin string, cases []ArgsCase[S], build func(runtime.Object) (S, error)) {
+func CheckArgs[S any](t *testing.T, plugin string, cases []ArgsCase[S], build func(runtime.Object) (S, error)) {
 	t.Helper()
 	for _, tt := range cases {
 		t.Run(tt.Name, func(t *testing.T) {
@@ -34,7 +35,7 @@ func CheckArgs[S comparable](t *testing.T, plugin string, cases []ArgsCase[S], b
 			if err != nil {
 				t.Fatalf("build: %v", err)
 			}
-			if got != tt.Want {
+			if !reflect.DeepEqual(got, tt.Want) {
 				t.Fatalf("settings = %+v, want %+v", got, tt.Want)
 			}
 		})

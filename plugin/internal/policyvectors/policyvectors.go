@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -69,6 +70,10 @@ type SettingsFields struct {
 	GPUResource         string `json:"gpu_resource"`
 	ScoreScaleMiB       int64  `json:"score_scale_mib"`
 	ScoringStrategy     string `json:"scoring_strategy"`
+	// VendorMemoryLabels and InstanceTypeGPUMemoryMiB are the GPU-memory schemes'
+	// settings (gpupolicy.Settings' fields of the same names).
+	VendorMemoryLabels       []string         `json:"vendor_memory_labels"`
+	InstanceTypeGPUMemoryMiB map[string]int64 `json:"instance_type_gpu_memory_mib"`
 }
 
 // Settings converts the file's settings into validated policy settings.
@@ -79,14 +84,28 @@ func (f SettingsFields) Settings() (gpupolicy.Settings, error) {
 		GPUResource:         v1.ResourceName(f.GPUResource),
 		ScoreScaleMiB:       f.ScoreScaleMiB,
 		ScoringStrategy:     f.ScoringStrategy,
+		// As Python's PolicySettings reads them: a list and a table, never nil.
+		VendorMemoryLabels:       append([]string{}, f.VendorMemoryLabels...),
+		InstanceTypeGPUMemoryMiB: maps.Clone(f.InstanceTypeGPUMemoryMiB),
+	}
+	if s.InstanceTypeGPUMemoryMiB == nil {
+		s.InstanceTypeGPUMemoryMiB = map[string]int64{}
 	}
 	return s, s.Validate()
 }
 
 // override returns the file's settings with the fields a case sets replaced (the
-// case's keys are the file's keys; an unknown key is an error).
+// case's keys are the file's keys; an unknown key is an error). A table the case
+// sets replaces the file's whole, as Python's {**file, **case} does (encoding/json
+// would otherwise add its entries to the file's map).
 func (f SettingsFields) override(raw json.RawMessage) (SettingsFields, error) {
-	return overridden(f, raw)
+	table := f.InstanceTypeGPUMemoryMiB
+	f.InstanceTypeGPUMemoryMiB = nil
+	fields, err := overridden(f, raw)
+	if fields.InstanceTypeGPUMemoryMiB == nil {
+		fields.InstanceTypeGPUMemoryMiB = table
+	}
+	return fields, err
 }
 
 // overridden returns fields with the keys raw sets replaced; an unknown key is an error.
