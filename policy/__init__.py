@@ -29,7 +29,13 @@ from policy.capacity_type import (
 )
 from policy.errors import PolicyError
 from policy.integers import parse_go_int64
-from policy.node_affinity import capacity_expression, memory_expression, node_affinity_patch
+from policy.node_affinity import (
+    capacity_alternatives,
+    capacity_expression,
+    memory_alternatives,
+    memory_expression,
+    node_affinity_patch,
+)
 from policy.node_fit import (
     BELOW_MINIMUM,
     INVALID_NODE_LABEL,
@@ -98,12 +104,14 @@ __all__ = [
     "Requirement",
     "ScoringStrategy",
     "capacity_choice",
+    "capacity_alternatives",
     "capacity_expression",
     "capacity_extender_score",
     "capacity_score_100",
     "extender_score",
     "fits_capacity_type",
     "fits_memory",
+    "memory_alternatives",
     "memory_expression",
     "node_affinity_patch",
     "node_capacity_type",
