@@ -8,13 +8,25 @@ the device plugin would advertise it.
 
 import datetime
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import kubernetes.client
 
 from contracts.cluster import GPU_PRESENT_LABEL
 from localcluster.plane.inventory import InstanceType
 from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL, vendor_capacity_type
+from policy.capacity_type import EKS_CAPACITY_TYPE_LABEL, KARPENTER_CAPACITY_TYPE_LABEL
+
+LabelledBy = Literal["stack", "eks", "karpenter"]
+"""Who labelled a node: the stack's node groups (our labels beside EKS's), a managed node group
+made elsewhere (EKS's labels only), or Karpenter from a NodePool without our labels (Karpenter's
+well-known labels only)."""
+
+KARPENTER_GPU_LABELS = (
+    ("karpenter.k8s.aws/instance-gpu-count", "gpu_count"),
+    ("karpenter.k8s.aws/instance-gpu-memory", "gpu_memory_mib"),
+)
+"""Karpenter's well-known GPU labels on the nodes it launches, and the instance-type field each carries."""
 
 GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
 REGION = "us-east-1"
@@ -44,6 +56,8 @@ class SimulatedNode:
     efa_interfaces: int = 0
     """EFA interfaces the node was launched with, which the AWS EFA device plugin advertises as
     ``vpc.amazonaws.com/efa`` (0: none attached, the resource absent)."""
+    labelled_by: LabelledBy = "stack"
+    """Which labels it carries (``LabelledBy``); ``capacity_type`` is written as each writes it."""
 
     @property
     def node_group(self) -> str:
@@ -71,15 +85,11 @@ def node_manifest(node: SimulatedNode) -> dict[str, Any]:
         "node.kubernetes.io/instance-type": instance_type.name,
         "topology.kubernetes.io/region": REGION,
         "topology.kubernetes.io/zone": node.zone,
-        "eks.amazonaws.com/nodegroup": node.node_group,
-        "eks.amazonaws.com/capacityType": node.capacity_type,
-        # As the stack's node groups label their nodes (components/gpu_node_group.py).
-        CAPACITY_TYPE_LABEL: vendor_capacity_type(node.capacity_type),
+        **_scheme_labels(node),
     }
     spec: dict[str, Any] = {}
     if instance_type.has_gpu:
         labels[GPU_PRESENT_LABEL] = "true"
-        labels[NODE_MEMORY_LABEL] = str(instance_type.gpu_memory_mib)
         if node.gpu_taint:
             spec["taints"] = [dict(GPU_TAINT)]
     if node.taints:
@@ -93,6 +103,23 @@ def node_manifest(node: SimulatedNode) -> dict[str, Any]:
     if node.deleting:
         metadata["finalizers"] = [TERMINATION_FINALIZER]
     return {"apiVersion": "v1", "kind": "Node", "metadata": metadata, "spec": spec}
+
+
+def _scheme_labels(node: SimulatedNode) -> dict[str, str]:
+    """The capacity-type and GPU-memory labels its labeller writes."""
+    instance_type = node.instance_type
+    if node.labelled_by == "karpenter":
+        labels = {KARPENTER_CAPACITY_TYPE_LABEL: vendor_capacity_type(node.capacity_type)}
+        if instance_type.has_gpu:
+            labels.update({key: str(getattr(instance_type, field)) for key, field in KARPENTER_GPU_LABELS})
+        return labels
+    labels = {"eks.amazonaws.com/nodegroup": node.node_group, EKS_CAPACITY_TYPE_LABEL: node.capacity_type}
+    if node.labelled_by == "stack":
+        # As the stack's node groups label their nodes (components/gpu_node_group.py).
+        labels[CAPACITY_TYPE_LABEL] = vendor_capacity_type(node.capacity_type)
+        if instance_type.has_gpu:
+            labels[NODE_MEMORY_LABEL] = str(instance_type.gpu_memory_mib)
+    return labels
 
 
 def node_status(node: SimulatedNode) -> dict[str, Any]:
