@@ -13,7 +13,7 @@ from typing import Any, Literal
 import kubernetes.client
 
 from contracts.cluster import GPU_PRESENT_LABEL
-from localcluster.plane.inventory import InstanceType
+from localcluster.plane.inventory import InstanceType, karpenter_gpu_labels
 from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL, vendor_capacity_type
 from policy.capacity_type import EKS_CAPACITY_TYPE_LABEL, KARPENTER_CAPACITY_TYPE_LABEL
 
@@ -21,12 +21,6 @@ LabelledBy = Literal["stack", "eks", "karpenter"]
 """Who labelled a node: the stack's node groups (our labels beside EKS's), a managed node group
 made elsewhere (EKS's labels only), or Karpenter from a NodePool without our labels (Karpenter's
 well-known labels only)."""
-
-KARPENTER_GPU_LABELS = (
-    ("karpenter.k8s.aws/instance-gpu-count", "gpu_count"),
-    ("karpenter.k8s.aws/instance-gpu-memory", "gpu_memory_mib"),
-)
-"""Karpenter's well-known GPU labels on the nodes it launches, and the instance-type field each carries."""
 
 GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
 REGION = "us-east-1"
@@ -109,10 +103,10 @@ def _scheme_labels(node: SimulatedNode) -> dict[str, str]:
     """The capacity-type and GPU-memory labels its labeller writes."""
     instance_type = node.instance_type
     if node.labelled_by == "karpenter":
-        labels = {KARPENTER_CAPACITY_TYPE_LABEL: vendor_capacity_type(node.capacity_type)}
-        if instance_type.has_gpu:
-            labels.update({key: str(getattr(instance_type, field)) for key, field in KARPENTER_GPU_LABELS})
-        return labels
+        return {
+            KARPENTER_CAPACITY_TYPE_LABEL: vendor_capacity_type(node.capacity_type),
+            **karpenter_gpu_labels(instance_type),
+        }
     labels = {"eks.amazonaws.com/nodegroup": node.node_group, EKS_CAPACITY_TYPE_LABEL: node.capacity_type}
     if node.labelled_by == "stack":
         # As the stack's node groups label their nodes (components/gpu_node_group.py).
