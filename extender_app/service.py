@@ -236,6 +236,7 @@ class ExtenderService:
                 protect_from_disruption=protect,
                 job_zone=job_zone,
                 zone_keeper="affinity" if uses_extender(settings.scheduler_mode) else "plugin",
+                max_node_selector_terms=settings.max_node_selector_terms,
             )
             return {MUTATE_PATH: _mutate_endpoint(admission)}
         verbs = VERBS if self.node_cache is None else cached_verbs(self.node_cache, self.metrics.node_cache)

@@ -33,6 +33,7 @@ from contracts.server import (
 from policy import CapacityTypeSettings, PolicySettings
 from policy.capacity_type import CapacityChoice
 from policy.job_zone import JOB_SIZE_LIMIT, MAX_JOB_SIZE
+from policy.node_affinity import MAX_REQUIRED_TERMS
 
 BYTES_PER_REALISTIC_NODE = 20_523
 """Compact JSON size of testbed/eks_gpu_node.json (g5.2xlarge, GFD/NFD labels, 20 images,
@@ -207,6 +208,12 @@ class ExtenderSettings:
         "webhook role: the largest job-size annotation a same-zone pod may declare (the scheduler's"
         " JobZone maxJobSize)",
     )
+    max_node_selector_terms: int = setting(
+        MAX_REQUIRED_TERMS,
+        "webhook role: the most required node-selector terms a pod may have once its GPU-memory minimum"
+        " and capacity type are written as node affinity (each of the pod's own terms is multiplied by"
+        " the label schemes: up to 20 terms for one of its own); a pod past it is refused with the counts",
+    )
     # The stack's schedulerMode: in plugin mode JobZone keeps a job in one zone, elsewhere the webhook's term.
     scheduler_mode: SchedulerMode = setting(
         "extender",
@@ -277,6 +284,8 @@ class ExtenderSettings:
     def _check_role(self) -> None:
         if not 1 <= self.max_job_size <= JOB_SIZE_LIMIT:
             raise ValueError(f"max_job_size must be 1..{JOB_SIZE_LIMIT}")
+        if not 1 <= self.max_node_selector_terms <= NODE_SELECTOR_TERMS_LIMIT:
+            raise ValueError(f"max_node_selector_terms must be 1..{NODE_SELECTOR_TERMS_LIMIT}")
         if self.role == ROLE_EXTENDER and not self.client_ca:
             raise ValueError("client_ca must be a file path: the extender requires client certificates")
         if self.role == ROLE_WEBHOOK and self.node_cache != NODE_CACHE_OFF:
@@ -298,6 +307,8 @@ class ExtenderSettings:
 
 
 MAX_PORT = 65535
+NODE_SELECTOR_TERMS_LIMIT = 10_000
+"""The largest max_node_selector_terms accepted: far past what a pod spec reasonably holds."""
 MIN_HEADER_BYTES = 1024
 """A request line and the few headers kube-scheduler sends fit easily."""
 _POSITIVE_SECONDS = (

@@ -30,7 +30,13 @@ from policy.capacity_type import (
 )
 from policy.errors import PolicyError
 from policy.integers import parse_go_int64
-from policy.node_affinity import capacity_expression, memory_expression, node_affinity_patch
+from policy.node_affinity import (
+    capacity_alternatives,
+    capacity_expression,
+    memory_alternatives,
+    memory_expression,
+    node_affinity_patch,
+)
 from policy.node_fit import BELOW_MINIMUM, extender_score, fits_memory, node_gpu_memory_mib, score_100
 from policy.node_memory import (
     INVALID_MEMORY_LABEL,
@@ -117,6 +123,7 @@ __all__ = [
     "PolicySettings",
     "Requirement",
     "ScoringStrategy",
+    "capacity_alternatives",
     "capacity_choice",
     "capacity_expression",
     "capacity_extender_score",
@@ -124,6 +131,7 @@ __all__ = [
     "extender_score",
     "fits_capacity_type",
     "fits_memory",
+    "memory_alternatives",
     "memory_expression",
     "memory_labels",
     "memory_schemes",

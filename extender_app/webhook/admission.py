@@ -42,8 +42,10 @@ from policy import (
     node_affinity_patch,
     requirement_from_pod,
 )
+from policy.errors import TermLimitError
 from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings
 from policy.job_zone_affinity import ZONE_KEEPERS, ZoneKeeper, combined_affinity_patch, zone_affinity_patch
+from policy.node_affinity import MAX_REQUIRED_TERMS
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 ADMISSION_REVIEW = "AdmissionReview"
@@ -72,6 +74,8 @@ class AdmissionSettings:
     """What keeps a same-zone job in one zone: ``plugin`` (the scheduler's JobZone; a member with
     required pod affinity of its own gets no zone term) or ``affinity`` (the term alone, the
     extender modes; such a member is refused)."""
+    max_node_selector_terms: int = MAX_REQUIRED_TERMS
+    """The most required node-selector terms a patched pod may have (``node_affinity_patch``)."""
     scheduler_name: str = SCHEDULER_NAME
     """``capacity.default_choice`` applies to pods of this scheduler only: the only pods the rule
     judges when scheduling (a DaemonSet's pods, which the default scheduler places, never get it)."""
@@ -147,12 +151,18 @@ def _pod_name(request: dict[str, Any]) -> str:
 
 def _pod_answer(pod: object, settings: AdmissionSettings) -> dict[str, Any]:
     try:
-        memory_patch = node_affinity_patch(pod, settings.policy, _capacity_settings(pod, settings))
+        memory_patch = node_affinity_patch(
+            pod, settings.policy, _capacity_settings(pod, settings), settings.max_node_selector_terms
+        )
         minimum = requirement_from_pod(pod, settings.policy).min_memory_mib
     except PolicyError as error:
-        capacity_error = str(error) == INVALID_CAPACITY_CHOICE
-        annotation = settings.capacity.annotation if capacity_error else settings.policy.min_memory_annotation
-        return _refusal(f"{annotation}: {error}", settings)
+        if isinstance(error, TermLimitError):
+            where = "spec.affinity.nodeAffinity"
+        elif str(error) == INVALID_CAPACITY_CHOICE:
+            where = settings.capacity.annotation
+        else:
+            where = settings.policy.min_memory_annotation
+        return _refusal(f"{where}: {error}", settings)
     try:
         zone_patch = zone_affinity_patch(pod, settings.job_zone, settings.zone_keeper)
     except PolicyError as error:

@@ -34,6 +34,9 @@ class InstanceType:
     gpu_name: str
     gpu_memory_mib: int
     """The node label's value (per-GPU MiB); 0 for a type without GPUs."""
+    gpu_manufacturer: str = ""
+    gpu_models: int = 0
+    """How many GPU device entries EC2 lists for the type (Karpenter labels only types with one)."""
 
     @property
     def has_gpu(self) -> bool:
@@ -59,4 +62,30 @@ def instance_type_from_ec2(entry: Mapping[str, Any]) -> InstanceType:
         gpu_count=sum(gpu.count for gpu in gpus.gpus),
         gpu_name=", ".join(gpu.name for gpu in gpus.gpus),
         gpu_memory_mib=group_gpu_memory_mib(name, [gpus]) if gpus.gpus else 0,
+        gpu_manufacturer=", ".join(gpu.manufacturer for gpu in gpus.gpus),
+        gpu_models=len(gpus.gpus),
     )
+
+
+KARPENTER_GPU_NAME_LABEL = "karpenter.k8s.aws/instance-gpu-name"
+KARPENTER_GPU_MANUFACTURER_LABEL = "karpenter.k8s.aws/instance-gpu-manufacturer"
+KARPENTER_GPU_COUNT_LABEL = "karpenter.k8s.aws/instance-gpu-count"
+KARPENTER_GPU_MEMORY_LABEL = "karpenter.k8s.aws/instance-gpu-memory"
+
+
+def karpenter_gpu_labels(instance_type: InstanceType) -> dict[str, str]:
+    """The GPU labels Karpenter's AWS provider gives a type: name and manufacturer in lower
+    kebab case, the count and the MiB per GPU, only for a type with exactly one GPU device entry
+    in EC2's data (none otherwise)."""
+    if instance_type.gpu_models != 1:
+        return {}
+    return {
+        KARPENTER_GPU_NAME_LABEL: _lower_kebab(instance_type.gpu_name),
+        KARPENTER_GPU_MANUFACTURER_LABEL: _lower_kebab(instance_type.gpu_manufacturer),
+        KARPENTER_GPU_COUNT_LABEL: str(instance_type.gpu_count),
+        KARPENTER_GPU_MEMORY_LABEL: str(instance_type.gpu_memory_mib),
+    }
+
+
+def _lower_kebab(text: str) -> str:
+    return "-".join(text.lower().split())

@@ -8,12 +8,12 @@ the device plugin would advertise it.
 
 import datetime
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import kubernetes.client
 
 from contracts.cluster import GPU_PRESENT_LABEL
-from localcluster.plane.inventory import InstanceType
+from localcluster.plane.inventory import InstanceType, karpenter_gpu_labels
 from policy import (
     CAPACITY_TYPE_LABEL,
     GPU_RESOURCE,
@@ -21,6 +21,12 @@ from policy import (
     NODE_MEMORY_LABEL,
     vendor_capacity_type,
 )
+from policy.capacity_type import EKS_CAPACITY_TYPE_LABEL, KARPENTER_CAPACITY_TYPE_LABEL
+
+LabelledBy = Literal["stack", "eks", "karpenter"]
+"""Who labelled a node: the stack's node groups (our labels beside EKS's), a managed node group
+made elsewhere (EKS's labels only), or Karpenter from a NodePool without our labels (Karpenter's
+well-known labels only)."""
 
 GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
 REGION = "us-east-1"
@@ -50,6 +56,8 @@ class SimulatedNode:
     efa_interfaces: int = 0
     """EFA interfaces the node was launched with, which the AWS EFA device plugin advertises as
     ``vpc.amazonaws.com/efa`` (0: none attached, the resource absent)."""
+    labelled_by: LabelledBy = "stack"
+    """Which labels it carries (``LabelledBy``); ``capacity_type`` is written as each writes it."""
 
     @property
     def node_group(self) -> str:
@@ -77,15 +85,11 @@ def node_manifest(node: SimulatedNode) -> dict[str, Any]:
         INSTANCE_TYPE_LABEL: instance_type.name,
         "topology.kubernetes.io/region": REGION,
         "topology.kubernetes.io/zone": node.zone,
-        "eks.amazonaws.com/nodegroup": node.node_group,
-        "eks.amazonaws.com/capacityType": node.capacity_type,
-        # As the stack's node groups label their nodes (components/gpu_node_group.py).
-        CAPACITY_TYPE_LABEL: vendor_capacity_type(node.capacity_type),
+        **_scheme_labels(node),
     }
     spec: dict[str, Any] = {}
     if instance_type.has_gpu:
         labels[GPU_PRESENT_LABEL] = "true"
-        labels[NODE_MEMORY_LABEL] = str(instance_type.gpu_memory_mib)
         if node.gpu_taint:
             spec["taints"] = [dict(GPU_TAINT)]
     if node.taints:
@@ -99,6 +103,23 @@ def node_manifest(node: SimulatedNode) -> dict[str, Any]:
     if node.deleting:
         metadata["finalizers"] = [TERMINATION_FINALIZER]
     return {"apiVersion": "v1", "kind": "Node", "metadata": metadata, "spec": spec}
+
+
+def _scheme_labels(node: SimulatedNode) -> dict[str, str]:
+    """The capacity-type and GPU-memory labels its labeller writes."""
+    instance_type = node.instance_type
+    if node.labelled_by == "karpenter":
+        return {
+            KARPENTER_CAPACITY_TYPE_LABEL: vendor_capacity_type(node.capacity_type),
+            **karpenter_gpu_labels(instance_type),
+        }
+    labels = {"eks.amazonaws.com/nodegroup": node.node_group, EKS_CAPACITY_TYPE_LABEL: node.capacity_type}
+    if node.labelled_by == "stack":
+        # As the stack's node groups label their nodes (components/gpu_node_group.py).
+        labels[CAPACITY_TYPE_LABEL] = vendor_capacity_type(node.capacity_type)
+        if instance_type.has_gpu:
+            labels[NODE_MEMORY_LABEL] = str(instance_type.gpu_memory_mib)
+    return labels
 
 
 def node_status(node: SimulatedNode) -> dict[str, Any]:

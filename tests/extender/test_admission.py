@@ -12,6 +12,7 @@ import pytest
 import policy
 from extender_app.verbs.wire import WireError
 from extender_app.webhook.admission import AdmissionSettings, review
+from policy.node_affinity import capacity_alternatives, memory_alternatives
 from testbed.admission_reviews import UID, admission_review
 from testbed.admission_reviews import gpu_pod as pod
 
@@ -32,8 +33,10 @@ def test_an_annotated_gpu_pod_gets_the_memory_affinity() -> None:
     assert response["patchType"] == "JSONPatch"
     patched = jsonpatch.apply_patch(original, orjson.loads(base64.b64decode(response["patch"])))
     terms = patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    ours = {"key": policy.NODE_MEMORY_LABEL, "operator": "Gt", "values": ["40959"]}
+    assert terms["nodeSelectorTerms"][0] == {"matchExpressions": [ours]}, "our label's term comes first"
     assert terms["nodeSelectorTerms"] == [
-        {"matchExpressions": [{"key": policy.NODE_MEMORY_LABEL, "operator": "Gt", "values": ["40959"]}]}
+        {"matchExpressions": alternative} for alternative in memory_alternatives(40960)
     ]
     again = answer(admission_review(patched))
     assert again == {"uid": UID, "allowed": True}, "reinvocation changes nothing"
@@ -47,7 +50,13 @@ def test_a_capacity_type_choice_is_written_as_affinity_beside_the_minimum() -> N
     terms = patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     capacity = {"key": policy.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand", "reserved"]}
     memory = {"key": policy.NODE_MEMORY_LABEL, "operator": "Gt", "values": ["40959"]}
-    assert terms["nodeSelectorTerms"] == [{"matchExpressions": [memory, capacity]}]
+    assert terms["nodeSelectorTerms"][0] == {"matchExpressions": [memory, capacity]}
+    expected = [
+        {"matchExpressions": [*memory_way, *capacity_way]}
+        for memory_way in memory_alternatives(40960)
+        for capacity_way in capacity_alternatives("on-demand")
+    ]
+    assert terms["nodeSelectorTerms"] == expected
     assert answer(admission_review(patched)) == {"uid": UID, "allowed": True}, "reinvocation changes nothing"
 
 
@@ -203,8 +212,9 @@ DEFAULT_ON_DEMAND = AdmissionSettings(capacity=policy.CapacityTypeSettings(defau
 
 
 def required_expressions(patched: dict[str, Any]) -> list[dict[str, Any]]:
+    """The first required term's expressions: the one on our labels."""
     terms = patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    [term] = terms["nodeSelectorTerms"]
+    term = terms["nodeSelectorTerms"][0]
     expressions: list[dict[str, Any]] = term["matchExpressions"]
     return expressions
 

@@ -66,7 +66,7 @@ def test_an_annotated_pod_comes_back_with_the_affinity_over_tls_without_a_client
     patched = jsonpatch.apply_patch(original, orjson.loads(base64.b64decode(response["patch"])))
     required = patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert required["nodeSelectorTerms"] == [
-        {"matchExpressions": [{"key": policy.NODE_MEMORY_LABEL, "operator": "Gt", "values": ["40959"]}]}
+        {"matchExpressions": alternative} for alternative in policy.memory_alternatives(40960)
     ]
 
 

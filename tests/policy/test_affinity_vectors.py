@@ -11,7 +11,9 @@ from policy.node_affinity import (
     CAPACITY_PREFERENCE_WEIGHT,
     PREFERRED_TERMS_FIELD,
     REQUIRED_TERMS_FIELD,
+    capacity_alternatives,
     capacity_expression,
+    memory_alternatives,
     memory_expression,
 )
 from tests.vectors import case_settings, load_cases, load_file
@@ -69,25 +71,35 @@ def test_affinity_case(case: dict[str, Any]) -> None:
     preferred_before = before_affinity.get(PREFERRED_TERMS_FIELD) or []
     preferred_after = node_affinity.get(PREFERRED_TERMS_FIELD) or []
     if choice.startswith("prefer-"):
-        wanted = capacity_expression(choice.removeprefix("prefer-"), capacity)
-        ours = {"weight": CAPACITY_PREFERENCE_WEIGHT, "preference": {"matchExpressions": [wanted]}}
-        assert ours in preferred_after
-        assert [term for term in preferred_after if term != ours] == [
-            t for t in preferred_before if t != ours
+        wanted = capacity_alternatives(choice.removeprefix("prefer-"), capacity)
+        ours = [
+            {"weight": CAPACITY_PREFERENCE_WEIGHT, "preference": {"matchExpressions": alternative}}
+            for alternative in wanted
+        ]
+        assert ours[0]["preference"]["matchExpressions"] == [
+            capacity_expression(choice.removeprefix("prefer-"), capacity)
+        ], "our label's alternative first"
+        assert all(term in preferred_after for term in ours)
+        assert [term for term in preferred_after if term not in ours] == [
+            t for t in preferred_before if t not in ours
         ]
     else:
         assert preferred_after == preferred_before
     requirement = policy.requirement_from_pod(pod, settings)
-    expressions = []
+    conditions = []
     if requirement.min_memory_mib:
-        expressions.append(memory_expression(requirement.min_memory_mib, settings))
+        conditions.append(memory_alternatives(requirement.min_memory_mib, settings))
     if choice in ("on-demand", "spot"):
-        expressions.append(capacity_expression(choice, capacity))
-    if expressions and patch:
+        conditions.append(capacity_alternatives(choice, capacity))
+    if conditions and patch:
         for term in node_affinity[REQUIRED_TERMS_FIELD]["nodeSelectorTerms"]:
             selects_something = term.get("matchExpressions") or term.get("matchFields")
-            for expression in expressions:
-                assert (expression in term.get("matchExpressions", [])) == bool(selects_something)
+            present = term.get("matchExpressions", [])
+            for alternatives in conditions:
+                holds_one = any(all(e in present for e in alternative) for alternative in alternatives)
+                assert holds_one == bool(selects_something), (
+                    "a selecting term holds one way of each condition"
+                )
 
 
 @pytest.mark.parametrize("minimum", [1, 2, 16384, 22888, 40960, 1048576])
