@@ -142,10 +142,11 @@ def capacity_alternatives(
         return [
             [capacity_expression(ON_DEMAND, capacity)],
             [ours_absent, _one_of(EKS_CAPACITY_TYPE_LABEL, EKS_ON_DEMAND_VALUES)],
+            [ours_absent, eks_absent, _one_of(KARPENTER_CAPACITY_TYPE_LABEL, [ON_DEMAND])],
             [
                 ours_absent,
                 eks_absent,
-                _one_of(KARPENTER_CAPACITY_TYPE_LABEL, [ON_DEMAND, RESERVED]),
+                _one_of(KARPENTER_CAPACITY_TYPE_LABEL, [RESERVED]),
                 {"key": interruptible, "operator": "NotIn", "values": ["true"]},
             ],
         ]

@@ -11,7 +11,7 @@ own filter then refuses it.
 from typing import Any
 
 import jsonpatch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import policy
@@ -86,6 +86,12 @@ OWN_TERMS = st.sampled_from(
 
 
 @settings(max_examples=400)
+@example(
+    labels={KARPENTER_CAPACITY_TYPE_LABEL: "on-demand", KARPENTER_INTERRUPTIBLE_RESERVATION_LABEL: "true"},
+    minimum=0,
+    choice="on-demand",
+    own_terms=None,
+)
 @given(
     labels=node_labels(),
     minimum=st.sampled_from([0, 1, 16384, 24000, 40960]),
@@ -114,6 +120,10 @@ def test_required_terms_select_exactly_what_the_rules_accept(
 
 @settings(max_examples=200)
 @given(labels=node_labels(), choice=st.sampled_from(["prefer-on-demand", "prefer-spot"]))
+@example(
+    labels={KARPENTER_CAPACITY_TYPE_LABEL: "on-demand", KARPENTER_INTERRUPTIBLE_RESERVATION_LABEL: "true"},
+    choice="prefer-on-demand",
+)
 def test_preferred_terms_weigh_exactly_the_nodes_the_rule_scores(labels: dict[str, str], choice: str) -> None:
     pod = gpu_pod(0, choice)
     patched = jsonpatch.apply_patch(pod, policy.node_affinity_patch(pod))
