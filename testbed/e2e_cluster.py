@@ -77,12 +77,12 @@ class E2ECluster:
         """Start the extender (extender modes) and the scheduler.
 
         ``choices``: the stack's policy choices, as the mode takes them (plugin args or the
-        extender's flags); None: the extender's own defaults and the plugins' default args."""
+        extender's flags), as the stack renders them; None: the stack's defaults (which include
+        the EC2 GPU table the extender's own defaults lack)."""
+        choices = choices or DEFAULT_POLICY_CHOICES
         if uses_extender(self.mode):
-            if choices is not None:
-                extender_args = (*extender_args, *choices.extender_flags())
-            self.start_extender(extender_args, extender_api_server)
-        return self.start_scheduler(verbosity, choices or DEFAULT_POLICY_CHOICES)
+            self.start_extender((*extender_args, *choices.extender_flags()), extender_api_server)
+        return self.start_scheduler(verbosity, choices)
 
     def start_extender(
         self, extra_args: tuple[str, ...] = (), api_server: str = "", *, wait_ready: bool = True

@@ -37,7 +37,7 @@ from localcluster.plane.workloads import (
 )
 from localcluster.services.karpenter import NODE_POOL_LABEL, karpenter_nodes, node_claims, settled_node_claims
 from localcluster.services.webhook import admission_line, created_affinity
-from policy import BELOW_MINIMUM, INSTANCE_TYPE_LABEL, INVALID_MIN_MEMORY, NODE_MEMORY_LABEL
+from policy import BELOW_MINIMUM, INSTANCE_TYPE_LABEL, INVALID_MIN_MEMORY, NODE_MEMORY_LABEL, read_node_memory
 
 AffinitySource = Literal["webhook", "none"]
 AFFINITY_SOURCES: tuple[AffinitySource, ...] = ("webhook", "none")
@@ -178,20 +178,27 @@ def _condition_true(resource: Mapping[str, Any], condition_type: str) -> bool:
 
 
 def launched_for(api: kubernetes.client.ApiClient, pod_name: str, outcome: PodOutcome) -> tuple[str, str]:
-    """The instance type and memory label of the node the pod is on, or else of the NodeClaim
-    Karpenter last nominated it to (its ``Nominated`` event); empty when neither exists."""
+    """The instance type and per-GPU memory (as the rules read it, from the first label scheme
+    present) of the node the pod is on, or else of the NodeClaim Karpenter last nominated it to
+    (its ``Nominated`` event); empty when neither exists."""
     core = kubernetes.client.CoreV1Api(api)
     if outcome.bound:
         labels = core.read_node(outcome.node).metadata.labels or {}
         if NODE_POOL_LABEL not in labels:
-            return f"(existing) {labels.get(INSTANCE_TYPE_LABEL, '')}", labels.get(NODE_MEMORY_LABEL, "")
-        return labels.get(INSTANCE_TYPE_LABEL, ""), labels.get(NODE_MEMORY_LABEL, "")
+            return f"(existing) {labels.get(INSTANCE_TYPE_LABEL, '')}", memory_of(labels)
+        return labels.get(INSTANCE_TYPE_LABEL, ""), memory_of(labels)
     claim = nominated_claim(api, pod_name)
     for node_claim in node_claims(api):
         if node_claim["metadata"]["name"] == claim:
             labels = node_claim["metadata"].get("labels") or {}
-            return labels.get(INSTANCE_TYPE_LABEL, ""), labels.get(NODE_MEMORY_LABEL, "")
+            return labels.get(INSTANCE_TYPE_LABEL, ""), memory_of(labels)
     return "", ""
+
+
+def memory_of(labels: Mapping[str, str]) -> str:
+    """The per-GPU MiB the rules read from these labels ("" when none says it)."""
+    memory = read_node_memory({"metadata": {"labels": dict(labels)}})
+    return "" if memory.reason else str(memory.mib)
 
 
 def nominated_claim(api: kubernetes.client.ApiClient, pod_name: str) -> str:
@@ -291,13 +298,14 @@ def report(observations: Sequence[Observation]) -> tuple[str, int]:
 
 
 def launched_summary(api: kubernetes.client.ApiClient) -> str:
-    """One line per NodeClaim: its name, instance type and memory label."""
+    """One line per NodeClaim: its name, instance type and the GPU-memory label the rules read."""
     lines = []
     for claim in settled_node_claims(api):
         labels: Mapping[str, str] = claim["metadata"].get("labels") or {}
+        memory = read_node_memory({"metadata": {"labels": dict(labels)}})
+        said = f"{memory.label}={memory.mib}" if not memory.reason else f"{NODE_MEMORY_LABEL}=?"
         lines.append(
-            f"  nodeclaim/{claim['metadata']['name']}: {labels.get(INSTANCE_TYPE_LABEL, '?')}"
-            f" ({NODE_MEMORY_LABEL}={labels.get(NODE_MEMORY_LABEL, '?')})"
+            f"  nodeclaim/{claim['metadata']['name']}: {labels.get(INSTANCE_TYPE_LABEL, '?')} ({said})"
         )
     return "\n".join(lines) or "  (none)"
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from components.render.ec2_catalogue import Snapshot, load_snapshot
 from components.render.gpu_memory import group_gpu_memory_mib, instance_gpus_from_ec2
+from policy import KARPENTER_GPU_MEMORY_LABEL
 
 DEMO_INSTANCE_TYPES = (
     "m5.xlarge",  # the CPU-only system node
@@ -70,7 +71,6 @@ def instance_type_from_ec2(entry: Mapping[str, Any]) -> InstanceType:
 KARPENTER_GPU_NAME_LABEL = "karpenter.k8s.aws/instance-gpu-name"
 KARPENTER_GPU_MANUFACTURER_LABEL = "karpenter.k8s.aws/instance-gpu-manufacturer"
 KARPENTER_GPU_COUNT_LABEL = "karpenter.k8s.aws/instance-gpu-count"
-KARPENTER_GPU_MEMORY_LABEL = "karpenter.k8s.aws/instance-gpu-memory"
 
 
 def karpenter_gpu_labels(instance_type: InstanceType) -> dict[str, str]:

@@ -5,12 +5,14 @@ Karpenter's kwok cloud provider reads a JSON list (``INSTANCE_TYPES_FILE_PATH``;
 ``architecture``, ``operatingSystems``, ``resources`` (any resource name, so ``nvidia.com/gpu``
 too) and ``offerings``, each with a ``Price``, ``Available`` and ``Requirements``. A
 single-value ``In`` offering requirement becomes a label of the Node Karpenter creates and
-takes part in its scheduling simulation: that is where our GPU-memory label goes, with the
-value the Pulumi program derives from EC2 (``localcluster.plane.inventory``, through
-``components.gpu_memory``), so Karpenter can match a pod's ``Gt`` affinity against it before
-the node exists. Each type is offered on-demand and spot (cheaper), and each offering carries
-our capacity-type label with its type, so a pod's required ``training.example.com/capacity-type``
-picks the offering, as the stack's per-capacity-type NodePools do on EKS.
+takes part in its scheduling simulation. An offering carries only what a real EC2 offering
+carries on EKS: the zone, ``karpenter.sh/capacity-type``, and the GPU labels Karpenter's AWS
+provider gives the instance type (``karpenter.k8s.aws/instance-gpu-name``, ``-manufacturer``,
+``-count`` and ``-memory``, MiB per GPU from EC2, for a type with one GPU device entry). Our own
+labels reach Karpenter's nodes only through the template labels of the NodePools the stack
+renders, as on EKS; a pod's GPU-memory minimum is matched on a NodePool without them through
+the webhook's alternative on ``karpenter.k8s.aws/instance-gpu-memory``. Each type is offered
+on-demand and spot (cheaper).
 
 Pure: no I/O. ``localcluster.services.karpenter`` writes the document to a file.
 """
@@ -18,10 +20,9 @@ Pure: no I/O. ``localcluster.services.karpenter`` writes the document to a file.
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from localcluster.plane.inventory import InstanceType
+from localcluster.plane.inventory import InstanceType, karpenter_gpu_labels
 from localcluster.plane.nodes import MAX_PODS, ZONES
-from policy import CAPACITY_TYPE_LABEL as OUR_CAPACITY_TYPE_LABEL
-from policy import DEFAULT_SETTINGS, GPU_RESOURCE, PolicySettings
+from policy import GPU_RESOURCE
 
 KARPENTER_INSTANCE_TYPES = ("g4dn.xlarge", "g5.xlarge", "g6e.xlarge", "p4d.24xlarge", "p5.48xlarge")
 """The GPU types Karpenter may launch locally: T4, A10G, L40S, A100 40 GB, H100."""
@@ -58,7 +59,6 @@ def karpenter_instance_types(
     instance_types: Iterable[InstanceType],
     prices: Mapping[str, float] = ON_DEMAND_PRICES_USD_PER_HOUR,
     zones: Iterable[str] = ZONES,
-    settings: PolicySettings = DEFAULT_SETTINGS,
 ) -> list[dict[str, Any]]:
     """Karpenter kwok's instance-types document: one entry per GPU type, one offering per zone."""
     zone_list = list(zones)
@@ -68,29 +68,25 @@ def karpenter_instance_types(
             raise InstanceTypesError(f"{instance_type.name}: has no GPU; Karpenter launches GPU nodes only")
         if instance_type.name not in prices:
             raise InstanceTypesError(f"{instance_type.name}: no price (add it to the price table)")
-        document.append(_entry(instance_type, prices[instance_type.name], zone_list, settings))
+        document.append(_entry(instance_type, prices[instance_type.name], zone_list))
     if not document:
         raise InstanceTypesError("no instance types to offer")
     return document
 
 
-def _entry(
-    instance_type: InstanceType, price: float, zones: list[str], settings: PolicySettings
-) -> dict[str, Any]:
-    memory_label = {
-        "key": settings.node_memory_label,
-        "operator": "In",
-        "values": [str(instance_type.gpu_memory_mib)],
-    }
+def _entry(instance_type: InstanceType, price: float, zones: list[str]) -> dict[str, Any]:
+    gpu_labels = [
+        {"key": key, "operator": "In", "values": [value]}
+        for key, value in karpenter_gpu_labels(instance_type).items()
+    ]
     offerings = [
         {
             "Price": price if capacity_type == "on-demand" else round(price * SPOT_PRICE_FACTOR, 4),
             "Available": True,
             "Requirements": [
                 {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": [capacity_type]},
-                {"key": OUR_CAPACITY_TYPE_LABEL, "operator": "In", "values": [capacity_type]},
                 {"key": ZONE_LABEL, "operator": "In", "values": [zone]},
-                memory_label,
+                *gpu_labels,
             ],
         }
         for capacity_type in CAPACITY_TYPES

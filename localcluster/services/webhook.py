@@ -226,8 +226,9 @@ def _probe_pod() -> dict[str, Any]:
 
 
 def created_affinity(api: kubernetes.client.ApiClient, name: str, namespace: str = WORKLOAD_NAMESPACE) -> str:
-    """The required node affinity the pod was stored with, as ``key Op values`` expressions (ANDed
-    within a term, terms ORed); '' when it has none."""
+    """The first required node-affinity term the pod was stored with, as ``key Op values``
+    expressions joined by AND, and how many terms follow it ('' when it has none). The webhook's
+    first term is the one on our labels; the others say the same on other label schemes."""
     pod = kubernetes.client.CoreV1Api(api).read_namespaced_pod(name, namespace)
     spec = api.sanitize_for_serialization(pod)["spec"]
     required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(REQUIRED_TERMS_FIELD) or {}
@@ -238,7 +239,9 @@ def created_affinity(api: kubernetes.client.ApiClient, name: str, namespace: str
         )
         for term in required.get("nodeSelectorTerms", [])
     ]
-    return " OR ".join(terms)
+    if len(terms) <= 1:
+        return "".join(terms)
+    return f"{terms[0]} (or {len(terms) - 1} more terms, for nodes labelled by other schemes)"
 
 
 def admission_line(name: str, affinity: str, refused: str = "") -> str:

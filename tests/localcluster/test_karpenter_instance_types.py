@@ -1,4 +1,4 @@
-"""The instance types offered to Karpenter's kwok provider carry the fleet's EC2 GPU data."""
+"""The instance types offered to Karpenter's kwok provider carry what real EC2 offerings carry on EKS."""
 
 import json
 from typing import Any
@@ -12,7 +12,7 @@ from localcluster.services.karpenter_instance_types import (
     InstanceTypesError,
     karpenter_instance_types,
 )
-from policy import CAPACITY_TYPE_LABEL, NODE_MEMORY_LABEL, PolicySettings
+from policy import CAPACITY_TYPE_LABEL, KARPENTER_GPU_MEMORY_LABEL, NODE_MEMORY_LABEL
 
 INVENTORY = load_inventory()
 OFFERED = [INVENTORY[name] for name in KARPENTER_INSTANCE_TYPES]
@@ -22,7 +22,7 @@ def by_name(document: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {str(entry["name"]): entry for entry in document}
 
 
-def test_each_offering_labels_the_per_gpu_memory_derived_from_ec2() -> None:
+def test_each_offering_carries_karpenters_gpu_memory_label_with_ec2s_value() -> None:
     document = by_name(karpenter_instance_types(OFFERED))
     expected = {
         "g4dn.xlarge": "16384",
@@ -36,18 +36,41 @@ def test_each_offering_labels_the_per_gpu_memory_derived_from_ec2() -> None:
         assert isinstance(offerings, list)
         assert len(offerings) == 6  # one per zone and capacity type
         for offering in offerings:
-            memory_requirements = [r for r in offering["Requirements"] if r["key"] == NODE_MEMORY_LABEL]
+            memory_requirements = [
+                r for r in offering["Requirements"] if r["key"] == KARPENTER_GPU_MEMORY_LABEL
+            ]
             # Single-value In: the form Karpenter turns into a Node label.
-            assert memory_requirements == [{"key": NODE_MEMORY_LABEL, "operator": "In", "values": [memory]}]
+            assert memory_requirements == [
+                {"key": KARPENTER_GPU_MEMORY_LABEL, "operator": "In", "values": [memory]}
+            ]
 
 
-def test_each_type_is_offered_on_demand_and_cheaper_as_spot_with_our_capacity_label() -> None:
+def test_an_offering_carries_only_what_a_real_offering_does() -> None:
+    """Zone, Karpenter's capacity type and the AWS provider's GPU labels: none of ours (they reach
+    nodes only through the template labels of the stack's NodePools)."""
+    entry = by_name(karpenter_instance_types(OFFERED))["g5.xlarge"]
+    for offering in entry["offerings"]:
+        requirements = {r["key"]: r["values"] for r in offering["Requirements"]}
+        assert requirements.keys() == {
+            "karpenter.sh/capacity-type",
+            "topology.kubernetes.io/zone",
+            "karpenter.k8s.aws/instance-gpu-name",
+            "karpenter.k8s.aws/instance-gpu-manufacturer",
+            "karpenter.k8s.aws/instance-gpu-count",
+            KARPENTER_GPU_MEMORY_LABEL,
+        }
+        assert requirements["karpenter.k8s.aws/instance-gpu-name"] == ["a10g"]
+        assert requirements["karpenter.k8s.aws/instance-gpu-manufacturer"] == ["nvidia"]
+        assert NODE_MEMORY_LABEL not in requirements
+        assert CAPACITY_TYPE_LABEL not in requirements
+
+
+def test_each_type_is_offered_on_demand_and_cheaper_as_spot() -> None:
     entry = by_name(karpenter_instance_types(OFFERED))["g5.xlarge"]
     by_type: dict[str, list[float]] = {}
     for offering in entry["offerings"]:
         requirements = {r["key"]: r["values"] for r in offering["Requirements"]}
         (capacity_type,) = requirements["karpenter.sh/capacity-type"]
-        assert requirements[CAPACITY_TYPE_LABEL] == [capacity_type], "ours, with the same value"
         by_type.setdefault(capacity_type, []).append(offering["Price"])
     assert set(by_type) == {"on-demand", "spot"}
     assert max(by_type["spot"]) < min(by_type["on-demand"])
@@ -79,14 +102,6 @@ def test_the_document_is_the_json_karpenter_decodes() -> None:
     assert set(entry["offerings"][0]) == {"Price", "Available", "Requirements"}
     assert entry["architecture"] == "amd64"
     assert entry["operatingSystems"] == ["linux"]
-
-
-def test_the_label_key_follows_the_policy_settings() -> None:
-    settings = PolicySettings(node_memory_label="example.com/vram")
-    entry = karpenter_instance_types(OFFERED[:1], settings=settings)[0]
-    keys = {r["key"] for r in entry["offerings"][0]["Requirements"]}
-    assert "example.com/vram" in keys
-    assert NODE_MEMORY_LABEL not in keys
 
 
 def test_a_type_without_a_gpu_is_refused_by_name() -> None:
