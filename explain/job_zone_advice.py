@@ -74,6 +74,12 @@ def job_changes(job: JobZoneReport, per_copy: str, settings: JobZoneSettings) ->
             f"places none until every member declares the same {settings.job_size_annotation}; delete or "
             "fix the odd members"
         )
+    elif job.status == "waiting-for-members":
+        changes.append(
+            f"{job.members} of the {job.job.size} members of job {job.job.name} exist: JobZone (plugin mode) "
+            f"plans and holds nothing until every member is created; create the rest, or set "
+            f"{settings.job_size_annotation} to the members the job really has"
+        )
     elif job.status == "no-zone":
         changes += _no_zone_changes(job, per_copy, settings)
     elif job.status == "zone-full":

@@ -14,6 +14,7 @@ JOB_STATUS = {
     "zone-full": "members are bound in a zone that cannot hold the rest",
     "no-zone": "no zone holds the whole job",
     "size-mismatch": "its members declare different job sizes; JobZone places none",
+    "waiting-for-members": "fewer members exist than the job size; JobZone plans nothing until all do",
 }
 """One line per job status of ``explain pod``."""
 

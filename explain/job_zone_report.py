@@ -21,10 +21,11 @@ from policy.capacity_type import disruption_signal
 from policy.job_zone import JobZoneSettings, ZoneJob, ZonePlan, is_member, job_from_pod, plan_zone
 from policy.job_zone_affinity import own_required_pod_affinity, required_pod_terms, zone_affinity_term
 
-JobStatus = Literal["bound", "fits", "zone-full", "no-zone", "size-mismatch"]
+JobStatus = Literal["bound", "fits", "zone-full", "no-zone", "size-mismatch", "waiting-for-members"]
 """``bound``: this pod is bound. ``fits``: the job's zone (where members are bound, else the
 plan's) holds every member still to place. ``size-mismatch``: the job's members declare different sizes
-(JobZone places none). ``zone-full``: members are bound in a zone that
+(JobZone places none). ``waiting-for-members``: no member is bound and fewer than job-size members
+exist (JobZone plans nothing until all do). ``zone-full``: members are bound in a zone that
 holds fewer copies than the members still to place. ``no-zone``: no member is bound and no
 zone holds the whole job."""
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -76,7 +77,7 @@ class JobZoneReport:
     @property
     def blocks(self) -> bool:
         """The job keeps the pod Pending even where a node has room for it."""
-        return self.status in ("zone-full", "no-zone", "size-mismatch")
+        return self.status in ("zone-full", "no-zone", "size-mismatch", "waiting-for-members")
 
     @property
     def bound_zones(self) -> tuple[str, ...]:
@@ -140,8 +141,22 @@ def job_zone_report(
         zone_affinity=zone_affinity_term(job, settings) in required_pod_terms(pod),
         own_pod_affinity=own_required_pod_affinity(pod, settings),
         declared_sizes=sizes,
-        status="size-mismatch" if len(sizes) > 1 and not verdicts.state.node_name else status,
+        status=_job_status(status, sizes, len(known), job.size, member_zone),
     )
+
+
+def _job_status(
+    status: JobStatus, sizes: Sequence[int], known: int, size: int, member_zone: str
+) -> JobStatus:
+    """What keeps an unbound member's job from being placed, before what the zones hold: members
+    declaring different sizes, then members still to be created (JobZone's sibling wait)."""
+    if status == "bound":
+        return status
+    if len(sizes) > 1:
+        return "size-mismatch"
+    if not member_zone and known < size:
+        return "waiting-for-members"
+    return status
 
 
 def _status(

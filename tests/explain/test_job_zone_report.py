@@ -89,12 +89,12 @@ def copies(explanation: PodExplanation) -> dict[str, int]:
 
 def test_the_plan_is_the_tightest_zone_that_holds_the_whole_job() -> None:
     pod = with_affinity(job_pod("worker-0", 8))
-    explanation = explain(pod, members=[pod, job_pod("worker-1", 8)])
+    explanation = explain(pod, members=[pod, *(job_pod(f"worker-{index}", 8) for index in range(1, 8))])
 
     job = explanation.job
     assert job is not None
     assert (job.job.name, job.job.size, job.job.name_label) == ("train", 8, JOB_LABEL)
-    assert (job.members, job.pending, job.member_zone, job.remaining) == (2, 2, "", 8)
+    assert (job.members, job.pending, job.member_zone, job.remaining) == (8, 8, "", 8)
     assert copies(explanation) == {A: 6, B: 8, C: 2}, "the A10G in B is too small, B's L40S hold one each"
     assert job.plan is not None
     assert (job.plan.zone, job.plan.message) == (B, "")
@@ -105,7 +105,7 @@ def test_the_plan_is_the_tightest_zone_that_holds_the_whole_job() -> None:
     assert (
         "  job        train, 8 pods (members labelled training.example.com/job=train; size from"
         " training.example.com/job-size);"
-        " 2 known to the API"
+        " 8 known to the API"
     ) in text
     assert f"  job zone   JobZone plans {B}" in text
     assert any(line.split() == [B, "9", "8", "0", "0"] for line in text.splitlines()), text
@@ -119,7 +119,8 @@ def test_the_plan_is_the_tightest_zone_that_holds_the_whole_job() -> None:
 
 
 def test_no_zone_holding_the_job_is_no_zone_with_the_plugins_message_and_advice() -> None:
-    explanation = explain(with_affinity(job_pod("worker-0", 9)))
+    pod = with_affinity(job_pod("worker-0", 9))
+    explanation = explain(pod, members=[pod, *(job_pod(f"worker-{index}", 9) for index in range(1, 9))])
 
     job = explanation.job
     assert job is not None
@@ -292,7 +293,8 @@ def test_nodes_without_a_zone_label_are_named_and_hold_nothing() -> None:
 
 def test_a_cluster_without_zone_labels_says_so() -> None:
     nodes = [gpu_node(f"h100-{index}", "p5.48xlarge", zone=None) for index in range(2)]
-    explanation = explain(with_affinity(job_pod("worker-0", 2)), nodes, bound=())
+    pod = with_affinity(job_pod("worker-0", 2))
+    explanation = explain(pod, nodes, bound=(), members=[pod, job_pod("worker-1", 2)])
     job = explanation.job
     assert job is not None
     assert job.plan is not None
@@ -434,3 +436,20 @@ def test_members_that_declare_different_sizes_are_a_status_of_their_own() -> Non
     text = pod_text(explanation, DEFAULT_SETTINGS)
     assert "declare different sizes (4, 8)" in text
     assert render_pod_json(explanation)["job"]["declaredSizes"] == [4, 8]
+
+
+def test_a_job_with_members_still_to_create_waits_for_them() -> None:
+    """As JobZone's sibling wait: no member bound and fewer than job-size members exist."""
+    pod = with_affinity(job_pod("worker-0", 8))
+    explanation = explain(pod, members=[pod, job_pod("worker-1", 8), job_pod("worker-2", 8)])
+    job = explanation.job
+    assert job is not None
+    assert (job.members, job.status, job.blocks) == (3, "waiting-for-members", True)
+    assert explanation.verdict == "no-zone"
+    assert any(change.startswith("3 of the 8 members of job train exist") for change in explanation.changes)
+    assert render_pod_json(explanation)["job"]["status"] == "waiting-for-members"
+    # Once a member is bound, the job is placed and a recreated member joins it without waiting.
+    bound = job_pod("worker-1", 8, node="l40s-b1")
+    placed = explain(pod, members=[pod, bound]).job
+    assert placed is not None
+    assert placed.status == "fits"

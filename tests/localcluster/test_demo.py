@@ -67,7 +67,9 @@ def assert_every_pod_reported(stdout: str, mode: str) -> None:
         elif not pod.expect_bound:  # explain's answer follows the table
             assert f"$ python -m explain pod ml-training/{pod.spec.name}\nPod ml-training/" in stdout
         elif pod.minimum_mib:  # the webhook's affinity, read back from the stored pod
-            affinity = f"created with required node affinity {NODE_MEMORY_LABEL} Gt {pod.minimum_mib - 1} (or "
+            affinity = (
+                f"created with required node affinity {NODE_MEMORY_LABEL} Gt {pod.minimum_mib - 1} (or "
+            )
             assert f"  {pod.spec.name}: {affinity}" in stdout
         elif pod.spec.capacity_type == "spot":  # the capacity-type choice as affinity
             affinity = f"created with required node affinity {CAPACITY_TYPE_LABEL} In spot (or "
