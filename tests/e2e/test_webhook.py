@@ -14,15 +14,21 @@ import kubernetes.client
 import pytest
 from kubernetes.client.rest import ApiException
 
-from components.render.policy_choices import PolicyChoices
+from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
 from components.render.webhook_config import WEBHOOK_NAME
 from extender_app.webhook.disruption_protection import PROTECTION_ANNOTATIONS
 from localcluster.plane.nodes import SimulatedNode
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification, ensure_namespace, pod_manifest
 from localcluster.services.webhook import RunningWebhook, start_webhook, unregister_webhook
-from policy import INVALID_MIN_MEMORY, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL, REQUIRES_GPU_REQUEST
+from policy import (
+    INVALID_MIN_MEMORY,
+    MIN_MEMORY_ANNOTATION,
+    NODE_MEMORY_LABEL,
+    REQUIRES_GPU_REQUEST,
+    PolicySettings,
+)
 from policy.capacity_type import ON_DEMAND, SPOT
-from policy.node_affinity import REQUIRED_TERMS_FIELD, capacity_expression
+from policy.node_affinity import REQUIRED_TERMS_FIELD, capacity_alternatives, memory_alternatives
 from testbed.e2e_cluster import E2ECluster, shaped_like
 
 pytestmark = pytest.mark.e2e
@@ -30,8 +36,12 @@ pytestmark = pytest.mark.e2e
 OURS_40G = {"key": NODE_MEMORY_LABEL, "operator": "Gt", "values": ["40959"]}
 ZONE_A = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2a"]}
 ZONE_B = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2b"]}
-ON_DEMAND_TERM = capacity_expression(ON_DEMAND)
-SPOT_TERM = capacity_expression(SPOT)
+WEBHOOK_SETTINGS = PolicySettings(
+    instance_type_gpu_memory_mib=DEFAULT_POLICY_CHOICES.instance_type_gpu_memory_mib
+)
+"""The memory rule's settings as the stack gives the webhook (the EC2 GPU table)."""
+MEMORY_40G = memory_alternatives(40960, WEBHOOK_SETTINGS)
+"""At least 40 GiB per GPU, one way per label scheme; the first is ours, ``OURS_40G``."""
 ADMIN_CEILING = {"key": NODE_MEMORY_LABEL, "operator": "Lt", "values": ["81921"]}
 PREFERRED = [{"weight": 10, "preference": {"matchExpressions": [ZONE_A]}}]
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
@@ -70,6 +80,12 @@ def create(
     return json.loads(data.data), headers.getlist("Warning")
 
 
+def each_way(*own: list[dict[str, Any]], ways: list[list[dict[str, Any]]] = MEMORY_40G) -> list[dict[str, Any]]:
+    """The terms the webhook writes for the pod's own expressions ``own`` (one term each; none: one
+    empty), ANDed with each way of meeting the condition, in order."""
+    return [{"matchExpressions": [*expressions, *way]} for expressions in (own or ([],)) for way in ways]
+
+
 def required_affinity(*terms: dict[str, Any]) -> dict[str, Any]:
     return {"nodeAffinity": {REQUIRED_TERMS_FIELD: {"nodeSelectorTerms": list(terms)}}}
 
@@ -98,7 +114,7 @@ def test_annotated_pods_come_back_with_the_memory_affinity_merged(
 ) -> None:
     api = webhook_cluster[0].api
     cases = {
-        "no-affinity": (pod("no-affinity"), [{"matchExpressions": [OURS_40G]}]),
+        "no-affinity": (pod("no-affinity"), each_way()),
         "two-terms": (
             pod(
                 "two-terms",
@@ -111,14 +127,14 @@ def test_annotated_pods_come_back_with_the_memory_affinity_merged(
                     }
                 },
             ),
-            [{"matchExpressions": [ZONE_A, OURS_40G]}, {"matchExpressions": [ZONE_B, OURS_40G]}],
+            each_way([ZONE_A], [ZONE_B]),
         ),
         "admin-ceiling": (
             pod(
                 "admin-ceiling",
                 affinity=required_affinity({"matchExpressions": [ADMIN_CEILING]}),
             ),
-            [{"matchExpressions": [ADMIN_CEILING, OURS_40G]}],
+            each_way([ADMIN_CEILING]),
         ),
         "already-there": (
             pod(
@@ -129,10 +145,12 @@ def test_annotated_pods_come_back_with_the_memory_affinity_merged(
         ),
         "node-selector": (
             pod("node-selector", nodeSelector={"topology.kubernetes.io/zone": "us-west-2a"}),
-            [{"matchExpressions": [OURS_40G]}],
+            each_way(),
         ),
-        "chose-eviction": (movable(pod("chose-eviction")), [{"matchExpressions": [OURS_40G]}]),
+        "chose-eviction": (movable(pod("chose-eviction")), each_way()),
     }
+    assert MEMORY_40G[0] == [OURS_40G]
+    assert MEMORY_40G[-1][-1]["key"] == "node.kubernetes.io/instance-type", "the GPU table's types last"
     for name, (manifest, expected) in cases.items():
         stored, warnings = create(api, manifest)
         assert required_terms(stored) == expected, name
@@ -171,13 +189,13 @@ def test_a_default_capacity_type_reaches_every_pod_of_the_custom_scheduler_and_n
     )
     api = extender_cluster.api
     stored, _ = create(api, pod("no-annotation", minimum=None))
-    assert required_terms(stored) == [{"matchExpressions": [ON_DEMAND_TERM]}]
+    assert required_terms(stored) == each_way(ways=capacity_alternatives(ON_DEMAND))
     stored, _ = create(api, pod("chose-spot", minimum=None, capacity_type="spot"))
-    assert required_terms(stored) == [{"matchExpressions": [SPOT_TERM]}]
+    assert required_terms(stored) == each_way(ways=capacity_alternatives(SPOT))
     stored, _ = create(api, pod("default-scheduler", minimum=None, schedulerName="default-scheduler"))
     assert stored["spec"].get("affinity") is None, "not sent: no annotation, another scheduler"
     stored, _ = create(api, pod("default-scheduler-40g", schedulerName="default-scheduler"))
-    assert required_terms(stored) == [{"matchExpressions": [OURS_40G]}], "its minimum, no default"
+    assert required_terms(stored) == each_way(), "its minimum, no default"
 
 
 def test_a_refused_annotation_is_denied_with_the_policy_message(
@@ -226,5 +244,5 @@ def test_the_mutated_pod_is_scheduled_where_the_affinity_and_the_policy_agree(
     start_webhook(cluster.plane, tmp_path / "webhook")
     cluster.start()
     stored, _ = create(cluster.api, pod("forty"))
-    assert required_terms(stored) == [{"matchExpressions": [OURS_40G]}]
+    assert required_terms(stored) == each_way()
     assert cluster.outcome("forty", bound_only=True).node == "l40s-0"
