@@ -80,7 +80,9 @@ def create(
     return json.loads(data.data), headers.getlist("Warning")
 
 
-def each_way(*own: list[dict[str, Any]], ways: list[list[dict[str, Any]]] = MEMORY_40G) -> list[dict[str, Any]]:
+def each_way(
+    *own: list[dict[str, Any]], ways: list[list[dict[str, Any]]] = MEMORY_40G
+) -> list[dict[str, Any]]:
     """The terms the webhook writes for the pod's own expressions ``own`` (one term each; none: one
     empty), ANDed with each way of meeting the condition, in order."""
     return [{"matchExpressions": [*expressions, *way]} for expressions in (own or ([],)) for way in ways]

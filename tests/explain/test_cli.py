@@ -403,9 +403,14 @@ def test_an_unknown_context_is_an_error(cluster: Cluster, capsys: pytest.Capture
 
 def test_policy_flags_change_the_verdicts(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
     reference = create_pod(cluster, pod_json("explain-other-label", "8192"))
-    code, document = run_json(cluster, capsys, "pod", reference, "--node-memory-label", "example.com/vram")
+    # Our label renamed, and no other scheme read: no node says its memory.
+    no_other_scheme = ("--vendor-memory-labels", "", "--instance-type-gpu-memory-mib", "")
+    code, document = run_json(
+        cluster, capsys, "pod", reference, "--node-memory-label", "example.com/vram", *no_other_scheme
+    )
     assert (code, document["verdict"]) == (EXIT.no_fit, "no-fit")
-    assert document["changes"][0].startswith("no node has a valid example.com/vram label")
+    unread = "no node's GPU memory can be read (a valid example.com/vram label"
+    assert document["changes"][0].startswith(unread)
 
 
 def test_the_default_capacity_type_flag_judges_a_pod_without_the_annotation(

@@ -110,11 +110,10 @@ def test_webhook_role_mutates_an_annotated_pod(
     assert response["allowed"] is True
     patched = jsonpatch.apply_patch(original, orjson.loads(base64.b64decode(response["patch"])))
     terms = patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    ours = {"key": policy.NODE_MEMORY_LABEL, "operator": "Gt", "values": [str(MINIMUM_MIB - 1)]}
+    assert terms["nodeSelectorTerms"][0] == {"matchExpressions": [ours]}
+    # Started without the stack's flags: the vendor labels, and no GPU table.
     assert terms["nodeSelectorTerms"] == [
-        {
-            "matchExpressions": [
-                {"key": policy.NODE_MEMORY_LABEL, "operator": "Gt", "values": [str(MINIMUM_MIB - 1)]}
-            ]
-        }
+        {"matchExpressions": alternative} for alternative in policy.memory_alternatives(MINIMUM_MIB)
     ]
     assert webhook.server.process.stop() == 0
