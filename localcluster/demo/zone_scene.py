@@ -15,9 +15,10 @@ import kubernetes.client
 
 from contracts.modes import SchedulerMode, uses_extender
 from localcluster.demo.text_table import format_table
+from localcluster.host.waiting import WaitTimeout
 from localcluster.plane.inventory import InstanceType, load_inventory
 from localcluster.plane.nodes import SimulatedNode, create_nodes
-from localcluster.plane.outcomes import wait_for_outcomes
+from localcluster.plane.outcomes import PodOutcome, read_outcomes, wait_for_outcomes
 from localcluster.plane.workloads import (
     WORKLOAD_NAMESPACE,
     PodSpecification,
@@ -93,7 +94,7 @@ def run_zone_scene(api: kubernetes.client.ApiClient, mode: SchedulerMode) -> tup
         if refusal:
             return f"same-zone scene: {manifest['metadata']['name']} refused: {refusal}", 1
         names.append(manifest["metadata"]["name"])
-    outcomes = wait_for_outcomes(api, WORKLOAD_NAMESPACE, names)
+    outcomes = _settled(api, mode, names)
     rows = [("pod", "node", "zone")]
     rows += [
         (name, outcome.node or "Pending", zone_of.get(outcome.node or "", "-"))
@@ -105,6 +106,21 @@ def run_zone_scene(api: kubernetes.client.ApiClient, mode: SchedulerMode) -> tup
     header = f"Same-zone job: {JOB_SIZE} pods of 1 GPU (>= 40 GiB); free GPUs by zone: {free}."
     verdict, failed = _verdict(mode, zones, pending)
     return f"{header}\n{format_table(rows)}\n{verdict}", failed
+
+
+def _settled(
+    api: kubernetes.client.ApiClient, mode: SchedulerMode, names: list[str]
+) -> dict[str, PodOutcome]:
+    """The members' outcomes once settled. In plugin mode that is every member bound: a member
+    JobZone refused while its siblings were still being created shows Pending until the last one
+    sends it back to the queue, so a Pending verdict is not final there (on a timeout, the report
+    shows what is). In the extender modes members the first pod's zone cannot hold stay Pending."""
+    if uses_extender(mode):
+        return wait_for_outcomes(api, WORKLOAD_NAMESPACE, names)
+    try:
+        return wait_for_outcomes(api, WORKLOAD_NAMESPACE, names, bound_only=True)
+    except WaitTimeout:
+        return read_outcomes(api, WORKLOAD_NAMESPACE, names)
 
 
 def _verdict(mode: SchedulerMode, zones: Counter[str], pending: int) -> tuple[str, int]:
