@@ -28,7 +28,7 @@ from explain.render import nodes_json, nodes_text, pod_json, pod_text
 from explain.settings import DEFAULT_SCHEDULER_NAME, EXIT, REQUEST_TIMEOUT_SECONDS
 from policy import CAPACITY_CHOICES, CapacityTypeSettings, PolicySettings
 from policy.job_zone import JobZoneSettings
-from policy.setting_text import label_list_text, parse_label_list, parse_table, table_text
+from policy.setting_text import flag_type, label_list_text, parse_label_list, parse_table, table_text
 
 OUTPUT_FORMATS = ("table", "json")
 POLICY_FLAG_PREFIX = "policy_"
@@ -179,27 +179,14 @@ def _add_settings_flags(
         )
 
 
-def _text_form(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:
-    """``parse`` as an argparse type: its ValueError becomes the flag's error message."""
-
-    def kind(text: str) -> Any:
-        try:
-            return parse(text)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-
-    kind.__name__ = name
-    return kind
-
-
 DEFAULTS_SHOWN = {
     "instance_type_gpu_memory_mib": "EC2's GPU types from the shipped snapshot, as the stack renders them"
 }
 """Defaults --help describes rather than shows."""
 
 _TEXT_FORMS: dict[object, tuple[Callable[[str], Any], Callable[[Any], str]]] = {
-    tuple: (_text_form(parse_label_list, "label list"), label_list_text),
-    Mapping: (_text_form(parse_table, "instance-type table"), table_text),
+    tuple: (flag_type(parse_label_list, "label list"), label_list_text),
+    Mapping: (flag_type(parse_table, "instance-type table"), table_text),
 }
 """A list or table setting's flag: how its text is read, and how its default is shown."""
 

@@ -20,7 +20,7 @@ from extender_app.service import ExtenderService, install_signal_handlers
 from extender_app.serving.tls_material import TlsMaterialError
 from extender_app.settings import WEBHOOK_DEFAULTS, ExtenderSettings, value_type
 from policy import PolicySettings
-from policy.setting_text import label_list_text, parse_label_list, parse_table, table_text
+from policy.setting_text import flag_type, label_list_text, parse_label_list, parse_table, table_text
 
 ENV_PREFIX = "EXTENDER_"
 EXIT_CONFIG_ERROR = 2
@@ -47,19 +47,6 @@ class Flag:
         return ENV_PREFIX + self.name.upper()
 
 
-def _text_kind(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:
-    """``parse`` as a flag type: its ValueError becomes argparse's message for the flag."""
-
-    def kind(text: str) -> Any:
-        try:
-            return parse(text)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-
-    kind.__name__ = name
-    return kind
-
-
 POLICY_FLAGS = (
     Flag("min_memory_annotation", str, "pod annotation holding the minimum MiB per GPU", policy=True),
     Flag("node_memory_label", str, "node label holding the MiB of each GPU", policy=True),
@@ -70,7 +57,7 @@ POLICY_FLAGS = (
     Flag("scoring_strategy", str, "prefer-larger or best-fit (smallest sufficient GPU first)", policy=True),
     Flag(
         "vendor_memory_labels",
-        _text_kind(parse_label_list, "label list"),
+        flag_type(parse_label_list, "label list"),
         "node labels of MiB per GPU read, in order, on a node without --node-memory-label"
         " (comma-separated; empty = none)",
         policy=True,
@@ -79,7 +66,7 @@ POLICY_FLAGS = (
     ),
     Flag(
         "instance_type_gpu_memory_mib",
-        _text_kind(parse_table, "instance-type table"),
+        flag_type(parse_table, "instance-type table"),
         "instance type -> MiB per GPU, for a node with none of those labels but"
         " node.kubernetes.io/instance-type; a type not listed is refused with a reason (the stack"
         " renders EC2's GPU types)",

@@ -8,7 +8,9 @@ Label keys and instance types hold no ``,`` or ``=``, so neither form needs quot
 raises ValueError naming the item it cannot read; ``PolicySettings`` checks the values.
 """
 
-from collections.abc import Iterable, Mapping
+import argparse
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from policy.integers import parse_go_int64
 
@@ -52,3 +54,17 @@ def parse_table(text: str) -> dict[str, int]:
             raise ValueError(f"instance type {instance_type} is given twice")
         table[instance_type] = mib
     return table
+
+
+def flag_type(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:
+    """``parse`` as an argparse ``type``: its ValueError becomes the flag's error message (argparse
+    would otherwise say only "invalid <name> value"). ``name`` is the form's name in that message."""
+
+    def kind(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    kind.__name__ = name
+    return kind

@@ -8,6 +8,7 @@ plugin (whole-job zone choice, all-or-nothing Permit, failover after a timeout).
 import copy
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,20 @@ def failed_scheduling(cluster: E2ECluster, pod: str) -> list[str]:
         WORKLOAD_NAMESPACE, field_selector=f"involvedObject.name={pod},reason=FailedScheduling"
     )
     return [event.message or "" for event in events.items]
+
+
+def bound_whole(
+    cluster: E2ECluster, watch: BindingWatch, job: str, size: int, shape: Callable[[dict[str, Any]], None]
+) -> set[str]:
+    """Create the job's ``size`` members, each changed by ``shape``, and return the nodes they bind to."""
+    members = []
+    for index in range(size):
+        manifest = member(job, index, size)
+        shape(manifest)
+        members.append(manifest)
+    names = create(cluster, *members)
+    cluster.outcomes(names, bound_only=True, timeout=60)
+    return set(watch.wait_for_bindings(names).values())
 
 
 def zones_of(cluster: E2ECluster, bindings: dict[str, str]) -> Counter[str]:
@@ -389,16 +404,12 @@ def test_an_efa_job_is_planned_where_the_efa_interfaces_are(
     )
     start_webhook(cluster.plane, tmp_path / "webhook", mode=cluster.mode)
     cluster.start()
-    members = []
-    for index in range(4):
-        manifest = member("efa", index, 4)
+
+    def with_efa(manifest: dict[str, Any]) -> None:
         resources = manifest["spec"]["containers"][0]["resources"]
         resources["requests"][EFA_RESOURCE] = resources["limits"][EFA_RESOURCE] = "4"
-        members.append(manifest)
-    names = create(cluster, *members)
-    cluster.outcomes(names, bound_only=True, timeout=60)
-    bindings = watch.wait_for_bindings(names)
-    assert set(bindings.values()) == {"b-1"}, bindings
+
+    assert bound_whole(cluster, watch, "efa", 4, with_efa) == {"b-1"}
 
 
 @pytest.mark.parametrize("mode", ["plugin"], indirect=True)
@@ -418,15 +429,11 @@ def test_a_zone_no_member_passes_the_filters_in_is_given_up_at_once(
     cluster.start()
     run_pinned(cluster, "blocker", "a-1")
     apart = {"labelSelector": {"matchLabels": {"app": "blocker"}}, "topologyKey": "kubernetes.io/hostname"}
-    members = []
-    for index in range(4):
-        manifest = member("apart", index, 4)
+
+    def away_from_the_blocker(manifest: dict[str, Any]) -> None:
         manifest["spec"]["affinity"] = {"podAntiAffinity": {REQUIRED_TERMS: [apart]}}
-        members.append(manifest)
-    names = create(cluster, *members)
-    cluster.outcomes(names, bound_only=True, timeout=60)
-    bindings = watch.wait_for_bindings(names)
-    assert set(bindings.values()) == {"b-1"}, bindings
+
+    assert bound_whole(cluster, watch, "apart", 4, away_from_the_blocker) == {"b-1"}
 
 
 @pytest.mark.parametrize("mode", ["plugin"], indirect=True)

@@ -1,11 +1,12 @@
 """The GPU-memory label schemes: their order, the reading and its source, the settings that shape them."""
 
+import argparse
 from typing import Any
 
 import pytest
 
 import policy
-from policy.setting_text import label_list_text, parse_label_list, parse_table, table_text
+from policy.setting_text import flag_type, label_list_text, parse_label_list, parse_table, table_text
 
 TABLE = {"g5.xlarge": 22888, "p5.48xlarge": 81920}
 WITH_TABLE = policy.PolicySettings(instance_type_gpu_memory_mib=TABLE)
@@ -174,3 +175,13 @@ def test_a_table_text_that_cannot_be_read_names_the_item(text: str, message: str
 def test_a_label_list_with_an_empty_item_is_refused() -> None:
     with pytest.raises(ValueError, match="an empty label key"):
         parse_label_list("a/b,,c/d")
+
+
+def test_a_flag_type_reports_the_parsers_message() -> None:
+    table = flag_type(parse_table, "instance-type table")
+    assert table.__name__ == "instance-type table"
+    assert table("g5.xlarge=22888") == {"g5.xlarge": 22888}
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    parser.add_argument("--table", type=table)
+    with pytest.raises(argparse.ArgumentError, match=r"g5\.xlarge"):
+        parser.parse_args(["--table", "g5.xlarge"])
