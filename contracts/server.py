@@ -15,6 +15,10 @@ ROLES: tuple[Role, ...] = (ROLE_EXTENDER, ROLE_WEBHOOK)
 
 MAX_BODY_BYTES = 128 * 2**20
 """The extender's default ``--max-body-bytes``: 5,000 realistic nodes (~98 MiB) plus 30% headroom."""
+NODE_SELECTOR_TERMS_LIMIT = 10_000
+"""The largest ``--max-node-selector-terms`` the webhook accepts (and the stack's
+``webhook.maxNodeSelectorTerms``): far past what a pod spec reasonably holds."""
+
 MAX_CONNECTIONS = 256
 """The server's default ``--max-connections``; a per-source bound above it binds nothing, so the
 stack's ``webhook.maxConnectionsPerSource`` stops there."""

@@ -20,6 +20,7 @@ from contracts.server import (
     MAX_CONNECTIONS,
     NODE_CACHE_OFF,
     NODE_CACHE_WATCH,
+    NODE_SELECTOR_TERMS_LIMIT,
     ROLE_EXTENDER,
     ROLE_WEBHOOK,
     TLS_CERT_FILE,
@@ -307,8 +308,6 @@ class ExtenderSettings:
 
 
 MAX_PORT = 65535
-NODE_SELECTOR_TERMS_LIMIT = 10_000
-"""The largest max_node_selector_terms accepted: far past what a pod spec reasonably holds."""
 MIN_HEADER_BYTES = 1024
 """A request line and the few headers kube-scheduler sends fit easily."""
 _POSITIVE_SECONDS = (

@@ -172,19 +172,24 @@ def webhook_args(
     invalid_annotation: InvalidAnnotation = INVALID_ANNOTATION,
     disruption_protection: bool = True,
     choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
+    *,
     max_connections_per_source: int | None = None,
     mode: SchedulerMode = "extender",
+    max_node_selector_terms: int | None = None,
 ) -> list[str]:
     """The container's flags: the extender image in its webhook role, server certificate only;
     ``disruption_protection``: pods with a minimum also get the autoscalers' opt-out annotations;
     ``choices``: the stack's policy choices (the largest same-zone job, the default choice);
     ``max_connections_per_source``: the server's bound per client address (None: its default);
-    ``mode``: the stack's scheduler mode (what keeps a same-zone job in one zone)."""
+    ``mode``: the stack's scheduler mode (what keeps a same-zone job in one zone);
+    ``max_node_selector_terms``: the most required terms a patched pod may have (None: its default)."""
     limits = (
         []
         if max_connections_per_source is None
         else [flag("max_connections_per_source", max_connections_per_source)]
     )
+    if max_node_selector_terms is not None:
+        limits.append(flag("max_node_selector_terms", max_node_selector_terms))
     return [
         flag("role", ROLE_WEBHOOK),
         *tls_flags(WEBHOOK_TLS_DIR, client_ca=False),

@@ -12,7 +12,12 @@ from components.render.webhook_config import (
 from components.stack_config.extender import MAX_EXTENDER_REPLICAS, MIN_EXTENDER_REPLICAS
 from components.stack_config.validation import Value, parse_cidr_blocks
 from components.stack_config.values import Resources, parse_resources
-from contracts.server import INVALID_ANNOTATION_ACTIONS, MAX_CONNECTIONS, InvalidAnnotation
+from contracts.server import (
+    INVALID_ANNOTATION_ACTIONS,
+    MAX_CONNECTIONS,
+    NODE_SELECTOR_TERMS_LIMIT,
+    InvalidAnnotation,
+)
 
 WEBHOOK_RESOURCES = Resources(cpu_request="50m", memory_request="64Mi", memory_limit="256Mi")
 """The webhook role judges one pod per request (bodies up to 4 MiB): 30 MiB idle, 61 MiB peak
@@ -37,12 +42,16 @@ class WebhookSettings:
     max_connections_per_source: int | None = None
     """The server's ``--max-connections-per-source`` (None: its default, sized for kube-apiserver):
     raise it when the API server's calls are refused (docs/serving.md)."""
+    max_node_selector_terms: int | None = None
+    """The server's ``--max-node-selector-terms`` (None: its default, 64): the most required
+    node-selector terms a pod may have once its minimum and capacity type are written."""
 
 
 def parse_webhook(value: Value) -> WebhookSettings:
     fields = value.fields(
         {"enabled", "replicas", "failurePolicy", "timeoutSeconds", "invalidAnnotation"}
         | {"disruptionProtection", "allowedSourceCidrs", "resources", "maxConnectionsPerSource"}
+        | {"maxNodeSelectorTerms"}
     )
     default = WebhookSettings()
 
@@ -73,5 +82,10 @@ def parse_webhook(value: Value) -> WebhookSettings:
             "maxConnectionsPerSource",
             default.max_connections_per_source,
             lambda v: v.integer(1, MAX_CONNECTIONS),
+        ),
+        max_node_selector_terms=fields.read(
+            "maxNodeSelectorTerms",
+            default.max_node_selector_terms,
+            lambda v: v.integer(1, NODE_SELECTOR_TERMS_LIMIT),
         ),
     )

@@ -176,6 +176,7 @@ def test_the_settings_reach_the_objects() -> None:
                 "allowedSourceCidrs": ["10.0.0.0/16", "192.168.4.0/24"],
                 "resources": {"limits": {"memory": "128Mi"}},
                 "maxConnectionsPerSource": 128,
+                "maxNodeSelectorTerms": 200,
             },
         }
     )
@@ -187,6 +188,7 @@ def test_the_settings_reach_the_objects() -> None:
     assert "--invalid-annotation=warn" in container["args"]
     assert "--disruption-protection=off" in container["args"]
     assert settings_from(container["args"], {}).max_connections_per_source == 128
+    assert settings_from(container["args"], {}).max_node_selector_terms == 200
     assert container["resources"]["limits"] == {"memory": "128Mi"}
     [rule] = run.kubernetes_object("NetworkPolicy", WEBHOOK_SERVICE)["spec"]["ingress"]
     assert rule["from"] == [{"ipBlock": {"cidr": "10.0.0.0/16"}}, {"ipBlock": {"cidr": "192.168.4.0/24"}}]
@@ -217,6 +219,7 @@ def test_the_defaults() -> None:
         ({"disruptionProtection": "on"}, "webhook.disruptionProtection", "must be true or false"),
         ({"maxConnectionsPerSource": 0}, "webhook.maxConnectionsPerSource", "must be 1..256"),
         ({"maxConnectionsPerSource": 257}, "webhook.maxConnectionsPerSource", "must be 1..256"),
+        ({"maxNodeSelectorTerms": 0}, "webhook.maxNodeSelectorTerms", "must be 1..10000"),
         ({"port": 443}, "webhook", "unknown key 'port'"),
     ],
 )
