@@ -61,7 +61,7 @@ go-check: setup ## gofmt, go vet, hadolint and go test for the Go modules; print
 	cd plugin && go test ./...
 	@cd plugin && go test -v -run 'Vectors$$' ./gpupolicy ./gpuscheduler ./capacitytype ./zonepolicy | grep -E ' vectors: [0-9]+ of [0-9]+'
 
-binaries: ## build etcd, kube-apiserver, kube-scheduler and gpu-scheduler into .cache/bin
+binaries: ## build etcd, kube-apiserver, kube-scheduler, kube-controller-manager and gpu-scheduler into .cache/bin
 	@toolchain/build.sh $(CURDIR)/$(BIN)
 
 autoscaler-binaries: ## build Karpenter (kwok provider) and kwok into .cache/bin, with Karpenter's CRDs, kwok's Stages and the AWS provider's CRDs and chart values (docs/karpenter-local.md)

@@ -1,5 +1,7 @@
 """The two questions asked of a live cluster: read it, judge it, and (for the demo) render."""
 
+import functools
+
 import kubernetes.client
 
 from components.render.ec2_catalogue import snapshot_gpu_memory_table
@@ -30,11 +32,13 @@ def pod_answer(
     capacity: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS,
 ) -> PodExplanation:
     """``explain pod``: the pod, then every node and bound pod (and a same-zone job's members),
-    judged by the policy (``capacity``: the capacity-type rule's settings, its default choice)."""
+    judged by the policy (``capacity``: the capacity-type rule's settings, its default choice).
+    An Indexed Job's size is read from its Job, once per explanation."""
     pod = reader.pod(namespace, name)
     state = reader.state()
+    owner_jobs = functools.cache(reader.job)
     try:
-        job = job_from_pod(pod, job_settings)
+        job = job_from_pod(pod, job_settings, owner_jobs)
     except PolicyError:
         job = None
     members = reader.pods_selected(namespace, job.selector) if job else ()
@@ -48,6 +52,7 @@ def pod_answer(
         members=members,
         job_settings=job_settings,
         capacity=capacity,
+        owner_jobs=owner_jobs,
     )
 
 

@@ -2,7 +2,8 @@
 
 Objects come back as the API serves them (decoded JSON, camelCase keys, quantities as
 strings), which is the form the policy reads, so nothing is lost by the client's models.
-Needs ``get`` on pods, and ``list`` on nodes and on pods in all namespaces.
+Needs ``get`` on pods and on batch Jobs (an Indexed Job's size), and ``list`` on nodes and on pods
+in all namespaces.
 """
 
 import functools
@@ -48,6 +49,7 @@ class ClusterReader:
 
     def __init__(self, api: kubernetes.client.ApiClient, timeout: float = REQUEST_TIMEOUT_SECONDS) -> None:
         self._core = kubernetes.client.CoreV1Api(api)
+        self._batch = kubernetes.client.BatchV1Api(api)
         self._timeout = timeout
         self._server = api.configuration.host
 
@@ -59,6 +61,25 @@ class ClusterReader:
                 name, namespace, _preload_content=False, _request_timeout=self._timeout
             ),
         )
+
+    def job(self, namespace: str, name: str) -> ApiObject | None:
+        """The batch/v1 Job, None when there is none; ExplainError when it cannot be read."""
+        try:
+            response = self._batch.read_namespaced_job(
+                name, namespace, _preload_content=False, _request_timeout=self._timeout
+            )
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise ExplainError(
+                f"job {namespace}/{name}: {_api_error_reason(error)} ({self._server})"
+            ) from error
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            raise ExplainError(
+                f"job {namespace}/{name}: cannot reach the API server {self._server}: {error}"
+            ) from error
+        document = json.loads(response.data)
+        return document if isinstance(document, dict) else None
 
     def pods_selected(self, namespace: str, match_labels: Mapping[str, str]) -> tuple[ApiObject, ...]:
         """The namespace's pods carrying every label of ``match_labels`` (a same-zone job's members)."""

@@ -19,16 +19,41 @@ from policy.job_zone import (
     JobZoneSettings,
     plan_zone,
 )
+from policy.owner_job import INVALID_COMPLETIONS, JOB_RUNS_IN_WAVES, NOT_OWNED_BY_JOB, OWNER_JOB_MISSING
 
 WEBHOOK_REFUSES = (
     "the admission webhook refuses such a pod ('same-zone job: <reason>'), and in plugin mode JobZone "
     "leaves it Pending with the reason"
 )
 """Said of every invalid job annotation: who refuses the pod."""
+SCHEDULER_REFUSES = (
+    "the admission webhook admits such a pod (it does not read Jobs), and the scheduler leaves it Pending "
+    "with the reason"
+)
+"""Said of a job whose size is read from its Indexed Job: who refuses the pod."""
+
+
+def _owner_job_fix(reason: str, settings: JobZoneSettings) -> str | None:
+    """How to mend an Indexed Job the pod's size cannot be read from; None for another reason."""
+    fixes = {
+        NOT_OWNED_BY_JOB: "create the pods through an Indexed Job, or set the annotation on the pod",
+        OWNER_JOB_MISSING: (
+            "the pod outlived its Job: delete it (the garbage collector does, for a Job deleted with "
+            "propagation Background or Foreground)"
+        ),
+        INVALID_COMPLETIONS: f"set the Job's spec.completions to its pod count, 1..{settings.max_job_size}",
+        JOB_RUNS_IN_WAVES: "set the Job's spec.parallelism to its spec.completions",
+    }
+    for template, fix in fixes.items():
+        if reason.startswith(template.split("{", 1)[0]):
+            return f"fix the Indexed Job ({reason}): {fix}; {SCHEDULER_REFUSES}"
+    return None
 
 
 def job_fix(reason: str, settings: JobZoneSettings) -> str:
     """How to mend the job annotations the same-zone rule refuses with ``reason``."""
+    if owner_fix := _owner_job_fix(reason, settings):
+        return owner_fix
     policy, size = settings.zone_policy_annotation, settings.job_size_annotation
     fixes = {
         INVALID_ZONE_POLICY: f"set the annotation {policy} to {SAME_ZONE}, or remove it and {size}",

@@ -20,6 +20,7 @@ from policy import PolicyError, parse_quantity, pod_requests
 from policy.capacity_type import disruption_signal
 from policy.job_zone import JobZoneSettings, ZoneJob, ZonePlan, is_member, job_from_pod, plan_zone
 from policy.job_zone_affinity import own_required_pod_affinity, required_pod_terms, zone_affinity_term
+from policy.owner_job import OwnerJobs
 
 JobStatus = Literal["bound", "fits", "zone-full", "no-zone", "size-mismatch", "waiting-for-members"]
 """``bound``: this pod is bound. ``fits``: the job's zone (where members are bound, else the
@@ -95,10 +96,11 @@ def job_zone_report(
     *,
     members: Sequence[JsonObject],
     settings: JobZoneSettings,
+    owner_jobs: OwnerJobs | None = None,
 ) -> JobZoneReport | None:
     """The report for a same-zone job member; None for a pod in no job or with invalid job annotations."""
     try:
-        job = job_from_pod(pod, settings)
+        job = job_from_pod(pod, settings, owner_jobs)
     except PolicyError:
         return None
     if job is None:
@@ -127,7 +129,7 @@ def job_zone_report(
     member_zone = max((zone for zone in names if bound[zone]), key=bound.__getitem__, default="")
     remaining = job.size - bound[member_zone] if member_zone else job.size
     plan = None if member_zone else plan_zone({room.zone: room.copies for room in zones}, job.size)
-    sizes = _declared_sizes(known, settings)
+    sizes = _declared_sizes(known, settings, owner_jobs)
     status = _status(verdicts, zones, member_zone, remaining, plan)
     return JobZoneReport(
         job=job,
@@ -209,13 +211,15 @@ def _copies_per_node(
     return copies
 
 
-def _declared_sizes(members: Sequence[JsonObject], settings: JobZoneSettings) -> tuple[int, ...]:
+def _declared_sizes(
+    members: Sequence[JsonObject], settings: JobZoneSettings, owner_jobs: OwnerJobs | None
+) -> tuple[int, ...]:
     """The distinct job sizes the members declare (a member whose annotations are invalid is left
     out: the webhook refuses it, and JobZone refuses it alone)."""
     sizes = set()
     for member in members:
         try:
-            job = job_from_pod(member, settings)
+            job = job_from_pod(member, settings, owner_jobs)
         except PolicyError:
             continue
         if job is not None:

@@ -12,6 +12,7 @@ from explain.pod_advice import advice
 from explain.pod_verdicts import PodVerdicts, judge_pod
 from policy import DEFAULT_CAPACITY_SETTINGS, CapacityTypeSettings, PolicySettings
 from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings
+from policy.owner_job import OwnerJobs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,11 +40,13 @@ def explain_pod(
     members: Sequence[JsonObject] = (),
     job_settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS,
     capacity: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS,
+    owner_jobs: OwnerJobs | None = None,
 ) -> PodExplanation:
     """The policy's verdict on every node for ``pod``, its job's zones, and what would have to change.
 
     ``members`` are the pods carrying the pod's job label in its namespace (any phase);
-    ``capacity`` holds the stack's default capacity-type choice, if any.
+    ``capacity`` holds the stack's default capacity-type choice, if any; ``owner_jobs`` reads the
+    Job an Indexed Job's size comes from.
     """
     verdicts = judge_pod(
         pod,
@@ -54,10 +57,13 @@ def explain_pod(
         scheduler_name=scheduler_name,
         job_settings=job_settings,
         capacity=capacity,
+        owner_jobs=owner_jobs,
     )
     job = None
     if not verdicts.error:
-        job = job_zone_report(pod, verdicts, nodes, assigned_pods, members=members, settings=job_settings)
+        job = job_zone_report(
+            pod, verdicts, nodes, assigned_pods, members=members, settings=job_settings, owner_jobs=owner_jobs
+        )
     if job is not None and job.blocks and verdicts.verdict == "fits":
         verdicts = dataclasses.replace(verdicts, verdict="no-zone")
     return PodExplanation(

@@ -32,6 +32,7 @@ from policy import (
     score_100,
 )
 from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings, job_from_pod
+from policy.owner_job import OwnerJobs
 
 Verdict = Literal["bound", "fits", "no-room", "no-fit", "invalid", "no-zone"]
 """``no-zone`` is set by ``explain.pod_report``: nodes have room, but the pod's same-zone job
@@ -156,6 +157,7 @@ def judge_pod(
     scheduler_name: str,
     job_settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS,
     capacity: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS,
+    owner_jobs: OwnerJobs | None = None,
 ) -> PodVerdicts:
     """The policy's verdict on every node for ``pod``, and the overall verdict (``capacity``: the
     capacity-type rule's settings, with the stack's default choice)."""
@@ -178,7 +180,7 @@ def judge_pod(
         requirement, error = None, error or str(failure)
     job_error = ""
     try:
-        job_from_pod(pod, job_settings)
+        job_from_pod(pod, job_settings, owner_jobs)
     except PolicyError as failure:
         job_error = str(failure)
         requirement, error = None, error or job_error

@@ -13,7 +13,10 @@ decides (a label with an empty value counts as absent):
 5. ``leaderworkerset.sigs.k8s.io/name`` with ``leaderworkerset.sigs.k8s.io/group-index``: one
    job per group of a LeaderWorkerSet;
 6. ``batch.kubernetes.io/job-name`` (or the older ``job-name``), only on a pod of an Indexed Job
-   (``batch.kubernetes.io/job-completion-index`` as an annotation or a label).
+   (``batch.kubernetes.io/job-completion-index`` as an annotation or a label), with the Job's
+   ``batch.kubernetes.io/controller-uid`` where the Job controller wrote it: a Job deleted and
+   created again under its name is another job, and the old Job's pods, still terminating, are
+   not its members.
 
 A job is its namespace and its name. Our label's value is the name as it is; a derived name is
 the source and the label value(s) joined by ``/``, a character no label value can hold, so no two
@@ -56,6 +59,8 @@ LEGACY_JOB_NAME_LABEL = "job-name"
 """The unprefixed Job name label Kubernetes still writes beside JOB_NAME_LABEL."""
 JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 """Indexed Job pod annotation and label: the pod's completion index."""
+JOB_CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
+"""Job pod label: the uid of the Job that made the pod (unless the Job sets its own selector)."""
 
 SOURCE_OWNER: Mapping[JobSource, str] = {
     "pod-group": "a PodGroup",
@@ -143,6 +148,9 @@ def _indexed_job(labels: Mapping[str, str], annotations: Mapping[str, str]) -> J
         return None
     for key in (JOB_NAME_LABEL, LEGACY_JOB_NAME_LABEL):
         if value := labels.get(key):
+            if uid := labels.get(JOB_CONTROLLER_UID_LABEL):
+                pairs = tuple(sorted(((key, value), (JOB_CONTROLLER_UID_LABEL, uid))))
+                return JobIdentity(f"indexed-job/{value}/{uid}", "indexed-job", key, pairs)
             return JobIdentity(f"indexed-job/{value}", "indexed-job", key, ((key, value),))
     return None
 

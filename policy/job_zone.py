@@ -9,16 +9,18 @@ zone. A pod is a member of a same-zone job when it carries:
   the pod writes (Coscheduling's pod group, JobSet, Kubeflow, LeaderWorkerSet, Indexed Job; the
   order is in ``policy.job_identity``), within the pod's namespace;
 - a size, so the scheduler can choose a zone that holds the whole job and hold the members until
-  all are placed: annotation ``training.example.com/job-size: "<n>"``, or for a LeaderWorkerSet
-  group the size LeaderWorkerSet writes on its pods. Where the size lives only on the object
-  that made the pods (a JobSet, an Indexed Job, ...), the pod is refused, asking for the annotation.
+  all are placed: annotation ``training.example.com/job-size: "<n>"``; else for a LeaderWorkerSet
+  group the size LeaderWorkerSet writes on its pods, and for an Indexed Job its Job's
+  ``spec.completions`` (``policy.owner_job``). Where the size lives only on an object the
+  scheduler does not read (a JobSet, a Kubeflow job, ...), the pod is refused, asking for the
+  annotation.
 
 ``plan_zone`` is the choice the scheduler plugin makes for a job's first pod, written here
 so that the Go plugin, ``explain`` and the tests agree on it through the shared vectors.
 """
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from policy.errors import PolicyError
 from policy.integers import parse_go_int64
@@ -32,6 +34,7 @@ from policy.job_identity import (
     names_a_plain_job,
 )
 from policy.json_fields import mapping_field, string_map
+from policy.owner_job import SIZE_FROM_COMPLETIONS, OwnerJobs, indexed_job_size
 from policy.requirement import MISSING_POD
 
 JOB_LABEL = "training.example.com/job"
@@ -114,8 +117,10 @@ class ZoneJob:
     match_labels: tuple[tuple[str, str], ...]
     """The labels, sorted by key, that select the job's pods (a pod affinity's ``matchLabels``)."""
     size: int
+    """The number of pods in the job; 0 from ``declared_job`` while it is still to be read from the Job."""
     size_from: str
-    """The annotation the size was read from (the job-size annotation, or the controller's)."""
+    """Where the size was read from: the job-size annotation, LeaderWorkerSet's size annotation, or
+    ``SIZE_FROM_COMPLETIONS`` (the pod's Indexed Job)."""
 
     @property
     def selector(self) -> dict[str, str]:
@@ -123,8 +128,33 @@ class ZoneJob:
         return dict(self.match_labels)
 
 
-def job_from_pod(pod: object, settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS) -> ZoneJob | None:
-    """The same-zone job the pod belongs to; None for a pod without the zone-policy and job-size annotations.
+def job_from_pod(
+    pod: object, settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS, owner_jobs: OwnerJobs | None = None
+) -> ZoneJob | None:
+    """The same-zone job the pod belongs to, with its size; None for a pod without the zone-policy
+    and job-size annotations.
+
+    ``declared_job``, then for an Indexed Job's pod without the job-size annotation the size from
+    its Job, read through ``owner_jobs`` (``policy.owner_job.indexed_job_size`` and its reasons);
+    without ``owner_jobs`` such a pod is refused with ``SIZE_NOT_ON_POD``.
+    """
+    job = declared_job(pod, settings)
+    if job is None or job.size_from != SIZE_FROM_COMPLETIONS:
+        return job
+    if owner_jobs is None:
+        raise PolicyError(
+            SIZE_NOT_ON_POD.format(owner=SOURCE_OWNER["indexed-job"], annotation=settings.job_size_annotation)
+        )
+    assert isinstance(pod, Mapping)  # declared_job read it
+    metadata = mapping_field(pod, "metadata", "pod")
+    size = indexed_job_size(metadata, owner_jobs, settings.max_job_size, settings.job_size_annotation)
+    return replace(job, size=size)
+
+
+def declared_job(pod: object, settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS) -> ZoneJob | None:
+    """The same-zone job as the pod itself declares it; None for a pod without the zone-policy and
+    job-size annotations. An Indexed Job's pod without the job-size annotation gets size 0 and
+    ``size_from`` ``SIZE_FROM_COMPLETIONS``: its size is on its Job, which ``job_from_pod`` reads.
 
     Checked in this order, each failure a PolicyError: a zone policy other than ``same-zone``
     (``INVALID_ZONE_POLICY``); a job-size annotation that is not a base-10 integer in
@@ -157,6 +187,8 @@ def job_from_pod(pod: object, settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTI
         raise PolicyError(JOB_NOT_INDEXED if names_a_plain_job(labels) else MISSING_JOB_NAME)
     if size is not None:
         return _zone_job(identity, size, settings.job_size_annotation)
+    if identity.source == "indexed-job":
+        return _zone_job(identity, 0, SIZE_FROM_COMPLETIONS)
     return _zone_job(identity, _controller_size(identity, annotations, settings), LWS_SIZE_ANNOTATION)
 
 

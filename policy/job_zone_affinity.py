@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from policy.errors import PolicyError
 from policy.job_identity import LWS_WITHOUT_GROUP_INDEX
-from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings, ZoneJob, job_from_pod
+from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings, ZoneJob, declared_job
 from policy.json_fields import list_field, mapping_field
 
 REQUIRED_POD_TERMS_FIELD = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -64,13 +64,13 @@ def zone_affinity_patch(
     Empty for a pod that is not in a same-zone job or already carries the term, for a
     LeaderWorkerSet pod still without its group index, and, with ``keeper`` "plugin", for a pod
     with required pod affinity terms of its own. Raises
-    PolicyError as ``job_from_pod`` does, for affinity fields of the wrong JSON type, and with
+    PolicyError as ``declared_job`` does, for affinity fields of the wrong JSON type, and with
     ``OWN_POD_AFFINITY_CONFLICT`` for a pod with terms of its own when ``keeper`` is "affinity".
     """
     job = _settled_job(pod, settings)
     if job is None:
         return []
-    assert isinstance(pod, Mapping)  # job_from_pod accepted it
+    assert isinstance(pod, Mapping)  # declared_job accepted it
     term = zone_affinity_term(job, settings)
     spec = mapping_field(pod, "spec", "pod")
     affinity = mapping_field(spec, "affinity", "spec")
@@ -99,10 +99,10 @@ def zone_affinity_patch(
 
 
 def _settled_job(pod: object, settings: JobZoneSettings) -> ZoneJob | None:
-    """``job_from_pod``, but None for a LeaderWorkerSet pod whose group index LeaderWorkerSet's
+    """``declared_job``, but None for a LeaderWorkerSet pod whose group index LeaderWorkerSet's
     webhook has yet to write."""
     try:
-        return job_from_pod(pod, settings)
+        return declared_job(pod, settings)
     except PolicyError as error:
         if str(error) == LWS_WITHOUT_GROUP_INDEX:
             return None
@@ -121,10 +121,10 @@ def own_required_pod_affinity(
     pod: Mapping[str, Any], settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS
 ) -> bool:
     """True when the pod has required podAffinity terms other than its job's same-zone term (so
-    ``zone_affinity_patch`` adds none beside them). Raises PolicyError as ``job_from_pod`` does and
+    ``zone_affinity_patch`` adds none beside them). Raises PolicyError as ``declared_job`` does and
     for fields of the wrong type."""
     terms = required_pod_terms(pod)
-    job = job_from_pod(pod, settings)
+    job = declared_job(pod, settings)
     own = terms if job is None else [term for term in terms if term != zone_affinity_term(job, settings)]
     return bool(own)
 

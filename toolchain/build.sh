@@ -2,9 +2,11 @@
 # Builds one set of binaries from pinned Go modules into $1 (default ../.cache/bin),
 # static (CGO_ENABLED=0) and -trimpath. $2 names the set (default control-plane):
 #   control-plane (make binaries):
-#     kube-apiserver, kube-scheduler  k8s.io/kubernetes at the version in ../plugin/go.mod:
+#     kube-apiserver, kube-scheduler, kube-controller-manager
+#                                     k8s.io/kubernetes at the version in ../plugin/go.mod:
 #                                     built in the plugin's module, so the vanilla scheduler,
-#                                     the API server and gpu-scheduler are one Kubernetes
+#                                     the API server, the Job controller and gpu-scheduler
+#                                     are one Kubernetes
 #     gpu-scheduler                   ../plugin/cmd/gpu-scheduler (kube-scheduler + GPUScheduler)
 #     etcd                            go.etcd.io/etcd/server/v3 at the version in etcd/go.mod
 #   autoscalers (make autoscaler-binaries):
@@ -75,6 +77,7 @@ control-plane)
   build kube-apiserver "$plugin" "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-apiserver
   build kube-scheduler "$plugin" "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-scheduler
   build gpu-scheduler "$plugin" "$k8s_ldflags" ./cmd/gpu-scheduler
+  build kube-controller-manager "$plugin" "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-controller-manager
   ;;
 autoscalers)
   karpenter_version=$(go -C karpenter list -m -f '{{.Version}}' sigs.k8s.io/karpenter)

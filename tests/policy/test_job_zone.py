@@ -11,10 +11,12 @@ from policy.job_identity import JOB_SOURCES
 from policy.job_zone import (
     DEFAULT_JOB_ZONE_SETTINGS,
     JOB_LABEL,
+    SIZE_NOT_ON_POD,
     ZONE_LABEL,
     JobZoneSettings,
     ZoneJob,
     ZonePlan,
+    declared_job,
     is_member,
     job_from_pod,
     plan_zone,
@@ -28,6 +30,7 @@ from policy.job_zone_affinity import (
     zone_affinity_term,
 )
 from policy.node_affinity import node_affinity_patch
+from policy.owner_job import INVALID_COMPLETIONS, SIZE_FROM_COMPLETIONS, OwnerJobs
 from policy.requirement import MISSING_POD
 from tests.vectors import load_file
 
@@ -40,6 +43,12 @@ MEMBER_CASES: list[dict[str, Any]] = DOCUMENT["members"]
 
 def settings_of(case: dict[str, Any]) -> JobZoneSettings:
     return JobZoneSettings(**{**DOCUMENT["settings"], **case.get("settings", {})})
+
+
+def owner_jobs_of(case: dict[str, Any]) -> OwnerJobs:
+    """The case's Jobs as the lookup an Indexed Job's size is read through."""
+    jobs = {(job["metadata"]["namespace"], job["metadata"]["name"]): job for job in case.get("jobs", ())}
+    return lambda namespace, name: jobs.get((namespace, name))
 
 
 def test_vector_file_covers_each_outcome() -> None:
@@ -60,12 +69,12 @@ def test_pod_case(case: dict[str, Any]) -> None:
     expect = case["expect"]
     if "job" not in expect:
         with pytest.raises(PolicyError) as raised:
-            job_from_pod(case["pod"], settings)
+            job_from_pod(case["pod"], settings, owner_jobs_of(case))
         if "error" in expect:
             assert str(raised.value) == expect["error"]
         return
     want = None if expect["job"] is None else zone_job(expect["job"])
-    assert job_from_pod(case["pod"], settings) == want
+    assert job_from_pod(case["pod"], settings, owner_jobs_of(case)) == want
 
 
 def zone_job(fields: dict[str, Any]) -> ZoneJob:
@@ -277,3 +286,28 @@ def test_combined_patch_with_one_rule_is_that_rule() -> None:
     operation = {"op": "add", "path": "/spec/affinity", "value": {"podAffinity": {}}}
     assert combined_affinity_patch([], [operation]) == [operation]
     assert combined_affinity_patch([operation], []) == [operation]
+
+
+def _vector_case(name: str) -> dict[str, Any]:
+    return next(case for case in POD_CASES if case["name"] == name)
+
+
+def test_an_indexed_jobs_size_needs_its_job() -> None:
+    """Without a way to read Jobs the size is not guessed; the pod's declared job says where it is."""
+    case = _vector_case("indexed-job-size-from-its-job")
+    with pytest.raises(PolicyError) as raised:
+        job_from_pod(case["pod"])
+    assert str(raised.value) == SIZE_NOT_ON_POD.format(
+        owner="an Indexed Job", annotation=DEFAULT_JOB_ZONE_SETTINGS.job_size_annotation
+    )
+    declared = declared_job(case["pod"])
+    assert declared is not None
+    assert (declared.size, declared.size_from) == (0, SIZE_FROM_COMPLETIONS)
+
+
+def test_a_job_whose_parallelism_is_no_integer_gives_no_size() -> None:
+    case = _vector_case("indexed-job-size-from-its-job")
+    job = {**case["jobs"][0], "spec": {"completions": 8, "parallelism": "8"}}
+    with pytest.raises(PolicyError) as raised:
+        job_from_pod(case["pod"], owner_jobs=lambda namespace, name: job)
+    assert str(raised.value) == INVALID_COMPLETIONS.format(maximum=DEFAULT_JOB_ZONE_SETTINGS.max_job_size)
