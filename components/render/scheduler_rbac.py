@@ -49,6 +49,8 @@ SCHEDULER_RULES: tuple[dict[str, Any], ...] = (
     # PodTopologySpread's default constraints select by the pod's Service and owner.
     _rule(("",), ("services", "replicationcontrollers"), READ),
     _rule(("apps",), ("replicasets", "statefulsets"), READ),
+    # JobZone reads an Indexed Job's size (spec.completions) from the Job that made the pod.
+    _rule(("batch",), ("jobs",), READ),
     # Preemption respects disruption budgets; affinity may select namespaces by label.
     _rule(("policy",), ("poddisruptionbudgets",), READ),
     _rule(("",), ("namespaces",), READ),

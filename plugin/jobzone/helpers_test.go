@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
 	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
@@ -62,6 +64,29 @@ func member(job string, index, size int, nodeName string) *v1.Pod {
 		}}},
 	}
 	return pod
+}
+
+// indexedMember is the pod of completion index of the Indexed Job name (uid), as the Job
+// controller makes it: no job-size annotation, one GPU.
+func indexedMember(name, uid string, index int) *v1.Pod {
+	pod := member(name, index, 1, "")
+	delete(pod.Annotations, zonepolicy.JobSizeAnnotation)
+	pod.Annotations[zonepolicy.JobCompletionIndex] = fmt.Sprint(index)
+	pod.Labels = map[string]string{
+		zonepolicy.JobNameLabel: name, zonepolicy.JobControllerUIDLabel: uid, zonepolicy.JobCompletionIndex: fmt.Sprint(index),
+	}
+	pod.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: "batch/v1", Kind: "Job", Name: name, UID: types.UID(uid), Controller: ptr.To(true),
+	}}
+	return pod
+}
+
+// indexedJob is the Indexed Job name (uid) in namespace ml.
+func indexedJob(name, uid string, completions, parallelism int32) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml", UID: types.UID(uid)},
+		Spec:       batchv1.JobSpec{Completions: &completions, Parallelism: &parallelism, CompletionMode: ptr.To(batchv1.IndexedCompletion)},
+	}
 }
 
 // filler takes gpus GPUs on nodeName (a pod of no job).

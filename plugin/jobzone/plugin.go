@@ -43,8 +43,10 @@ import (
 	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -95,6 +97,9 @@ type JobZone struct {
 	// pods is the scheduler's pod informer's lister, for counting a job's members
 	// (siblings.go); nil without an informer factory.
 	pods corelisters.PodLister
+	// jobs is the scheduler's Job informer's lister, for an Indexed Job's size (its
+	// spec.completions); nil without an informer factory.
+	jobs batchlisters.JobLister
 }
 
 var (
@@ -133,6 +138,7 @@ func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, c
 	}
 	if informers := handle.SharedInformerFactory(); informers != nil {
 		pl.pods = informers.Core().V1().Pods().Lister()
+		pl.jobs = informers.Batch().V1().Jobs().Lister()
 	}
 	if err := pl.watchPods(); err != nil {
 		return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
@@ -162,7 +168,31 @@ func (pl *JobZone) jobOf(state fwk.CycleState, pod *v1.Pod) *zonepolicy.Job {
 			}
 		}
 	}
-	job, err := zonepolicy.JobFromPod(pod, pl.config.zone)
+	job, err := pl.jobFromPod(pod)
+	if err != nil {
+		return nil
+	}
+	return job
+}
+
+// jobFromPod is the pod's same-zone job with its size, an Indexed Job's read from the
+// Job in the informer's cache.
+func (pl *JobZone) jobFromPod(pod *v1.Pod) (*zonepolicy.Job, error) {
+	return zonepolicy.JobFromPod(pod, pl.config.zone, pl.ownerJobs)
+}
+
+// declaredJob is the pod's same-zone job as the pod declares it, for what needs only its
+// identity (an Indexed Job's size is 0 there).
+func (pl *JobZone) declaredJob(pod *v1.Pod) (*zonepolicy.Job, error) {
+	return zonepolicy.DeclaredJob(pod, pl.config.zone)
+}
+
+// ownerJobs reads a Job from the informer's cache; nil when absent or without an informer.
+func (pl *JobZone) ownerJobs(namespace, name string) *batchv1.Job {
+	if pl.jobs == nil {
+		return nil
+	}
+	job, err := pl.jobs.Jobs(namespace).Get(name)
 	if err != nil {
 		return nil
 	}
@@ -178,7 +208,7 @@ func jobKey(pod *v1.Pod, job *zonepolicy.Job) string { return pod.Namespace + "/
 // or job-size annotation is invalid, or whose job fits no zone, is unschedulable with
 // the reason.
 func (pl *JobZone) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	job, err := zonepolicy.JobFromPod(pod, pl.config.zone)
+	job, err := pl.jobFromPod(pod)
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
@@ -265,7 +295,7 @@ func (pl *JobZone) failedZones(key string) map[string]bool {
 // it must never share a cached result) and signs every other pod with nothing, so
 // batching stays on for them.
 func (pl *JobZone) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	if job, err := zonepolicy.JobFromPod(pod, pl.config.zone); err != nil || job != nil {
+	if job, err := pl.declaredJob(pod); err != nil || job != nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "same-zone job members are placed one by one")
 	}
 	return nil, nil

@@ -10,8 +10,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
-
-	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
 )
 
 // Less orders the scheduling queue so that one job's members come out back to back, as
@@ -45,7 +43,7 @@ type queueKey struct {
 
 func (pl *JobZone) queueKey(info fwk.QueuedPodInfo) queueKey {
 	pod := info.GetPodInfo().GetPod()
-	job, err := zonepolicy.JobFromPod(pod, pl.config.zone)
+	job, err := pl.declaredJob(pod)
 	if err != nil || job == nil {
 		return queueKey{since: info.GetTimestamp(), pod: pod.Namespace + "/" + pod.Name}
 	}
@@ -213,10 +211,11 @@ func (pl *JobZone) watchPods() error {
 	return err
 }
 
-// orderKey is the pod's job as namespace/name and the size it declares, "" for a pod in no
-// job or with an invalid job annotation (PreFilter reports that one).
+// orderKey is the pod's job as namespace/name and the size it declares (0 for an Indexed
+// Job's size, which is on the Job), "" for a pod in no job or with an invalid job
+// annotation (PreFilter reports that one).
 func (pl *JobZone) orderKey(pod *v1.Pod) (string, int64) {
-	job, err := zonepolicy.JobFromPod(pod, pl.config.zone)
+	job, err := pl.declaredJob(pod)
 	if err != nil || job == nil {
 		return "", 0
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -14,8 +15,9 @@ import (
 
 // EventsToRegister names the cluster events that can undo this plugin's rejection: a
 // Node added or changed (new room, a zone label), an assigned pod deleted (GPUs freed,
-// or a member given up so the job is planned again), and an update of the pending
-// pod itself (its annotations corrected).
+// or a member given up so the job is planned again), an update of the pending pod
+// itself (its annotations corrected), and a Job added or changed (an Indexed Job's size
+// is read from it).
 func (pl *JobZone) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{
@@ -29,7 +31,29 @@ func (pl *JobZone) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHi
 			Event:          fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Update},
 			QueueingHintFn: pl.isSchedulableAfterPodUpdate,
 		},
+		{
+			Event:          fwk.ClusterEvent{Resource: jobsResource, ActionType: fwk.Add | fwk.Update},
+			QueueingHintFn: pl.isSchedulableAfterJobChange,
+		},
 	}, nil
+}
+
+// jobsResource is batch/v1 Jobs as kube-scheduler names a resource it watches for a plugin.
+const jobsResource fwk.EventResource = "jobs.v1.batch"
+
+// isSchedulableAfterJobChange returns Queue for a pod of the Indexed Job that was added
+// or changed (its size is read from the Job).
+func (pl *JobZone) isSchedulableAfterJobChange(_ klog.Logger, pod *v1.Pod, _, newObj interface{}) (fwk.QueueingHint, error) {
+	changed, err := meta.Accessor(newObj)
+	if err != nil {
+		return fwk.Queue, err
+	}
+	job, err := pl.declaredJob(pod)
+	if err != nil || job == nil || job.SizeFrom != zonepolicy.SizeFromCompletions || changed.GetNamespace() != pod.Namespace ||
+		job.MatchLabels[job.NameLabel] != changed.GetName() {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
 }
 
 // isSchedulableAfterPodDelete returns Queue for a member of the same job (the job is
@@ -39,7 +63,7 @@ func (pl *JobZone) isSchedulableAfterPodDelete(logger klog.Logger, pod *v1.Pod, 
 	if err != nil {
 		return fwk.Queue, err
 	}
-	if job, err := zonepolicy.JobFromPod(pod, pl.config.zone); err == nil && job != nil && isMember(deleted, pod.Namespace, job, pl.config.zone) {
+	if job, err := pl.declaredJob(pod); err == nil && job != nil && isMember(deleted, pod.Namespace, job, pl.config.zone) {
 		return fwk.Queue, nil
 	}
 	requests := resourcehelper.PodRequests(deleted, resourcehelper.PodResourcesOptions{})

@@ -57,7 +57,7 @@ func (pl *JobZone) releaseJobsOn(logger klog.Logger, nodeName string, node *v1.N
 		if pod.Spec.NodeName != nodeName {
 			return
 		}
-		job, err := zonepolicy.JobFromPod(pod, pl.config.zone)
+		job, err := pl.declaredJob(pod)
 		if err != nil || job == nil {
 			return
 		}

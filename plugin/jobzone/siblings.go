@@ -45,7 +45,7 @@ func (pl *JobZone) activateWhenComplete(pod *v1.Pod) {
 	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil {
 		return
 	}
-	job, err := zonepolicy.JobFromPod(pod, pl.config.zone)
+	job, err := pl.jobFromPod(pod)
 	if err != nil || job == nil || pl.order.wasPlaced(jobKey(pod, job)) {
 		return
 	}

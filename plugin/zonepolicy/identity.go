@@ -25,7 +25,8 @@ const (
 	// SourceLeaderWorkerSet is LWSNameLabel with LWSGroupIndexLabel: one job per group.
 	SourceLeaderWorkerSet Source = "leaderworkerset"
 	// SourceIndexedJob is JobNameLabel (or LegacyJobNameLabel), only on a pod of an
-	// Indexed Job (JobCompletionIndex as an annotation or a label).
+	// Indexed Job (JobCompletionIndex as an annotation or a label), with the Job's
+	// JobControllerUIDLabel where the Job controller wrote it.
 	SourceIndexedJob Source = "indexed-job"
 )
 
@@ -49,6 +50,10 @@ const (
 	LegacyJobNameLabel = "job-name"
 	// JobCompletionIndex is an Indexed Job pod's completion index (annotation and label).
 	JobCompletionIndex = "batch.kubernetes.io/job-completion-index"
+	// JobControllerUIDLabel is the uid of the Job that made the pod (absent when the Job
+	// sets its own selector). A Job created again under its name is another job, and the
+	// old Job's pods, still terminating, are not its members.
+	JobControllerUIDLabel = "batch.kubernetes.io/controller-uid"
 )
 
 // Reasons IdentityOf and JobFromPod give for a pod whose controller labels name no job.
@@ -121,7 +126,16 @@ func IdentityOf(labels, annotations map[string]string, s Settings) (*Identity, e
 		return nil, nil
 	}
 	for _, key := range []string{JobNameLabel, LegacyJobNameLabel} {
-		if value := labels[key]; value != "" {
+		value := labels[key]
+		switch uid := labels[JobControllerUIDLabel]; {
+		case value == "":
+			continue
+		case uid != "":
+			return &Identity{
+				Name: string(SourceIndexedJob) + "/" + value + "/" + uid, Source: SourceIndexedJob, NameLabel: key,
+				MatchLabels: map[string]string{key: value, JobControllerUIDLabel: uid},
+			}, nil
+		default:
 			return single(string(SourceIndexedJob)+"/"+value, SourceIndexedJob, key, value), nil
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
 )
 
-// TestZoneVectors holds JobFromPod, IsMember and PlanZone to tests/vectors/zone_cases.json,
+// TestZoneVectors holds JobFromPod (with each case's Jobs), IsMember and PlanZone to tests/vectors/zone_cases.json,
 // the file policy/job_zone.py is tested against.
 func TestZoneVectors(t *testing.T) {
 	file := policyvectors.MustLoadZone(t)
@@ -39,7 +39,7 @@ func checkPodCase(t *testing.T, c policyvectors.ZonePodCase) {
 	if !ok {
 		return
 	}
-	job, err := zonepolicy.JobFromPod(pod, c.Settings)
+	job, err := zonepolicy.JobFromPod(pod, c.Settings, c.OwnerJobs)
 	if !policyvectors.MustMatchError(t, err, c.Expect.Error) {
 		return
 	}
@@ -59,7 +59,7 @@ func checkMemberCase(t *testing.T, c policyvectors.ZoneMemberCase) {
 	pod, _ := policyvectors.MustDecodePod(t, c.Pod, "")
 	other, _ := policyvectors.MustDecodePod(t, c.Other, "")
 	settings := zonepolicy.DefaultSettings()
-	job, err := zonepolicy.JobFromPod(pod, settings)
+	job, err := zonepolicy.JobFromPod(pod, settings, nil)
 	if err != nil || job == nil {
 		t.Fatalf("the case's pod is in no job: %v", err)
 	}

@@ -115,17 +115,39 @@ type Job struct {
 	Identity
 	// Size is the number of pods in the job.
 	Size int64
-	// SizeFrom is the annotation Size was read from: Settings.JobSizeAnnotation, or the
-	// controller's (LWSSizeAnnotation).
+	// SizeFrom is where Size was read from: Settings.JobSizeAnnotation, the controller's
+	// annotation (LWSSizeAnnotation), or SizeFromCompletions (the pod's Indexed Job; Size
+	// is 0 from DeclaredJob until JobFromPod reads it).
 	SizeFrom string
 }
 
-// JobFromPod returns the same-zone job the pod belongs to, or nil for a pod with
-// neither the zone-policy nor the job-size annotation. Checked in order: the zone
+// JobFromPod returns the same-zone job the pod belongs to, with its size, or nil for a
+// pod with neither the zone-policy nor the job-size annotation: DeclaredJob, then for an
+// Indexed Job's pod without the job-size annotation the size from its Job, read through
+// owners (IndexedJobSize); with owners nil such a pod gets SizeNotOnPodFormat.
+func JobFromPod(pod *v1.Pod, s Settings, owners OwnerJobs) (*Job, error) {
+	job, err := DeclaredJob(pod, s)
+	if err != nil || job == nil || job.SizeFrom != SizeFromCompletions {
+		return job, err
+	}
+	if owners == nil {
+		return nil, errNoOwnerJobs(s)
+	}
+	size, err := IndexedJobSize(pod, owners, s)
+	if err != nil {
+		return nil, err
+	}
+	job.Size = size
+	return job, nil
+}
+
+// DeclaredJob returns the same-zone job as the pod itself declares it, or nil for a pod
+// with neither the zone-policy nor the job-size annotation. Checked in order: the zone
 // policy, the job-size annotation, that a size comes with a zone policy, the job
 // (IdentityOf), then the size: the annotation, else the size the job's controller
-// writes on the pod (a LeaderWorkerSet group's), else SizeNotOnPodFormat.
-func JobFromPod(pod *v1.Pod, s Settings) (*Job, error) {
+// writes on the pod (a LeaderWorkerSet group's), else for an Indexed Job size 0 from
+// SizeFromCompletions (its Job holds it: JobFromPod reads it), else SizeNotOnPodFormat.
+func DeclaredJob(pod *v1.Pod, s Settings) (*Job, error) {
 	if pod == nil {
 		return nil, errors.New(ReasonMissingPod)
 	}
@@ -158,6 +180,8 @@ func JobFromPod(pod *v1.Pod, s Settings) (*Job, error) {
 		return nil, errors.New(ReasonMissingJobName)
 	case hasSize:
 		return &Job{Identity: *identity, Size: size, SizeFrom: s.JobSizeAnnotation}, nil
+	case identity.Source == SourceIndexedJob:
+		return &Job{Identity: *identity, SizeFrom: SizeFromCompletions}, nil
 	}
 	size, err = controllerSize(identity, pod.Annotations, s)
 	if err != nil {

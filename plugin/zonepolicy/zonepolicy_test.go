@@ -1,12 +1,16 @@
 package zonepolicy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestJobFromNilPod(t *testing.T) {
-	if _, err := JobFromPod(nil, DefaultSettings()); err == nil || err.Error() != ReasonMissingPod {
+	if _, err := JobFromPod(nil, DefaultSettings(), nil); err == nil || err.Error() != ReasonMissingPod {
 		t.Fatalf("error = %v, want %q", err, ReasonMissingPod)
 	}
 }
@@ -30,5 +34,23 @@ func TestValidate(t *testing.T) {
 	bad.MaxJobSize = 0
 	if bad.Validate() == nil {
 		t.Error("maxJobSize 0 accepted")
+	}
+}
+
+// An Indexed Job's pod without the size annotation: no size is guessed without its Job,
+// and DeclaredJob says where the size is.
+func TestIndexedJobSizeNeedsItsJob(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace:   "ml",
+		Labels:      map[string]string{JobNameLabel: "ft", JobControllerUIDLabel: "u1"},
+		Annotations: map[string]string{ZonePolicyAnnotation: SameZone, JobCompletionIndex: "0"},
+	}}
+	want := fmt.Sprintf(SizeNotOnPodFormat, "an Indexed Job", JobSizeAnnotation)
+	if _, err := JobFromPod(pod, DefaultSettings(), nil); err == nil || err.Error() != want {
+		t.Fatalf("error = %v, want %q", err, want)
+	}
+	job, err := DeclaredJob(pod, DefaultSettings())
+	if err != nil || job == nil || job.Size != 0 || job.SizeFrom != SizeFromCompletions || job.Name != "indexed-job/ft/u1" {
+		t.Fatalf("DeclaredJob = %+v, %v", job, err)
 	}
 }

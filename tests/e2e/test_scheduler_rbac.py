@@ -50,6 +50,7 @@ MUST = (
     *(Access("list", resource) for resource in ("services", "replicationcontrollers", "namespaces")),
     *(Access("list", resource) for resource in ("persistentvolumes", "persistentvolumeclaims")),
     *(Access("watch", resource, group="apps") for resource in ("replicasets", "statefulsets")),
+    *(Access(verb, "jobs", group="batch") for verb in ("list", "watch")),
     Access("list", "poddisruptionbudgets", group="policy"),
     *(
         Access("watch", resource, group="storage.k8s.io")

@@ -8,7 +8,15 @@ import orjson
 import pytest
 
 from extender_app.webhook.admission import JOB_REFUSAL_PREFIX, AdmissionSettings, review
-from policy.job_identity import JOBSET_NAME_LABEL, LWS_GROUP_INDEX_LABEL, LWS_NAME_LABEL, LWS_SIZE_ANNOTATION
+from policy.job_identity import (
+    JOB_COMPLETION_INDEX,
+    JOB_CONTROLLER_UID_LABEL,
+    JOB_NAME_LABEL,
+    JOBSET_NAME_LABEL,
+    LWS_GROUP_INDEX_LABEL,
+    LWS_NAME_LABEL,
+    LWS_SIZE_ANNOTATION,
+)
 from policy.job_zone import (
     INVALID_JOB_SIZE,
     INVALID_ZONE_POLICY,
@@ -143,6 +151,23 @@ def test_a_jobset_pod_without_a_size_is_refused_asking_for_the_annotation() -> N
     assert response["allowed"] is False
     reason = SIZE_NOT_ON_POD.format(owner="a JobSet", annotation=JOB_SIZE_ANNOTATION)
     assert response["status"]["message"] == f"{JOB_REFUSAL_PREFIX}: {reason}"
+
+
+def test_an_indexed_job_pod_without_a_size_gets_the_affinity_on_its_jobs_name_and_uid() -> None:
+    """An Indexed Job's pod as the Job controller makes it: the size is the Job's (the scheduler reads
+    it), so the webhook admits the pod and keeps the job in one zone by its Job's name and uid, which
+    a terminating pod of an earlier Job of the same name does not carry."""
+    pod = job_pod(job=None)
+    del pod["metadata"]["annotations"][JOB_SIZE_ANNOTATION]
+    pod["metadata"]["annotations"][JOB_COMPLETION_INDEX] = "2"
+    pod["metadata"]["labels"] = {
+        JOB_NAME_LABEL: "ft",
+        JOB_CONTROLLER_UID_LABEL: "0c7d",
+        JOB_COMPLETION_INDEX: "2",
+    }
+    term = patched(pod)["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    selector = {JOB_CONTROLLER_UID_LABEL: "0c7d", JOB_NAME_LABEL: "ft"}
+    assert term == [{"labelSelector": {"matchLabels": selector}, "topologyKey": ZONE_LABEL}]
 
 
 def test_a_leaderworkerset_leader_is_admitted_before_its_group_index_and_patched_after() -> None:

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
+
 	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
 )
 
@@ -37,7 +39,9 @@ type ZonePodCase struct {
 	Description      string          `json:"description"`
 	SettingsOverride json.RawMessage `json:"settings,omitempty"`
 	Pod              json.RawMessage `json:"pod"`
-	Expect           struct {
+	// Jobs are the batch/v1 Jobs the cluster holds: an Indexed Job's size is read from them.
+	Jobs   []batchv1.Job `json:"jobs"`
+	Expect struct {
 		// Job is the declared job; JSON null (or absent with no error) means none.
 		Job *struct {
 			Name        string            `json:"name"`
@@ -102,6 +106,16 @@ func MustLoadZone(t testing.TB) ZoneCases {
 		}
 	}
 	return file
+}
+
+// OwnerJobs looks a case's Jobs up by namespace and name, as the plugin's informer does.
+func (c ZonePodCase) OwnerJobs(namespace, name string) *batchv1.Job {
+	for i := range c.Jobs {
+		if c.Jobs[i].Namespace == namespace && c.Jobs[i].Name == name {
+			return &c.Jobs[i]
+		}
+	}
+	return nil
 }
 
 // strictDecode decodes raw into into, refusing unknown fields.
