@@ -11,8 +11,9 @@ server (``localcluster.services.deployed_scheduler`` lists what it changes to ru
 The stack's admission webhook runs from its Deployment too, and the API server calls it on
 loopback (``localcluster.services.webhook``): the sample pods are created through it, and the demo prints
 the node affinity each annotated pod was created with, or the webhook's refusal. Submits sample
-pods, waits for each outcome and prints it, then a same-zone job on nodes in three zones
-(``localcluster.demo.zone_scene``). Exits 0 when every pod ended as expected.
+pods, waits for each outcome and prints it, then starts kube-controller-manager and submits a
+same-zone Indexed Job on nodes in three zones (``localcluster.demo.zone_scene``). Exits 0 when
+every pod ended as expected.
 
 With ``--images`` (``make demo IMAGES=1``) the extender, the webhook and (plugin mode)
 gpu-scheduler run from the images ``make images`` built, with podman on the host network
@@ -42,6 +43,7 @@ from localcluster.demo.zone_scene import run_zone_scene
 from localcluster.host.images import ImagesNotBuilt, LocalImages
 from localcluster.host.team_pki import TeamPki
 from localcluster.plane.control_plane import ControlPlane, start_control_plane
+from localcluster.plane.controller_manager import run_controller_manager
 from localcluster.plane.inventory import InstanceType, load_inventory
 from localcluster.plane.nodes import SimulatedNode, create_nodes, fleet
 from localcluster.plane.outcomes import PodOutcome, wait_for_outcomes
@@ -206,7 +208,7 @@ def run(
             if autoscaler == "karpenter":
                 text, failures = _karpenter_pods(plane, bin_dir, affinity)
             else:
-                text, failures = _fixed_fleet_pods(plane, deployed, mode, simulated)
+                text, failures = _fixed_fleet_pods(plane, bin_dir, deployed, mode, simulated)
     print()
     print(text)
     print()
@@ -218,7 +220,11 @@ def run(
 
 
 def _fixed_fleet_pods(
-    plane: ControlPlane, deployed: DeployedRun, mode: SchedulerMode, simulated: list[SimulatedNode]
+    plane: ControlPlane,
+    bin_dir: Path,
+    deployed: DeployedRun,
+    mode: SchedulerMode,
+    simulated: list[SimulatedNode],
 ) -> tuple[str, int]:
     """The sample pods on one node of each type: the table and the explanations of the Pending."""
     api = plane.api_client()
@@ -238,8 +244,13 @@ def _fixed_fleet_pods(
             answer = render_pod_explanation(api, WORKLOAD_NAMESPACE, name)
             text += f"\n\n$ python -m explain pod {WORKLOAD_NAMESPACE}/{name}\n{answer}"
     if deployed.webhook is not None:
-        print("Submitting a same-zone job of 8 pods to nodes in three zones...", flush=True)
-        scene, scene_failures = run_zone_scene(api, mode)
+        print(
+            "Starting kube-controller-manager (the Job controller); submitting a same-zone Indexed Job "
+            "of 8 pods to nodes in three zones...",
+            flush=True,
+        )
+        with run_controller_manager(plane, bin_dir):
+            scene, scene_failures = run_zone_scene(api, mode)
         text += f"\n\n{scene}"
         failures += scene_failures
     return text, failures

@@ -1,5 +1,9 @@
-"""`make demo`'s same-zone scene: an 8-pod job, 6 free GPUs in zone A (larger GPUs, scored
-higher), 8 in B, 2 in C.
+"""`make demo`'s same-zone scene: an Indexed Job of 8 pods, 6 free GPUs in zone A (larger GPUs,
+scored higher), 8 in B, 2 in C.
+
+The Job is submitted as a training user would: its template says same-zone and nothing else; the
+Job controller (kube-controller-manager) makes the pods, and the job's size is the Job's
+``completions``.
 
 The scene's nodes carry their own label, and the job's pods select it, so the fleet of the rest of
 the demo is not part of it. Plugin mode's JobZone binds all 8 in B, the one zone that holds the
@@ -15,16 +19,17 @@ import kubernetes.client
 
 from contracts.modes import SchedulerMode, uses_extender
 from localcluster.demo.text_table import format_table
-from localcluster.host.waiting import WaitTimeout
+from localcluster.host.waiting import WaitTimeout, wait_for
+from localcluster.plane.indexed_jobs import indexed_job_manifest, job_pods, submit_job
 from localcluster.plane.inventory import InstanceType, load_inventory
 from localcluster.plane.nodes import SimulatedNode, create_nodes
 from localcluster.plane.outcomes import PodOutcome, read_outcomes, wait_for_outcomes
 from localcluster.plane.workloads import (
     WORKLOAD_NAMESPACE,
     PodSpecification,
-    create_through_admission,
     pod_manifest,
 )
+from policy.job_identity import JOB_COMPLETION_INDEX, JOB_CONTROLLER_UID_LABEL
 from policy.job_zone import JOB_LABEL, JOB_SIZE_ANNOTATION, SAME_ZONE, ZONE_POLICY_ANNOTATION
 
 SCENE_LABEL = "demo.example.com/scene"
@@ -32,6 +37,8 @@ SCENE_LABEL = "demo.example.com/scene"
 SCENE = "same-zone"
 JOB = "llm"
 JOB_SIZE = 8
+PODS_MADE_SECONDS = 60.0
+"""How long the Job controller may take to make the Job's pods."""
 BASE_TYPE = "p5.48xlarge"
 """Every scene node has this type's CPU and memory, so only the GPUs tell the zones apart."""
 ZONE_A, ZONE_B, ZONE_C = "us-east-1a", "us-east-1b", "us-east-1c"
@@ -79,33 +86,63 @@ def scene_nodes() -> list[SimulatedNode]:
 
 
 def run_zone_scene(api: kubernetes.client.ApiClient, mode: SchedulerMode) -> tuple[str, int]:
-    """Create the scene's nodes, submit the job through admission, wait; the report and 1 if it went wrong."""
+    """Create the scene's nodes, submit the job as an Indexed Job (the Job controller makes its pods
+    through admission), wait; the report and 1 if it went wrong."""
     nodes = scene_nodes()
     create_nodes(api, nodes)
     core = kubernetes.client.CoreV1Api(api)
     for node in nodes:
         core.patch_node(node.name, {"metadata": {"labels": {SCENE_LABEL: SCENE}}})
     zone_of = {node.name: node.zone for node in nodes}
-    selector = {SCENE_LABEL: SCENE}
-    names = []
-    for index in range(JOB_SIZE):
-        manifest = same_zone_member(JOB, index, JOB_SIZE, node_selector=selector)
-        refusal = create_through_admission(api, manifest)
-        if refusal:
-            return f"same-zone scene: {manifest['metadata']['name']} refused: {refusal}", 1
-        names.append(manifest["metadata"]["name"])
+    manifest = indexed_job_manifest(JOB, JOB_SIZE, PodSpecification(JOB, min_memory="40960"))
+    manifest["spec"]["template"]["spec"]["nodeSelector"] = {SCENE_LABEL: SCENE}
+    uid = submit_job(api, manifest)
+    try:
+        pods = _made_pods(api, uid)
+    except WaitTimeout:
+        return (
+            f"same-zone scene: job {JOB} did not get its {JOB_SIZE} pods: {_job_events(api)}",
+            1,
+        )
+    index_of = {pod.metadata.name: pod.metadata.annotations.get(JOB_COMPLETION_INDEX, "?") for pod in pods}
+    names = sorted(index_of, key=lambda name: int(index_of[name]))
     outcomes = _settled(api, mode, names)
-    rows = [("pod", "node", "zone")]
+    rows = [("pod", "index", "node", "zone")]
     rows += [
-        (name, outcome.node or "Pending", zone_of.get(outcome.node or "", "-"))
-        for name, outcome in sorted(outcomes.items())
+        (name, index_of[name], outcomes[name].node or "Pending", zone_of.get(outcomes[name].node or "", "-"))
+        for name in names
     ]
     zones = Counter(zone_of[outcome.node] for outcome in outcomes.values() if outcome.node)
     pending = sum(1 for outcome in outcomes.values() if not outcome.bound)
     free = ", ".join(f"{zone} {count}" for zone, count in sorted(FREE_GPUS.items()))
-    header = f"Same-zone job: {JOB_SIZE} pods of 1 GPU (>= 40 GiB); free GPUs by zone: {free}."
+    header = (
+        f"Same-zone job: {JOB_SIZE} pods of 1 GPU (>= 40 GiB), the Indexed Job {JOB} (completions "
+        f"{JOB_SIZE}, parallelism {JOB_SIZE}, template annotated {ZONE_POLICY_ANNOTATION}: {SAME_ZONE}), "
+        f"pods made by the Job controller; free GPUs by zone: {free}."
+    )
     verdict, failed = _verdict(mode, zones, pending)
     return f"{header}\n{format_table(rows)}\n{verdict}", failed
+
+
+def _made_pods(api: kubernetes.client.ApiClient, uid: str) -> list[kubernetes.client.V1Pod]:
+    """The Job's pods once its controller has made all of them."""
+
+    def made() -> list[kubernetes.client.V1Pod] | None:
+        pods = [pod for pod in job_pods(api, JOB) if pod.metadata.labels.get(JOB_CONTROLLER_UID_LABEL) == uid]
+        return pods if len(pods) == JOB_SIZE else None
+
+    found: list[kubernetes.client.V1Pod] = wait_for(
+        made, PODS_MADE_SECONDS, f"the Job controller to make {JOB_SIZE} pods"
+    )
+    return found
+
+
+def _job_events(api: kubernetes.client.ApiClient) -> str:
+    """What the Job controller reported about the Job (an admission refusal shows here)."""
+    events = kubernetes.client.CoreV1Api(api).list_namespaced_event(
+        WORKLOAD_NAMESPACE, field_selector=f"involvedObject.kind=Job,involvedObject.name={JOB}"
+    )
+    return "; ".join(f"{event.reason}: {event.message}" for event in events.items) or "no events"
 
 
 def _settled(
