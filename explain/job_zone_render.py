@@ -7,6 +7,7 @@ from typing import Any
 
 from explain.job_zone_report import JobZoneReport
 from explain.settings import LISTED_NODES
+from policy.owner_job import SIZE_FROM_COMPLETIONS
 
 JOB_STATUS = {
     "bound": "the pod is bound",
@@ -34,7 +35,7 @@ def job_summary(job: JobZoneReport) -> list[str]:
         )
     lines = [
         f"  job        {job.job.name}, {job.job.size} pods (members labelled "
-        f"{selector_text(job.job.selector)}; size from {job.job.size_from}); {known}",
+        f"{selector_text(job.job.selector)}; size from {_size_source(job.job.size_from)}); {known}",
         f"  job zone   {zone}",
         f"  job status {job.status}: {JOB_STATUS[job.status]}",
         "  affinity   the webhook's same-zone pod affinity: " + _affinity(job),
@@ -108,3 +109,8 @@ def _affinity(job: JobZoneReport) -> str:
     if job.own_pod_affinity:
         return "none beside the pod's own required pod affinity (JobZone keeps the zone, plugin mode only)"
     return "absent"
+
+
+def _size_source(size_from: str) -> str:
+    """Where the job's size was read, as a reader says it."""
+    return f"the Job's {size_from}" if size_from == SIZE_FROM_COMPLETIONS else size_from

@@ -13,7 +13,13 @@ from explain.render import pod_json as render_pod_json
 from explain.render import pod_text
 from explain.settings import EXIT
 from policy import DEFAULT_SETTINGS
-from policy.job_identity import JOB_NOT_INDEXED, JOBSET_NAME_LABEL
+from policy.job_identity import (
+    JOB_COMPLETION_INDEX,
+    JOB_CONTROLLER_UID_LABEL,
+    JOB_NAME_LABEL,
+    JOB_NOT_INDEXED,
+    JOBSET_NAME_LABEL,
+)
 from policy.job_zone import (
     INVALID_JOB_SIZE,
     INVALID_ZONE_POLICY,
@@ -29,6 +35,7 @@ from policy.job_zone import (
     ZONE_POLICY_ANNOTATION,
     job_from_pod,
 )
+from policy.owner_job import JOB_RUNS_IN_WAVES, SIZE_FROM_COMPLETIONS
 from tests.explain.objects import gpu_node, job_pod, pod_json
 
 TABLE = load_table()
@@ -453,3 +460,64 @@ def test_a_job_with_members_still_to_create_waits_for_them() -> None:
     placed = explain(pod, members=[pod, bound]).job
     assert placed is not None
     assert placed.status == "fits"
+
+
+def indexed_job_pod(name: str, index: int) -> dict[str, Any]:
+    """A one-GPU pod of the Indexed Job ``ft`` (uid ``u1``) as its controller makes it: no job size."""
+    pod = job_pod(name, 1)
+    metadata = pod["metadata"]
+    del metadata["annotations"][JOB_SIZE_ANNOTATION]
+    metadata["annotations"][JOB_COMPLETION_INDEX] = str(index)
+    metadata["labels"] = {
+        JOB_NAME_LABEL: "ft",
+        JOB_CONTROLLER_UID_LABEL: "u1",
+        JOB_COMPLETION_INDEX: str(index),
+    }
+    metadata["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "ft", "uid": "u1", "controller": True}
+    ]
+    return pod
+
+
+def indexed_job(completions: int, parallelism: int) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "ft", "namespace": "ml", "uid": "u1"},
+        "spec": {"completions": completions, "parallelism": parallelism, "completionMode": "Indexed"},
+    }
+
+
+def test_an_indexed_jobs_size_is_read_from_its_job() -> None:
+    members = [indexed_job_pod(f"ft-{index}", index) for index in range(8)]
+    explanation = explain_pod(
+        members[0],
+        six_eight_two(),
+        FILLERS,
+        settings=DEFAULT_SETTINGS,
+        ec2=TABLE,
+        scheduler_name="custom-scheduler",
+        members=members,
+        owner_jobs=lambda namespace, name: indexed_job(8, 8) if name == "ft" else None,
+    )
+    job = explanation.job
+    assert job is not None
+    assert (job.job.size, job.job.size_from, job.plan and job.plan.zone) == (8, SIZE_FROM_COMPLETIONS, B)
+    assert "size from the Job's spec.completions" in pod_text(explanation, DEFAULT_SETTINGS)
+
+
+def test_an_indexed_job_that_runs_in_waves_is_invalid_with_the_fix() -> None:
+    explanation = explain_pod(
+        indexed_job_pod("ft-0", 0),
+        six_eight_two(),
+        FILLERS,
+        settings=DEFAULT_SETTINGS,
+        ec2=TABLE,
+        scheduler_name="custom-scheduler",
+        owner_jobs=lambda namespace, name: indexed_job(8, 2),
+    )
+    reason = JOB_RUNS_IN_WAVES.format(job="ft", parallelism=2, completions=8)
+    assert (explanation.verdict, explanation.job_error) == ("invalid", reason)
+    (change,) = explanation.changes
+    assert change.startswith(
+        f"fix the Indexed Job ({reason}): set the Job's spec.parallelism to its spec.completions"
+    )
+    assert "the scheduler leaves it Pending" in change
