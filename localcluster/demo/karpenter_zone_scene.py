@@ -3,11 +3,12 @@
 After the memory pods the demo deletes them and every NodeClaim, waits until no GPU node is
 left, and submits a same-zone job at once: ``JOB_SIZE`` pods of ``POD_GPUS`` GPUs of at least
 ``MIN_MEMORY_MIB`` each, one p5.48xlarge (8x H100, the EFA type distributed training runs on)
-per worker. The admission webhook gives every member the required pod affinity on its job label
-with the zone as topology key; Karpenter launches the job's nodes in one batch, from the local
-per-zone NodePools (``localcluster.services.karpenter.zonal_node_pools``). The scene prints each NodeClaim
-(name, instance type, zone, node), where each pod bound, and the result: the zones among the
-NodeClaims and the pods, and how many NodeClaims against how many the job needs.
+per worker, as an Indexed Job whose pods the Job controller makes. The admission webhook gives
+every member the required pod affinity on its Job's name and uid with the zone as topology key;
+Karpenter launches the job's nodes from the local per-zone NodePools
+(``localcluster.services.karpenter.zonal_node_pools``). The scene prints each NodeClaim (name,
+instance type, zone, node), where each pod bound, and the result: the zones among the NodeClaims
+and the pods, and how many NodeClaims against how many the job needs.
 
 Whole-node workers, not single-GPU pods: Karpenter packs the single-GPU pods of one batch into one
 NodeClaim while a type with enough GPUs for all of them remains, so such a job gets one node and
@@ -25,9 +26,10 @@ import kubernetes.client
 from localcluster.demo.text_table import format_table
 from localcluster.demo.zone_scene import same_zone_member
 from localcluster.host.waiting import WaitTimeout, wait_for
+from localcluster.plane.indexed_jobs import indexed_job_manifest, submit_job, wait_for_job_pods
 from localcluster.plane.inventory import InstanceType
 from localcluster.plane.outcomes import PodOutcome, read_outcomes, wait_for_outcomes
-from localcluster.plane.workloads import WORKLOAD_NAMESPACE, create_through_admission
+from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification
 from localcluster.services.karpenter import (
     KARPENTER_GROUP,
     KARPENTER_VERSION,
@@ -36,12 +38,14 @@ from localcluster.services.karpenter import (
     settled_node_claims,
 )
 from policy import INSTANCE_TYPE_LABEL
-from policy.job_zone import JOB_LABEL, ZONE_LABEL
+from policy.job_zone import ZONE_LABEL
 
 JOB = "llm-karpenter"
 JOB_SIZE = 4
 POD_GPUS = 8
 MIN_MEMORY_MIB = 81920
+PODS_MADE_SECONDS = 60.0
+"""How long the Job controller may take to make the job's pods."""
 SCENE_SECONDS = 180.0
 """How long the job may take to be bound whole (launches included) before the scene reports it as it is."""
 CLEAR_SECONDS = 120.0
@@ -59,11 +63,21 @@ class Claim:
 
 
 def job_members() -> list[dict[str, Any]]:
-    """The job's pods, annotated only: the webhook adds the memory and the pod affinity."""
+    """The job as bare pods labelled with our job label and annotated with its size (what
+    ``bench.measurements.measure_karpenter_zone_split`` submits): the webhook adds the memory and
+    the pod affinity."""
     return [
         same_zone_member(JOB, index, JOB_SIZE, min_memory=str(MIN_MEMORY_MIB), gpus=POD_GPUS)
         for index in range(JOB_SIZE)
     ]
+
+
+def job_manifest() -> dict[str, Any]:
+    """The job as an Indexed Job of ``JOB_SIZE`` whole-node workers, its template annotated only: the
+    Job controller writes the job's labels, the webhook adds the memory and the pod affinity."""
+    return indexed_job_manifest(
+        JOB, JOB_SIZE, PodSpecification(JOB, min_memory=str(MIN_MEMORY_MIB), gpus=POD_GPUS)
+    )
 
 
 def densest_fit(pod_gpus: int, minimum_mib: int, offered: Iterable[InstanceType]) -> InstanceType:
@@ -178,12 +192,12 @@ def run_karpenter_zone_scene(
     node_type = densest_fit(POD_GPUS, MIN_MEMORY_MIB, offered)
     needed = claims_needed(JOB_SIZE, POD_GPUS, node_type)
     clear_gpu_nodes(api)
-    names = []
-    for manifest in job_members():
-        refusal = create_through_admission(api, manifest)
-        if refusal:
-            return f"same-zone scene: {manifest['metadata']['name']} refused: {refusal}", 1
-        names.append(manifest["metadata"]["name"])
+    uid = submit_job(api, job_manifest())
+    try:
+        pods = wait_for_job_pods(api, JOB, uid, JOB_SIZE, timeout=PODS_MADE_SECONDS)
+    except WaitTimeout as timeout:
+        return f"same-zone scene: {timeout}", 1
+    names = [pod.metadata.name for pod in pods]
     affinity = {name: created_pod_affinity(api, name) for name in names}
     try:
         outcomes = wait_for_outcomes(api, WORKLOAD_NAMESPACE, names, SCENE_SECONDS, bound_only=True)
@@ -196,7 +210,7 @@ def run_karpenter_zone_scene(
     pod_zones = {name: zone_of.get(_node(outcomes.get(name)), "") for name in names}
     header = (
         f"Same-zone job from zero GPU nodes: {JOB_SIZE} pods of {POD_GPUS} GPUs (>= {MIN_MEMORY_MIB} MiB "
-        f"each), label {JOB_LABEL}={JOB}, submitted at once. It needs {needed} nodes: "
+        f"each), the Indexed Job {JOB} (its pods made by the Job controller). It needs {needed} nodes: "
         f"{JOB_SIZE * POD_GPUS} GPUs, {node_type.gpu_count} per {node_type.name}."
     )
     admitted = "\n".join(

@@ -270,13 +270,15 @@ def _karpenter_pods(plane: ControlPlane, bin_dir: Path, affinity: AffinitySource
         text, failures = run_autoscaler_demo(plane.api_client(), affinity)
         if affinity == "webhook":
             print(
-                "Deleting those pods and NodeClaims; submitting a same-zone job of "
-                f"{KARPENTER_JOB_SIZE} whole-node workers to a cluster without GPU nodes...",
+                "Deleting those pods and NodeClaims; starting kube-controller-manager (the Job controller); "
+                f"submitting a same-zone Indexed Job of {KARPENTER_JOB_SIZE} whole-node workers to a cluster "
+                "without GPU nodes...",
                 flush=True,
             )
-            scene, scene_failures = run_karpenter_zone_scene(
-                plane.api_client(), karpenter.instance_types.values()
-            )
+            with run_controller_manager(plane, bin_dir):
+                scene, scene_failures = run_karpenter_zone_scene(
+                    plane.api_client(), karpenter.instance_types.values()
+                )
             text += f"\n\n{scene}"
             failures += scene_failures
         return text, failures

@@ -19,8 +19,8 @@ import kubernetes.client
 
 from contracts.modes import SchedulerMode, uses_extender
 from localcluster.demo.text_table import format_table
-from localcluster.host.waiting import WaitTimeout, wait_for
-from localcluster.plane.indexed_jobs import indexed_job_manifest, job_pods, submit_job
+from localcluster.host.waiting import WaitTimeout
+from localcluster.plane.indexed_jobs import indexed_job_manifest, submit_job, wait_for_job_pods
 from localcluster.plane.inventory import InstanceType, load_inventory
 from localcluster.plane.nodes import SimulatedNode, create_nodes
 from localcluster.plane.outcomes import PodOutcome, read_outcomes, wait_for_outcomes
@@ -29,7 +29,7 @@ from localcluster.plane.workloads import (
     PodSpecification,
     pod_manifest,
 )
-from policy.job_identity import JOB_COMPLETION_INDEX, JOB_CONTROLLER_UID_LABEL
+from policy.job_identity import JOB_COMPLETION_INDEX
 from policy.job_zone import JOB_LABEL, JOB_SIZE_ANNOTATION, SAME_ZONE, ZONE_POLICY_ANNOTATION
 
 SCENE_LABEL = "demo.example.com/scene"
@@ -98,14 +98,14 @@ def run_zone_scene(api: kubernetes.client.ApiClient, mode: SchedulerMode) -> tup
     manifest["spec"]["template"]["spec"]["nodeSelector"] = {SCENE_LABEL: SCENE}
     uid = submit_job(api, manifest)
     try:
-        pods = _made_pods(api, uid)
+        pods = wait_for_job_pods(api, JOB, uid, JOB_SIZE, timeout=PODS_MADE_SECONDS)
     except WaitTimeout:
         return (
             f"same-zone scene: job {JOB} did not get its {JOB_SIZE} pods: {_job_events(api)}",
             1,
         )
     index_of = {pod.metadata.name: pod.metadata.annotations.get(JOB_COMPLETION_INDEX, "?") for pod in pods}
-    names = sorted(index_of, key=lambda name: int(index_of[name]))
+    names = list(index_of)
     outcomes = _settled(api, mode, names)
     rows = [("pod", "index", "node", "zone")]
     rows += [
@@ -122,19 +122,6 @@ def run_zone_scene(api: kubernetes.client.ApiClient, mode: SchedulerMode) -> tup
     )
     verdict, failed = _verdict(mode, zones, pending)
     return f"{header}\n{format_table(rows)}\n{verdict}", failed
-
-
-def _made_pods(api: kubernetes.client.ApiClient, uid: str) -> list[kubernetes.client.V1Pod]:
-    """The Job's pods once its controller has made all of them."""
-
-    def made() -> list[kubernetes.client.V1Pod] | None:
-        pods = [pod for pod in job_pods(api, JOB) if pod.metadata.labels.get(JOB_CONTROLLER_UID_LABEL) == uid]
-        return pods if len(pods) == JOB_SIZE else None
-
-    found: list[kubernetes.client.V1Pod] = wait_for(
-        made, PODS_MADE_SECONDS, f"the Job controller to make {JOB_SIZE} pods"
-    )
-    return found
 
 
 def _job_events(api: kubernetes.client.ApiClient) -> str:

@@ -9,8 +9,9 @@ from typing import Any
 
 import kubernetes.client
 
+from localcluster.host.waiting import wait_for
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification, pod_manifest
-from policy.job_identity import JOB_NAME_LABEL
+from policy.job_identity import JOB_COMPLETION_INDEX, JOB_CONTROLLER_UID_LABEL, JOB_NAME_LABEL
 from policy.job_zone import SAME_ZONE, ZONE_POLICY_ANNOTATION
 
 BACKOFF_LIMIT_PER_INDEX = 3
@@ -71,3 +72,37 @@ def job_pods(
         namespace, label_selector=f"{JOB_NAME_LABEL}={name}"
     )
     return list(listed.items)
+
+
+def live_job_pods(
+    api: kubernetes.client.ApiClient, name: str, uid: str, namespace: str = WORKLOAD_NAMESPACE
+) -> list[kubernetes.client.V1Pod]:
+    """The pods the Job ``name`` with this uid made that are not being deleted, by completion index."""
+    pods = [
+        pod
+        for pod in job_pods(api, name, namespace)
+        if (pod.metadata.labels or {}).get(JOB_CONTROLLER_UID_LABEL) == uid
+        and not pod.metadata.deletion_timestamp
+    ]
+    return sorted(pods, key=lambda pod: int((pod.metadata.annotations or {}).get(JOB_COMPLETION_INDEX, "-1")))
+
+
+def wait_for_job_pods(
+    api: kubernetes.client.ApiClient,
+    name: str,
+    uid: str,
+    count: int,
+    *,
+    timeout: float,
+    namespace: str = WORKLOAD_NAMESPACE,
+) -> list[kubernetes.client.V1Pod]:
+    """``live_job_pods`` once the Job's controller has made ``count`` of them; WaitTimeout otherwise."""
+
+    def made() -> list[kubernetes.client.V1Pod] | None:
+        pods = live_job_pods(api, name, uid, namespace)
+        return pods if len(pods) == count else None
+
+    found: list[kubernetes.client.V1Pod] = wait_for(
+        made, timeout, f"the Job controller to make {count} pods of Job {name}", interval=0.2
+    )
+    return found

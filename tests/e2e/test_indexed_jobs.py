@@ -18,12 +18,19 @@ from explain.cluster import ClusterReader
 from localcluster.demo.zone_scene import BASE_TYPE, FREE_GPUS, ZONE_A, ZONE_B, scene_nodes
 from localcluster.host.waiting import wait_for
 from localcluster.plane.controller_manager import run_controller_manager
-from localcluster.plane.indexed_jobs import delete_job, indexed_job_manifest, job_pods, submit_job
+from localcluster.plane.indexed_jobs import (
+    delete_job,
+    indexed_job_manifest,
+    job_pods,
+    live_job_pods,
+    submit_job,
+    wait_for_job_pods,
+)
 from localcluster.plane.nodes import SimulatedNode
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification
 from localcluster.services.webhook import start_webhook
 from policy import DEFAULT_SETTINGS
-from policy.job_identity import JOB_COMPLETION_INDEX, JOB_CONTROLLER_UID_LABEL
+from policy.job_identity import JOB_COMPLETION_INDEX
 from policy.owner_job import JOB_RUNS_IN_WAVES, SIZE_FROM_COMPLETIONS
 from testbed.e2e_cluster import E2ECluster, shaped_like
 from tests.e2e.bindings import BindingWatch
@@ -50,33 +57,11 @@ def watch(jobs_cluster: E2ECluster) -> Iterator[BindingWatch]:
     started.stop()
 
 
-def live_pods(cluster: E2ECluster, job: str, uid: str) -> list[kubernetes.client.V1Pod]:
-    """The pods the Job with this uid made that are not being deleted."""
-    return [
-        pod
-        for pod in job_pods(cluster.api, job)
-        if pod.metadata.labels.get(JOB_CONTROLLER_UID_LABEL) == uid and not pod.metadata.deletion_timestamp
-    ]
-
-
-def made_pods(cluster: E2ECluster, job: str, count: int) -> list[kubernetes.client.V1Pod]:
-    """The Job's pods, once its controller has made ``count`` of them."""
-
-    def made() -> list[kubernetes.client.V1Pod] | None:
-        pods = job_pods(cluster.api, job)
-        return pods if len(pods) == count else None
-
-    found: list[kubernetes.client.V1Pod] = wait_for(
-        made, JOB_SETTLES_SECONDS, f"the Job controller to make {count} pods of {job}", interval=0.2
-    )
-    return found
-
-
 def bound_pods(cluster: E2ECluster, job: str, uid: str, count: int) -> dict[str, str]:
     """Node by pod, once the Job's controller has made ``count`` live pods and every one is bound."""
 
     def settled() -> dict[str, str] | None:
-        pods = live_pods(cluster, job, uid)
+        pods = live_job_pods(cluster.api, job, uid)
         if len(pods) != count or not all(pod.spec.node_name for pod in pods):
             return None
         return {pod.metadata.name: pod.spec.node_name for pod in pods}
@@ -112,7 +97,7 @@ def test_an_indexed_job_lands_whole_in_one_zone(jobs_cluster: E2ECluster, watch:
         assert explanation.job.members == 8
         return
     # The first pod's zone takes as many as it holds; the others wait for room there.
-    pods = made_pods(cluster, "llm", 8)
+    pods = wait_for_job_pods(cluster.api, "llm", uid, 8, timeout=JOB_SETTLES_SECONDS)
     outcomes = cluster.outcomes([pod.metadata.name for pod in pods])
     bound = {name: outcome.node for name, outcome in outcomes.items() if outcome.node}
     (zone,) = zones(cluster, bound)
@@ -140,7 +125,7 @@ def test_a_member_deleted_mid_run_is_remade_and_joins_its_jobs_zone(
     )
 
     def remade() -> str | None:
-        pods = live_pods(cluster, "llm", uid)
+        pods = live_job_pods(cluster.api, "llm", uid)
         new = [pod.metadata.name for pod in pods if pod.metadata.name not in placed and pod.spec.node_name]
         return new[0] if len(pods) == 8 and len(new) == 1 else None
 
@@ -199,9 +184,9 @@ def test_an_indexed_job_that_runs_in_waves_is_refused_with_its_reason(jobs_clust
     cluster = jobs_cluster
     cluster.add_nodes(SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_A))
     cluster.start()
-    submit_job(cluster.api, indexed_job_manifest("waves", 4, WORKER, parallelism=2))
+    uid = submit_job(cluster.api, indexed_job_manifest("waves", 4, WORKER, parallelism=2))
     reason = JOB_RUNS_IN_WAVES.format(job="waves", parallelism=2, completions=4)
-    pods = made_pods(cluster, "waves", 2)
+    pods = wait_for_job_pods(cluster.api, "waves", uid, 2, timeout=JOB_SETTLES_SECONDS)
     for pod in pods:
         outcome = cluster.outcome_where(
             pod.metadata.name, lambda seen: reason in seen.message, f"Pending with '{reason}'"

@@ -38,15 +38,16 @@ from localcluster.demo.karpenter_zone_scene import (
     claims_needed,
     created_pod_affinity,
     densest_fit,
-    job_members,
+    job_manifest,
 )
 from localcluster.host.waiting import wait_for
+from localcluster.plane.controller_manager import run_controller_manager
+from localcluster.plane.indexed_jobs import submit_job, wait_for_job_pods
 from localcluster.plane.nodes import GPU_TAINT, ZONES, SimulatedNode
 from localcluster.plane.outcomes import PodOutcome
 from localcluster.plane.workloads import (
     WORKLOAD_NAMESPACE,
     PodSpecification,
-    create_through_admission,
     pod_manifest,
 )
 from localcluster.services.karpenter import (
@@ -66,7 +67,8 @@ from localcluster.services.karpenter import node_pool_manifest as node_pool_mani
 from localcluster.services.karpenter_instance_types import KARPENTER_INSTANCE_TYPES
 from localcluster.services.webhook import created_affinity, start_webhook
 from policy import CAPACITY_TYPE_LABEL, KARPENTER_GPU_MEMORY_LABEL, NODE_MEMORY_LABEL, read_node_memory
-from policy.job_zone import JOB_LABEL, ZONE_LABEL
+from policy.job_identity import JOB_CONTROLLER_UID_LABEL, JOB_NAME_LABEL
+from policy.job_zone import ZONE_LABEL
 from testbed.e2e_cluster import INVENTORY, E2ECluster
 from tests.e2e.bindings import BindingWatch
 
@@ -264,8 +266,9 @@ def test_an_on_demand_pod_gets_an_on_demand_node_claim_from_a_pool_that_allows_b
 def test_a_same_zone_job_from_zero_nodes_gets_its_node_claims_in_one_zone_and_no_extra_ones(
     cluster: E2ECluster, autoscaler_bin_dir: Path, tmp_path: Path
 ) -> None:
-    """The demo's same-zone job (4 pods of 8 GPUs of at least 80 GiB, one p5.48xlarge each), created
-    at once through the webhook with no GPU node in the cluster. Karpenter's offerings span three
+    """The demo's same-zone job (an Indexed Job of 4 pods of 8 GPUs of at least 80 GiB, one
+    p5.48xlarge each), its pods made by the real Job controller through the webhook with no GPU node
+    in the cluster. Karpenter's offerings span three
     zones at equal prices, and the local Karpenter has one NodePool per zone. Measured from the API:
     the NodeClaims (never deleted here: consolidation is off, so an extra one made for a member that
     could not bind in its zone is still listed when the job is bound) and the Bindings, watched.
@@ -283,12 +286,13 @@ def test_a_same_zone_job_from_zero_nodes_gets_its_node_claims_in_one_zone_and_no
             entries = json.loads(run.instance_types_file.read_text())
             assert {zone for entry in entries for zone in offering_zones(entry)} == set(ZONES)
             assert karpenter_nodes(cluster.api) == []  # zero GPU nodes
-            names = []
-            for manifest in job_members():
-                assert create_through_admission(cluster.api, manifest) == ""
-                names.append(manifest["metadata"]["name"])
+            with run_controller_manager(cluster.plane, cluster.bin_dir):
+                uid = submit_job(cluster.api, job_manifest())
+                pods = wait_for_job_pods(cluster.api, JOB, uid, JOB_SIZE, timeout=BIND_SECONDS)
+            names = [pod.metadata.name for pod in pods]
+            term = f"{JOB_CONTROLLER_UID_LABEL}={uid},{JOB_NAME_LABEL}={JOB} @ {ZONE_LABEL}"
             for name in names:
-                assert created_pod_affinity(cluster.api, name) == f"{JOB_LABEL}={JOB} @ {ZONE_LABEL}", name
+                assert created_pod_affinity(cluster.api, name) == term, name
             bindings = watch.wait_for_bindings(names, timeout=BIND_SECONDS)
             claims = launched_node_claims(cluster.api)
             node_zones = {

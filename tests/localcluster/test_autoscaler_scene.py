@@ -14,6 +14,7 @@ from localcluster.demo.karpenter_zone_scene import (
     Claim,
     claims_needed,
     densest_fit,
+    job_manifest,
     job_members,
     verdict,
 )
@@ -116,6 +117,18 @@ def test_the_scenes_job_is_four_whole_node_workers_with_the_same_zone_annotation
         assert annotations[JOB_SIZE_ANNOTATION] == str(JOB_SIZE)
         assert annotations[MIN_MEMORY_ANNOTATION] == str(MIN_MEMORY_MIB)
         assert member["spec"]["containers"][0]["resources"]["requests"][GPU_RESOURCE] == str(POD_GPUS)
+
+
+def test_the_demos_job_is_an_indexed_job_of_four_whole_node_workers_annotated_same_zone() -> None:
+    job = job_manifest()
+    spec = job["spec"]
+    assert (job["metadata"]["name"], spec["completionMode"]) == (JOB, "Indexed")
+    assert spec["completions"] == spec["parallelism"] == JOB_SIZE
+    template = spec["template"]
+    annotations = template["metadata"]["annotations"]
+    assert annotations == {ZONE_POLICY_ANNOTATION: SAME_ZONE, MIN_MEMORY_ANNOTATION: str(MIN_MEMORY_MIB)}
+    assert JOB_LABEL not in template["metadata"].get("labels", {}), "the Job controller names the job"
+    assert template["spec"]["containers"][0]["resources"]["requests"][GPU_RESOURCE] == str(POD_GPUS)
 
 
 def test_the_job_needs_one_p5_per_worker() -> None:
