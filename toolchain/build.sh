@@ -41,7 +41,7 @@ KARPENTER_AWS_MODULE=github.com/aws/karpenter-provider-aws@v1.14.1
 build() { # name module-dir ldflags package [flag that prints a first line and exits]
   local name=$1 dir=$2 ldflags=$3 pkg=$4 probe=${5:---version} start=$SECONDS
   local state=updated
-  printf '  %-15s building... ' "$name"
+  printf '  %-23s building... ' "$name"
   go -C "$dir" build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$stage/$name" "$pkg"
   if cmp -s "$stage/$name" "$out/$name"; then
     state=unchanged
@@ -58,11 +58,11 @@ publish_files() { # directory files...: copy into $out/directory, replacing it o
   rm -rf "$new" && mkdir -p "$new"
   cp "$@" "$new/" && chmod -R u+w "$new"
   if diff -r -q "$new" "$out/$name" >/dev/null 2>&1; then
-    printf '  %-15s unchanged %d files\n' "$name/" $#
+    printf '  %-23s unchanged %d files\n' "$name/" $#
   else
     rm -rf "$out/.$name.old" && { [ ! -e "$out/$name" ] || mv "$out/$name" "$out/.$name.old"; }
     cp -r "$new" "$out/$name" && rm -rf "$out/.$name.old"
-    printf '  %-15s updated   %d files\n' "$name/" $#
+    printf '  %-23s updated   %d files\n' "$name/" $#
   fi
 }
 
