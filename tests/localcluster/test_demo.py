@@ -74,8 +74,9 @@ def assert_every_pod_reported(stdout: str, mode: str) -> None:
         elif pod.spec.capacity_type == "spot":  # the capacity-type choice as affinity
             affinity = f"created with required node affinity {CAPACITY_TYPE_LABEL} In spot (or "
             assert f"  {pod.spec.name}: {affinity}" in stdout
-    # The same-zone scene: plugin mode places the whole job in the one zone that holds it.
-    assert "Same-zone job: 8 pods of 1 GPU" in stdout
+    # The same-zone scene, an Indexed Job: plugin mode places the whole job in the one zone that holds it.
+    assert "Same-zone job: 8 pods of 1 GPU (>= 40 GiB), the Indexed Job llm" in stdout
+    assert len(re.findall(r"\nllm-\d-\w{5} +\d +(scene-\S+|Pending) ", stdout)) == 8
     if mode == "plugin":
         assert "JobZone placed the whole job in us-east-1b" in stdout
     else:
@@ -212,7 +213,8 @@ def test_a_killed_demo_takes_its_processes_with_it(bin_dir: Path) -> None:
                 # the same-zone scene: its NodeClaims, its bindings and the one-zone result
                 r"Same-zone job from zero GPU nodes: 4 pods of 8 GPUs .* It needs 4 nodes",
                 r"\n(gpu-(us-east-1[abc])-\w+ +p5\.48xlarge +\2 +kwok-\S+\n){4}\n",
-                r"\n(llm-karpenter-\d +kwok-\S+ +us-east-1[abc]\n){4}\n",
+                r"the Indexed Job llm-karpenter \(its pods made by the Job controller\)",
+                r"\n(llm-karpenter-\d-\w{5} +kwok-\S+ +us-east-1[abc]\n){4}\n",
                 r"One zone: all 4 NodeClaims and all 4 pods in us-east-1[abc]; "
                 r"4 NodeClaims for a job that needs 4: no extra ones\.",
             ],
