@@ -27,11 +27,12 @@ CHARTS_DIR = "charts"
 HELM_SECONDS = 60
 """The longest one ``helm template`` may take (a render takes well under a second)."""
 FREE_FORM_KEYS = frozenset(
-    {"nodeSelector", "resources", "annotations", "labels", "podAnnotations", "podLabels"}
+    {"nodeSelector", "resources", "annotations", "labels", "podAnnotations", "podLabels", "extraArgs"}
 )
 """Values a chart hands to Kubernetes whole (``toYaml``): the keys below them are Kubernetes',
-not the chart's, so a values key ends there. A key whose default in the chart is an empty map
-or null is free-form too: the chart states the key, not its shape."""
+not the chart's, so a values key ends there (``extraArgs``: a program's flags, by name). A key
+whose default in the chart is an empty map or null is free-form too: the chart states the key,
+not its shape."""
 PROBE_KEY = "chart-probe.example.com/changed"
 """The key added to a free-form map to see whether the chart renders it."""
 

@@ -26,6 +26,9 @@ class ChartPin:
     module proxy serves (the chart cannot be rendered locally)."""
     source_path: str = ""
     """The chart's folder inside the module."""
+    release_rewrites_version: bool = False
+    """The project's release pipeline writes ``version`` into Chart.yaml when it publishes the
+    chart, so the source at the tag states another (the one before)."""
 
     @property
     def module_version(self) -> str:
@@ -47,6 +50,7 @@ KARPENTER = ChartPin(
     repository="oci://public.ecr.aws/karpenter",
     source_module="github.com/aws/karpenter-provider-aws",
     source_path="charts/karpenter",
+    release_rewrites_version=True,
 )
 """Karpenter's controller (AWS provider). Its Chart.yaml at the tag states an older version: the
 release pipeline rewrites the version and the image before it publishes the chart."""
@@ -56,6 +60,7 @@ KARPENTER_CRD = ChartPin(
     repository=KARPENTER.repository,
     source_module=KARPENTER.source_module,
     source_path="charts/karpenter-crd",
+    release_rewrites_version=True,
 )
 """Karpenter's CRDs as a chart of their own, always at the controller's version."""
 NVIDIA_DEVICE_PLUGIN = ChartPin(
@@ -84,7 +89,7 @@ def chart(name: str) -> ChartPin:
     for pin in CHARTS:
         if pin.name == name:
             return pin
-    raise KeyError(f"no chart {name!r}: one of {', '.join(pin.name for pin in CHARTS)}")
+    raise ValueError(f"no chart {name!r}: one of {', '.join(pin.name for pin in CHARTS)}")
 
 
 if __name__ == "__main__":

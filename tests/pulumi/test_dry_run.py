@@ -31,7 +31,7 @@ from policy.job_zone import ZONE_LABEL
 from testbed.dry_run import DryRun as ApiDryRun
 from testbed.dry_run import existing, pod_from_template
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, mode_run, run_with
-from tests.pulumi.mocks import StackRun
+from tests.pulumi.mocks import StackRun, manifest
 
 TOKEN_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 """Where the ServiceAccount admission plugin mounts the API token (in-cluster config reads it)."""
@@ -42,18 +42,6 @@ RBAC_PROPAGATION_SECONDS = 30
 
 NOT_SENT = ("kubernetes:helm.sh/",)
 """Declared Kubernetes resources that are not plain objects (a Helm release is a chart)."""
-
-
-def manifest(value: Any) -> Any:
-    """A plain object as JSON should carry it: whole numbers as integers (the engine's
-    protobuf numbers are floats; the Kubernetes provider sends 2.0 as 2)."""
-    if isinstance(value, dict):
-        return {key: manifest(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [manifest(item) for item in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
 
 
 def declared_objects(run: StackRun) -> list[dict[str, Any]]:
