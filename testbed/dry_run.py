@@ -45,6 +45,25 @@ class DryRun:
         admitted: dict[str, Any] = json.loads(response.data)
         return admitted, warnings
 
+    def apply(self, body: dict[str, Any], field_manager: str = "dry-run") -> list[str]:
+        """Server-side apply with dry run: the object as an install or an upgrade would send it
+        (new or already there), strictly validated; returns the warnings."""
+        resource = self.discovery.resources.get(api_version=body["apiVersion"], kind=body["kind"])
+        namespace = body["metadata"].get("namespace") if resource.namespaced else None
+        query = [("fieldValidation", "Strict"), ("dryRun", "All"), ("fieldManager", field_manager)]
+        _, _, headers = self.client.call_api(
+            resource.path(name=body["metadata"]["name"], namespace=namespace),
+            "PATCH",
+            query_params=[*query, ("force", "true")],
+            header_params={"Content-Type": "application/apply-patch+yaml", "Accept": "application/json"},
+            body=body,
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=False,
+        )
+        warnings: list[str] = headers.getlist("Warning")
+        return warnings
+
     def delete(self, body: dict[str, Any]) -> None:
         resource = self.discovery.resources.get(api_version=body["apiVersion"], kind=body["kind"])
         resource.delete(name=body["metadata"]["name"], namespace=body["metadata"].get("namespace"))
