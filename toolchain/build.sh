@@ -58,7 +58,14 @@ build() { # name module-dir ldflags package [flag that prints a first line and e
 }
 
 module_dir() { # module@version: download it into the module cache, print its directory
-  go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'
+  local json dir
+  json=$(go mod download -json "$1" || true)
+  dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<<"$json")
+  if [ -z "$dir" ]; then
+    echo "could not download $1: $(sed -n 's/^[[:space:]]*"Error": "\(.*\)",*$/\1/p' <<<"$json")" >&2
+    exit 1
+  fi
+  printf '%s\n' "$dir"
 }
 
 publish_tree() { # name directory: copy a directory tree to $out/name, replacing it only on a change
@@ -134,7 +141,8 @@ charts)
     helm.sh/helm/v4/cmd/helm version
   for chart in karpenter karpenter-crd nvidia-device-plugin; do
     read -r module path < <(python3 ../components/stack_config/charts.py "$chart")
-    publish_tree "charts/$chart" "$(module_dir "$module")/$path"
+    dir=$(module_dir "$module")
+    publish_tree "charts/$chart" "$dir/$path"
     publish_text "charts/$chart.source" "$module $path"
   done
   ;;

@@ -6,9 +6,8 @@ MutatingWebhookConfiguration too: the API server compiles its CEL match conditio
 PodSecurity). The namespace is created for real first, labelled as the program labels it
 (Pod Security ``restricted``), so a Pod made from each Deployment's template meets the
 enforcing admission check. extender-cached's node-reader ClusterRole and binding are also
-created for real once, and the API server's own authorizer is asked what they allow. The
-nvidia-device-plugin Helm release is not rendered here (its chart repository is not
-reachable), so only our own objects are checked.
+created for real once, and the API server's own authorizer is asked what they allow. The Helm
+releases' charts are rendered and checked in test_chart_dry_run.py.
 """
 
 import copy
