@@ -15,7 +15,7 @@
 #     karpenter-crds/ Karpenter's CRDs from its module (kwok/charts/crds, kwok/apis/crds)
 #     karpenter-aws-crds/  the AWS provider's CRDs (EC2NodeClass, NodePool, ...) from
 #                     github.com/aws/karpenter-provider-aws at the release the stack's
-#                     Karpenter chart pins (components/stack_config/autoscaling.py), downloaded only:
+#                     Karpenter chart pins (components/stack_config/charts.py), downloaded only:
 #                     the dry run of the stack's NodePools and EC2NodeClass installs them
 #     kwok-stages/    kwok's node and pod Stages from its module (kustomize/stage/)
 #   charts (make charts):
@@ -136,7 +136,7 @@ autoscalers)
 charts)
   helm_version=$(go -C helm list -m -f '{{.Version}}' helm.sh/helm/v4)
   echo "Building helm $helm_version and fetching the stack's chart sources into $out"
-  echo "(cold on 2 cores, module downloads included: about 5 minutes; a rerun takes seconds)"
+  echo "(cold on 2 cores: about 4 minutes, nearly all of it helm; a rerun takes seconds)"
   build helm helm "-s -w -X helm.sh/helm/v4/internal/version.version=$helm_version -X helm.sh/helm/v4/internal/version.metadata=" \
     helm.sh/helm/v4/cmd/helm version
   for chart in karpenter karpenter-crd nvidia-device-plugin; do
