@@ -37,12 +37,13 @@ from components.render.autoscaler_template import (
     mixed_template_warning,
 )
 from components.stack_config import ClusterAutoscalerSettings
+from components.stack_config.charts import CLUSTER_AUTOSCALER
 from contracts.cluster import GPU_PRESENT_LABEL
 from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL
 from policy.job_zone import ZONE_LABEL
 
-CHART = "cluster-autoscaler"
-CHART_REPOSITORY = "https://kubernetes.github.io/autoscaler"
+CHART = CLUSTER_AUTOSCALER.name
+CHART_REPOSITORY = CLUSTER_AUTOSCALER.repository
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"
 IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"

@@ -9,10 +9,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.gpu_node_group import GPU_TAINT_KEY
+from components.stack_config.charts import NVIDIA_DEVICE_PLUGIN
 from contracts.cluster import GPU_PRESENT_LABEL
 
-CHART = "nvidia-device-plugin"
-CHART_REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
+CHART = NVIDIA_DEVICE_PLUGIN.name
+CHART_REPOSITORY = NVIDIA_DEVICE_PLUGIN.repository
 RELEASE_NAMESPACE = "kube-system"
 RELEASE_NAME = "nvidia-device-plugin"
 

@@ -46,12 +46,12 @@ from components.render.karpenter_pools import (
     node_pool_name,
 )
 from components.stack_config import KarpenterSettings, Resources
+from components.stack_config.charts import KARPENTER, KARPENTER_CRD
 from contracts.cluster import GPU_PRESENT_LABEL
 from policy import CAPACITY_TYPE_LABEL, NODE_MEMORY_LABEL
 
-CHART_REGISTRY = "oci://public.ecr.aws/karpenter"
-CHART = f"{CHART_REGISTRY}/karpenter"
-CRD_CHART = f"{CHART_REGISTRY}/karpenter-crd"
+CHART = f"{KARPENTER.repository}/{KARPENTER.name}"
+CRD_CHART = f"{KARPENTER_CRD.repository}/{KARPENTER_CRD.name}"
 """The CRDs as a chart of their own: Helm upgrades templates, never a chart's crds/ folder."""
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "karpenter"

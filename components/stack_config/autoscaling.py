@@ -15,19 +15,20 @@ from components.render.karpenter_pools import (
     NodePoolSettings,
     longest_node_pool_name,
 )
+from components.stack_config.charts import CLUSTER_AUTOSCALER, KARPENTER
 from components.stack_config.node_groups import parse_disk_size
 from components.stack_config.validation import CHART_VERSION, Value
 from components.stack_config.values import Resources, parse_resources
 from contracts.modes import Autoscaler
 
-DEFAULT_KARPENTER_CHART_VERSION = "1.14.1"
+DEFAULT_KARPENTER_CHART_VERSION = KARPENTER.version
 """Karpenter (AWS provider) chart and CRDs: the release whose core the local kwok build runs
 (toolchain/karpenter/go.mod, sigs.k8s.io/karpenter v1.14.1), so both are the same Karpenter."""
 DEFAULT_KARPENTER_AMI_ALIAS = "al2023@v20260903"
 """EKS-optimised AL2023 of one release (Karpenter picks its NVIDIA variant for GPU instance types),
 pinned: with ``al2023@latest`` every AMI release would mark every node drifted. The release that
 ships Kubernetes 1.35.7; moving it is a deliberate ``pulumi up`` (docs/deploy-eks.md)."""
-DEFAULT_CLUSTER_AUTOSCALER_CHART_VERSION = "9.59.0"
+DEFAULT_CLUSTER_AUTOSCALER_CHART_VERSION = CLUSTER_AUTOSCALER.version
 """kubernetes/autoscaler's cluster-autoscaler chart (appVersion 1.35.0; the image tag is set apart)."""
 DEFAULT_CLUSTER_AUTOSCALER_IMAGE_TAG = "v1.35.2"
 """Cluster Autoscaler's newest 1.35 patch; its minor must equal the cluster's (it embeds the

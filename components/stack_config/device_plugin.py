@@ -2,9 +2,10 @@
 
 from dataclasses import dataclass
 
+from components.stack_config.charts import NVIDIA_DEVICE_PLUGIN
 from components.stack_config.validation import CHART_VERSION, Value
 
-DEFAULT_DEVICE_PLUGIN_CHART_VERSION = "0.17.4"
+DEFAULT_DEVICE_PLUGIN_CHART_VERSION = NVIDIA_DEVICE_PLUGIN.version
 """nvidia-device-plugin chart: the newest 0.17.x release (NVIDIA/gpu-operator#1671 moved to it)."""
 
 
@@ -24,6 +25,8 @@ def parse_device_plugin(value: Value) -> DevicePluginSettings:
         chart_version=fields.read(
             "chartVersion",
             default.chart_version,
-            lambda v: v.string(CHART_VERSION, "a chart version such as 0.17.4"),
+            lambda v: v.string(
+                CHART_VERSION, f"a chart version such as {DEFAULT_DEVICE_PLUGIN_CHART_VERSION}"
+            ),
         ),
     )

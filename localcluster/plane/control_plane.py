@@ -85,8 +85,12 @@ class ControlPlane:
 
 
 @contextlib.contextmanager
-def start_control_plane(bin_dir: Path, work_dir: Path | None = None) -> Iterator[ControlPlane]:
-    """Start etcd and kube-apiserver; stop them and delete their files on exit."""
+def start_control_plane(
+    bin_dir: Path, work_dir: Path | None = None, *, allow_privileged: bool = False
+) -> Iterator[ControlPlane]:
+    """Start etcd and kube-apiserver; stop them and delete their files on exit. ``allow_privileged``:
+    admit privileged containers, as EKS' API server does (kube-apiserver refuses them by default),
+    for charts whose node agents need them (the NVIDIA device plugin's MPS daemon)."""
     with contextlib.ExitStack() as stack:
         if work_dir is None:
             work_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="localcluster-")))
@@ -104,6 +108,8 @@ def start_control_plane(bin_dir: Path, work_dir: Path | None = None) -> Iterator
             argv = _apiserver_argv(
                 bin_dir, ca, serving=serving, signing_key=signing_key, etcd_port=etcd_port, api_port=api_port
             )
+            if allow_privileged:
+                argv.append("--allow-privileged=true")
             apiserver = processes.start("kube-apiserver", argv)
             server = f"https://{LOOPBACK}:{api_port}"
             plane = ControlPlane(

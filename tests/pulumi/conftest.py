@@ -18,7 +18,7 @@ from moto import mock_aws
 
 from components.kubernetes_versions import plugin_kubernetes_version
 from components.stack import build_stack
-from components.stack_config import StackConfig, parse_stack_config
+from components.stack_config import PROJECT, StackConfig, parse_stack_config
 from contracts.modes import SCHEDULER_MODES, SchedulerMode, uses_extender
 from tests.pulumi.mocks import STACK, StackRun, run_stack
 
@@ -56,6 +56,39 @@ def stack_config(values: Mapping[str, object], secret_keys: Iterable[str] = ()) 
     return parse_stack_config(
         raw, stack=STACK, plugin_version=plugin_kubernetes_version(), secret_keys=frozenset(secret_keys)
     )
+
+
+EXAMPLE_STACKS = sorted(REPO_ROOT.glob("Pulumi.*.yaml"))
+"""The repository's stack files (dev and prod on EKS, local on an existing cluster)."""
+
+
+def example_stack_name(stack_file: Path) -> str:
+    """``Pulumi.prod.yaml`` -> ``prod``."""
+    return stack_file.stem.split(".")[1]
+
+
+def example_stack_values(stack_file: Path) -> tuple[dict[str, str], frozenset[str]]:
+    """This project's keys of a stack file as the Pulumi engine passes them to the program, and
+    the keys it would hold secret. An existing-cluster example can only hold the kubeconfig's
+    place (a secret is encrypted per stack): it is set as ``pulumi config set --secret --path``
+    would."""
+    config = yaml.safe_load(stack_file.read_text())["config"]
+    values = {}
+    for key, value in config.items():
+        if not key.startswith(f"{PROJECT}:"):
+            continue
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, dict | list):
+            text = json.dumps(value)
+        else:
+            text = str(value)
+        values[key.removeprefix(f"{PROJECT}:")] = text
+    if "existingCluster" not in values:
+        return values, frozenset()
+    existing = json.loads(values["existingCluster"])
+    values["existingCluster"] = json.dumps({**existing, "kubeconfig": kubeconfig_text()})
+    return values, frozenset({"existingCluster"})
 
 
 def run_with(values: Mapping[str, object], secret_keys: Iterable[str] = ()) -> StackRun:

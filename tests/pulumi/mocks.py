@@ -379,6 +379,18 @@ def _type_and_name(urn: str) -> tuple[str, str]:
     return qualified_type.split("$")[-1], name
 
 
+def manifest(value: Any) -> Any:
+    """A plain object as JSON should carry it: whole numbers as integers (the engine's
+    protobuf numbers are floats; the Kubernetes provider sends 2.0 as 2)."""
+    if isinstance(value, dict):
+        return {key: manifest(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [manifest(item) for item in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 @dataclass(frozen=True)
 class StackRun:
     """What one run of the program declared and exported."""

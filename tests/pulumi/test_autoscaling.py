@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from components.cluster_autoscaler import NODE_TEMPLATE, SCALING_ACTIONS
 from components.karpenter import INTERRUPTION_EVENTS, NODE_POLICIES
@@ -526,12 +525,6 @@ def test_karpenter_charts_come_pinned_from_the_oci_registry(karpenter_run: Stack
         assert ("kubernetes:helm.sh/v3:Release", "karpenter-controller") in pool.depends_on
 
 
-def test_the_aws_crds_the_dry_run_installs_are_the_charts_release() -> None:
-    script = (REPO_ROOT / "toolchain" / "build.sh").read_text()
-    [version] = re.findall(r"KARPENTER_AWS_MODULE=github\.com/aws/karpenter-provider-aws@v(\S+)", script)
-    assert version == DEFAULT_KARPENTER_CHART_VERSION
-
-
 @pytest.mark.parametrize(
     ("instance_type", "problem"),
     [("m5.large", "m5.large has no GPU"), ("g5g.xlarge", "g5g.xlarge supports arm64")],
@@ -540,31 +533,3 @@ def test_a_type_no_node_pool_can_serve_fails_naming_the_group(instance_type: str
     groups = [SINGLE_GROUP, {"name": "bad", "instanceTypes": ["g5.xlarge", instance_type]}]
     with pytest.raises(ValueError, match=rf"gpu-scheduler-eks:gpuNodeGroups\[1\]\.instanceTypes .*{problem}"):
         run_with({"autoscaling": "karpenter", "gpuNodeGroups": groups})
-
-
-def leaf_paths(values: dict[str, Any], prefix: str = "") -> list[str]:
-    """Dotted paths of ``values``' leaves; a map whose upstream default is a free-form map
-    (``nodeSelector``, a container's ``resources``) counts as one leaf."""
-    paths = []
-    for key, value in values.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, dict) and key not in ("nodeSelector", "resources"):
-            paths.extend(leaf_paths(value, f"{path}."))
-        else:
-            paths.append(path)
-    return paths
-
-
-def test_every_karpenter_value_is_a_key_of_the_pinned_chart(karpenter_run: StackRun, bin_dir: Path) -> None:
-    """A misspelt value would be ignored by Helm silently; the chart's values.yaml at the pinned
-    release (published by ``make autoscaler-binaries``) must know each path we set."""
-    upstream = yaml.safe_load((bin_dir / "karpenter-aws-chart" / "values.yaml").read_text())
-    values = karpenter_run.one("kubernetes:helm.sh/v3:Release", "karpenter-controller").plain["values"]
-    paths = leaf_paths(values)
-    assert "settings.interruptionQueue" in paths
-    for path in paths:
-        node = upstream
-        for part in path.split("."):
-            assert isinstance(node, dict), f"{path}: the chart's value above {part} is not a map"
-            assert part in node, f"{path} is not a value of the chart"
-            node = node[part]

@@ -6,22 +6,17 @@ MutatingWebhookConfiguration too: the API server compiles its CEL match conditio
 PodSecurity). The namespace is created for real first, labelled as the program labels it
 (Pod Security ``restricted``), so a Pod made from each Deployment's template meets the
 enforcing admission check. extender-cached's node-reader ClusterRole and binding are also
-created for real once, and the API server's own authorizer is asked what they allow. The
-nvidia-device-plugin Helm release is not rendered here (its chart repository is not
-reachable), so only our own objects are checked.
+created for real once, and the API server's own authorizer is asked what they allow. The Helm
+releases' charts are rendered and checked in test_chart_dry_run.py.
 """
 
-import contextlib
 import copy
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import kubernetes.client
 import pytest
 from kubernetes.client.rest import ApiException
-from kubernetes.dynamic import DynamicClient
 
 from components.render.karpenter_pools import MAX_NODE_POOL_NAME
 from components.render.node_reader import NODE_READER_ROLE
@@ -32,8 +27,10 @@ from localcluster.plane.control_plane import ControlPlane, start_control_plane
 from localcluster.services.deployed_scheduler import SERVICE_ACCOUNT_GROUPS, service_account_user
 from localcluster.services.karpenter import install_crds
 from policy.job_zone import ZONE_LABEL
+from testbed.dry_run import DryRun as ApiDryRun
+from testbed.dry_run import existing, pod_from_template
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, mode_run, run_with
-from tests.pulumi.mocks import StackRun
+from tests.pulumi.mocks import StackRun, manifest
 
 TOKEN_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 """Where the ServiceAccount admission plugin mounts the API token (in-cluster config reads it)."""
@@ -46,18 +43,6 @@ NOT_SENT = ("kubernetes:helm.sh/",)
 """Declared Kubernetes resources that are not plain objects (a Helm release is a chart)."""
 
 
-def manifest(value: Any) -> Any:
-    """A plain object as JSON should carry it: whole numbers as integers (the engine's
-    protobuf numbers are floats; the Kubernetes provider sends 2.0 as 2)."""
-    if isinstance(value, dict):
-        return {key: manifest(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [manifest(item) for item in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
 def declared_objects(run: StackRun) -> list[dict[str, Any]]:
     return [
         manifest(resource.plain)
@@ -66,38 +51,8 @@ def declared_objects(run: StackRun) -> list[dict[str, Any]]:
     ]
 
 
-class DryRun:
-    """POSTs objects to the API server and returns its warnings; errors raise ApiException."""
-
-    def __init__(self, client: kubernetes.client.ApiClient) -> None:
-        self.client = client
-        self.discovery = DynamicClient(client)
-
-    def create(self, body: dict[str, Any], dry_run: bool = True) -> list[str]:
-        return self.admit(body, dry_run)[1]
-
-    def admit(self, body: dict[str, Any], dry_run: bool = True) -> tuple[dict[str, Any], list[str]]:
-        """The object as admitted (after mutating admission) and the warnings."""
-        resource = self.discovery.resources.get(api_version=body["apiVersion"], kind=body["kind"])
-        namespace = body["metadata"].get("namespace") if resource.namespaced else None
-        query = [("fieldValidation", "Strict")] + ([("dryRun", "All")] if dry_run else [])
-        response, _, headers = self.client.call_api(
-            resource.path(namespace=namespace),
-            "POST",
-            query_params=query,
-            header_params={"Content-Type": "application/json", "Accept": "application/json"},
-            body=body,
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=False,
-        )
-        warnings: list[str] = headers.getlist("Warning")
-        admitted: dict[str, Any] = json.loads(response.data)
-        return admitted, warnings
-
-    def delete(self, body: dict[str, Any]) -> None:
-        resource = self.discovery.resources.get(api_version=body["apiVersion"], kind=body["kind"])
-        resource.delete(name=body["metadata"]["name"], namespace=body["metadata"].get("namespace"))
+class DryRun(ApiDryRun):
+    """The API server's dry runs, and its authorizer's answers for the extender's identity."""
 
     def allowed(self, verb: str, resource: str, namespace: str = "", subresource: str = "") -> bool:
         """Whether the extender's ServiceAccount may, per the API server's authorizer."""
@@ -142,32 +97,6 @@ def namespace(api: DryRun, extender_run: StackRun, plugin_run: StackRun) -> dict
     assert declared == manifest(plugin_run.kubernetes_object("Namespace", NAMESPACE))
     assert api.create(declared, dry_run=False) == []
     return declared
-
-
-def pod_from_template(deployment: dict[str, Any]) -> dict[str, Any]:
-    """The Pod a Deployment's ReplicaSet would create (PodSecurity enforces on Pods)."""
-    template = copy.deepcopy(deployment["spec"]["template"])
-    metadata = {
-        **template["metadata"],
-        "name": f"{deployment['metadata']['name']}-probe",
-        "namespace": deployment["metadata"]["namespace"],
-    }
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}
-
-
-@contextlib.contextmanager
-def existing(api: DryRun, objects: list[dict[str, Any]]) -> Iterator[None]:
-    """``objects`` created for real while the block runs, then deleted (so the dry runs of the
-    declared objects still create them anew)."""
-    created: list[dict[str, Any]] = []
-    try:
-        for body in objects:
-            api.create(body, dry_run=False)
-            created.append(body)
-        yield
-    finally:
-        for body in reversed(created):
-            api.delete(body)
 
 
 def of_kind(run: StackRun, *kinds: str) -> list[dict[str, Any]]:

@@ -35,8 +35,11 @@ from components.stack_config import (
 )
 from tests.pulumi.conftest import (
     CLIENT_KEY_DATA,
+    EXAMPLE_STACKS,
     EXTENDER_REFERENCE,
     GPU_SCHEDULER_REFERENCE,
+    example_stack_name,
+    example_stack_values,
     existing_values,
     kubeconfig_text,
     stack_config,
@@ -44,25 +47,7 @@ from tests.pulumi.conftest import (
 from tests.pulumi.mocks import StackMocks
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE_STACKS = sorted(REPO_ROOT.glob("Pulumi.*.yaml"))
 GROUP = {"name": "a", "instanceTypes": ["g5.xlarge"]}
-
-
-def pulumi_values(stack_file: Path) -> dict[str, str]:
-    """This project's keys of a stack file, as the Pulumi engine passes them to the program."""
-    config = yaml.safe_load(stack_file.read_text())["config"]
-    values = {}
-    for key, value in config.items():
-        if not key.startswith(f"{PROJECT}:"):
-            continue
-        if isinstance(value, bool):
-            text = "true" if value else "false"
-        elif isinstance(value, dict | list):
-            text = json.dumps(value)
-        else:
-            text = str(value)
-        values[key.removeprefix(f"{PROJECT}:")] = text
-    return values
 
 
 def test_defaults_make_a_working_stack() -> None:
@@ -100,17 +85,13 @@ def test_there_are_example_stacks() -> None:
 def test_example_stacks_are_valid(stack_file: Path) -> None:
     """An existing-cluster example can only hold the kubeconfig's place (a secret is encrypted
     per stack); the test sets it as ``pulumi config set --secret --path`` would."""
-    values = pulumi_values(stack_file)
     keys = yaml.safe_load(stack_file.read_text())["config"]
-    secret_keys: frozenset[str] = frozenset()
-    if "existingCluster" in values:
-        existing = json.loads(values["existingCluster"])
-        assert "kubeconfig" not in existing, "a kubeconfig never belongs in an example stack file"
-        values["existingCluster"] = json.dumps({**existing, "kubeconfig": kubeconfig_text()})
-        secret_keys = frozenset({"existingCluster"})
+    existing = keys.get(f"{PROJECT}:existingCluster", {})
+    assert "kubeconfig" not in existing, "a kubeconfig never belongs in an example stack file"
+    values, secret_keys = example_stack_values(stack_file)
     config = parse_stack_config(
         values,
-        stack=stack_file.stem.split(".")[1],
+        stack=example_stack_name(stack_file),
         plugin_version=plugin_kubernetes_version(),
         secret_keys=secret_keys,
     )
@@ -124,10 +105,8 @@ def test_example_stacks_are_valid(stack_file: Path) -> None:
 def test_the_local_example_runs_the_extender_without_device_plugin_or_waits() -> None:
     """Pulumi.local.yaml is the end-to-end suite's stack: a bare API server (no nodes, no
     controllers, no internet for the device plugin's chart)."""
-    values = pulumi_values(REPO_ROOT / "Pulumi.local.yaml")
-    existing = json.loads(values["existingCluster"])
-    values["existingCluster"] = json.dumps({**existing, "kubeconfig": kubeconfig_text()})
-    config = parse_stack_config(values, "local", plugin_kubernetes_version(), frozenset({"existingCluster"}))
+    values, secret_keys = example_stack_values(REPO_ROOT / "Pulumi.local.yaml")
+    config = parse_stack_config(values, "local", plugin_kubernetes_version(), secret_keys)
     assert config.existing_cluster is not None
     assert config.existing_cluster.skip_await is True
     assert config.device_plugin.enabled is False
@@ -136,9 +115,11 @@ def test_the_local_example_runs_the_extender_without_device_plugin_or_waits() ->
 
 
 def test_dev_example_is_small_and_prod_spreads_over_three_zones() -> None:
-    dev = parse_stack_config(pulumi_values(REPO_ROOT / "Pulumi.dev.yaml"), "dev", plugin_kubernetes_version())
+    dev = parse_stack_config(
+        example_stack_values(REPO_ROOT / "Pulumi.dev.yaml")[0], "dev", plugin_kubernetes_version()
+    )
     prod = parse_stack_config(
-        pulumi_values(REPO_ROOT / "Pulumi.prod.yaml"), "prod", plugin_kubernetes_version()
+        example_stack_values(REPO_ROOT / "Pulumi.prod.yaml")[0], "prod", plugin_kubernetes_version()
     )
     assert isinstance(dev.network, NewVpc)
     assert isinstance(prod.network, NewVpc)
