@@ -11,7 +11,13 @@ from localcluster.plane.control_plane import ControlPlane, start_control_plane
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BIN_DIR = Path(os.environ.get("LOCALCLUSTER_BIN_DIR", REPO_ROOT / ".cache" / "bin"))
-CONTROL_PLANE_BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "gpu-scheduler")
+CONTROL_PLANE_BINARIES = (
+    "etcd",
+    "kube-apiserver",
+    "kube-scheduler",
+    "kube-controller-manager",
+    "gpu-scheduler",
+)
 
 
 BUILT_FIXTURES = ("bin_dir", "images")
