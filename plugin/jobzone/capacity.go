@@ -61,51 +61,93 @@ func newPodShape(pod *v1.Pod, c config) podShape {
 	}
 }
 
-// copiesOn is how many copies of the pod fit on the node now: zero for a node that
-// is being taken away (deleted, cordoned or carrying a disruption taint, whatever the
-// pod tolerates and whether or not it has a capacity choice: a job's members must stay
-// together), has a NoSchedule or NoExecute taint the pod does not tolerate, is outside
-// the pod's required node selector and affinity, or fails the GPU-memory or the
-// capacity-type rule (CapacityType would refuse it); otherwise the least of free pod
-// slots and of every resource the pod requests (CPU, memory, ephemeral storage, GPUs and
-// other extended resources such as EFA interfaces, hugepages), each free amount divided by
-// what one copy requests, as NodeResourcesFit counts them: a node without a requested
-// extended resource holds none. Requested resources include pods assumed by the scheduler
-// and not yet bound, so members already reserved count as taken.
+// copiesOn is how many copies of the pod fit on the node now: zero for a node the pod
+// may not use (admits), otherwise what the node's free resources hold (freeOn, copiesIn).
 func (s podShape) copiesOn(logger klog.Logger, info fwk.NodeInfo, c config) int64 {
-	gpu := c.gpu
+	if !s.admits(logger, info, c) {
+		return 0
+	}
+	free := freeOn(info)
+	return s.copiesIn(&free)
+}
+
+// admits reports whether the pod may use the node at all: not for a node that is being
+// taken away (deleted, cordoned or carrying a disruption taint, whatever the pod tolerates
+// and whether or not it has a capacity choice: a job's members must stay together), has a
+// NoSchedule or NoExecute taint the pod does not tolerate, is outside the pod's required
+// node selector and affinity, or fails the GPU-memory or the capacity-type rule
+// (CapacityType would refuse it).
+func (s podShape) admits(logger klog.Logger, info fwk.NodeInfo, c config) bool {
 	node := info.Node()
 	if node == nil || gpupolicy.DisruptionSignal(node) != "" || s.requirementErr != nil || s.capacityErr != nil {
-		return 0
+		return false
 	}
 	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, s.pod.Spec.Tolerations, blocksScheduling, false); untolerated {
-		return 0
+		return false
 	}
 	if matches, err := s.affinity.Match(node); err != nil || !matches {
-		return 0
+		return false
 	}
-	if fits, _ := gpupolicy.FitsMemory(s.requirement, node, gpu); !fits {
-		return 0
+	if fits, _ := gpupolicy.FitsMemory(s.requirement, node, c.gpu); !fits {
+		return false
 	}
-	if fits, _ := gpupolicy.FitsCapacityType(s.capacity, node, c.capacity); !fits {
-		return 0
-	}
+	fits, _ := gpupolicy.FitsCapacityType(s.capacity, node, c.capacity)
+	return fits
+}
+
+// nodeFree is what a node has left now: pod slots, CPU, memory, ephemeral storage and each
+// extended resource and hugepage size (allocatable less what its pods request, pods
+// assumed by the scheduler and not yet bound included, so members already reserved count
+// as taken).
+type nodeFree struct {
+	pods, milliCPU, memory, ephemeralStorage int64
+	scalars                                  map[v1.ResourceName]int64
+}
+
+func freeOn(info fwk.NodeInfo) nodeFree {
 	allocatable, requested := info.GetAllocatable(), info.GetRequested()
-	copies := int64(allocatable.GetAllowedPodNumber() - len(info.GetPods()))
+	free := nodeFree{
+		pods:             int64(allocatable.GetAllowedPodNumber() - len(info.GetPods())),
+		milliCPU:         allocatable.GetMilliCPU() - requested.GetMilliCPU(),
+		memory:           allocatable.GetMemory() - requested.GetMemory(),
+		ephemeralStorage: allocatable.GetEphemeralStorage() - requested.GetEphemeralStorage(),
+		scalars:          map[v1.ResourceName]int64{},
+	}
+	taken := requested.GetScalarResources()
+	for name, amount := range allocatable.GetScalarResources() {
+		free.scalars[name] = amount - taken[name]
+	}
+	return free
+}
+
+// copiesIn is how many copies of the pod the free resources hold: the least of free pod
+// slots and of every resource the pod requests, each free amount divided by what one copy
+// requests, as NodeResourcesFit counts them (a node without a requested extended resource
+// holds none).
+func (s podShape) copiesIn(free *nodeFree) int64 {
+	copies := free.pods
 	for _, r := range []struct{ free, need int64 }{
-		{allocatable.GetMilliCPU() - requested.GetMilliCPU(), s.milliCPU},
-		{allocatable.GetMemory() - requested.GetMemory(), s.memory},
-		{allocatable.GetEphemeralStorage() - requested.GetEphemeralStorage(), s.ephemeralStorage},
+		{free.milliCPU, s.milliCPU}, {free.memory, s.memory}, {free.ephemeralStorage, s.ephemeralStorage},
 	} {
 		if r.need > 0 {
 			copies = min(copies, r.free/r.need)
 		}
 	}
-	free, taken := allocatable.GetScalarResources(), requested.GetScalarResources()
 	for name, need := range s.scalars {
-		copies = min(copies, (free[name]-taken[name])/need)
+		copies = min(copies, free.scalars[name]/need)
 	}
 	return max(copies, 0)
+}
+
+// take subtracts one copy of the pod from the free resources.
+func (s podShape) take(free *nodeFree) {
+	free.pods--
+	free.milliCPU -= s.milliCPU
+	free.memory -= s.memory
+	free.ephemeralStorage -= s.ephemeralStorage
+	for name, need := range s.scalars {
+		free.scalars[name] -= need
+	}
 }
 
 func blocksScheduling(taint *v1.Taint) bool {

@@ -3,6 +3,7 @@ package jobzone
 import (
 	"time"
 
+	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
@@ -12,21 +13,22 @@ import (
 // placed there are counted as taken when another job is planned, so two jobs planned
 // at once do not both count the same free GPUs and wait on each other.
 type reservation struct {
-	zone          string
-	job           *zonepolicy.Job
-	namespace     string
-	gpusPerMember int64
+	zone      string
+	job       *zonepolicy.Job
+	namespace string
+	// gpus is what the whole job's members request in all.
+	gpus int64
 	// until is when the plan stops holding if no member of the job waits at Permit by
 	// then (its members were deleted, or never got past the Filter plugins).
 	until time.Time
 }
 
 // reserve records the job's plan; called by PreFilter for the member that planned it.
-func (pl *JobZone) reserve(key, namespace, zone string, job *zonepolicy.Job, gpusPerMember int64) {
+func (pl *JobZone) reserve(key, namespace, zone string, job *zonepolicy.Job, gpus int64) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	pl.reservations[key] = reservation{
-		zone: zone, job: job, namespace: namespace, gpusPerMember: gpusPerMember,
+		zone: zone, job: job, namespace: namespace, gpus: gpus,
 		until: pl.clock.Now().Add(pl.config.permitTimeout),
 	}
 }
@@ -36,8 +38,8 @@ func (pl *JobZone) reserve(key, namespace, zone string, job *zonepolicy.Job, gpu
 func (pl *JobZone) release(key string) { delete(pl.reservations, key) }
 
 // reservedByOthers is, zone by zone, how many GPUs other planned jobs still need there:
-// each job's members not yet placed in its zone, times the GPUs of one member. Expired
-// plans of jobs with no member held are dropped.
+// each job's GPUs less those of its members placed in its zone. Expired plans of jobs
+// with no member held are dropped.
 func (pl *JobZone) reservedByOthers(key string, nodes []fwk.NodeInfo) map[string]int64 {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
@@ -51,28 +53,30 @@ func (pl *JobZone) reservedByOthers(key string, nodes []fwk.NodeInfo) map[string
 			delete(pl.reservations, other)
 			continue
 		}
-		outstanding := r.job.Size - placedIn(nodes, r.namespace, r.job, r.zone, pl.config.zone)
-		if outstanding > 0 {
-			reserved[r.zone] += outstanding * r.gpusPerMember
+		if outstanding := r.gpus - placedGPUsIn(nodes, r.namespace, r.job, r.zone, pl.config); outstanding > 0 {
+			reserved[r.zone] += outstanding
 		}
 	}
 	return reserved
 }
 
-// placedIn counts the job's placed members (bound or assumed, not terminating) in zone.
-func placedIn(nodes []fwk.NodeInfo, namespace string, job *zonepolicy.Job, zone string, s zonepolicy.Settings) int64 {
-	var count int64
+// placedGPUsIn is the GPUs the job's placed members (bound or assumed, not terminating)
+// request in zone.
+func placedGPUsIn(nodes []fwk.NodeInfo, namespace string, job *zonepolicy.Job, zone string, c config) int64 {
+	var gpus int64
 	for _, info := range nodes {
-		if zoneOf(info.Node(), s) != zone {
+		if zoneOf(info.Node(), c.zone) != zone {
 			continue
 		}
 		for _, podInfo := range info.GetPods() {
-			if isPlacedMember(podInfo.GetPod(), namespace, job, s) {
-				count++
+			if pod := podInfo.GetPod(); isPlacedMember(pod, namespace, job, c.zone) {
+				requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+				quantity := requests[c.gpu.GPUResource]
+				gpus += quantity.Value()
 			}
 		}
 	}
-	return count
+	return gpus
 }
 
 // withoutReserved takes from each zone's copies of a pod of gpus GPUs those the GPUs

@@ -235,15 +235,25 @@ func (pl *JobZone) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.
 	}
 	if zone == "" {
 		key := jobKey(pod, job)
-		shape := newPodShape(pod, pl.config)
-		copies := withoutReserved(copiesByZone(logger, nodes, shape, pl.config), pl.reservedByOthers(key, nodes), shape.gpus)
+		shapes, mixed, err := pl.jobShapes(pod, job)
+		if err != nil {
+			return nil, fwk.AsStatus(err)
+		}
+		reserved := pl.reservedByOthers(key, nodes)
+		var copies map[string]int64
+		if mixed {
+			copies = wholeJobByZone(logger, nodes, shapes, reserved, pl.config)
+		} else {
+			copies = withoutReserved(copiesByZone(logger, nodes, shapes[0], pl.config), reserved, shapes[0].gpus)
+		}
 		plan := zonepolicy.PlanZone(copies, job.Size, failed)
 		if plan.Zone == "" {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, plan.Message)
 		}
 		zone = plan.Zone
-		pl.reserve(key, pod.Namespace, zone, job, shape.gpus)
-		logger.V(3).Info("planned a zone for a job", "pod", klog.KObj(pod), "job", job.Name, "size", job.Size, "zone", zone, "copiesByZone", copies)
+		pl.reserve(key, pod.Namespace, zone, job, gpusOf(shapes))
+		logger.V(3).Info("planned a zone for a job", "pod", klog.KObj(pod), "job", job.Name, "size", job.Size, "zone", zone,
+			"membersAlike", !mixed, "copiesByZone", copies)
 	}
 	state.Write(stateKey, &jobState{job: job, zone: zone})
 	return &fwk.PreFilterResult{NodeNames: nodesIn(nodes, zone, pl.config.zone)}, nil

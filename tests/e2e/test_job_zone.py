@@ -26,10 +26,11 @@ from localcluster.plane.workloads import (
     pod_manifest,
 )
 from localcluster.services.webhook import start_webhook
+from policy import MIN_MEMORY_ANNOTATION
 from policy.job_zone import ZONE_LABEL
 from policy.job_zone_affinity import OWN_POD_AFFINITY_CONFLICT
 from policy.job_zone_affinity import REQUIRED_POD_TERMS_FIELD as REQUIRED_TERMS
-from testbed.e2e_cluster import E2ECluster, shaped_like
+from testbed.e2e_cluster import INVENTORY, E2ECluster, shaped_like
 from tests.e2e.bindings import BindingWatch, gpu_seconds_held
 
 pytestmark = pytest.mark.e2e
@@ -464,3 +465,37 @@ def test_a_job_half_created_holds_nothing_until_every_member_exists(
     last = create(cluster, member("llm", 3, 4))
     bindings = watch.wait_for_bindings(first + last)
     assert set(bindings.values()) == {"a-1"}, bindings
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_a_cpu_launcher_beside_its_gpu_workers_lands_with_them(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """An MPI-style job of 5: a CPU-only launcher, created first, and 4 one-GPU workers. Zone A has
+    CPU nodes only (room for many launchers), B a CPU node and a GPU node of 4 (tainted, as EKS
+    GPU nodes are). The launcher sorts first in the queue; whatever zone its plan picks, the job
+    binds whole in B, the one zone the workers fit, and no worker is held in A."""
+    cluster.add_nodes(
+        SimulatedNode("a-cpu-1", INVENTORY["m5.xlarge"], ZONE_A),
+        SimulatedNode("a-cpu-2", INVENTORY["m5.xlarge"], ZONE_A),
+        SimulatedNode("b-cpu-1", INVENTORY["m5.xlarge"], ZONE_B),
+        SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=4), ZONE_B),
+    )
+    start_webhook(cluster.plane, tmp_path / "webhook", mode=cluster.mode)
+    cluster.start()
+    launcher = member("mpi", 0, 5, gpus=0)
+    launcher["metadata"]["name"] = "mpi-launcher"
+    launcher["metadata"]["annotations"].pop(MIN_MEMORY_ANNOTATION)
+    launcher["spec"].pop("tolerations", None)
+    workers = [member("mpi", index, 5) for index in range(1, 5)]
+    names = create(cluster, launcher, *workers)
+    bindings = watch.wait_for_bindings(names, timeout=60)
+    assert zones_of(cluster, bindings) == Counter({ZONE_B: 5}), bindings
+    assert {bindings[worker["metadata"]["name"]] for worker in workers} == {"b-1"}
+    held_in_a = [
+        event.pod for event in watch.snapshot() if event.kind == "held" and event.node.startswith("a-")
+    ]
+    assert set(held_in_a) <= {"mpi-launcher"}, f"workers held in A: {held_in_a}"
+    # The workers sort before the launcher (by name); each plans with the whole job, launcher included.
+    refusals = [message for name in names for message in failed_scheduling(cluster, name)]
+    assert not [message for message in refusals if "no zone can hold" in message], refusals
