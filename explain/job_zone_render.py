@@ -16,6 +16,10 @@ JOB_STATUS = {
     "no-zone": "no zone holds the whole job",
     "size-mismatch": "its members declare different job sizes; JobZone places none",
     "waiting-for-members": "fewer members exist than the job size; JobZone plans nothing until all do",
+    "members-differ": (
+        "the members differ in what they ask (a launcher beside workers): JobZone plans the zone that holds "
+        "every member at once; the copies below are this pod's only"
+    ),
 }
 """One line per job status of ``explain pod``."""
 

@@ -16,19 +16,23 @@ from typing import Literal
 
 from explain.node_facts import JsonObject, PodKey, pod_key
 from explain.pod_verdicts import NodeVerdict, PodVerdicts
-from policy import PolicyError, parse_quantity, pod_requests
+from policy import CAPACITY_TYPE_ANNOTATION, MIN_MEMORY_ANNOTATION, PolicyError, parse_quantity, pod_requests
 from policy.capacity_type import disruption_signal
 from policy.job_zone import JobZoneSettings, ZoneJob, ZonePlan, is_member, job_from_pod, plan_zone
 from policy.job_zone_affinity import own_required_pod_affinity, required_pod_terms, zone_affinity_term
 from policy.owner_job import OwnerJobs
 
-JobStatus = Literal["bound", "fits", "zone-full", "no-zone", "size-mismatch", "waiting-for-members"]
+JobStatus = Literal[
+    "bound", "fits", "zone-full", "no-zone", "size-mismatch", "waiting-for-members", "members-differ"
+]
 """``bound``: this pod is bound. ``fits``: the job's zone (where members are bound, else the
 plan's) holds every member still to place. ``size-mismatch``: the job's members declare different sizes
 (JobZone places none). ``waiting-for-members``: no member is bound and fewer than job-size members
 exist (JobZone plans nothing until all do). ``zone-full``: members are bound in a zone that
 holds fewer copies than the members still to place. ``no-zone``: no member is bound and no
-zone holds the whole job."""
+zone holds the whole job. ``members-differ``: no member is bound and the members differ in what
+they ask (a launcher beside workers): JobZone plans with every member at once, and the copies
+counted here are this pod's only."""
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
@@ -131,6 +135,8 @@ def job_zone_report(
     plan = None if member_zone else plan_zone({room.zone: room.copies for room in zones}, job.size)
     sizes = _declared_sizes(known, settings, owner_jobs)
     status = _status(verdicts, zones, member_zone, remaining, plan)
+    if status in ("fits", "no-zone") and not member_zone and _members_differ(pod, known):
+        status = "members-differ"
     return JobZoneReport(
         job=job,
         members=len(known),
@@ -144,6 +150,27 @@ def job_zone_report(
         own_pod_affinity=own_required_pod_affinity(pod, settings),
         declared_sizes=sizes,
         status=_job_status(status, sizes, len(known), job.size, member_zone),
+    )
+
+
+def _members_differ(pod: JsonObject, members: Sequence[JsonObject]) -> bool:
+    """Whether the pending members ask for different things (requests, tolerations, node selector
+    and affinity, annotations): JobZone then plans with every member, not copies of one."""
+    own = _shape(pod)
+    return any(_shape(member) != own for member in members if not _bound(member))
+
+
+def _shape(pod: JsonObject) -> tuple[object, ...]:
+    spec = _spec(pod)
+    affinity = spec.get("affinity") or {}
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return (
+        sorted(_requests(pod).items()),
+        repr(spec.get("tolerations") or []),
+        sorted((spec.get("nodeSelector") or {}).items()),
+        repr(affinity.get("nodeAffinity")),
+        annotations.get(MIN_MEMORY_ANNOTATION),
+        annotations.get(CAPACITY_TYPE_ANNOTATION),
     )
 
 

@@ -521,3 +521,19 @@ def test_an_indexed_job_that_runs_in_waves_is_invalid_with_the_fix() -> None:
         f"fix the Indexed Job ({reason}): set the Job's spec.parallelism to its spec.completions"
     )
     assert "the scheduler leaves it Pending" in change
+
+
+def test_a_job_whose_members_differ_says_jobzone_plans_with_every_member() -> None:
+    """A CPU launcher beside one-GPU workers: copies of a worker are not what JobZone plans with,
+    so explain does not claim the job fits nowhere."""
+    workers = [job_pod(f"worker-{index}", 9) for index in range(8)]
+    launcher = job_pod("launcher", 9, min_memory=None)
+    launcher["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    explanation = explain(workers[0], members=[launcher, *workers])
+    job = explanation.job
+    assert job is not None
+    assert (job.status, job.blocks) == ("members-differ", False)
+    assert "JobZone plans the zone that holds every member at once" in pod_text(explanation, DEFAULT_SETTINGS)
+    alike = explain(workers[0], members=[*workers, job_pod("worker-8", 9)])
+    assert alike.job is not None
+    assert alike.job.status == "no-zone", "alike members: copies of one decide"
