@@ -32,8 +32,8 @@ from localcluster.services.webhook import start_webhook
 from policy import DEFAULT_SETTINGS
 from policy.job_identity import JOB_COMPLETION_INDEX
 from policy.owner_job import JOB_RUNS_IN_WAVES, SIZE_FROM_COMPLETIONS
+from testbed.bindings import BindingWatch
 from testbed.e2e_cluster import E2ECluster, shaped_like
-from tests.e2e.bindings import BindingWatch
 
 pytestmark = pytest.mark.e2e
 

@@ -30,8 +30,8 @@ from policy import MIN_MEMORY_ANNOTATION
 from policy.job_zone import ZONE_LABEL
 from policy.job_zone_affinity import OWN_POD_AFFINITY_CONFLICT
 from policy.job_zone_affinity import REQUIRED_POD_TERMS_FIELD as REQUIRED_TERMS
+from testbed.bindings import BindingWatch, gpu_seconds_held
 from testbed.e2e_cluster import INVENTORY, E2ECluster, shaped_like
-from tests.e2e.bindings import BindingWatch, gpu_seconds_held
 
 pytestmark = pytest.mark.e2e
 

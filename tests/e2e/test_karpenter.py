@@ -69,8 +69,8 @@ from localcluster.services.webhook import created_affinity, start_webhook
 from policy import CAPACITY_TYPE_LABEL, KARPENTER_GPU_MEMORY_LABEL, NODE_MEMORY_LABEL, read_node_memory
 from policy.job_identity import JOB_CONTROLLER_UID_LABEL, JOB_NAME_LABEL
 from policy.job_zone import ZONE_LABEL
+from testbed.bindings import BindingWatch
 from testbed.e2e_cluster import INVENTORY, E2ECluster
-from tests.e2e.bindings import BindingWatch
 
 SYSTEM = SimulatedNode("system-1", INVENTORY["m5.xlarge"], "us-east-1a")
 MINIMUMS_MIB = {
