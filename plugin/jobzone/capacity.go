@@ -33,6 +33,8 @@ type podShape struct {
 	// capacityErr is the capacity-type rule's error for an invalid choice: it fits nowhere.
 	capacityErr error
 	affinity    nodeaffinity.RequiredNodeAffinity
+	// volumeAffinity is the required node affinity of each PersistentVolume the pod mounts.
+	volumeAffinity []*nodeaffinity.LazyErrorNodeSelector
 }
 
 func newPodShape(pod *v1.Pod, c config) podShape {
@@ -75,8 +77,8 @@ func (s podShape) copiesOn(logger klog.Logger, info fwk.NodeInfo, c config) int6
 // taken away (deleted, cordoned or carrying a disruption taint, whatever the pod tolerates
 // and whether or not it has a capacity choice: a job's members must stay together), has a
 // NoSchedule or NoExecute taint the pod does not tolerate, is outside the pod's required
-// node selector and affinity, or fails the GPU-memory or the capacity-type rule
-// (CapacityType would refuse it).
+// node selector and affinity or a mounted volume's node affinity (an EBS volume's zone), or
+// fails the GPU-memory or the capacity-type rule (CapacityType would refuse it).
 func (s podShape) admits(logger klog.Logger, info fwk.NodeInfo, c config) bool {
 	node := info.Node()
 	if node == nil || gpupolicy.DisruptionSignal(node) != "" || s.requirementErr != nil || s.capacityErr != nil {
@@ -87,6 +89,11 @@ func (s podShape) admits(logger klog.Logger, info fwk.NodeInfo, c config) bool {
 	}
 	if matches, err := s.affinity.Match(node); err != nil || !matches {
 		return false
+	}
+	for _, selector := range s.volumeAffinity {
+		if matches, err := selector.Match(node); err != nil || !matches {
+			return false
+		}
 	}
 	if fits, _ := gpupolicy.FitsMemory(s.requirement, node, c.gpu); !fits {
 		return false

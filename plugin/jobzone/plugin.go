@@ -100,6 +100,9 @@ type JobZone struct {
 	// jobs is the scheduler's Job informer's lister, for an Indexed Job's size (its
 	// spec.completions); nil without an informer factory.
 	jobs batchlisters.JobLister
+	// volumes reads the claims and volumes a member mounts (volume_zones.go); nil without an
+	// informer factory.
+	volumes *volumeListers
 }
 
 var (
@@ -139,6 +142,10 @@ func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, c
 	if informers := handle.SharedInformerFactory(); informers != nil {
 		pl.pods = informers.Core().V1().Pods().Lister()
 		pl.jobs = informers.Batch().V1().Jobs().Lister()
+		pl.volumes = &volumeListers{
+			claims:  informers.Core().V1().PersistentVolumeClaims().Lister(),
+			volumes: informers.Core().V1().PersistentVolumes().Lister(),
+		}
 	}
 	if err := pl.watchPods(); err != nil {
 		return nil, fmt.Errorf("%s: watching pods: %w", Name, err)

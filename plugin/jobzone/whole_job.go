@@ -25,7 +25,7 @@ import (
 // makes that rare), the missing members are taken to be like self. At most job.Size are
 // returned, the largest kept.
 func (pl *JobZone) jobShapes(self *v1.Pod, job *zonepolicy.Job) ([]podShape, bool, error) {
-	shapes := []podShape{newPodShape(self, pl.config)}
+	shapes := []podShape{pl.shapeOf(self)}
 	if pl.pods != nil {
 		listed, err := pl.pods.Pods(self.Namespace).List(labels.SelectorFromSet(job.MatchLabels))
 		if err != nil {
@@ -33,7 +33,7 @@ func (pl *JobZone) jobShapes(self *v1.Pod, job *zonepolicy.Job) ([]podShape, boo
 		}
 		for _, pod := range listed {
 			if pod.UID != self.UID && pod.Spec.NodeName == "" && isPlacedMember(pod, self.Namespace, job, pl.config.zone) {
-				shapes = append(shapes, newPodShape(pod, pl.config))
+				shapes = append(shapes, pl.shapeOf(pod))
 			}
 		}
 	}
@@ -53,6 +53,13 @@ func (pl *JobZone) jobShapes(self *v1.Pod, job *zonepolicy.Job) ([]podShape, boo
 	return shapes, false, nil
 }
 
+// shapeOf is the member's shape with the node affinity of the volumes it mounts.
+func (pl *JobZone) shapeOf(pod *v1.Pod) podShape {
+	shape := newPodShape(pod, pl.config)
+	shape.volumeAffinity = pl.volumes.volumeNodeSelectors(pod)
+	return shape
+}
+
 // heavierFirst orders shapes by GPUs, then CPU, then memory, most first.
 func heavierFirst(a, b podShape) int {
 	for _, d := range []int64{b.gpus - a.gpus, b.milliCPU - a.milliCPU, b.memory - a.memory} {
@@ -68,7 +75,7 @@ func heavierFirst(a, b podShape) int {
 
 // shapeKey is what makes two members alike for the plan: what they request and every
 // rule the plan applies to a node (tolerations, node selector and affinity, the GPU-memory
-// and capacity-type annotations).
+// and capacity-type annotations, the volumes it mounts).
 func shapeKey(pod *v1.Pod, c config) string {
 	var affinity *v1.NodeAffinity
 	if pod.Spec.Affinity != nil {
@@ -81,10 +88,12 @@ func shapeKey(pod *v1.Pod, c config) string {
 		Affinity     *v1.NodeAffinity
 		MinMemory    string
 		Capacity     string
+		Claims       []string
 	}{
 		resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}),
 		pod.Spec.Tolerations, pod.Spec.NodeSelector, affinity,
 		pod.Annotations[c.gpu.MinMemoryAnnotation], pod.Annotations[c.capacity.Annotation],
+		claimNames(pod),
 	})
 	return string(key)
 }
