@@ -499,3 +499,57 @@ def test_a_cpu_launcher_beside_its_gpu_workers_lands_with_them(
     # The workers sort before the launcher (by name); each plans with the whole job, launcher included.
     refusals = [message for name in names for message in failed_scheduling(cluster, name)]
     assert not [message for message in refusals if "no zone can hold" in message], refusals
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_a_job_whose_volume_lives_in_one_zone_is_planned_there(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """A job of 4 that mounts a checkpoint volume bound to an EBS volume in B (the PV's node
+    affinity). A is the tightest fit by GPUs; the plan counts the volume's zone, so the job is
+    planned in B at once, with no member refused in A by the volume binding filter."""
+    cluster.add_nodes(
+        SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=4), ZONE_A),
+        SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_B),
+    )
+    core = kubernetes.client.CoreV1Api(cluster.api)
+    core.create_persistent_volume(
+        {
+            "metadata": {"name": "ckpt"},
+            "spec": {
+                "capacity": {"storage": "100Gi"},
+                "accessModes": ["ReadOnlyMany"],
+                "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-0123456789abcdef0"},
+                "claimRef": {"namespace": WORKLOAD_NAMESPACE, "name": "ckpt"},
+                "nodeAffinity": {
+                    "required": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": ZONE_LABEL, "operator": "In", "values": [ZONE_B]}]}
+                        ]
+                    }
+                },
+            },
+        }
+    )
+    core.create_namespaced_persistent_volume_claim(
+        WORKLOAD_NAMESPACE,
+        {
+            # Bound as the PV controller binds (it does not run here).
+            "metadata": {"name": "ckpt", "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+            "spec": {
+                "accessModes": ["ReadOnlyMany"],
+                "resources": {"requests": {"storage": "100Gi"}},
+                "storageClassName": "",
+                "volumeName": "ckpt",
+            },
+        },
+    )
+    start_webhook(cluster.plane, tmp_path / "webhook", mode=cluster.mode)
+    cluster.start()
+
+    def with_checkpoint(manifest: dict[str, Any]) -> None:
+        manifest["spec"]["volumes"] = [{"name": "ckpt", "persistentVolumeClaim": {"claimName": "ckpt"}}]
+
+    assert bound_whole(cluster, watch, "ckpt", 4, with_checkpoint) == {"b-1"}
+    refusals = [message for index in range(4) for message in failed_scheduling(cluster, f"ckpt-{index}")]
+    assert not [message for message in refusals if "passed the scheduler's filters" in message], refusals
