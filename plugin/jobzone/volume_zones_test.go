@@ -64,7 +64,7 @@ func TestTheJobIsPlannedWhereItsMembersVolumesAre(t *testing.T) {
 	unbound := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "scratch", Namespace: "ml"}}
 	withVolumes(t, h, []*v1.PersistentVolume{pv0, pv1}, []*v1.PersistentVolumeClaim{claim0, claim1, unbound})
 	members := []*v1.Pod{mounting(member("llm", 0, 2, ""), "data-0"), mounting(member("llm", 1, 2, ""), "data-1")}
-	withPodLister(t, h, members...)
+	podStore(t, h, members...)
 	h.lister.set(nil, []*v1.Node{gpuNode("a1", "a", 4), gpuNode("b1", "b", 4)})
 	if result, status := h.preFilter(members[0]); !status.IsSuccess() || !result.NodeNames.Has("b1") || result.NodeNames.Has("a1") {
 		t.Fatalf("volumes in B: %v %v, want B", result, status)
@@ -73,7 +73,7 @@ func TestTheJobIsPlannedWhereItsMembersVolumesAre(t *testing.T) {
 	h = newHarness(t, nil)
 	withVolumes(t, h, nil, []*v1.PersistentVolumeClaim{unbound})
 	alike := []*v1.Pod{mounting(member("tmp", 0, 2, ""), "scratch"), mounting(member("tmp", 1, 2, ""), "scratch")}
-	withPodLister(t, h, alike...)
+	podStore(t, h, alike...)
 	h.lister.set(nil, []*v1.Node{gpuNode("a1", "a", 4), gpuNode("b1", "b", 4)})
 	if result, status := h.preFilter(alike[0]); !status.IsSuccess() || !result.NodeNames.Has("a1") {
 		t.Fatalf("an unbound claim: %v %v, want A (first by name)", result, status)

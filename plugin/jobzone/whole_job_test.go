@@ -5,8 +5,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -24,18 +22,6 @@ func launcher(job string, size int) *v1.Pod {
 	return pod
 }
 
-// withPodLister gives the plugin a pod lister holding pods, as the scheduler's informer would.
-func withPodLister(t *testing.T, h *harness, pods ...*v1.Pod) {
-	t.Helper()
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	for _, pod := range pods {
-		if err := indexer.Add(pod); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h.plugin.pods = corelisters.NewPodLister(indexer)
-}
-
 // A job of a CPU launcher and 4 one-GPU workers. A has CPU only, B one node of 4 GPUs: no
 // zone holds 5 copies of a worker, yet B holds the job. Whichever member is scheduled first
 // plans B.
@@ -45,7 +31,7 @@ func TestAMixedJobIsPlannedWithEveryMember(t *testing.T) {
 	for index := 1; index < 5; index++ {
 		members = append(members, member("mpi", index, 5, ""))
 	}
-	withPodLister(t, h, members...)
+	podStore(t, h, members...)
 	h.lister.set(nil, []*v1.Node{gpuNode("a1", "a", 0), gpuNode("b1", "b", 4)})
 	for _, first := range []*v1.Pod{members[1], members[0]} {
 		result, status := h.preFilter(first)
@@ -71,7 +57,7 @@ func TestAMixedJobNoZoneHolds(t *testing.T) {
 	for index := 1; index < 5; index++ {
 		members = append(members, member("mpi", index, 5, ""))
 	}
-	withPodLister(t, h, members...)
+	podStore(t, h, members...)
 	h.lister.set(nil, []*v1.Node{gpuNode("a1", "a", 3), gpuNode("b1", "b", 2)})
 	_, status := h.preFilter(members[1])
 	if want := "no zone can hold all 5 pods of the job: a 4, b 3"; status.Message() != want {
