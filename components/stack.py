@@ -29,6 +29,7 @@ from components.gpu_node_group import GpuNodeGroup
 from components.karpenter import Karpenter
 from components.kubernetes_await import await_annotations
 from components.network import Network
+from components.observability import Observability
 from components.render.karpenter_pools import DISCOVERY_TAG
 from components.stack_config import (
     ClusterAutoscalerSettings,
@@ -194,6 +195,15 @@ def _eks_target(config: StackConfig) -> ClusterTarget:
         ClusterAutoscaler(
             "cluster-autoscaler", autoscaler, cluster, gpu_groups=gpu_groups, gpu_taint=config.gpu_taint
         )
+    outputs: dict[str, Any] = {}
+    if config.observability.enabled:
+        observability = Observability(
+            "observability",
+            config.observability,
+            cluster,
+            node_groups={group.name: group.instance_types for group in config.gpu_node_groups},
+        )
+        outputs["cloudwatchDashboard"] = observability.dashboard.dashboard_name
     extender_mode = uses_extender(config.scheduler_mode)
     runs_extender_image = extender_mode or config.webhook.enabled
     extender_image = ContainerImage(
@@ -224,6 +234,7 @@ def _eks_target(config: StackConfig) -> ClusterTarget:
             },
             "extenderRepositoryUrl": extender_image.repository.repository_url,
             "gpuSchedulerRepositoryUrl": scheduler_image.repository.repository_url,
+            **outputs,
         },
     )
 
