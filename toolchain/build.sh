@@ -157,7 +157,7 @@ charts)
 otelcol)
   otelcol_version=$(go -C otelcol list -m -f '{{.Version}}' go.opentelemetry.io/collector/otelcol)
   echo "Building the OpenTelemetry Collector $otelcol_version (Prometheus receiver, awsemf exporter) into $out"
-  echo "(cold on 2 cores: about 8 minutes; a rerun takes seconds)"
+  echo "(cold on 2 cores: about 10 minutes, plus about 3 to download the modules; a rerun takes seconds)"
   build otelcol-emf otelcol "-s -w -X main.version=$otelcol_version" . --version
   ;;
 *)

@@ -118,7 +118,7 @@ def collector_config(
     log_group: str,
     log_stream: str,
     scheduler_target: str = "",
-    scheduler_tls: dict[str, str] | None = None,
+    scheduler_tls: dict[str, object] | None = None,
     interval: str = SCRAPE_INTERVAL,
 ) -> dict[str, Any]:
     """The local collector's configuration: scrape ``targets`` (host:port of plain-HTTP

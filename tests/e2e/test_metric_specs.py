@@ -6,7 +6,6 @@ scheduler and the API server really call."""
 
 import ssl
 from pathlib import Path
-from typing import cast
 
 import pytest
 
@@ -16,12 +15,12 @@ from localcluster.host.probes import LOOPBACK
 from localcluster.plane.workloads import PodSpecification, create_through_admission, pod_manifest
 from localcluster.services.webhook import start_webhook
 from testbed.e2e_cluster import E2ECluster
-from testbed.metric_exposition import EmittedMetric, emitted, scrape, spec_problems
+from testbed.metric_exposition import EmittedMetric, emitted, scheduler_secure_port, scrape, spec_problems
 
 pytestmark = pytest.mark.e2e
 
 JOB_SIZE = 4
-"""Members of one same-zone job: few enough that the first zone the extender modes pick holds it."""
+"""Pods placed (in plugin mode, one same-zone job of this many members)."""
 PERMIT_METRIC = "scheduler_permit_wait_duration_seconds"
 
 
@@ -30,14 +29,13 @@ def scheduler_page(cluster: E2ECluster) -> dict[str, EmittedMetric]:
     admin certificate; the scheduler authenticates and authorizes it through the API server).
     The scheduler serves a self-signed certificate it made at start, so it is not verified."""
     assert cluster.scheduler is not None
-    args = [str(arg) for arg in cast("list[object]", cluster.scheduler.process.popen.args)]
-    [port] = [arg.split("=", 1)[1] for arg in args if arg.startswith("--secure-port=")]
+    port = scheduler_secure_port(cluster.scheduler)
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
     admin = cluster.plane.admin.files
     context.load_cert_chain(admin.cert, admin.key)
-    return emitted(scrape(LOOPBACK, int(port), context))
+    return emitted(scrape(LOOPBACK, port, context))
 
 
 @pytest.mark.parametrize("mode", ["extender", "plugin"], indirect=True)
@@ -47,7 +45,15 @@ def test_the_scheduler_and_services_emit_every_metric_the_specs_name(
     cluster.add_nodes(*scene_nodes())
     webhook = start_webhook(cluster.plane, tmp_path / "webhook", mode=cluster.mode)
     cluster.start()
-    job = [same_zone_member("llm", index, JOB_SIZE) for index in range(JOB_SIZE)]
+    # Plugin mode: a same-zone job, which JobZone holds at Permit until every member is placed.
+    # The extender modes keep a job together by pod affinity alone (the first member's zone,
+    # which may be too small), so there the pods are independent.
+    job = [
+        same_zone_member("llm", index, JOB_SIZE)
+        if cluster.mode == "plugin"
+        else pod_manifest(PodSpecification(f"gpu-{index}", min_memory="40960"))
+        for index in range(JOB_SIZE)
+    ]
     too_big = pod_manifest(PodSpecification("too-big", min_memory="196608"))
     for manifest in (*job, too_big):
         assert create_through_admission(cluster.api, manifest) == ""
