@@ -68,6 +68,9 @@ class ClusterTarget:
     """Set in plugin mode."""
     outputs: dict[str, Any]
     """The stack outputs that describe the cluster and images."""
+    metrics_sources: pulumi.Input[list[str]] | None = None
+    """With observability: the nodes' CIDRs, which the extender's and the webhook's NetworkPolicies
+    let scrape /metrics (the CloudWatch agent runs on the host network)."""
 
 
 def build_stack(config: StackConfig) -> dict[str, Any]:
@@ -116,6 +119,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
             object_annotations=object_annotations,
             choices=config.policy_choices,
             mode=config.scheduler_mode,
+            metrics_sources=target.metrics_sources,
         )
     if extender_mode:
         Extender(
@@ -127,6 +131,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
             provider=target.provider,
             depends_on=[*workload_dependencies, certificates.server_secret],
             object_annotations=object_annotations,
+            metrics_sources=target.metrics_sources,
         )
         scheduler_runs = config.scheduler.kube_scheduler_image
         scheduler_dependencies = [*workload_dependencies, certificates.client_secret]
@@ -236,6 +241,7 @@ def _eks_target(config: StackConfig) -> ClusterTarget:
             "gpuSchedulerRepositoryUrl": scheduler_image.repository.repository_url,
             **outputs,
         },
+        metrics_sources=network.node_cidrs() if config.observability.enabled else None,
     )
 
 
