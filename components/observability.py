@@ -23,7 +23,7 @@ from components.pod_identity import pod_identity_trust_policy
 from components.render.cloudwatch_alarms import alarm_definitions
 from components.render.cloudwatch_dashboard import dashboard_body
 from components.render.dcgm_coverage import dcgm_affinity
-from components.render.emf_rules import agent_config, agent_scrape_config
+from components.render.emf_rules import agents_values
 from components.stack_config.observability import (
     ADDON_VERSION,
     OBSERVABILITY_ADDON,
@@ -56,14 +56,11 @@ def check_offered(pinned: str, newest_offered: str, region: str, kubernetes_vers
 
 def addon_configuration(cluster_name: str, region: str, gpu_instance_types: Sequence[str]) -> str:
     """The add-on's configuration values (JSON): the DCGM exporter on every GPU type the stack can
-    launch, and the agent's configuration with our scrape and EMF rules."""
+    launch, and the cluster scraper agent's configuration with our scrape and EMF rules."""
     return json.dumps(
         {
             "dcgmExporter": {"affinity": dcgm_affinity(gpu_instance_types)},
-            "agent": {
-                "config": agent_config(cluster_name, region),
-                "prometheus": {"config": agent_scrape_config(cluster_name)},
-            },
+            "agents": agents_values(cluster_name, region),
         },
         sort_keys=True,
     )

@@ -2,7 +2,7 @@
 (EMF) rules that keep exactly the metrics and dimension sets the metric specs name.
 
 The same rules serve two writers: the CloudWatch agent of the ``amazon-cloudwatch-observability``
-add-on on EKS (``agent_config``, ``agent_scrape_config``) and the OpenTelemetry Collector's
+add-on on EKS (``agents_values``: its single-replica cluster scraper) and the OpenTelemetry Collector's
 awsemf exporter of the local proof (``collector_config``). Pure: no Pulumi, no I/O.
 """
 
@@ -23,7 +23,27 @@ SCRAPE_INTERVAL = "60s"
 SCHEDULER_SECURE_PORT = 10259
 """kube-scheduler's (and gpu-scheduler's) HTTPS port, which serves /metrics to authorized clients."""
 AGENT_PROMETHEUS_CONFIG_PATH = "/etc/prometheusconfig/prometheus.yaml"
-"""Where the add-on's operator mounts ``agent.prometheus.config`` in the agent's pods."""
+"""Where the add-on's operator mounts an agent's ``prometheus.config`` in its pods."""
+NODE_AGENT = "cloudwatch-agent"
+"""The add-on's agent DaemonSet: Container Insights and the DCGM exporter's GPU metrics, its
+default configuration left as it is."""
+SCRAPER_AGENT = "cloudwatch-agent-cluster-scraper"
+"""The add-on's single-replica agent Deployment; it scrapes our metrics (a DaemonSet would scrape
+every target once per node, and the sums would count each request once per node)."""
+
+
+def agents_values(cluster_name: str, region: str) -> list[dict[str, Any]]:
+    """The add-on's ``agents`` value: the node agent as the add-on makes it, and the cluster
+    scraper with our scrape and EMF rules (the chart's ``agents`` list is replaced whole)."""
+    return [
+        {"name": NODE_AGENT},
+        {
+            "name": SCRAPER_AGENT,
+            "mode": "deployment",
+            "config": agent_config(cluster_name, region),
+            "prometheus": {"config": agent_scrape_config(cluster_name)},
+        },
+    ]
 
 
 def metric_declarations(specs: Iterable[MetricSpec] = METRIC_SPECS) -> list[dict[str, Any]]:
@@ -88,13 +108,12 @@ def agent_scrape_config(cluster_name: str) -> dict[str, Any]:
 
 
 def agent_config(cluster_name: str, region: str) -> dict[str, Any]:
-    """The CloudWatch agent's configuration: Container Insights (with the DCGM exporter's GPU
-    metrics) as the add-on's default has it, plus our scraped metrics as EMF."""
+    """The configuration of the agent that scrapes our metrics (the add-on's single-replica
+    cluster scraper, so each target is scraped once): our metrics as EMF, nothing else."""
     return {
         "agent": {"region": region},
         "logs": {
             "metrics_collected": {
-                "kubernetes": {"cluster_name": cluster_name, "enhanced_container_insights": True},
                 "prometheus": {
                     "cluster_name": cluster_name,
                     "log_group_name": f"/aws/containerinsights/{cluster_name}/prometheus",

@@ -113,9 +113,13 @@ def test_dcgm_runs_on_every_gpu_type_the_node_groups_and_node_pools_can_launch(
     assert set(chart_types) <= admitted, "the chart's own list is kept (a Helm list is replaced, not merged)"
 
 
-def test_the_agent_scrapes_our_metrics_into_the_namespace_the_dashboard_reads(observed_run: StackRun) -> None:
+def test_one_agent_scrapes_our_metrics_into_the_namespace_the_dashboard_reads(observed_run: StackRun) -> None:
     values = json.loads(cloudwatch_addon(observed_run)["configurationValues"])
-    prometheus = values["agent"]["config"]["logs"]["metrics_collected"]["prometheus"]
+    node_agent, scraper = values["agents"]
+    assert node_agent == {"name": "cloudwatch-agent"}, "the node agent keeps the add-on's own configuration"
+    assert (scraper["name"], scraper["mode"]) == ("cloudwatch-agent-cluster-scraper", "deployment")
+    assert "replicas" not in scraper, "one replica (the chart's default): each target scraped once"
+    prometheus = scraper["config"]["logs"]["metrics_collected"]["prometheus"]
     assert prometheus["emf_processor"]["metric_namespace"] == "GPUScheduler"
     declared = {
         (selector.strip("^$"), tuple(dimensions))
@@ -132,8 +136,7 @@ def test_the_agent_scrapes_our_metrics_into_the_namespace_the_dashboard_reads(ob
     }
     assert drawn
     assert drawn <= declared
-    assert values["agent"]["config"]["logs"]["metrics_collected"]["kubernetes"]["enhanced_container_insights"]
-    jobs = {job["job_name"] for job in values["agent"]["prometheus"]["config"]["scrape_configs"]}
+    jobs = {job["job_name"] for job in scraper["prometheus"]["config"]["scrape_configs"]}
     assert jobs == {"gpu-scheduler-services", "gpu-scheduler"}
 
 
