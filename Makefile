@@ -24,7 +24,7 @@ N ?= 10
 LOAD ?= 0
 CHECK_WORKERS ?= auto
 
-.PHONY: help setup lock lint check go-check binaries autoscaler-binaries charts pulumi-engine images test test-policy test-python test-engine test-repeat demo explain bench bench-scale clean
+.PHONY: help setup lock lint check go-check binaries autoscaler-binaries charts otelcol pulumi-engine images test test-policy test-python test-engine test-repeat demo explain bench bench-scale clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -70,6 +70,9 @@ autoscaler-binaries: ## build Karpenter (kwok provider) and kwok into .cache/bin
 charts: ## build helm into .cache/bin and fetch the sources of the charts the stack installs, at its pinned versions, into .cache/bin/charts (docs/dependencies.md#helm-charts)
 	@toolchain/build.sh $(CURDIR)/$(BIN) charts
 
+otelcol: ## build the OpenTelemetry Collector (Prometheus receiver, awsemf exporter) into .cache/bin: the local proof of the CloudWatch pipeline (docs/observability.md)
+	@toolchain/build.sh $(CURDIR)/$(BIN) otelcol
+
 pulumi-engine: ## build the Pulumi CLI and the Kubernetes provider into .cache/pulumi (pulumi-engine/environment.md)
 	@pulumi-engine/build.sh $(CURDIR)/$(PULUMI_ENGINE)
 
@@ -79,7 +82,7 @@ images: setup ## build the extender and gpu-scheduler images from their unmodifi
 test-policy: setup ## the policy tests, with 100% branch coverage enforced
 	$(PY) -m pytest tests/policy --cov --cov-report=term $(PYTEST_ARGS)
 
-test-python: setup binaries autoscaler-binaries charts pulumi-engine images ## every other pytest suite (extender, Pulumi, the Pulumi engine, end-to-end, the built images); prints the extender-cached vector agreement
+test-python: setup binaries autoscaler-binaries charts otelcol pulumi-engine images ## every other pytest suite (extender, Pulumi, the Pulumi engine, end-to-end, the built images); prints the extender-cached vector agreement
 	$(PY) -m pytest tests --ignore=tests/policy --ignore=tests/pulumi_engine $(PYTEST_ARGS)
 	@# The engine suite in a process of its own: the Automation API runs gRPC in-process, and a
 	@# child forked (with preexec_fn) after that can abort in gRPC's fork handlers.

@@ -68,7 +68,7 @@ class Cluster(pulumi.ComponentResource):
     coredns: aws.eks.Addon
     """Cluster DNS: controllers that call AWS APIs (the autoscalers) resolve their endpoints through it."""
     pod_identity_agent: aws.eks.Addon | None
-    """Installed when an autoscaler runs (its controller's AWS credentials come through it)."""
+    """Installed when an autoscaler or the CloudWatch add-on runs (their AWS credentials come through it)."""
 
     def __init__(
         self,
@@ -181,7 +181,7 @@ class Cluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group]),
         )
         self.pod_identity_agent = None
-        if settings.autoscaled:
+        if settings.autoscaled or settings.observed:
             self.pod_identity_agent = aws.eks.Addon(
                 f"{name}-pod-identity-agent",
                 cluster_name=settings.name,

@@ -20,7 +20,12 @@ from components.render.node_reader import NODE_READER_ROLE, NODE_READER_RULES
 from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
 from components.render.scheduler_config import EXTENDER_PORT
 from components.stack_config import ExtenderDeploymentSettings
-from components.tls_server_workload import disruption_budget, https_service, tls_server_deployment
+from components.tls_server_workload import (
+    disruption_budget,
+    https_service,
+    metrics_ingress,
+    tls_server_deployment,
+)
 from components.workload_parts import APP_LABEL, object_metadata, role_ref
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, NAMESPACE_NAME_LABEL, SCHEDULER_NAME
 from contracts.modes import SchedulerMode, node_cache_capable, uses_extender
@@ -98,10 +103,12 @@ class Extender(pulumi.ComponentResource):
         depends_on: list[pulumi.Resource],
         object_annotations: Mapping[str, str] | None = None,
         choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
+        metrics_sources: pulumi.Input[list[str]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """``object_annotations`` go on every object (``kubernetes_await.await_annotations``);
-        ``choices``: the stack's policy choices, as the extender's flags."""
+        ``choices``: the stack's policy choices, as the extender's flags; ``metrics_sources``: the
+        CIDRs the NetworkPolicy lets scrape /metrics (the CloudWatch agent's nodes), or none."""
         if not uses_extender(mode):
             raise ValueError(f"{mode} mode runs no extender")
         super().__init__("gpu-scheduler-eks:index:Extender", name, None, opts)
@@ -158,7 +165,8 @@ class Extender(pulumi.ComponentResource):
                             )
                         ],
                         ports=[k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP", port=EXTENDER_PORT)],
-                    )
+                    ),
+                    *metrics_ingress(metrics_sources),
                 ],
                 egress=api_server_egress(mode),
             ),

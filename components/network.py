@@ -39,6 +39,7 @@ class Network(pulumi.ComponentResource):
         (``components/availability_zones.py``); without, it takes the region's first
         ``availabilityZones``."""
         super().__init__("gpu-scheduler-eks:index:Network", name, None, opts)
+        self._settings = settings
         if isinstance(settings, ExistingNetwork):
             self.vpc_id = pulumi.Output.from_input(settings.vpc_id)
             self.private_subnet_ids = pulumi.Output.from_input(list(settings.private_subnet_ids))
@@ -87,6 +88,17 @@ class Network(pulumi.ComponentResource):
                 "publicSubnetIds": self.public_subnet_ids,
             }
         )
+
+    def node_cidrs(self) -> pulumi.Output[list[str]]:
+        """Where the nodes' addresses come from: a new VPC's CIDR, or an existing VPC's private
+        subnets' CIDRs as EC2 describes them."""
+        if isinstance(self._settings, NewVpc):
+            return pulumi.Output.from_input([self._settings.cidr_block])
+        lookups = [
+            aws.ec2.get_subnet_output(id=subnet, opts=pulumi.InvokeOutputOptions(parent=self)).cidr_block
+            for subnet in self._settings.private_subnet_ids
+        ]
+        return pulumi.Output.all(*lookups).apply(list)
 
     def private_subnets_in(self, zone: str) -> pulumi.Output[list[str]]:
         """The private subnets in ``zone``, as EC2's DescribeSubnets places them."""

@@ -29,6 +29,7 @@ from components.gpu_node_group import GpuNodeGroup
 from components.karpenter import Karpenter
 from components.kubernetes_await import await_annotations
 from components.network import Network
+from components.observability import Observability
 from components.render.karpenter_pools import DISCOVERY_TAG
 from components.stack_config import (
     ClusterAutoscalerSettings,
@@ -67,6 +68,9 @@ class ClusterTarget:
     """Set in plugin mode."""
     outputs: dict[str, Any]
     """The stack outputs that describe the cluster and images."""
+    metrics_sources: pulumi.Input[list[str]] | None = None
+    """With observability: the nodes' CIDRs, which the extender's and the webhook's NetworkPolicies
+    let scrape /metrics (the CloudWatch agent runs on the host network)."""
 
 
 def build_stack(config: StackConfig) -> dict[str, Any]:
@@ -115,6 +119,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
             object_annotations=object_annotations,
             choices=config.policy_choices,
             mode=config.scheduler_mode,
+            metrics_sources=target.metrics_sources,
         )
     if extender_mode:
         Extender(
@@ -126,6 +131,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
             provider=target.provider,
             depends_on=[*workload_dependencies, certificates.server_secret],
             object_annotations=object_annotations,
+            metrics_sources=target.metrics_sources,
         )
         scheduler_runs = config.scheduler.kube_scheduler_image
         scheduler_dependencies = [*workload_dependencies, certificates.client_secret]
@@ -194,6 +200,15 @@ def _eks_target(config: StackConfig) -> ClusterTarget:
         ClusterAutoscaler(
             "cluster-autoscaler", autoscaler, cluster, gpu_groups=gpu_groups, gpu_taint=config.gpu_taint
         )
+    outputs: dict[str, Any] = {}
+    if config.observability.enabled:
+        observability = Observability(
+            "observability",
+            config.observability,
+            cluster,
+            node_groups={group.name: group.instance_types for group in config.gpu_node_groups},
+        )
+        outputs["cloudwatchDashboard"] = observability.dashboard.dashboard_name
     extender_mode = uses_extender(config.scheduler_mode)
     runs_extender_image = extender_mode or config.webhook.enabled
     extender_image = ContainerImage(
@@ -224,7 +239,9 @@ def _eks_target(config: StackConfig) -> ClusterTarget:
             },
             "extenderRepositoryUrl": extender_image.repository.repository_url,
             "gpuSchedulerRepositoryUrl": scheduler_image.repository.repository_url,
+            **outputs,
         },
+        metrics_sources=network.node_cidrs() if config.observability.enabled else None,
     )
 
 

@@ -33,7 +33,12 @@ from components.render.webhook_config import (
     webhook_args,
 )
 from components.stack_config import WebhookSettings
-from components.tls_server_workload import disruption_budget, https_service, tls_server_deployment
+from components.tls_server_workload import (
+    disruption_budget,
+    https_service,
+    metrics_ingress,
+    tls_server_deployment,
+)
 from components.workload_parts import APP_LABEL, object_metadata
 from contracts.cluster import NAMESPACE, WEBHOOK_SERVICE
 from contracts.modes import SchedulerMode
@@ -73,12 +78,14 @@ class AdmissionWebhook(pulumi.ComponentResource):
         object_annotations: Mapping[str, str] | None = None,
         choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
         mode: SchedulerMode = "extender",
+        metrics_sources: pulumi.Input[list[str]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """``object_annotations`` go on every object (``kubernetes_await.await_annotations``);
         ``choices``: the stack's policy choices, as the webhook's flags (a default capacity-type
         choice also sends every pod of the custom scheduler to the webhook); ``mode``: the scheduler
-        mode (in plugin mode a same-zone pod with its own required pod affinity gets no zone term)."""
+        mode (in plugin mode a same-zone pod with its own required pod affinity gets no zone term);
+        ``metrics_sources``: the CIDRs the NetworkPolicy lets scrape /metrics, or none."""
         super().__init__("gpu-scheduler-eks:index:AdmissionWebhook", name, None, opts)
         child = pulumi.ResourceOptions(
             parent=self, provider=provider, depends_on=[*depends_on, certificates.webhook_secret]
@@ -126,7 +133,7 @@ class AdmissionWebhook(pulumi.ComponentResource):
             spec=k8s.networking.v1.NetworkPolicySpecArgs(
                 pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
                 policy_types=["Ingress", "Egress"],
-                ingress=webhook_ingress(settings),
+                ingress=[*webhook_ingress(settings), *metrics_ingress(metrics_sources)],
                 egress=[],
             ),
             opts=child,

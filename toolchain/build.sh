@@ -29,6 +29,11 @@
 #     charts/<chart>.source  the module@version and folder each was copied from
 #     The chart sources are only downloaded (go mod download), at the module and version
 #     components/stack_config/charts.py names (the stack's own pins, read from there).
+#   otelcol (make otelcol):
+#     otelcol-emf     an OpenTelemetry Collector with the Prometheus receiver, the batch
+#                     processor and the awsemf exporter (otelcol/main.go), at the versions in
+#                     otelcol/go.mod: the local proof of the CloudWatch pipeline
+#                     (docs/observability.md) scrapes the services with it and writes EMF
 # Binaries are linked in $1/.build, where Go's own up-to-date check makes a run with
 # nothing changed take seconds; a published binary whose bytes did not change is left
 # alone, and a changed one is swapped in by rename, so a process running the old file
@@ -149,8 +154,14 @@ charts)
     publish_text "charts/$chart.source" "$module $path"
   done
   ;;
+otelcol)
+  otelcol_version=$(go -C otelcol list -m -f '{{.Version}}' go.opentelemetry.io/collector/otelcol)
+  echo "Building the OpenTelemetry Collector $otelcol_version (Prometheus receiver, awsemf exporter) into $out"
+  echo "(cold on 2 cores: about 10 minutes, plus about 3 to download the modules; a rerun takes seconds)"
+  build otelcol-emf otelcol "-s -w -X main.version=$otelcol_version" . --version
+  ;;
 *)
-  echo "unknown set '$set_name': control-plane, autoscalers or charts" >&2
+  echo "unknown set '$set_name': control-plane, autoscalers, charts or otelcol" >&2
   exit 2
   ;;
 esac

@@ -1,7 +1,8 @@
 """The stack configuration: one typed, frozen, validated object read once per run.
 
 One module per section (``network``, ``node_groups``, ``autoscaling``, ``scheduler``,
-``extender``, ``webhook``, ``certificates``, ``images``, ``device_plugin``, ``access``), each
+``extender``, ``webhook``, ``certificates``, ``images``, ``device_plugin``, ``access``,
+``observability``), each
 section's settings next to its parser; ``validation`` is the small library they share and
 ``stack`` joins them. The names the program and its tests use are re-exported here.
 
@@ -37,6 +38,7 @@ from components.stack_config.node_groups import (
     SystemNodeGroup,
     check_zonal_names,
 )
+from components.stack_config.observability import ObservabilitySettings
 from components.stack_config.scheduler import MAX_EXTENDER_WEIGHT, SchedulerSettings
 from components.stack_config.stack import (
     DEFAULT_KUBERNETES_VERSION,
@@ -68,6 +70,7 @@ __all__ = [
     "ImageSettings",
     "KarpenterSettings",
     "NewVpc",
+    "ObservabilitySettings",
     "Resources",
     "SchedulerSettings",
     "StackConfig",

@@ -53,6 +53,7 @@ from components.stack_config.node_groups import (
     parse_gpu_node_groups,
     parse_system_node_group,
 )
+from components.stack_config.observability import ObservabilitySettings, parse_observability
 from components.stack_config.scheduler import SchedulerSettings, parse_scheduler
 from components.stack_config.validation import PROJECT, Fields, Value
 from components.stack_config.webhook import WebhookSettings, parse_webhook
@@ -90,6 +91,8 @@ class ClusterSettings:
     access: ClusterAccess
     autoscaled: bool
     """An autoscaler runs, so its controller needs the Pod Identity agent add-on."""
+    observed: bool = False
+    """The CloudWatch add-on runs, so its agent needs the Pod Identity agent add-on too."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,7 @@ class StackConfig:
     cluster_autoscaler: ClusterAutoscalerSettings = field(default_factory=ClusterAutoscalerSettings)
     existing_cluster: ExistingClusterSettings | None = None
     """None: the stack creates an EKS cluster; else it deploys into this one."""
+    observability: ObservabilitySettings = field(default_factory=ObservabilitySettings)
 
     @property
     def autoscaler(self) -> KarpenterSettings | ClusterAutoscalerSettings | None:
@@ -148,6 +152,7 @@ class StackConfig:
             system_node_group=self.system_node_group,
             access=self.cluster_access,
             autoscaled=self.autoscaler is not None,
+            observed=self.observability.enabled,
         )
 
 
@@ -155,6 +160,7 @@ _STRUCTURED_KEYS = frozenset(
     {"network", "systemNodeGroup", "gpuNodeGroups", "scheduler", "extender", "certificates", "images"}
     | {"vendorGpuMemoryLabels"}
     | {"devicePlugin", "existingCluster", "webhook", "karpenter", "clusterAutoscaler", "clusterAccess"}
+    | {"observability"}
 )
 TOP_LEVEL_KEYS = _STRUCTURED_KEYS | {
     "clusterName",
@@ -175,6 +181,7 @@ EKS_ONLY_KEYS = (
     "autoscaling",
     "karpenter",
     "clusterAutoscaler",
+    "observability",
 )
 """Top-level keys that describe what the stack creates in AWS; refused next to existingCluster."""
 
@@ -251,6 +258,7 @@ def parse_stack_config(
             None,
             lambda v: parse_existing_cluster(v, secret="existingCluster" in secret_keys),
         ),
+        observability=top.read("observability", default.observability, parse_observability),
     )
     _check_images(config, top.get("images"))
     _check_scheduler_version(config, plugin_version)

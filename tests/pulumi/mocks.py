@@ -10,7 +10,8 @@ marker, so tests can see what the program marked secret) and answers:
 - ``awsx.ec2.Vpc`` by creating the VPC and a private and a public subnet per zone in moto (so
   the subnets' zones are moto's answer, as EC2's would be);
 - ``aws.eks.get_addon_version`` with a version naming the add-on and Kubernetes version
-  (moto has no DescribeAddonVersions);
+  (moto has no DescribeAddonVersions), or for an add-on in ``offered_addon_versions`` (the
+  CloudWatch add-on's newest version in the region, ``OFFERED_OBSERVABILITY_VERSION``) that version;
 - ``aws.get_caller_identity`` from moto's STS; ``aws.get_region`` and ``aws.get_partition``
   for the mocked region (the partition from botocore's endpoint data);
 - ``aws.ecr.Repository`` by creating the repository in moto (its URL and registry id);
@@ -56,6 +57,8 @@ EKS_SECURITY_GROUP = "sg-0eeeeeeeeeeeeeee2"
 """The security group EKS creates for the cluster (``eksCluster.vpcConfig.clusterSecurityGroupId``),
 the one managed nodes get."""
 AWS_EKS_CLUSTER = "aws:eks/cluster:Cluster"
+OFFERED_OBSERVABILITY_VERSION = "v6.4.0-eksbuild.1"
+"""What the mocked region offers as the newest amazon-cloudwatch-observability add-on version."""
 
 
 def moto_per_gpu_memory(instance_types: list[str]) -> int:
@@ -148,6 +151,8 @@ class StackMocks(Mocks):
         """Set by ``run_stack``: where the children of remote components are registered."""
         self.children: set[str] = set()
         """URNs of remote components' children the mocks made up (not declared by the program)."""
+        self.offered_addon_versions = {"amazon-cloudwatch-observability": OFFERED_OBSERVABILITY_VERSION}
+        """Add-ons whose newest version in the region is a real version string (a test may change it)."""
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str, dict[str, Any]]:
         self.registered[(args.typ, args.name)] = args
@@ -265,7 +270,9 @@ class StackMocks(Mocks):
             "addonName": addon,
             "kubernetesVersion": kubernetes_version,
             "mostRecent": True,
-            "version": f"v0.0.0-{addon}-k8s{kubernetes_version}-eksbuild.1",
+            "version": self.offered_addon_versions.get(
+                addon, f"v0.0.0-{addon}-k8s{kubernetes_version}-eksbuild.1"
+            ),
             "id": addon,
         }
 

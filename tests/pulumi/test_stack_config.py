@@ -601,6 +601,7 @@ EKS_ONLY_VALUES: dict[str, object] = {
     "autoscaling": "none",
     "karpenter": {"gpuLimit": 8},
     "clusterAutoscaler": {"scaleDownUnneededTime": "5m"},
+    "observability": {"enabled": True},
 }
 NOT_YAML = "clusters: [\n  client-key-data: " + CLIENT_KEY_DATA
 NO_CONTEXT = kubeconfig_text().replace("current-context: platform", "current-context: ''")

@@ -1,0 +1,188 @@
+"""How our own metrics reach CloudWatch: the Prometheus scrape and the embedded-metric-format
+(EMF) rules that keep exactly the metrics and dimension sets the metric specs name.
+
+The same rules serve two writers: the CloudWatch agent of the ``amazon-cloudwatch-observability``
+add-on on EKS (``agents_values``: its single-replica cluster scraper) and the OpenTelemetry Collector's
+awsemf exporter of the local proof (``collector_config``). Pure: no Pulumi, no I/O.
+"""
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from components.render.metric_specs import (
+    CLUSTER_DIMENSION,
+    GPU_SCHEDULER_NAMESPACE,
+    METRIC_SPECS,
+    MetricSpec,
+)
+from contracts.cluster import NAMESPACE
+from contracts.server import HEALTH_PORT, METRICS_PATH
+
+SCRAPE_INTERVAL = "60s"
+"""One scrape a minute: the dashboard's and the alarms' period."""
+SCHEDULER_SECURE_PORT = 10259
+"""kube-scheduler's (and gpu-scheduler's) HTTPS port, which serves /metrics to authorized clients."""
+AGENT_PROMETHEUS_CONFIG_PATH = "/etc/prometheusconfig/prometheus.yaml"
+"""Where the add-on's operator mounts an agent's ``prometheus.config`` in its pods."""
+NODE_AGENT = "cloudwatch-agent"
+"""The add-on's agent DaemonSet: Container Insights and the DCGM exporter's GPU metrics, its
+default configuration left as it is."""
+SCRAPER_AGENT = "cloudwatch-agent-cluster-scraper"
+"""The add-on's single-replica agent Deployment; it scrapes our metrics (a DaemonSet would scrape
+every target once per node, and the sums would count each request once per node)."""
+
+
+def agents_values(cluster_name: str, region: str) -> list[dict[str, Any]]:
+    """The add-on's ``agents`` value: the node agent as the add-on makes it, and the cluster
+    scraper with our scrape and EMF rules (the chart's ``agents`` list is replaced whole)."""
+    return [
+        {"name": NODE_AGENT},
+        {
+            "name": SCRAPER_AGENT,
+            "mode": "deployment",
+            "config": agent_config(cluster_name, region),
+            "prometheus": {"config": agent_scrape_config(cluster_name)},
+        },
+    ]
+
+
+def metric_declarations(specs: Iterable[MetricSpec] = METRIC_SPECS) -> list[dict[str, Any]]:
+    """One EMF rule per metric name of our namespace: its dimension sets and a selector matching
+    only that name. Everything else scraped is dropped."""
+    by_name: dict[str, list[list[str]]] = {}
+    for spec in specs:
+        if spec.namespace != GPU_SCHEDULER_NAMESPACE:
+            continue
+        dimension_sets = by_name.setdefault(spec.name, [])
+        if list(spec.dimensions) not in dimension_sets:
+            dimension_sets.append(list(spec.dimensions))
+    return [
+        {"dimensions": dimensions, "metric_name_selectors": [f"^{name}$"]}
+        for name, dimensions in by_name.items()
+    ]
+
+
+def _cluster_label(cluster_name: str) -> dict[str, Any]:
+    return {"target_label": CLUSTER_DIMENSION, "replacement": cluster_name}
+
+
+def agent_scrape_config(cluster_name: str) -> dict[str, Any]:
+    """The agent's Prometheus configuration: the extender's and the webhook's plain-HTTP health
+    port, and the scheduler's HTTPS port with the agent's ServiceAccount token."""
+    in_namespace = {"role": "pod", "namespaces": {"names": [NAMESPACE]}}
+    return {
+        "global": {"scrape_interval": SCRAPE_INTERVAL, "scrape_timeout": "10s"},
+        "scrape_configs": [
+            {
+                "job_name": "gpu-scheduler-services",
+                "metrics_path": METRICS_PATH,
+                "kubernetes_sd_configs": [in_namespace],
+                "relabel_configs": [
+                    {
+                        "source_labels": ["__meta_kubernetes_pod_container_port_number"],
+                        "regex": str(HEALTH_PORT),
+                        "action": "keep",
+                    },
+                    _cluster_label(cluster_name),
+                ],
+            },
+            {
+                "job_name": "gpu-scheduler",
+                "metrics_path": METRICS_PATH,
+                "scheme": "https",
+                "authorization": {"credentials_file": "/var/run/secrets/kubernetes.io/serviceaccount/token"},
+                # kube-scheduler serves /metrics with a self-signed certificate it makes at start.
+                "tls_config": {"insecure_skip_verify": True},
+                "kubernetes_sd_configs": [in_namespace],
+                "relabel_configs": [
+                    {
+                        "source_labels": ["__meta_kubernetes_pod_container_port_number"],
+                        "regex": str(SCHEDULER_SECURE_PORT),
+                        "action": "keep",
+                    },
+                    _cluster_label(cluster_name),
+                ],
+            },
+        ],
+    }
+
+
+def agent_config(cluster_name: str, region: str) -> dict[str, Any]:
+    """The configuration of the agent that scrapes our metrics (the add-on's single-replica
+    cluster scraper, so each target is scraped once): our metrics as EMF, nothing else."""
+    return {
+        "agent": {"region": region},
+        "logs": {
+            "metrics_collected": {
+                "prometheus": {
+                    "cluster_name": cluster_name,
+                    "log_group_name": f"/aws/containerinsights/{cluster_name}/prometheus",
+                    "prometheus_config_path": AGENT_PROMETHEUS_CONFIG_PATH,
+                    "emf_processor": {
+                        "metric_namespace": GPU_SCHEDULER_NAMESPACE,
+                        "metric_declaration": metric_declarations(),
+                    },
+                },
+            }
+        },
+    }
+
+
+def collector_config(
+    *,
+    cluster_name: str,
+    region: str,
+    targets: Sequence[str],
+    logs_endpoint: str,
+    log_group: str,
+    log_stream: str,
+    scheduler_target: str = "",
+    scheduler_tls: dict[str, object] | None = None,
+    interval: str = SCRAPE_INTERVAL,
+) -> dict[str, Any]:
+    """The local collector's configuration: scrape ``targets`` (host:port of plain-HTTP
+    /metrics) and, if given, the scheduler's HTTPS /metrics with ``scheduler_tls`` (a client
+    certificate the scheduler authorizes); write EMF with the same rules to ``logs_endpoint``."""
+    jobs: list[dict[str, Any]] = [
+        {
+            "job_name": "gpu-scheduler-services",
+            "scrape_interval": interval,
+            "metrics_path": METRICS_PATH,
+            "static_configs": [{"targets": list(targets), "labels": {CLUSTER_DIMENSION: cluster_name}}],
+        }
+    ]
+    if scheduler_target:
+        jobs.append(
+            {
+                "job_name": "gpu-scheduler",
+                "scrape_interval": interval,
+                "metrics_path": METRICS_PATH,
+                "scheme": "https",
+                "tls_config": dict(scheduler_tls or {}),
+                "static_configs": [
+                    {"targets": [scheduler_target], "labels": {CLUSTER_DIMENSION: cluster_name}}
+                ],
+            }
+        )
+    return {
+        "receivers": {"prometheus": {"config": {"scrape_configs": jobs}}},
+        "processors": {"batch": {"timeout": "1s"}},
+        "exporters": {
+            "awsemf": {
+                "region": region,
+                "endpoint": logs_endpoint,
+                "local_mode": True,
+                "namespace": GPU_SCHEDULER_NAMESPACE,
+                "log_group_name": log_group,
+                "log_stream_name": log_stream,
+                "dimension_rollup_option": "NoDimensionRollup",
+                "metric_declarations": metric_declarations(),
+            }
+        },
+        "service": {
+            "pipelines": {
+                "metrics": {"receivers": ["prometheus"], "processors": ["batch"], "exporters": ["awsemf"]}
+            },
+            "telemetry": {"metrics": {"level": "none"}},
+        },
+    }

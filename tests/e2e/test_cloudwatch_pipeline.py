@@ -1,0 +1,81 @@
+"""The CloudWatch pipeline proven on this machine with real parts: the OpenTelemetry Collector
+(``make otelcol``) scrapes the running extender, webhook and kube-scheduler of a local cluster
+and writes EMF to moto's CloudWatch Logs with the rules the CloudWatch agent gets on EKS; the
+events read back through the Logs API declare every metric of ours the dashboard and alarms
+read, in the ``GPUScheduler`` namespace, with exactly the dimension sets the specs name."""
+
+from pathlib import Path
+
+import pytest
+
+from components.render.metric_specs import GPU_SCHEDULER_NAMESPACE, METRIC_SPECS
+from localcluster.demo.zone_scene import scene_nodes
+from localcluster.host.probes import LOOPBACK
+from localcluster.host.waiting import wait_for
+from localcluster.plane.workloads import PodSpecification, create_through_admission, pod_manifest
+from localcluster.services.webhook import start_webhook
+from testbed.cloudwatch_pipeline import COLLECTOR, local_pipeline
+from testbed.e2e_cluster import E2ECluster
+from testbed.metric_exposition import scheduler_secure_port
+
+pytestmark = pytest.mark.e2e
+
+CLUSTER_NAME = "lab"
+ARRIVAL_SECONDS = 60
+
+
+@pytest.fixture
+def collector_bin(bin_dir: Path) -> Path:
+    if not (bin_dir / COLLECTOR).is_file():
+        pytest.fail(f"missing {COLLECTOR} in {bin_dir}: run `make otelcol` first")
+    return bin_dir
+
+
+@pytest.mark.parametrize("mode", ["extender"], indirect=True)
+def test_our_metrics_reach_cloudwatch_logs_as_the_specs_name_them(
+    cluster: E2ECluster, collector_bin: Path, tmp_path: Path
+) -> None:
+    cluster.add_nodes(*scene_nodes())
+    webhook = start_webhook(cluster.plane, tmp_path / "webhook", mode=cluster.mode)
+    scheduler = cluster.start()
+    assert cluster.extender is not None
+    secure_port = scheduler_secure_port(scheduler)
+    targets = [f"{LOOPBACK}:{cluster.extender.health_port}", f"{LOOPBACK}:{webhook.server.health_port}"]
+    with local_pipeline(
+        cluster.plane,
+        collector_bin,
+        tmp_path / "collector",
+        cluster_name=CLUSTER_NAME,
+        targets=targets,
+        scheduler_target=f"{LOOPBACK}:{secure_port}",
+    ) as pipeline:
+        job = [pod_manifest(PodSpecification(f"gpu-{index}", min_memory="40960")) for index in range(4)]
+        for manifest in (*job, pod_manifest(PodSpecification("too-big", min_memory="196608"))):
+            assert create_through_admission(cluster.api, manifest) == ""
+        cluster.outcomes([manifest["metadata"]["name"] for manifest in job], bound_only=True)
+        # kube-scheduler holds no pod at Permit (only gpu-scheduler's JobZone does), and no
+        # request fails here: what the errors alarms count arrives under the same rule as the
+        # request counter, whose name and dimensions are checked.
+        # A dimension set has no order (the exporter writes it sorted).
+        expected = {
+            (spec.namespace, spec.name, tuple(sorted(spec.dimensions)))
+            for spec in METRIC_SPECS
+            if spec.namespace == GPU_SCHEDULER_NAMESPACE and not spec.name.startswith("scheduler_permit")
+        }
+        last: list[set[tuple[str, str, tuple[str, ...]]]] = [set()]
+
+        def arrived_all() -> set[tuple[str, str, tuple[str, ...]]] | None:
+            last[0] = pipeline.emf_metrics()
+            return last[0] if last[0] >= expected else None
+
+        try:
+            arrived = wait_for(
+                arrived_all, ARRIVAL_SECONDS, "the EMF events to declare every metric the specs name"
+            )
+        except TimeoutError as error:
+            raise AssertionError(
+                f"missing {sorted(expected - last[0])}; arrived {sorted(last[0])}"
+            ) from error
+    assert {namespace for namespace, _, _ in arrived} == {GPU_SCHEDULER_NAMESPACE}
+    names = {name for _, name, _ in arrived}
+    assert "gpu_extender_tls_reloads_total" not in names, "metrics no spec names are left out"

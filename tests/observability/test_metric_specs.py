@@ -1,0 +1,152 @@
+"""Every metric the dashboard and the alarms read is one the system emits, under that exact name
+and with those dimensions: the specs held against the real extender's and webhook's ``/metrics``
+(here, in-process, over real TLS) and against kube-scheduler's and gpu-scheduler's
+(tests/e2e/test_metric_specs.py). A renamed metric or label fails here, not on the dashboard."""
+
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.render.cloudwatch_dashboard import dashboard_body, drawn_metrics
+from components.render.emf_rules import metric_declarations
+from components.render.metric_specs import (
+    GPU_SCHEDULER_NAMESPACE,
+    METRIC_SPECS,
+    Alarm,
+    MetricSpecError,
+    check_specs,
+    spec_by_key,
+)
+from contracts.server import ROLE_WEBHOOK
+from extender_app.cli import settings_from
+from testbed.admission_reviews import admission_review, gpu_pod
+from testbed.eks_nodes import extender_body, make_nodes, make_pod
+from testbed.extender import ThreadedExtender, client_context, request, scheduler_context, settings_for
+from testbed.metric_exposition import emitted, scrape, spec_problems
+from testbed.pki import Pki, make_pki
+
+EXTENDER_SPECS = [spec for spec in METRIC_SPECS if spec.name.startswith("gpu_extender_")]
+
+
+@pytest.fixture
+def pki(tmp_path: Path) -> Pki:
+    return make_pki(tmp_path)
+
+
+@pytest.fixture
+def servers(pki: Pki) -> Iterator[tuple[ThreadedExtender, ThreadedExtender]]:
+    """The extender role and the webhook role, as their Deployments run them."""
+    extender = ThreadedExtender(settings_for(pki), pki).start()
+    webhook_defaults = settings_from(["--role", "webhook"], {})
+    webhook_settings = replace(
+        settings_for(pki, role=ROLE_WEBHOOK),
+        client_ca=webhook_defaults.client_ca,
+        max_body_bytes=webhook_defaults.max_body_bytes,
+    )
+    webhook = ThreadedExtender(webhook_settings, pki).start()
+    yield extender, webhook
+    extender.stop()
+    webhook.stop()
+
+
+def exercised_pages(extender: ThreadedExtender, webhook: ThreadedExtender) -> str:
+    """Both pages after the traffic a cluster gives them: verbs answered and one refused each."""
+    nodes = make_nodes(4)
+    for path in ("/filter", "/prioritize"):
+        ok = request(
+            extender.ports.port, scheduler_context(extender.pki), path, extender_body(make_pod(), nodes)
+        )
+        assert ok.status == 200
+        refused = request(extender.ports.port, scheduler_context(extender.pki), path, b"{not json")
+        assert refused.status == 400
+    assert (
+        request(
+            webhook.ports.port, client_context(webhook.pki), "/mutate", admission_review(gpu_pod())
+        ).status
+        == 200
+    )
+    assert request(webhook.ports.port, client_context(webhook.pki), "/mutate", b"[]").status == 400
+    return scrape("127.0.0.1", extender.ports.health_port) + scrape("127.0.0.1", webhook.ports.health_port)
+
+
+def test_the_extender_and_webhook_emit_every_metric_their_specs_name(servers) -> None:
+    assert {spec.key for spec in EXTENDER_SPECS} == {"extenderLatency", "extenderErrors", "webhookErrors"}
+    page = emitted(exercised_pages(*servers))
+    assert spec_problems(EXTENDER_SPECS, page) == []
+    # The errors the alarms count are there, under the label values the queries exclude.
+    assert page["gpu_extender_requests_total"].labels["status"] >= {"200", "400"}
+
+
+def test_a_renamed_metric_or_label_is_caught(servers) -> None:
+    page = emitted(exercised_pages(*servers))
+    latency = spec_by_key("extenderLatency")
+    renamed = replace(latency, name="gpu_extender_latency_seconds")
+    relabelled = replace(spec_by_key("extenderErrors"), dimensions=("ClusterName", "verb", "code"))
+    reselected = replace(spec_by_key("webhookErrors"), select=(("verb", ("admit",)),))
+    problems = spec_problems([renamed, relabelled, reselected], page)
+    assert len(problems) == 3
+    assert "no metric 'gpu_extender_latency_seconds'" in problems[0]
+    assert "no label 'code'" in problems[1]
+    assert "verb='admit'" in problems[2]
+
+
+def test_the_dashboard_draws_only_spec_metrics_and_emf_keeps_each_of_ours() -> None:
+    body = dashboard_body("lab", "us-west-2", {"t4": ["g4dn.xlarge"]})
+    specs = {(spec.namespace, spec.name, spec.dimensions) for spec in METRIC_SPECS}
+    assert {(m.namespace, m.name, m.dimensions) for m in drawn_metrics(body)} == specs
+    kept = {
+        (rule["metric_name_selectors"][0].strip("^$"), tuple(dimensions))
+        for rule in metric_declarations()
+        for dimensions in rule["dimensions"]
+    }
+    ours = {
+        (spec.name, spec.dimensions) for spec in METRIC_SPECS if spec.namespace == GPU_SCHEDULER_NAMESPACE
+    }
+    assert kept == ours
+
+
+@pytest.mark.parametrize(
+    ("key", "changes", "message"),
+    [
+        ("gpuUtilization", {"statistic": "p99"}, "metric spec 'gpuUtilization': statistic must be one of"),
+        ("podsPending", {"namespace": "Custom"}, "metric spec 'podsPending': unknown namespace 'Custom'"),
+        ("podsRefused", {"split": "reason"}, "metric spec 'podsRefused': split 'reason' is not one of"),
+        (
+            "extenderErrors",
+            {"select": (("code", ("500",)),)},
+            "metric spec 'extenderErrors': 'code' is not one",
+        ),
+        (
+            "gpuMemoryUtilization",
+            {"alarm": Alarm(threshold="95", comparison=">", minutes=5, meaning="")},  # type: ignore[arg-type]
+            "metric spec 'gpuMemoryUtilization': alarm threshold must be a number, not '95'",
+        ),
+        (
+            "podsScheduled",
+            {"alarm": Alarm(threshold=0, comparison="<=", minutes=5, meaning="", gate="podsQueued")},
+            "metric spec 'podsScheduled': alarm gate 'podsQueued' is not a metric spec",
+        ),
+        (
+            "podsScheduled",
+            {"alarm": Alarm(threshold=0, comparison="<=", minutes=5, meaning="", gate="podsRefused")},
+            "metric spec 'podsScheduled': a gated alarm adds up single series, so 'podsRefused' must fix",
+        ),
+    ],
+)
+def test_a_bad_spec_is_refused_naming_its_key(key: str, changes: dict[str, Any], message: str) -> None:
+    target = spec_by_key(key)
+    specs = [dataclasses.replace(spec, **changes) if spec is target else spec for spec in METRIC_SPECS]
+    with pytest.raises(MetricSpecError) as raised:
+        check_specs(specs)
+    assert str(raised.value).startswith(message)
+
+
+def test_an_unknown_spec_key_lists_the_known_ones() -> None:
+    with pytest.raises(
+        MetricSpecError, match=r"^unknown metric spec 'gpuTemperature'; known: gpuUtilization, "
+    ):
+        spec_by_key("gpuTemperature")
