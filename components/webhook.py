@@ -73,6 +73,7 @@ class AdmissionWebhook(pulumi.ComponentResource):
         object_annotations: Mapping[str, str] | None = None,
         choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
         mode: SchedulerMode = "extender",
+        node_selector: Mapping[str, str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """``object_annotations`` go on every object (``kubernetes_await.await_annotations``);
@@ -114,6 +115,7 @@ class AdmissionWebhook(pulumi.ComponentResource):
             automount_token=False,
             tls_secret=WEBHOOK_TLS_SECRET,
             tls_dir=WEBHOOK_TLS_DIR,
+            node_selector=node_selector,
             opts=child,
         )
         disruption_budget(f"{name}-pdb", metadata=metadata(), labels=labels, opts=child)

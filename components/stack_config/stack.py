@@ -54,7 +54,7 @@ from components.stack_config.node_groups import (
     parse_system_node_group,
 )
 from components.stack_config.scheduler import SchedulerSettings, parse_scheduler
-from components.stack_config.validation import PROJECT, Fields, Value
+from components.stack_config.validation import LABEL_KEY, PROJECT, Fields, Value
 from components.stack_config.webhook import WebhookSettings, parse_webhook
 from contracts.modes import AUTOSCALERS, SCHEDULER_MODES, Autoscaler, SchedulerMode, uses_extender
 from policy import (
@@ -68,12 +68,6 @@ from policy import (
 from policy.capacity_type import CapacityChoice
 
 DEFAULT_KUBERNETES_VERSION = "1.35"
-
-_LABEL_KEY = re.compile(
-    r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
-)
-"""A Kubernetes label key: an optional DNS-subdomain prefix and ``/``, then a name of at most 63
-letters, digits, ``-``, ``_`` and ``.``, beginning and ending with a letter or digit."""
 
 _CLUSTER_NAME = re.compile(r"(?=.{1,100}$)[a-z0-9]+(?:[_-][a-z0-9]+)*")
 """EKS allows 1-100 letters, digits, '-' and '_'; the name is also the ECR repositories'
@@ -296,7 +290,7 @@ def _cluster_name(value: Value) -> str:
 
 
 def _vendor_gpu_memory_labels(value: Value) -> tuple[str, ...]:
-    labels = value.string_list(_LABEL_KEY, "a Kubernetes label key such as nvidia.com/gpu.memory", minimum=0)
+    labels = value.string_list(LABEL_KEY, "a Kubernetes label key such as nvidia.com/gpu.memory", minimum=0)
     if INSTANCE_TYPE_LABEL in labels:
         value.fail(
             f"must not list {INSTANCE_TYPE_LABEL}: the instance type is always read last, "

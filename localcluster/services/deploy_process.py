@@ -16,11 +16,11 @@ from localcluster.services.pulumi_stack import deploy_and_summarise
 def main() -> int:
     answer_fd = os.dup(sys.stdout.fileno())
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints must not corrupt the answer
-    base_dir, kubeconfig, certificates, settings = pickle.loads(sys.stdin.buffer.read())  # noqa: S301
+    base_dir, kubeconfig, certificates, settings, stack_file = pickle.loads(sys.stdin.buffer.read())  # noqa: S301
     try:
         answer: tuple[str, object] = (
             "summary",
-            deploy_and_summarise(base_dir, kubeconfig, certificates, settings),
+            deploy_and_summarise(base_dir, kubeconfig, certificates, settings, stack_file),
         )
     except Exception as error:
         answer = ("error", error)
