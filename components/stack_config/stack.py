@@ -95,7 +95,7 @@ class StackConfig:
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     network: NewVpc | ExistingNetwork = field(default_factory=NewVpc)
     system_node_group: SystemNodeGroup = field(default_factory=SystemNodeGroup)
-    scheduler_mode: SchedulerMode = "extender"
+    scheduler_mode: SchedulerMode = "plugin"
     scoring_strategy: ScoringStrategy = SCORING_STRATEGY
     """How GPU pods rank the nodes that fit: the extender's flag or the plugin's arg."""
     default_capacity_type: CapacityChoice | Literal[""] = ""
@@ -401,5 +401,6 @@ def _check_scheduler_version(config: StackConfig, plugin_version: str) -> None:
     elif release_tag_minor(plugin_version) != cluster:
         Value("kubernetesVersion", config.kubernetes_version).fail(
             f"plugin mode runs the gpu-scheduler built from Kubernetes {plugin_version} (plugin/go.mod); "
-            f"the cluster must be 1.{release_tag_minor(plugin_version)}"
+            f"the cluster must be 1.{release_tag_minor(plugin_version)}, "
+            "or set schedulerMode: extender-cached (the upstream kube-scheduler of the cluster's minor)"
         )
