@@ -337,7 +337,38 @@ def deploy_in_fresh_process(
     context leaves a resource-tracker process behind that outlives an interrupted demo by a few
     milliseconds. An interrupt kills the child. Raises ``DeployFailed`` or ``EngineMissing``."""
     find_engine()  # a missing engine is named here, before another interpreter starts
-    request = pickle.dumps((base_dir, kubeconfig, dict(certificates), dict(settings), stack_file))
+    summary: DeploySummary = _in_fresh_process(
+        "deploy", (base_dir, kubeconfig, dict(certificates), dict(settings), stack_file)
+    )
+    return summary
+
+
+def destroy_and_remove(base_dir: Path, stack_name: str) -> str:
+    """``pulumi destroy`` then ``pulumi stack rm`` of a stack ``deploy_local_stack`` made under
+    ``base_dir``; the closing lines of the destroy (``resources_summary``)."""
+    engine = find_engine()
+    project = LocalProject(base_dir / "project", base_dir / "state")
+    stack = project.select(engine, stack_name)
+    try:
+        destroyed = stack.destroy()
+        stack.workspace.remove_stack(stack_name)
+    except auto.CommandError as failed:
+        raise DeployFailed(str(failed)) from None
+    return resources_summary(destroyed.stdout)
+
+
+def destroy_in_fresh_process(base_dir: Path, stack_name: str) -> str:
+    """``destroy_and_remove`` in a fresh interpreter, for the reason ``deploy_in_fresh_process``
+    gives: a test process that runs no gRPC itself can go on starting child processes."""
+    find_engine()
+    summary: str = _in_fresh_process("destroy", (base_dir, stack_name))
+    return summary
+
+
+def _in_fresh_process(operation: str, arguments: tuple[Any, ...]) -> Any:
+    """Run ``operation`` of ``localcluster.services.deploy_process`` with ``arguments`` in a fresh
+    interpreter; its answer, or the exception it raised."""
+    request = pickle.dumps((operation, arguments))
     completed = subprocess.run(
         [sys.executable, "-m", "localcluster.services.deploy_process"],
         input=request,
@@ -346,12 +377,11 @@ def deploy_in_fresh_process(
         check=False,
     )
     if completed.returncode != 0 or not completed.stdout:
-        raise DeployFailed(f"the deployment process exited with status {completed.returncode}")
+        raise DeployFailed(f"the {operation} process exited with status {completed.returncode}")
     kind, value = pickle.loads(completed.stdout)  # noqa: S301 - written by our own child
     if kind == "error":
         raise value
-    summary: DeploySummary = value
-    return summary
+    return value
 
 
 def resources_summary(output: str) -> str:

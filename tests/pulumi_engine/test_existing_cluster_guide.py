@@ -46,9 +46,9 @@ from localcluster.services.pulumi_stack import (
     DeploySummary,
     Engine,
     Kubeconfig,
-    LocalProject,
     StackFile,
     deploy_in_fresh_process,
+    destroy_in_fresh_process,
 )
 
 pytestmark = pytest.mark.e2e
@@ -183,6 +183,8 @@ class GuideRun:
     explain_nodes: subprocess.CompletedProcess[str]
     placed_on: str | None
     explain_pod: subprocess.CompletedProcess[str]
+    destroyed: str
+    """The closing lines of ``pulumi destroy``."""
     namespace_gone: bool
     after: set[tuple[str, ...]]
 
@@ -230,10 +232,9 @@ def guide_run(
             )
             explain_pod = explain(kubeconfig_file, "pod", f"{POD_NAMESPACE}/gpu-pod")
         core.delete_namespaced_pod("gpu-pod", POD_NAMESPACE, grace_period_seconds=0)
-        project = LocalProject(base / "pulumi" / "project", base / "pulumi" / "state")
-        stack = project.select(engine, STACK)
-        stack.destroy()
-        stack.workspace.remove_stack(STACK)
+        # pulumi destroy --yes; pulumi stack rm --yes existing (in a fresh interpreter too, so that
+        # this process runs no gRPC before the next module's control plane starts its processes).
+        destroyed = destroy_in_fresh_process(base / "pulumi", STACK)
         namespace_gone = bool(
             wait_for(
                 lambda: not namespace_exists(core, NAMESPACE),
@@ -244,7 +245,15 @@ def guide_run(
         after = cluster_objects(api)
     api.close()
     return GuideRun(
-        before, deployed, our_deployments, explain_nodes, outcome.node, explain_pod, namespace_gone, after
+        before,
+        deployed,
+        our_deployments,
+        explain_nodes,
+        outcome.node,
+        explain_pod,
+        destroyed,
+        namespace_gone,
+        after,
     )
 
 
@@ -287,6 +296,7 @@ def test_explain_pod_answers_where_it_went(guide_run: GuideRun) -> None:
 
 
 def test_destroy_leaves_the_cluster_as_it_was(guide_run: GuideRun) -> None:
+    assert "deleted" in guide_run.destroyed, guide_run.destroyed
     assert guide_run.namespace_gone
     assert guide_run.after == guide_run.before, {
         "left behind": sorted(guide_run.after - guide_run.before),
