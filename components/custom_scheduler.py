@@ -86,6 +86,7 @@ class CustomScheduler(pulumi.ComponentResource):
         client_tls_checksum: pulumi.Input[str] | None = None,
         object_annotations: Mapping[str, str] | None = None,
         choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
+        node_selector: Mapping[str, str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """``object_annotations`` go on every object (``kubernetes_await.await_annotations``);
@@ -122,6 +123,7 @@ class CustomScheduler(pulumi.ComponentResource):
             account=account,
             config_map=config_map,
             client_tls_checksum=client_tls_checksum,
+            node_selector=system_pool_selector() if node_selector is None else dict(node_selector),
         )
         self.register_outputs({"configChecksum": config_checksum(self.config_yaml)})
 
@@ -211,6 +213,7 @@ class CustomScheduler(pulumi.ComponentResource):
         account: k8s.core.v1.ServiceAccount,
         config_map: k8s.core.v1.ConfigMap,
         client_tls_checksum: pulumi.Input[str] | None,
+        node_selector: dict[str, str],
     ) -> k8s.apps.v1.Deployment:
         """The scheduler's pods: the mode's command line and the files it reads."""
         annotations, volumes, mounts = self._mounted_files(mode, client_tls_checksum)
@@ -228,7 +231,7 @@ class CustomScheduler(pulumi.ComponentResource):
                         service_account_name=account.metadata.name,
                         enable_service_links=False,
                         security_context=pod_security_context(),
-                        node_selector=system_pool_selector(),
+                        node_selector=node_selector,
                         # Replicas on different nodes where possible: a standby survives a node loss.
                         topology_spread_constraints=spread(
                             selector, [("kubernetes.io/hostname", "ScheduleAnyway")]

@@ -104,6 +104,7 @@ class Extender(pulumi.ComponentResource):
         object_annotations: Mapping[str, str] | None = None,
         choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
         metrics_sources: pulumi.Input[list[str]] | None = None,
+        node_selector: Mapping[str, str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """``object_annotations`` go on every object (``kubernetes_await.await_annotations``);
@@ -140,6 +141,7 @@ class Extender(pulumi.ComponentResource):
             automount_token=token,
             tls_secret=SERVER_SECRET,
             tls_dir=EXTENDER_TLS_DIR,
+            node_selector=node_selector,
             opts=child,
         )
         disruption_budget(f"{name}-pdb", metadata=metadata(), labels=labels, opts=child)

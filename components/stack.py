@@ -39,6 +39,7 @@ from components.stack_config import (
     check_zonal_pool_names,
 )
 from components.webhook import AdmissionWebhook
+from components.workload_parts import system_node_selector, system_pool_selector
 from contracts.cluster import NAMESPACE
 from contracts.modes import uses_extender
 
@@ -68,6 +69,9 @@ class ClusterTarget:
     """Set in plugin mode."""
     outputs: dict[str, Any]
     """The stack outputs that describe the cluster and images."""
+    node_selector: dict[str, str]
+    """The nodes our Deployments run on: the system node group on EKS, any Linux node (or the
+    configured labels) on an existing cluster."""
     metrics_sources: pulumi.Input[list[str]] | None = None
     """With observability: the nodes' CIDRs, which the extender's and the webhook's NetworkPolicies
     let scrape /metrics (the CloudWatch agent runs on the host network)."""
@@ -120,6 +124,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
             choices=config.policy_choices,
             mode=config.scheduler_mode,
             metrics_sources=target.metrics_sources,
+            node_selector=target.node_selector,
         )
     if extender_mode:
         Extender(
@@ -132,6 +137,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
             depends_on=[*workload_dependencies, certificates.server_secret],
             object_annotations=object_annotations,
             metrics_sources=target.metrics_sources,
+            node_selector=target.node_selector,
         )
         scheduler_runs = config.scheduler.kube_scheduler_image
         scheduler_dependencies = [*workload_dependencies, certificates.client_secret]
@@ -149,6 +155,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
         client_tls_checksum=client_tls_checksum,
         object_annotations=object_annotations,
         choices=config.policy_choices,
+        node_selector=target.node_selector,
     )
     outputs["schedulerImage"] = scheduler_runs
     outputs["schedulerConfig"] = scheduler.config_yaml
@@ -230,6 +237,7 @@ def _eks_target(config: StackConfig) -> ClusterTarget:
         dependencies=(cluster.system_node_group,),
         extender_image=extender_image.image_ref if runs_extender_image else None,
         gpu_scheduler_image=None if extender_mode else scheduler_image.image_ref,
+        node_selector=system_pool_selector(),
         outputs={
             "clusterName": cluster.name,
             "kubeconfig": cluster.kubeconfig,
@@ -255,4 +263,5 @@ def _existing_target(config: StackConfig) -> ClusterTarget:
         extender_image=config.images.extender,
         gpu_scheduler_image=config.images.gpu_scheduler,
         outputs={},
+        node_selector=system_node_selector(config.existing_cluster.system_node_selector),
     )

@@ -46,9 +46,11 @@ def tls_server_deployment(
     tls_secret: str,
     tls_dir: str,
     opts: pulumi.ResourceOptions,
+    node_selector: Mapping[str, str] | None = None,
 ) -> k8s.apps.v1.Deployment:
     """The Deployment: ``container`` serves TLS on ``port`` (named ``https``) with the Secret
-    ``tls_secret`` mounted read-only at ``tls_dir``, probes on HEALTH_PORT."""
+    ``tls_secret`` mounted read-only at ``tls_dir``, probes on HEALTH_PORT; on the nodes of
+    ``node_selector`` (default: the stack's system node group)."""
     selector = k8s.meta.v1.LabelSelectorArgs(match_labels=dict(labels))
     return k8s.apps.v1.Deployment(
         resource_name,
@@ -63,7 +65,7 @@ def tls_server_deployment(
                     automount_service_account_token=automount_token,
                     enable_service_links=False,
                     security_context=pod_security_context(),
-                    node_selector=system_pool_selector(),
+                    node_selector=system_pool_selector() if node_selector is None else dict(node_selector),
                     topology_spread_constraints=spread(selector, SPREAD),
                     containers=[
                         k8s.core.v1.ContainerArgs(

@@ -79,6 +79,7 @@ class AdmissionWebhook(pulumi.ComponentResource):
         choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
         mode: SchedulerMode = "extender",
         metrics_sources: pulumi.Input[list[str]] | None = None,
+        node_selector: Mapping[str, str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """``object_annotations`` go on every object (``kubernetes_await.await_annotations``);
@@ -121,6 +122,7 @@ class AdmissionWebhook(pulumi.ComponentResource):
             automount_token=False,
             tls_secret=WEBHOOK_TLS_SECRET,
             tls_dir=WEBHOOK_TLS_DIR,
+            node_selector=node_selector,
             opts=child,
         )
         disruption_budget(f"{name}-pdb", metadata=metadata(), labels=labels, opts=child)

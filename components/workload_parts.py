@@ -33,9 +33,18 @@ def object_metadata(
     return k8s.meta.v1.ObjectMetaArgs(name=name, namespace=namespace, labels=labels, annotations=annotations)
 
 
+LINUX_SELECTOR = {"kubernetes.io/os": "linux"}
+"""Every image of ours is built for Linux."""
+
+
 def system_pool_selector() -> dict[str, str]:
-    """The node selector that keeps our workloads on the system node group."""
-    return {NODE_POOL_LABEL: SYSTEM_POOL, "kubernetes.io/os": "linux"}
+    """The node selector that keeps our workloads on the stack's system node group (EKS stacks)."""
+    return {NODE_POOL_LABEL: SYSTEM_POOL, **LINUX_SELECTOR}
+
+
+def system_node_selector(labels: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The node selector of our workloads on a cluster made elsewhere: Linux nodes with ``labels``."""
+    return {**dict(labels), **LINUX_SELECTOR}
 
 
 def spread(

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from contracts.release import VERSION
 from contracts.server import ROLE_WEBHOOK, option
 from extender_app.json_log import configure_logging
 from extender_app.node_cache.sync import NodeApiConfigError
@@ -122,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
         " with --role webhook, the pod admission webhook: POST /mutate over TLS.",
         epilog="Every flag may also be set by the environment variable shown; a flag wins over the variable.",
     )
+    parser.add_argument("--version", action="version", version=f"gpu-scheduler-eks extender {VERSION}")
     for flag in FLAGS:
         default = f"default {flag_default_text(flag)}"
         if flag.name in WEBHOOK_DEFAULTS:

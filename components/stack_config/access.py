@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from components.stack_config.validation import Value, parse_cidr_blocks
+from components.stack_config.validation import LABEL_KEY, LABEL_VALUE, Value, parse_cidr_blocks
 
 _PRINCIPAL_ARN = re.compile(r"arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}")
 
@@ -36,6 +36,9 @@ class ExistingClusterSettings:
     skip_await: bool = False
     """Do not wait for rollouts, Service endpoints or deletions (a cluster without nodes or
     controllers, such as a bare API server); see ``components/kubernetes_await.py``."""
+    system_node_selector: tuple[tuple[str, str], ...] = ()
+    """Labels (key, value) of the nodes our Deployments run on, beside ``kubernetes.io/os:
+    linux``; empty: any Linux node (the cluster's own labels, none of ours)."""
 
 
 KUBECONFIG_SECRET_COMMAND = "pulumi config set --secret --path existingCluster.kubeconfig < kubeconfig.yaml"  # noqa: S105 - a command, not a credential
@@ -79,7 +82,7 @@ def parse_cluster_access(value: Value) -> ClusterAccess:
 
 
 def parse_existing_cluster(value: Value, secret: bool) -> ExistingClusterSettings:
-    fields = value.fields({"kubeconfig", "context", "skipAwait"})
+    fields = value.fields({"kubeconfig", "context", "skipAwait", "systemNodeSelector"})
     if "kubeconfig" not in fields:
         value.fail(f"needs kubeconfig, the cluster's kubeconfig as a secret: {KUBECONFIG_SECRET_COMMAND}")
     kubeconfig = fields["kubeconfig"]
@@ -94,7 +97,23 @@ def parse_existing_cluster(value: Value, secret: bool) -> ExistingClusterSetting
         kubeconfig=kubeconfig.raw,
         context=context,
         skip_await=fields.read("skipAwait", False, Value.boolean),
+        system_node_selector=fields.read("systemNodeSelector", (), _node_selector),
     )
+
+
+def _node_selector(value: Value) -> tuple[tuple[str, str], ...]:
+    """A map of label key to value, e.g. ``{eks.amazonaws.com/nodegroup: system}``."""
+    if not isinstance(value.raw, dict):
+        value.fail("must be an object of label keys to values, e.g. {eks.amazonaws.com/nodegroup: system}")
+    selector = []
+    for key, label in value.raw.items():
+        where = Value(f"{value.path}.{key}", label)
+        if not isinstance(key, str) or not LABEL_KEY.fullmatch(key):
+            where.fail(f"{key!r} is not a Kubernetes label key")
+        if not isinstance(label, str) or not LABEL_VALUE.fullmatch(label):
+            where.fail("must be a label value: at most 63 letters, digits, '-', '_' and '.'")
+        selector.append((key, label))
+    return tuple(selector)
 
 
 def _check_kubeconfig(value: Value, context: str | None) -> None:

@@ -55,7 +55,7 @@ from components.stack_config.node_groups import (
 )
 from components.stack_config.observability import ObservabilitySettings, parse_observability
 from components.stack_config.scheduler import SchedulerSettings, parse_scheduler
-from components.stack_config.validation import PROJECT, Fields, Value
+from components.stack_config.validation import LABEL_KEY, PROJECT, Fields, Value
 from components.stack_config.webhook import WebhookSettings, parse_webhook
 from contracts.modes import AUTOSCALERS, SCHEDULER_MODES, Autoscaler, SchedulerMode, uses_extender
 from policy import (
@@ -69,12 +69,6 @@ from policy import (
 from policy.capacity_type import CapacityChoice
 
 DEFAULT_KUBERNETES_VERSION = "1.35"
-
-_LABEL_KEY = re.compile(
-    r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
-)
-"""A Kubernetes label key: an optional DNS-subdomain prefix and ``/``, then a name of at most 63
-letters, digits, ``-``, ``_`` and ``.``, beginning and ending with a letter or digit."""
 
 _CLUSTER_NAME = re.compile(r"(?=.{1,100}$)[a-z0-9]+(?:[_-][a-z0-9]+)*")
 """EKS allows 1-100 letters, digits, '-' and '_'; the name is also the ECR repositories'
@@ -104,7 +98,7 @@ class StackConfig:
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     network: NewVpc | ExistingNetwork = field(default_factory=NewVpc)
     system_node_group: SystemNodeGroup = field(default_factory=SystemNodeGroup)
-    scheduler_mode: SchedulerMode = "extender"
+    scheduler_mode: SchedulerMode = "plugin"
     scoring_strategy: ScoringStrategy = SCORING_STRATEGY
     """How GPU pods rank the nodes that fit: the extender's flag or the plugin's arg."""
     default_capacity_type: CapacityChoice | Literal[""] = ""
@@ -304,7 +298,7 @@ def _cluster_name(value: Value) -> str:
 
 
 def _vendor_gpu_memory_labels(value: Value) -> tuple[str, ...]:
-    labels = value.string_list(_LABEL_KEY, "a Kubernetes label key such as nvidia.com/gpu.memory", minimum=0)
+    labels = value.string_list(LABEL_KEY, "a Kubernetes label key such as nvidia.com/gpu.memory", minimum=0)
     if INSTANCE_TYPE_LABEL in labels:
         value.fail(
             f"must not list {INSTANCE_TYPE_LABEL}: the instance type is always read last, "
@@ -415,5 +409,6 @@ def _check_scheduler_version(config: StackConfig, plugin_version: str) -> None:
     elif release_tag_minor(plugin_version) != cluster:
         Value("kubernetesVersion", config.kubernetes_version).fail(
             f"plugin mode runs the gpu-scheduler built from Kubernetes {plugin_version} (plugin/go.mod); "
-            f"the cluster must be 1.{release_tag_minor(plugin_version)}"
+            f"the cluster must be 1.{release_tag_minor(plugin_version)}, "
+            "or set schedulerMode: extender-cached (the upstream kube-scheduler of the cluster's minor)"
         )

@@ -13,6 +13,13 @@ PROJECT = "gpu-scheduler-eks"
 """The Pulumi project name (Pulumi.yaml) and so the namespace of every key below."""
 CHART_VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 IMAGE_REFERENCE = re.compile(r"[a-z0-9][a-z0-9._/:-]*[a-z0-9](@sha256:[0-9a-f]{64})?")
+LABEL_KEY = re.compile(
+    r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+)
+"""A Kubernetes label key: an optional DNS-subdomain prefix and ``/``, then a name of at most 63
+letters, digits, ``-``, ``_`` and ``.``, beginning and ending with a letter or digit."""
+LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
+"""A Kubernetes label value: empty, or at most 63 such characters."""
 
 
 class StackConfigError(ValueError):

@@ -6,7 +6,9 @@ completion index. The controllers run, each named in ``--controllers``:
 
 - ``job``: makes and remakes a Job's pods (what the same-zone tests submit);
 - ``garbagecollector``: deletes a deleted Job's pods through their ownerReferences, as a
-  ``kubectl delete job`` does on EKS.
+  ``kubectl delete job`` does on EKS;
+- ``namespace`` (on request, not by default): empties and finalizes a deleted namespace, as a
+  ``pulumi destroy`` on a real cluster relies on.
 
 Nothing else: ``ensure_namespace`` creates the namespace's default ServiceAccount itself, no
 kubelet runs the pods, and Deployments and ReplicaSets are not part of any test. Each controller
@@ -30,7 +32,11 @@ CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
 CONTROLLERS = ("job", "garbagecollector")
 """The controllers a test or the demo needs (see the module docstring)."""
 READY_SECONDS = 60.0
-CONTROLLER_SERVICE_ACCOUNTS = {"job": "job-controller", "garbagecollector": "generic-garbage-collector"}
+CONTROLLER_SERVICE_ACCOUNTS = {
+    "job": "job-controller",
+    "garbagecollector": "generic-garbage-collector",
+    "namespace": "namespace-controller",
+}
 """The kube-system ServiceAccount kube-controller-manager creates for a controller as it starts it."""
 
 

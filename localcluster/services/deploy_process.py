@@ -1,27 +1,30 @@
-"""``python -m localcluster.services.deploy_process``: one local-stack deployment in a fresh interpreter.
+"""``python -m localcluster.services.deploy_process``: one local-stack deployment (or destroy) in a
+fresh interpreter.
 
-The parent (``pulumi_stack.deploy_in_fresh_process``) writes the pickled arguments to stdin; this
-process deploys and writes back one pickled ``("summary", DeploySummary)`` or ``("error",
-exception)`` on stdout. Anything else the deployment prints goes to stderr, so stdout carries the
-answer only. Both sides are this repository's own code, so pickle is the simplest faithful format.
+The parent (``pulumi_stack.deploy_in_fresh_process`` or ``destroy_in_fresh_process``) writes the
+pickled operation and its arguments to stdin; this process runs it and writes back one pickled
+``("summary", its answer)`` or ``("error", exception)`` on stdout. Anything else the operation
+prints goes to stderr, so stdout carries the answer only. Both sides are this repository's own
+code, so pickle is the simplest faithful format.
 """
 
 import os
 import pickle
 import sys
+from collections.abc import Callable
+from typing import Any
 
-from localcluster.services.pulumi_stack import deploy_and_summarise
+from localcluster.services.pulumi_stack import deploy_and_summarise, destroy_and_remove
+
+OPERATIONS: dict[str, Callable[..., Any]] = {"deploy": deploy_and_summarise, "destroy": destroy_and_remove}
 
 
 def main() -> int:
     answer_fd = os.dup(sys.stdout.fileno())
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints must not corrupt the answer
-    base_dir, kubeconfig, certificates, settings = pickle.loads(sys.stdin.buffer.read())  # noqa: S301
+    operation, arguments = pickle.loads(sys.stdin.buffer.read())  # noqa: S301
     try:
-        answer: tuple[str, object] = (
-            "summary",
-            deploy_and_summarise(base_dir, kubeconfig, certificates, settings),
-        )
+        answer: tuple[str, object] = ("summary", OPERATIONS[operation](*arguments))
     except Exception as error:
         answer = ("error", error)
     with os.fdopen(answer_fd, "wb") as out:

@@ -135,6 +135,20 @@ class LocalProject:
             ),
         )
 
+    def select(self, engine: Engine, name: str) -> auto.Stack:
+        """The existing stack ``name`` of this project (``pulumi stack select``)."""
+        return auto.select_stack(
+            name,
+            project_name=PROJECT_NAME,
+            program=run_main,
+            opts=auto.LocalWorkspaceOptions(
+                work_dir=str(self.work_dir),
+                pulumi_command=engine.command(),
+                env_vars=engine.environment(self.state_dir),
+                secrets_provider="passphrase",
+            ),
+        )
+
     def export(self, engine: Engine, stack_name: str) -> str:
         """``pulumi stack export``: the state as stored, secrets encrypted (the Automation API's
         ``export_stack`` adds ``--show-secrets``)."""
@@ -241,16 +255,33 @@ class LocalDeployment:
     preview: auto.PreviewResult
 
 
+@dataclass(frozen=True)
+class StackFile:
+    """Which of the repository's stack files a deployment starts from, and the stack's name."""
+
+    name: str = LOCAL_STACK
+    path: str = LOCAL_STACK_FILE
+    """Relative to the repository's root."""
+    preview_first: bool = False
+    """Run ``pulumi preview`` before ``pulumi up``, as a user following a guide does."""
+
+
 def deploy_local_stack(
-    base_dir: Path, kubeconfig: Kubeconfig, certificates: Mapping[str, str], settings: Mapping[str, str]
+    base_dir: Path,
+    kubeconfig: Kubeconfig,
+    certificates: Mapping[str, str],
+    settings: Mapping[str, str],
+    stack_file: StackFile = StackFile(),
 ) -> LocalDeployment:
-    """``pulumi up`` of the local stack into the cluster of ``kubeconfig`` with ``settings`` on top
-    of ``Pulumi.local.yaml``, then a preview that must find nothing to change (it raises
-    ``auto.CommandError`` otherwise). State and project live under ``base_dir``."""
+    """``pulumi up`` of a stack into the cluster of ``kubeconfig`` with ``settings`` on top of
+    ``stack_file`` (``Pulumi.local.yaml`` unless given), then a preview that must find nothing to
+    change (it raises ``auto.CommandError`` otherwise). State and project live under ``base_dir``."""
     engine = find_engine()
     project = LocalProject.create(base_dir)
-    stack = project.stack(engine, LOCAL_STACK)
+    stack = project.stack(engine, stack_file.name, stack_file.path)
     configure_local_stack(stack, kubeconfig, certificates, settings)
+    if stack_file.preview_first:
+        stack.preview()
     up = stack.up()
     preview = stack.preview(expect_no_changes=True)
     return LocalDeployment(project, stack, up, preview)
@@ -273,10 +304,14 @@ class DeploySummary:
 
 
 def deploy_and_summarise(
-    base_dir: Path, kubeconfig: Kubeconfig, certificates: dict[str, str], settings: dict[str, str]
+    base_dir: Path,
+    kubeconfig: Kubeconfig,
+    certificates: dict[str, str],
+    settings: dict[str, str],
+    stack_file: StackFile = StackFile(),
 ) -> DeploySummary:
     try:
-        deployment = deploy_local_stack(base_dir, kubeconfig, certificates, settings)
+        deployment = deploy_local_stack(base_dir, kubeconfig, certificates, settings, stack_file)
     except auto.CommandError as failed:
         raise DeployFailed(str(failed)) from None
     outputs = {name: output.value for name, output in deployment.up.outputs.items() if not output.secret}
@@ -286,7 +321,11 @@ def deploy_and_summarise(
 
 
 def deploy_in_fresh_process(
-    base_dir: Path, kubeconfig: Kubeconfig, certificates: Mapping[str, str], settings: Mapping[str, str]
+    base_dir: Path,
+    kubeconfig: Kubeconfig,
+    certificates: Mapping[str, str],
+    settings: Mapping[str, str],
+    stack_file: StackFile = StackFile(),
 ) -> DeploySummary:
     """``deploy_local_stack`` in a fresh interpreter (``python -m localcluster.services.deploy_process``),
     for callers that start child processes afterwards. The Automation API runs gRPC servers and
@@ -298,7 +337,38 @@ def deploy_in_fresh_process(
     context leaves a resource-tracker process behind that outlives an interrupted demo by a few
     milliseconds. An interrupt kills the child. Raises ``DeployFailed`` or ``EngineMissing``."""
     find_engine()  # a missing engine is named here, before another interpreter starts
-    request = pickle.dumps((base_dir, kubeconfig, dict(certificates), dict(settings)))
+    summary: DeploySummary = _in_fresh_process(
+        "deploy", (base_dir, kubeconfig, dict(certificates), dict(settings), stack_file)
+    )
+    return summary
+
+
+def destroy_and_remove(base_dir: Path, stack_name: str) -> str:
+    """``pulumi destroy`` then ``pulumi stack rm`` of a stack ``deploy_local_stack`` made under
+    ``base_dir``; the closing lines of the destroy (``resources_summary``)."""
+    engine = find_engine()
+    project = LocalProject(base_dir / "project", base_dir / "state")
+    stack = project.select(engine, stack_name)
+    try:
+        destroyed = stack.destroy()
+        stack.workspace.remove_stack(stack_name)
+    except auto.CommandError as failed:
+        raise DeployFailed(str(failed)) from None
+    return resources_summary(destroyed.stdout)
+
+
+def destroy_in_fresh_process(base_dir: Path, stack_name: str) -> str:
+    """``destroy_and_remove`` in a fresh interpreter, for the reason ``deploy_in_fresh_process``
+    gives: a test process that runs no gRPC itself can go on starting child processes."""
+    find_engine()
+    summary: str = _in_fresh_process("destroy", (base_dir, stack_name))
+    return summary
+
+
+def _in_fresh_process(operation: str, arguments: tuple[Any, ...]) -> Any:
+    """Run ``operation`` of ``localcluster.services.deploy_process`` with ``arguments`` in a fresh
+    interpreter; its answer, or the exception it raised."""
+    request = pickle.dumps((operation, arguments))
     completed = subprocess.run(
         [sys.executable, "-m", "localcluster.services.deploy_process"],
         input=request,
@@ -307,12 +377,11 @@ def deploy_in_fresh_process(
         check=False,
     )
     if completed.returncode != 0 or not completed.stdout:
-        raise DeployFailed(f"the deployment process exited with status {completed.returncode}")
+        raise DeployFailed(f"the {operation} process exited with status {completed.returncode}")
     kind, value = pickle.loads(completed.stdout)  # noqa: S301 - written by our own child
     if kind == "error":
         raise value
-    summary: DeploySummary = value
-    return summary
+    return value
 
 
 def resources_summary(output: str) -> str:

@@ -25,7 +25,8 @@ HISTORY = {
     ),
     "an issue number": re.compile(r"\bissues? #?\d+", re.IGNORECASE),
     "a branch name": re.compile(r"\bbranch `"),
-    "a date": re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b"),
+    # An IAM policy's "Version" is the policy language's name, not a date of ours.
+    "a date": re.compile(r'(?<!"Version": ")\b20\d\d-[01]\d-[0-3]\d\b'),
     "a fix story": re.compile(r"\b(?:since fixed|was fixed|fixed since)\b", re.IGNORECASE),
     "the seed": re.compile(r"\b(?:the seed|seed's)\b", re.IGNORECASE),
 }
@@ -49,6 +50,7 @@ def test_the_patterns_catch_what_they_name() -> None:
         "al2023@v20260901",
         "deadline 1048576",
         "1e2147483647",
+        '"Version": "2012-10-17"',
     ):
         assert not any(pattern.search(text) for pattern in HISTORY.values()), text
 

@@ -58,8 +58,9 @@ def stack_config(values: Mapping[str, object], secret_keys: Iterable[str] = ()) 
     )
 
 
-EXAMPLE_STACKS = sorted(REPO_ROOT.glob("Pulumi.*.yaml"))
-"""The repository's stack files (dev and prod on EKS, local on an existing cluster)."""
+EXAMPLE_STACKS = sorted([*REPO_ROOT.glob("Pulumi.*.yaml"), *REPO_ROOT.glob("examples/*/Pulumi.*.yaml")])
+"""The repository's stack files: dev and prod on EKS, local on the local control plane, and the
+examples a team copies (``examples/``: existing on a cluster it already runs)."""
 
 
 def example_stack_name(stack_file: Path) -> str:

@@ -90,7 +90,10 @@ def test_extender_endpoint_constants_render_the_documented_configuration() -> No
 
 def test_certificate_settings_reach_every_certificate() -> None:
     run = run_with(
-        {"certificates": {"validityHours": 2000, "caValidityHours": 9000, "earlyRenewalHours": 100}}
+        {
+            "schedulerMode": "extender",
+            "certificates": {"validityHours": 2000, "caValidityHours": 9000, "earlyRenewalHours": 100},
+        }
     )
     ca = run.one("tls:index/selfSignedCert:SelfSignedCert").plain
     leaves = [r.plain for r in run.of_type("tls:index/locallySignedCert:LocallySignedCert")]

@@ -10,6 +10,7 @@ from tests.pulumi.mocks import StackRun
 ADMIN = "arn:aws:iam::123456789012:role/platform-admin"
 BREAK_GLASS = "arn:aws:iam::123456789012:user/break-glass"
 OLDER = {
+    "schedulerMode": "extender",  # plugin mode is built for one minor; the extender modes follow any
     "kubernetesVersion": "1.34",
     "scheduler": {"kubeSchedulerImage": "registry.k8s.io/kube-scheduler:v1.34.3"},
     "clusterAutoscaler": {"imageTag": "v1.34.2"},

@@ -102,7 +102,10 @@ def documented_rows() -> list[tuple[list[str], str]]:
 
 
 def literal(text: str) -> object:
-    """A documented default as a stack value: lists, booleans and whole numbers typed, the rest text."""
+    """A documented default as a stack value: lists, the empty object, booleans and whole numbers
+    typed, the rest text."""
+    if text == "{}":
+        return {}
     if text.startswith("[") and text.endswith("]"):
         return [item.strip() for item in text[1:-1].split(",")] if text[1:-1].strip() else []
     if text in ("true", "false") or re.fullmatch(r"[0-9]+", text):

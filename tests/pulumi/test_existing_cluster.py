@@ -85,8 +85,9 @@ def test_a_configured_context_reaches_the_provider() -> None:
 
 def _comparable(run: StackRun) -> dict[tuple[str, str, str], Any]:
     """Each Kubernetes object by (kind, namespace, name), without what differs by design:
-    container images, the certificates' PEM (new per run), the checksum made of them and the
-    webhook's caBundle (the CA's PEM)."""
+    container images, the node selector (the stack's system node group on EKS), the
+    certificates' PEM (new per run), the checksum made of them and the webhook's caBundle (the
+    CA's PEM)."""
     objects = {}
     for resource in kubernetes_objects(run):
         body = copy.deepcopy(resource.plain)
@@ -101,6 +102,7 @@ def _comparable(run: StackRun) -> dict[tuple[str, str, str], Any]:
             template = body["spec"]["template"]
             for container in template["spec"]["containers"]:
                 container["image"] = "<image>"
+            template["spec"]["nodeSelector"] = "<node selector>"
             annotations = template["metadata"].get("annotations", {})
             if CLIENT_TLS_CHECKSUM_ANNOTATION in annotations:
                 annotations[CLIENT_TLS_CHECKSUM_ANNOTATION] = "<checksum>"
@@ -118,6 +120,59 @@ def test_the_same_kubernetes_objects_as_on_eks(existing_and_eks_runs: tuple[Stac
     existing, eks = existing_and_eks_runs
     assert _comparable(existing) == _comparable(eks)
     assert len(kubernetes_objects(existing)) >= 9
+
+
+def deployment_node_selectors(run: StackRun) -> dict[str, Any]:
+    """Each Deployment's pod node selector, by name."""
+    return {
+        resource.plain["metadata"]["name"]: resource.plain["spec"]["template"]["spec"]["nodeSelector"]
+        for resource in kubernetes_objects(run)
+        if resource.plain.get("kind") == "Deployment"
+    }
+
+
+def test_our_pods_need_no_label_of_ours_on_an_existing_cluster(
+    existing_and_eks_runs: tuple[StackRun, StackRun],
+) -> None:
+    """On EKS our Deployments go to the stack's system node group; on a cluster made elsewhere,
+    to any Linux node: the team's nodes need no label of ours."""
+    existing, eks = existing_and_eks_runs
+    assert all(
+        selector == {"kubernetes.io/os": "linux"} for selector in deployment_node_selectors(existing).values()
+    )
+    assert all(
+        selector == {"training.example.com/node-pool": "system", "kubernetes.io/os": "linux"}
+        for selector in deployment_node_selectors(eks).values()
+    )
+
+
+def test_a_system_node_selector_places_our_pods_on_the_teams_nodes() -> None:
+    values = existing_values("extender")
+    values["existingCluster"] = {
+        "kubeconfig": kubeconfig_text(),
+        "systemNodeSelector": {"eks.amazonaws.com/nodegroup": "platform-system"},
+    }
+    selectors = deployment_node_selectors(existing_run_with(values))
+    assert len(selectors) == 3, selectors  # the extender, the webhook, the scheduler
+    assert all(
+        selector == {"eks.amazonaws.com/nodegroup": "platform-system", "kubernetes.io/os": "linux"}
+        for selector in selectors.values()
+    ), selectors
+
+
+@pytest.mark.parametrize(
+    ("selector", "problem"),
+    [
+        ({"not a key": "x"}, r"systemNodeSelector\.not a key: 'not a key' is not a Kubernetes label key"),
+        ({"team/pool": "has space"}, r"systemNodeSelector\.team/pool: must be a label value"),
+        ({"team/pool": 3}, r"systemNodeSelector\.team/pool: must be a label value"),
+    ],
+)
+def test_a_bad_system_node_selector_fails_naming_the_label(selector: dict[str, object], problem: str) -> None:
+    values = existing_values("plugin")
+    values["existingCluster"] = {"kubeconfig": kubeconfig_text(), "systemNodeSelector": selector}
+    with pytest.raises(StackConfigError, match=rf"^{PROJECT}:existingCluster\.{problem}"):
+        existing_run_with(values)
 
 
 def test_the_configured_images_run(existing_and_eks_runs: tuple[StackRun, StackRun]) -> None:

@@ -111,7 +111,9 @@ def test_extender_flags_are_ones_its_cli_accepts(extender_run: StackRun) -> None
 
 
 def test_extender_limits_reach_its_flags() -> None:
-    run = run_with({"extender": {"replicas": 3, "maxBodyBytes": 33554432, "maxNodes": 2000}})
+    run = run_with(
+        {"schedulerMode": "extender", "extender": {"replicas": 3, "maxBodyBytes": 33554432, "maxNodes": 2000}}
+    )
     deployment = run.kubernetes_object("Deployment", EXTENDER_SERVICE)
     [container] = containers(deployment)
     settings = settings_from(container["args"], {})
@@ -123,7 +125,9 @@ def test_a_smaller_body_limit_allows_a_smaller_memory_limit() -> None:
     """The memory limit must hold what the body limit lets the extender keep at once
     (96 MiB + 3 x 32 MiB = 192 MiB here); raising one without the other is refused at parse time."""
     resources = {"requests": {"memory": "128Mi"}, "limits": {"memory": "192Mi"}}
-    run = run_with({"extender": {"maxBodyBytes": 32 * 2**20, "resources": resources}})
+    run = run_with(
+        {"schedulerMode": "extender", "extender": {"maxBodyBytes": 32 * 2**20, "resources": resources}}
+    )
     [container] = containers(run.kubernetes_object("Deployment", EXTENDER_SERVICE))
     assert container["resources"]["limits"] == {"memory": "192Mi"}
     assert settings_from(container["args"], {}).max_body_bytes == 32 * 2**20
@@ -133,7 +137,12 @@ def test_a_body_budget_reaches_its_flag_and_sets_the_memory_floor() -> None:
     """With maxBufferedBodyBytes the floor is 96 MiB + the budget + one body limit: 128 + 128 + 96
     = 352 MiB here, below the default 3 x 128 + 96 = 480 MiB."""
     resources = {"requests": {"memory": "256Mi"}, "limits": {"memory": "352Mi"}}
-    run = run_with({"extender": {"maxBufferedBodyBytes": 128 * 2**20, "resources": resources}})
+    run = run_with(
+        {
+            "schedulerMode": "extender",
+            "extender": {"maxBufferedBodyBytes": 128 * 2**20, "resources": resources},
+        }
+    )
     [container] = containers(run.kubernetes_object("Deployment", EXTENDER_SERVICE))
     assert settings_from(container["args"], {}).body_budget_bytes == 128 * 2**20
     assert (

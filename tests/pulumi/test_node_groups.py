@@ -98,6 +98,7 @@ def test_node_groups_follow_the_cluster_version_and_leave_the_desired_size_to_au
 def test_node_groups_follow_another_kubernetes_version() -> None:
     run = run_with(
         {
+            "schedulerMode": "extender",
             "kubernetesVersion": "1.34",
             "clusterAutoscaler": {"imageTag": "v1.34.2"},
             "scheduler": {"kubeSchedulerImage": "registry.k8s.io/kube-scheduler:v1.34.3"},

@@ -347,7 +347,7 @@ def test_the_ca_must_be_valid_now(offset: datetime.timedelta, problem: str) -> N
 def provided_run(request: pytest.FixtureRequest) -> StackRun:
     """extender mode with the team's certificates, on EKS and on an existing cluster."""
     if request.param == "eks":
-        return run_with(provided(), secret_keys=SECRET)
+        return run_with({"schedulerMode": "extender", **provided()}, secret_keys=SECRET)
     return run_with(existing_values("extender", **provided()), secret_keys={*SECRET, "existingCluster"})
 
 

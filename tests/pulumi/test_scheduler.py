@@ -209,6 +209,7 @@ def test_new_client_certificates_change_the_pod_template(extender_run: StackRun)
 def test_scheduler_settings_reach_the_deployment() -> None:
     run = run_with(
         {
+            "schedulerMode": "extender",
             "kubernetesVersion": "1.34",
             "clusterAutoscaler": {"imageTag": "v1.34.2"},
             "scheduler": {

@@ -54,7 +54,7 @@ def test_defaults_make_a_working_stack() -> None:
     config = parse_stack_config({}, stack="dev", plugin_version=plugin_kubernetes_version())
     assert config.cluster_name == "gpu-scheduler-dev"
     assert config.kubernetes_version == DEFAULT_KUBERNETES_VERSION
-    assert config.scheduler_mode == "extender"
+    assert config.scheduler_mode == "plugin"
     assert config.gpu_taint is True
     assert config.gpu_node_groups == DEFAULT_GPU_NODE_GROUPS
     assert isinstance(config.network, NewVpc)
@@ -235,6 +235,7 @@ def test_plugin_mode_does_not_check_the_kube_scheduler_image() -> None:
 def test_another_minor_version_with_a_matching_scheduler_image() -> None:
     config = stack_config(
         {
+            "schedulerMode": "extender",
             "kubernetesVersion": "1.34",
             "scheduler": {"kubeSchedulerImage": "registry.k8s.io/kube-scheduler:v1.34.3"},
             "clusterAutoscaler": {"imageTag": "v1.34.2"},
@@ -387,16 +388,24 @@ BAD_VALUES: list[tuple[dict[str, Any], str, str]] = [
     ({"scheduler": {"replicas": True}}, "scheduler.replicas", "must be an integer"),
     ({"scheduler": {"replicas": 9}}, "scheduler.replicas", "must be 1..5"),
     (
-        {"scheduler": {"kubeSchedulerImage": "registry.k8s.io/kube-scheduler:v1.34.2"}},
+        {
+            "schedulerMode": "extender",
+            "scheduler": {"kubeSchedulerImage": "registry.k8s.io/kube-scheduler:v1.34.2"},
+        },
         "scheduler.kubeSchedulerImage",
         "tag 'v1.34.2' must be v1.35.<patch> to match kubernetesVersion 1.35",
     ),
     (
-        {"scheduler": {"kubeSchedulerImage": "registry.k8s.io/kube-scheduler"}},
+        {"schedulerMode": "extender", "scheduler": {"kubeSchedulerImage": "registry.k8s.io/kube-scheduler"}},
         "scheduler.kubeSchedulerImage",
         "tag '(none)' must be v1.35.<patch>",
     ),
-    ({"kubernetesVersion": "1.34"}, "scheduler.kubeSchedulerImage", "must be v1.34.<patch>"),
+    (
+        {"schedulerMode": "extender", "kubernetesVersion": "1.34"},
+        "scheduler.kubeSchedulerImage",
+        "must be v1.34.<patch>",
+    ),
+    ({"kubernetesVersion": "1.34"}, "kubernetesVersion", "or set schedulerMode: extender-cached"),
     (
         {"schedulerMode": "extender-cached", "kubernetesVersion": "1.34"},
         "scheduler.kubeSchedulerImage",
