@@ -113,6 +113,17 @@ ACTIONS: dict[str, list[str]] = {
         "events:RemoveTargets",
         "events:ListTargetsByRule",
     ],
+    "aws:cloudwatch/dashboard:Dashboard": [
+        *("cloudwatch:PutDashboard", "cloudwatch:GetDashboard", "cloudwatch:DeleteDashboards"),
+    ],
+    "aws:cloudwatch/metricAlarm:MetricAlarm": [
+        *("cloudwatch:PutMetricAlarm", "cloudwatch:DescribeAlarms", "cloudwatch:DeleteAlarms"),
+        *("cloudwatch:TagResource", "cloudwatch:UntagResource", "cloudwatch:ListTagsForResource"),
+    ],
+    "aws:sns/topic:Topic": [
+        *("sns:CreateTopic", "sns:DeleteTopic", "sns:GetTopicAttributes", "sns:SetTopicAttributes"),
+        *("sns:TagResource", "sns:UntagResource", "sns:ListTagsForResource"),
+    ],
     "aws:autoscaling/tag:Tag": [
         "autoscaling:CreateOrUpdateTags",
         "autoscaling:DeleteTags",

@@ -37,9 +37,11 @@ def run(values: dict[str, Any], mocks: StackMocks | None = None) -> StackRun:
 
 @pytest.fixture(scope="module")
 def observed_run() -> StackRun:
-    """Karpenter over three groups (one of types the chart does not list), observability on."""
+    """Karpenter over three groups (one of types the chart does not list), observability on, in
+    extender mode (the extender's NetworkPolicy and the webhook's both take the scrape rule)."""
     return run(
         {
+            "schedulerMode": "extender",
             "autoscaling": "karpenter",
             "gpuNodeGroups": [MIXED_GROUP, SINGLE_GROUP, NEW_GROUP],
             "observability": OBSERVED,
@@ -301,7 +303,11 @@ def test_on_an_existing_vpc_the_private_subnets_may_scrape() -> None:
             for block, zone in (("10.20.1.0/24", f"{REGION}a"), ("10.20.2.0/24", f"{REGION}b"))
         ]
         config = stack_config(
-            {"network": {"vpcId": vpc, "privateSubnetIds": subnets}, "observability": {"enabled": True}}
+            {
+                "schedulerMode": "extender",
+                "network": {"vpcId": vpc, "privateSubnetIds": subnets},
+                "observability": {"enabled": True},
+            }
         )
         result = run_stack(lambda: build_stack(config))
     for name in ("scheduler-extender", "gpu-memory-webhook"):
