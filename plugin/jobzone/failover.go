@@ -68,6 +68,7 @@ func (pl *JobZone) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1
 	pl.mu.Unlock()
 
 	message := fmt.Sprintf(ZoneRefusedFormat, key, s.zone, pl.config.failedZoneDuration)
+	holdEnded(g, HoldRejected, now)
 	logger := klog.FromContext(ctx)
 	held, gpuSeconds := 0, 0.0
 	if g != nil {

@@ -78,9 +78,11 @@ func (pl *JobZone) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 					wp.Reject(Name, message)
 				}
 			})
+			holdEnded(g, HoldRejected, now)
 			return fwk.NewStatus(fwk.Unschedulable, message), 0
 		}
 		pl.order.markPlaced(key)
+		holdEnded(g, HoldReleased, now)
 		if g != nil {
 			logger.V(2).Info("job placed whole; releasing its held members", "job", key, "size", job.Size,
 				"zone", zone, "gpuSecondsHeld", g.gpuSeconds(now))
@@ -95,6 +97,7 @@ func (pl *JobZone) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	if g == nil {
 		g = &gang{zone: zone, deadline: now.Add(pl.config.permitTimeout), held: map[types.UID]heldMember{}}
 		pl.gangs[key] = g
+		JobsHeld.Inc()
 	}
 	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	gpus := requests[pl.config.gpu.GPUResource]
@@ -170,6 +173,7 @@ func (pl *JobZone) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.
 	pl.mu.Unlock()
 
 	message := fmt.Sprintf(MemberUnreservedFormat, key, klog.KObj(pod))
+	holdEnded(g, unreservedResult(timedOut), now)
 	if timedOut {
 		message = fmt.Sprintf(TimedOutFormat, key, job.Size, g.zone, pl.config.permitTimeout, pl.config.failedZoneDuration)
 	}

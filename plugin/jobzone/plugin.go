@@ -126,6 +126,7 @@ func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, c
 	if err != nil {
 		return nil, err
 	}
+	RegisterMetrics()
 	if handle == nil {
 		return nil, fmt.Errorf("%s needs the framework handle", Name)
 	}
@@ -254,6 +255,7 @@ func (pl *JobZone) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.
 			copies = withoutReserved(copiesByZone(logger, nodes, shapes[0], pl.config), reserved, shapes[0].gpus)
 		}
 		plan := zonepolicy.PlanZone(copies, job.Size, failed)
+		countPlan(plan.Zone != "")
 		if plan.Zone == "" {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, plan.Message)
 		}
