@@ -3,8 +3,9 @@
 ``scrape`` fetches the Prometheus text a running service serves; ``emitted`` turns it into the
 metrics CloudWatch would receive through the EMF rules (a counter keeps its ``_total`` sample
 name, a histogram is one metric under its family name), each with the label names and values
-seen; ``spec_problems`` says where a spec names a metric, a dimension or a selected value the
-page does not have (``ClusterName`` is added by the scrape, not by the service).
+seen; ``sample_values`` reads each sample's value; ``spec_problems`` says where a spec names a
+metric, a dimension or a selected value the page does not have (``ClusterName`` is added by the
+scrape, not by the service).
 """
 
 import http.client
@@ -71,6 +72,15 @@ def emitted(text: str) -> dict[str, EmittedMetric]:
                 if label not in ("le", "quantile"):
                     metric.labels.setdefault(label, set()).add(value)
     return metrics
+
+
+def sample_values(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Each sample's value on a /metrics page, by sample name and its labels sorted."""
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
 
 
 def spec_problems(specs: Iterable[MetricSpec], page: dict[str, EmittedMetric]) -> list[str]:

@@ -85,6 +85,8 @@ class MetricSpec:
 _REQUESTS = "gpu_extender_requests_total"
 _REQUEST_DIMENSIONS = (CLUSTER_DIMENSION, "verb", "status")
 _SCHEDULER_VERBS = ("filter", "prioritize")
+_HOLDS_ENDED = "scheduler_jobzone_holds_ended_total"
+_JOBZONE_WIDGET = "JobZone: zone plans, jobs held, holds ended"
 
 METRIC_SPECS: tuple[MetricSpec, ...] = (
     MetricSpec(
@@ -208,33 +210,65 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         ),
     ),
     MetricSpec(
-        key="jobZoneHolds",
-        name="scheduler_permit_wait_duration_seconds",
+        key="jobZonePlans",
+        name="scheduler_jobzone_zone_plans_total",
         namespace=GPU_SCHEDULER_NAMESPACE,
         dimensions=(CLUSTER_DIMENSION, "result"),
-        statistic="SampleCount",
+        statistic="Sum",
         unit="Count",
-        widget="JobZone holds (pods released from Permit)",
-        label="released",
+        widget=_JOBZONE_WIDGET,
+        label="zone plans",
+        split="result",
+    ),
+    MetricSpec(
+        key="jobZoneJobsHeld",
+        name="scheduler_jobzone_jobs_held_total",
+        namespace=GPU_SCHEDULER_NAMESPACE,
+        dimensions=(CLUSTER_DIMENSION,),
+        statistic="Sum",
+        unit="Count",
+        widget=_JOBZONE_WIDGET,
+        label="jobs held",
+    ),
+    MetricSpec(
+        key="jobZoneHolds",
+        name=_HOLDS_ENDED,
+        namespace=GPU_SCHEDULER_NAMESPACE,
+        dimensions=(CLUSTER_DIMENSION, "result"),
+        statistic="Sum",
+        unit="Count",
+        widget=_JOBZONE_WIDGET,
+        label="holds ended",
         split="result",
     ),
     MetricSpec(
         key="jobsTimingOut",
-        name="scheduler_permit_wait_duration_seconds",
+        name=_HOLDS_ENDED,
         namespace=GPU_SCHEDULER_NAMESPACE,
         dimensions=(CLUSTER_DIMENSION, "result"),
-        statistic="SampleCount",
+        statistic="Sum",
         unit="Count",
-        widget="JobZone holds (pods released from Permit)",
-        label="timed out or rejected",
-        select=(("result", ("Unschedulable",)),),
+        widget=_JOBZONE_WIDGET,
+        label="jobs timed out",
+        select=(("result", ("timed_out",)),),
         alarm=Alarm(
             threshold=0,
             comparison=">",
-            minutes=15,
-            meaning="JobZone released held job members as unschedulable: a same-zone job's "
-            "members did not all fit in one zone before the hold timed out",
+            minutes=1,
+            meaning="JobZone held a same-zone job's members at Permit for the whole permitTimeout "
+            "and gave up: the rest of the job did not fit in the planned zone in time",
         ),
+    ),
+    MetricSpec(
+        key="jobZoneGpuSecondsHeld",
+        name="scheduler_jobzone_held_gpu_seconds_total",
+        namespace=GPU_SCHEDULER_NAMESPACE,
+        dimensions=(CLUSTER_DIMENSION, "result"),
+        statistic="Sum",
+        unit="Seconds",
+        widget="GPU-seconds held at Permit (JobZone), by how the hold ended",
+        label="GPU-seconds",
+        split="result",
     ),
 )
 

@@ -1,5 +1,6 @@
 """The CloudWatch pipeline proven on this machine with real parts: the OpenTelemetry Collector
-(``make otelcol``) scrapes the running extender, webhook and kube-scheduler of a local cluster
+(``make otelcol``) scrapes the running extender (extender mode), webhook and scheduler
+(kube-scheduler, or gpu-scheduler with JobZone's own metrics in plugin mode) of a local cluster
 and writes EMF to moto's CloudWatch Logs with the rules the CloudWatch agent gets on EKS; the
 events read back through the Logs API declare every metric of ours the dashboard and alarms
 read, in the ``GPUScheduler`` namespace, with exactly the dimension sets the specs name."""
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from components.render.metric_specs import GPU_SCHEDULER_NAMESPACE, METRIC_SPECS
-from localcluster.demo.zone_scene import scene_nodes
+from localcluster.demo.zone_scene import same_zone_member, scene_nodes
 from localcluster.host.probes import LOOPBACK
 from localcluster.host.waiting import wait_for
 from localcluster.plane.workloads import PodSpecification, create_through_admission, pod_manifest
@@ -22,6 +23,8 @@ pytestmark = pytest.mark.e2e
 
 CLUSTER_NAME = "lab"
 ARRIVAL_SECONDS = 60
+JOB_SIZE = 4
+JOBZONE_PREFIX = "scheduler_jobzone_"
 
 
 @pytest.fixture
@@ -31,16 +34,17 @@ def collector_bin(bin_dir: Path) -> Path:
     return bin_dir
 
 
-@pytest.mark.parametrize("mode", ["extender"], indirect=True)
+@pytest.mark.parametrize("mode", ["extender", "plugin"], indirect=True)
 def test_our_metrics_reach_cloudwatch_logs_as_the_specs_name_them(
     cluster: E2ECluster, collector_bin: Path, tmp_path: Path
 ) -> None:
     cluster.add_nodes(*scene_nodes())
     webhook = start_webhook(cluster.plane, tmp_path / "webhook", mode=cluster.mode)
     scheduler = cluster.start()
-    assert cluster.extender is not None
     secure_port = scheduler_secure_port(scheduler)
-    targets = [f"{LOOPBACK}:{cluster.extender.health_port}", f"{LOOPBACK}:{webhook.server.health_port}"]
+    targets = [f"{LOOPBACK}:{webhook.server.health_port}"]
+    if cluster.extender is not None:
+        targets.append(f"{LOOPBACK}:{cluster.extender.health_port}")
     with local_pipeline(
         cluster.plane,
         collector_bin,
@@ -49,18 +53,25 @@ def test_our_metrics_reach_cloudwatch_logs_as_the_specs_name_them(
         targets=targets,
         scheduler_target=f"{LOOPBACK}:{secure_port}",
     ) as pipeline:
-        job = [pod_manifest(PodSpecification(f"gpu-{index}", min_memory="40960")) for index in range(4)]
+        # Plugin mode: a same-zone job, which gpu-scheduler's JobZone plans, holds and releases.
+        job = [
+            same_zone_member("llm", index, JOB_SIZE)
+            if cluster.mode == "plugin"
+            else pod_manifest(PodSpecification(f"gpu-{index}", min_memory="40960"))
+            for index in range(JOB_SIZE)
+        ]
         for manifest in (*job, pod_manifest(PodSpecification("too-big", min_memory="196608"))):
             assert create_through_admission(cluster.api, manifest) == ""
-        cluster.outcomes([manifest["metadata"]["name"] for manifest in job], bound_only=True)
-        # kube-scheduler holds no pod at Permit (only gpu-scheduler's JobZone does), and no
-        # request fails here: what the errors alarms count arrives under the same rule as the
-        # request counter, whose name and dimensions are checked.
+        cluster.outcomes([manifest["metadata"]["name"] for manifest in job], bound_only=True, timeout=120)
+        # No request fails here: what the errors alarms count arrives under the same rule as
+        # the request counter, whose name and dimensions are checked. JobZone's metrics are
+        # gpu-scheduler's (plugin mode), every result served from the start.
         # A dimension set has no order (the exporter writes it sorted).
         expected = {
             (spec.namespace, spec.name, tuple(sorted(spec.dimensions)))
             for spec in METRIC_SPECS
-            if spec.namespace == GPU_SCHEDULER_NAMESPACE and not spec.name.startswith("scheduler_permit")
+            if spec.namespace == GPU_SCHEDULER_NAMESPACE
+            and (cluster.mode == "plugin" or not spec.name.startswith(JOBZONE_PREFIX))
         }
         last: list[set[tuple[str, str, tuple[str, ...]]]] = [set()]
 
