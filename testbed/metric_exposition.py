@@ -12,13 +12,11 @@ import http.client
 import ssl
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import cast
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from components.render.metric_specs import CLUSTER_DIMENSION, MetricSpec
 from contracts.server import METRICS_PATH
-from localcluster.services.custom_scheduler import LocalScheduler
 
 SCRAPE_SECONDS = 10.0
 
@@ -47,13 +45,6 @@ def scrape(host: str, port: int, context: ssl.SSLContext | None = None) -> str:
     if response.status != 200:
         raise AssertionError(f"GET {METRICS_PATH} on {host}:{port}: {response.status} {body[:200]}")
     return body
-
-
-def scheduler_secure_port(scheduler: LocalScheduler) -> int:
-    """The HTTPS port a local scheduler serves /metrics on (its ``--secure-port``)."""
-    args = [str(arg) for arg in cast("list[object]", scheduler.process.popen.args)]
-    [port] = [arg.split("=", 1)[1] for arg in args if arg.startswith("--secure-port=")]
-    return int(port)
 
 
 def emitted(text: str) -> dict[str, EmittedMetric]:

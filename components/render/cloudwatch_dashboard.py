@@ -34,11 +34,9 @@ def dashboard_body(
 ) -> str:
     """The dashboard's JSON: ``node_groups`` maps each GPU node group's name to the instance
     types it (and the NodePools made from it) can launch."""
-    widgets: dict[str, list[dict[str, object]]] = {}
-    for spec in specs:
-        widgets.setdefault(spec.widget, []).extend(_lines(spec, cluster_name, node_groups))
     body = []
-    for index, (title, lines) in enumerate(widgets.items()):
+    for index, (title, drawn) in enumerate(widget_specs(specs).items()):
+        lines = [line for spec in drawn for line in _lines(spec, cluster_name, node_groups)]
         body.append(
             {
                 "type": "metric",
@@ -56,6 +54,14 @@ def dashboard_body(
             }
         )
     return json.dumps({"widgets": body}, sort_keys=True)
+
+
+def widget_specs(specs: Sequence[MetricSpec] = METRIC_SPECS) -> dict[str, list[MetricSpec]]:
+    """The dashboard's graphs in order, by title, each with the specs it draws."""
+    widgets: dict[str, list[MetricSpec]] = {}
+    for spec in specs:
+        widgets.setdefault(spec.widget, []).append(spec)
+    return widgets
 
 
 def _lines(

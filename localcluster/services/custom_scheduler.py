@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from http import HTTPStatus
 from pathlib import Path
+from typing import cast
 
 import kubernetes.client
 
@@ -77,6 +78,13 @@ class LocalScheduler:
     process: ManagedProcess
     config_path: Path
     extender: RunningExtender | None
+
+
+def scheduler_secure_port(scheduler: LocalScheduler) -> int:
+    """The HTTPS port a local scheduler serves /metrics on (its ``--secure-port``)."""
+    args = [str(arg) for arg in cast("list[object]", scheduler.process.popen.args)]
+    [port] = [arg.split("=", 1)[1] for arg in args if arg.startswith("--secure-port=")]
+    return int(port)
 
 
 def extender_tls(work_dir: Path) -> ExtenderTLS:

@@ -14,10 +14,10 @@ from localcluster.demo.zone_scene import same_zone_member, scene_nodes
 from localcluster.host.probes import LOOPBACK
 from localcluster.host.waiting import wait_for
 from localcluster.plane.workloads import PodSpecification, create_through_admission, pod_manifest
+from localcluster.services.cloudwatch_pipeline import COLLECTOR, local_pipeline
+from localcluster.services.custom_scheduler import scheduler_secure_port
 from localcluster.services.webhook import start_webhook
-from testbed.cloudwatch_pipeline import COLLECTOR, local_pipeline
 from testbed.e2e_cluster import E2ECluster
-from testbed.metric_exposition import scheduler_secure_port
 
 pytestmark = pytest.mark.e2e
 

@@ -1,10 +1,12 @@
-"""The CloudWatch pipeline on one machine: moto's server stands in for CloudWatch Logs, and the
+"""The CloudWatch pipeline on one machine: moto's server stands in for CloudWatch, and the
 OpenTelemetry Collector (``make otelcol``: Prometheus receiver, awsemf exporter) scrapes the
 running services and writes embedded-metric-format (EMF) events to it with the same rules the
 CloudWatch agent is given on EKS (``components/render/emf_rules.py``).
 
 ``emf_metrics`` reads the events back through moto's Logs API and says which metrics with
-which dimension sets they declare, as CloudWatch would extract them.
+which dimension sets they declare, as CloudWatch would extract them; ``publish_metrics`` puts
+them into moto's CloudWatch as CloudWatch would (``localcluster.services.emf_metrics``), so
+``GetMetricData`` reads them back.
 """
 
 import contextlib
@@ -21,6 +23,7 @@ from moto.server import ThreadedMotoServer
 from components.render.emf_rules import collector_config
 from localcluster.host.probes import LOOPBACK
 from localcluster.plane.control_plane import ControlPlane
+from localcluster.services.emf_metrics import put_all
 
 COLLECTOR = "otelcol-emf"
 REGION = "us-west-2"
@@ -41,19 +44,36 @@ class LocalPipeline:
     def logs(self) -> Any:
         return boto3.client("logs", region_name=REGION, endpoint_url=self.endpoint, **_client_credentials())
 
-    def emf_metrics(self) -> set[tuple[str, str, tuple[str, ...]]]:
-        """(namespace, metric name, dimension set sorted) of every metric the EMF events declare so far."""
+    def cloudwatch(self) -> Any:
+        return boto3.client(
+            "cloudwatch", region_name=REGION, endpoint_url=self.endpoint, **_client_credentials()
+        )
+
+    def messages(self) -> list[str]:
+        """Every log event the collector has written so far."""
         logs = self.logs()
         if not logs.describe_log_groups(logGroupNamePrefix=LOG_GROUP)["logGroups"]:
-            return set()
+            return []
+        return [
+            event["message"]
+            for page in logs.get_paginator("filter_log_events").paginate(logGroupName=LOG_GROUP)
+            for event in page["events"]
+        ]
+
+    def publish_metrics(self) -> int:
+        """Put every metric the events declare into CloudWatch (once: a second call puts them
+        twice); how many data were put."""
+        return put_all(self.cloudwatch(), self.messages())
+
+    def emf_metrics(self) -> set[tuple[str, str, tuple[str, ...]]]:
+        """(namespace, metric name, dimension set sorted) of every metric the EMF events declare so far."""
         declared = set()
-        for page in logs.get_paginator("filter_log_events").paginate(logGroupName=LOG_GROUP):
-            for event in page["events"]:
-                document = json.loads(event["message"])
-                for directive in document.get("_aws", {}).get("CloudWatchMetrics", []):
-                    for metric in directive["Metrics"]:
-                        for dimensions in directive["Dimensions"]:
-                            declared.add((directive["Namespace"], metric["Name"], tuple(sorted(dimensions))))
+        for message in self.messages():
+            document = json.loads(message)
+            for directive in document.get("_aws", {}).get("CloudWatchMetrics", []):
+                for metric in directive["Metrics"]:
+                    for dimensions in directive["Dimensions"]:
+                        declared.add((directive["Namespace"], metric["Name"], tuple(sorted(dimensions))))
         return declared
 
 
