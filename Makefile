@@ -19,6 +19,7 @@ AUTOSCALER ?= none
 AFFINITY ?= webhook
 SCALE_ARGS ?=
 IMAGES ?=
+OBSERVE ?=
 TESTS ?= tests/e2e tests/localcluster
 N ?= 10
 LOAD ?= 0
@@ -97,8 +98,8 @@ test: lint go-check pulumi-engine test-policy test-python ## everything CI runs
 test-repeat: setup binaries autoscaler-binaries pulumi-engine images ## run TESTS (pytest paths, default the e2e and localcluster suites) N times (default 10), each in a fresh copy of the tree, beside LOAD busy processes (default 0); prints passes and the first failure per test (CONTRIBUTING.md#proving-a-flaky-test-fixed)
 	$(PY) -m testbed.repeat $(TESTS) --runs $(N) --load $(LOAD)
 
-demo: setup binaries autoscaler-binaries pulumi-engine $(if $(filter 1,$(IMAGES)),images) ## deploy the stack with pulumi up onto a local control plane, run what it created, schedule sample pods, print the table (MODE=extender|extender-cached|plugin, STRATEGY=prefer-larger|best-fit, AUTOSCALER=none|karpenter, AFFINITY=webhook|none: none is the control run without the webhook; IMAGES=1: our programs from the built images)
-	$(PY) -m localcluster.demo --mode $(MODE) --scoring-strategy $(STRATEGY) --bin-dir $(BIN) --autoscaler $(AUTOSCALER) --affinity $(AFFINITY) $(if $(filter 1,$(IMAGES)),--images)
+demo: setup binaries autoscaler-binaries pulumi-engine $(if $(filter 1,$(IMAGES)),images) $(if $(filter 1,$(OBSERVE)),otelcol) ## deploy the stack with pulumi up onto a local control plane, run what it created, schedule sample pods, print the table (MODE=extender|extender-cached|plugin, STRATEGY=prefer-larger|best-fit, AUTOSCALER=none|karpenter, AFFINITY=webhook|none: none is the control run without the webhook; IMAGES=1: our programs from the built images; OBSERVE=1: the OpenTelemetry Collector beside it, metrics to a local CloudWatch (moto), the dashboard's widgets drawn into a PNG, docs/observability.md)
+	$(PY) -m localcluster.demo --mode $(MODE) --scoring-strategy $(STRATEGY) --bin-dir $(BIN) --autoscaler $(AUTOSCALER) --affinity $(AFFINITY) $(if $(filter 1,$(IMAGES)),--images) $(if $(filter 1,$(OBSERVE)),--observe)
 
 explain: setup ## explain a pod or the GPU-memory inventory of your kubeconfig's cluster (ARGS='pod NS/NAME', default nodes)
 	$(PY) -m explain $(ARGS)

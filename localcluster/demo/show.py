@@ -37,6 +37,7 @@ from localcluster.demo.autoscaler_scene import AFFINITY_SOURCES, AffinitySource,
 from localcluster.demo.extender_log import refusals_by_pod
 from localcluster.demo.karpenter_zone_scene import JOB_SIZE as KARPENTER_JOB_SIZE
 from localcluster.demo.karpenter_zone_scene import run_karpenter_zone_scene
+from localcluster.demo.observed import CollectorMissing, check_collector, draw, observing, picture_path
 from localcluster.demo.pods import REFUSED, DemoPod, capacity_nodes, check, describe_request, sample_pods
 from localcluster.demo.text_table import format_table
 from localcluster.demo.zone_scene import run_zone_scene
@@ -165,11 +166,13 @@ def run(
     autoscaler: Autoscaler = "none",
     affinity: AffinitySource = "webhook",
     images: LocalImages | None = None,
+    observe: bool = False,
 ) -> int:
     """The fixed fleet of every inventory type, or (``autoscaler="karpenter"``) the system node
         only and Karpenter launching GPU nodes (``localcluster.demo.autoscaler_scene``); ``affinity="none"``
         deploys the stack with ``webhook.enabled=false`` (Karpenter's control run); ``images``: our
-    programs run from the built images."""
+    programs run from the built images; ``observe``: the CloudWatch pipeline beside the demo and
+    the dashboard's picture drawn at the end (``localcluster.demo.observed``)."""
     started = time.monotonic()
     inventory = load_inventory()
     types = [t for t in inventory.values() if autoscaler == "none" or not t.has_gpu]
@@ -205,10 +208,22 @@ def run(
             plane, bin_dir, mode, plane.work_dir / "deployed", images
         ) as deployed:
             print(describe(deployed, plane.work_dir), flush=True)
-            if autoscaler == "karpenter":
-                text, failures = _karpenter_pods(plane, bin_dir, affinity)
-            else:
-                text, failures = _fixed_fleet_pods(plane, bin_dir, deployed, mode, simulated)
+            picture: Path | None = None
+            with contextlib.ExitStack() as observed:
+                observation = observed.enter_context(observing(plane, bin_dir, deployed)) if observe else None
+                if observation is not None:
+                    print(
+                        "Observing: the OpenTelemetry Collector scrapes the webhook, the extender and the "
+                        "scheduler and sends EMF to CloudWatch (a local moto server)...",
+                        flush=True,
+                    )
+                if autoscaler == "karpenter":
+                    text, failures = _karpenter_pods(plane, bin_dir, affinity)
+                else:
+                    text, failures = _fixed_fleet_pods(plane, bin_dir, deployed, mode, simulated)
+                if observation is not None:
+                    print("Reading the dashboard's widgets back from CloudWatch...", flush=True)
+                    picture = draw(observation, mode, picture_path(mode))
     print()
     print(text)
     print()
@@ -216,6 +231,8 @@ def run(
     elapsed = time.monotonic() - started
     how = scoring_strategy if autoscaler == "none" else f"Karpenter, affinity: {affinity}"
     print(f"{mode} mode: {verdict} ({how}; {elapsed:.1f}s; all processes stopped).")
+    if picture is not None:
+        print(f"The dashboard's widgets as CloudWatch holds the demo's metrics: {picture.resolve()}")
     return 0 if not failures else 1
 
 
@@ -313,6 +330,12 @@ def main(argv: list[str] | None = None) -> int:
         "affinity to the annotated pods; none: the control run (webhook.enabled=false, annotation only)",
     )
     parser.add_argument(
+        "--observe",
+        action="store_true",
+        help="run the OpenTelemetry Collector beside the demo, send the metrics to a local CloudWatch "
+        "(moto) and draw the dashboard's widgets into a PNG (make otelcol builds the collector)",
+    )
+    parser.add_argument(
         "--images",
         action="store_true",
         help="run the extender, the webhook and gpu-scheduler from the images `make images` built (podman)",
@@ -323,6 +346,12 @@ def main(argv: list[str] | None = None) -> int:
     except ImagesNotBuilt as missing:
         print(missing, file=sys.stderr)
         return 1
+    if args.observe:
+        try:
+            check_collector(args.bin_dir)
+        except CollectorMissing as missing:
+            print(missing, file=sys.stderr)
+            return 1
     try:
         return run(
             args.mode,
@@ -332,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
             autoscaler=args.autoscaler,
             affinity=args.affinity,
             images=images,
+            observe=args.observe,
         )
     except EngineMissing as missing:
         print(f"the Pulumi engine is not built: {missing}", file=sys.stderr)

@@ -1,0 +1,109 @@
+"""``make demo OBSERVE=1``: the CloudWatch pipeline beside the demo, and its picture.
+
+While the demo runs, the OpenTelemetry Collector (``make otelcol``) scrapes the deployed webhook,
+extender (extender modes) and scheduler and sends EMF to a local moto server
+(``localcluster.services.cloudwatch_pipeline``). At the end the metrics are put into moto's
+CloudWatch as CloudWatch extracts them from EMF, each widget the dashboard declares is read back
+with ``GetMetricData`` (``localcluster.services.cloudwatch_widgets``) and drawn into one PNG
+(``localcluster.demo.dashboard_picture``).
+"""
+
+import contextlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from localcluster.demo.dashboard_picture import render
+from localcluster.host.probes import LOOPBACK
+from localcluster.host.waiting import wait_for
+from localcluster.plane.control_plane import ControlPlane
+from localcluster.services.cloudwatch_pipeline import COLLECTOR, LocalPipeline, local_pipeline
+from localcluster.services.cloudwatch_widgets import Window, read_widgets
+from localcluster.services.custom_scheduler import scheduler_secure_port
+from localcluster.services.deployed_scheduler import DeployedRun
+
+CLUSTER_NAME = "local-demo"
+"""The ``ClusterName`` dimension the collector adds, as the agent adds the EKS cluster's name."""
+PICTURE_PERIOD_SECONDS = 10
+"""One value every 10 s (the dashboard's period is 60 s): a demo of a few minutes draws a shape."""
+LAST_SCRAPE_SECONDS = 60
+"""How long to wait for an EMF event written after the demo's last pod."""
+PICTURE_DIR = Path(".cache/observe")
+
+
+class CollectorMissing(FileNotFoundError):
+    """The collector binary is not built; the message says how to build it."""
+
+
+@dataclass(frozen=True)
+class Observation:
+    pipeline: LocalPipeline
+    started: datetime
+
+
+def picture_path(mode: str) -> Path:
+    return PICTURE_DIR / f"dashboard-{mode}.png"
+
+
+def check_collector(bin_dir: Path) -> None:
+    if not (bin_dir / COLLECTOR).is_file():
+        raise CollectorMissing(f"missing {COLLECTOR} in {bin_dir}: run `make otelcol` first")
+
+
+@contextlib.contextmanager
+def observing(plane: ControlPlane, bin_dir: Path, deployed: DeployedRun) -> Iterator[Observation]:
+    """The collector scraping what ``deployed`` runs, writing to moto, until the block ends."""
+    targets = []
+    if deployed.webhook is not None:
+        targets.append(f"{LOOPBACK}:{deployed.webhook.server.health_port}")
+    if deployed.scheduler.extender is not None:
+        targets.append(f"{LOOPBACK}:{deployed.scheduler.extender.health_port}")
+    started = datetime.now(UTC)
+    with local_pipeline(
+        plane,
+        bin_dir,
+        plane.work_dir / "collector",
+        cluster_name=CLUSTER_NAME,
+        targets=targets,
+        scheduler_target=f"{LOOPBACK}:{scheduler_secure_port(deployed.scheduler)}",
+    ) as pipeline:
+        yield Observation(pipeline, started)
+
+
+def _written_after(pipeline: LocalPipeline, moment: datetime) -> bool:
+    """Whether an EMF event stamped after ``moment`` has arrived (from a scrape after it)."""
+    stamp = moment.timestamp() * 1000
+    return any(_stamp(message) > stamp for message in pipeline.messages())
+
+
+def _stamp(message: str) -> float:
+    """An EMF event's timestamp (milliseconds); 0 for a line that is not one."""
+    with contextlib.suppress(ValueError):
+        document = json.loads(message)
+        if isinstance(document, dict) and isinstance(document.get("_aws"), dict):
+            return float(document["_aws"].get("Timestamp", 0))
+    return 0.0
+
+
+def draw(observation: Observation, mode: str, path: Path) -> Path:
+    """Wait for a scrape after the demo's end, put the metrics into moto's CloudWatch, read back
+    every widget and draw them into ``path``."""
+    ended = datetime.now(UTC)
+    pipeline = observation.pipeline
+    wait_for(
+        lambda: _written_after(pipeline, ended) or None,
+        LAST_SCRAPE_SECONDS,
+        "an EMF event from a scrape after the demo's last pod",
+    )
+    pipeline.publish_metrics()
+    period = timedelta(seconds=PICTURE_PERIOD_SECONDS)
+    start = observation.started.replace(microsecond=0)
+    window = Window(start, datetime.now(UTC) + period, PICTURE_PERIOD_SECONDS)
+    widgets = read_widgets(pipeline.cloudwatch(), CLUSTER_NAME, window, node_groups={})
+    title = (
+        f"gpu-scheduler dashboard, {mode} mode: make demo OBSERVE=1 read back from CloudWatch (moto) "
+        f"with GetMetricData, {PICTURE_PERIOD_SECONDS}-second periods"
+    )
+    return render(widgets, title, path, (window.start, window.end))
