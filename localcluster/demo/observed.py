@@ -38,7 +38,7 @@ class CollectorMissing(FileNotFoundError):
 
 
 @dataclass(frozen=True)
-class Observation:
+class ObservedRun:
     pipeline: LocalPipeline
     started: datetime
 
@@ -53,7 +53,7 @@ def check_collector(bin_dir: Path) -> None:
 
 
 @contextlib.contextmanager
-def observing(plane: ControlPlane, bin_dir: Path, deployed: DeployedRun) -> Iterator[Observation]:
+def observing(plane: ControlPlane, bin_dir: Path, deployed: DeployedRun) -> Iterator[ObservedRun]:
     """The collector scraping what ``deployed`` runs, writing to moto, until the block ends."""
     targets = []
     if deployed.webhook is not None:
@@ -69,7 +69,7 @@ def observing(plane: ControlPlane, bin_dir: Path, deployed: DeployedRun) -> Iter
         targets=targets,
         scheduler_target=f"{LOOPBACK}:{scheduler_secure_port(deployed.scheduler)}",
     ) as pipeline:
-        yield Observation(pipeline, started)
+        yield ObservedRun(pipeline, started)
 
 
 def _written_after(pipeline: LocalPipeline, moment: datetime) -> bool:
@@ -87,7 +87,7 @@ def _stamp(message: str) -> float:
     return 0.0
 
 
-def draw(observation: Observation, mode: str, path: Path) -> Path:
+def draw(observation: ObservedRun, mode: str, path: Path) -> Path:
     """Wait for a scrape after the demo's end, put the metrics into moto's CloudWatch, read back
     every widget and draw them into ``path``."""
     ended = datetime.now(UTC)
