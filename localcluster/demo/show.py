@@ -213,8 +213,8 @@ def run(
                 observation = observed.enter_context(observing(plane, bin_dir, deployed)) if observe else None
                 if observation is not None:
                     print(
-                        "Observing: the OpenTelemetry Collector scrapes the webhook, the extender and the "
-                        "scheduler and sends EMF to CloudWatch (a local moto server)...",
+                        "Observing: the OpenTelemetry Collector scrapes the webhook, the extender (extender "
+                        "modes) and the scheduler and sends EMF to CloudWatch (a local moto server)...",
                         flush=True,
                     )
                 if autoscaler == "karpenter":
