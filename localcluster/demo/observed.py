@@ -26,10 +26,18 @@ from localcluster.services.deployed_scheduler import DeployedRun
 
 CLUSTER_NAME = "local-demo"
 """The ``ClusterName`` dimension the collector adds, as the agent adds the EKS cluster's name."""
-PICTURE_PERIOD_SECONDS = 10
-"""One value every 10 s (the dashboard's period is 60 s): a demo of a few minutes draws a shape."""
-LAST_SCRAPE_SECONDS = 60
-"""How long to wait for an EMF event written after the demo's last pod."""
+PICTURE_PERIOD_SECONDS = 5
+"""One value every 5 s (the dashboard's period is 60 s): the demo's pods are placed within a
+minute, and this draws its shape."""
+BASELINE_SCRAPES = 2
+"""Scheduler scrapes before the demo's pods: a counter's first scrape is its baseline, sent as
+no value, so what the pods do is counted from the next."""
+TAIL_SCRAPES = 5
+"""Scheduler scrapes after the demo's last pod, so the graphs show where the counts settled."""
+SCHEDULER_METRICS = '"Name":"scheduler_'
+"""How an EMF event of one of the scheduler's metrics declares it."""
+SCRAPES_SECONDS = 60
+"""How long to wait for either."""
 PICTURE_DIR = Path(".cache/observe")
 
 
@@ -69,13 +77,29 @@ def observing(plane: ControlPlane, bin_dir: Path, deployed: DeployedRun) -> Iter
         targets=targets,
         scheduler_target=f"{LOOPBACK}:{scheduler_secure_port(deployed.scheduler)}",
     ) as pipeline:
+        _wait_for_scrapes(pipeline, started, BASELINE_SCRAPES, "scrapes before the demo's pods")
         yield ObservedRun(pipeline, started)
 
 
-def _written_after(pipeline: LocalPipeline, moment: datetime) -> bool:
-    """Whether an EMF event stamped after ``moment`` has arrived (from a scrape after it)."""
+def _scheduler_scrapes_after(pipeline: LocalPipeline, moment: datetime) -> int:
+    """How many scrapes of the scheduler after ``moment`` have sent EMF events (the distinct
+    timestamps of events of its ``scheduler_`` metrics)."""
     stamp = moment.timestamp() * 1000
-    return any(_stamp(message) > stamp for message in pipeline.messages())
+    return len(
+        {
+            at
+            for message in pipeline.messages()
+            if SCHEDULER_METRICS in message and (at := _stamp(message)) > stamp
+        }
+    )
+
+
+def _wait_for_scrapes(pipeline: LocalPipeline, moment: datetime, scrapes: int, what: str) -> None:
+    wait_for(
+        lambda: _scheduler_scrapes_after(pipeline, moment) >= scrapes or None,
+        SCRAPES_SECONDS,
+        f"{scrapes} {what}",
+    )
 
 
 def _stamp(message: str) -> float:
@@ -88,15 +112,10 @@ def _stamp(message: str) -> float:
 
 
 def draw(observation: ObservedRun, mode: str, path: Path) -> Path:
-    """Wait for a scrape after the demo's end, put the metrics into moto's CloudWatch, read back
+    """Wait for scrapes after the demo's end, put the metrics into moto's CloudWatch, read back
     every widget and draw them into ``path``."""
-    ended = datetime.now(UTC)
     pipeline = observation.pipeline
-    wait_for(
-        lambda: _written_after(pipeline, ended) or None,
-        LAST_SCRAPE_SECONDS,
-        "an EMF event from a scrape after the demo's last pod",
-    )
+    _wait_for_scrapes(pipeline, datetime.now(UTC), TAIL_SCRAPES, "scrapes after the demo's last pod")
     pipeline.publish_metrics()
     period = timedelta(seconds=PICTURE_PERIOD_SECONDS)
     start = observation.started.replace(microsecond=0)
