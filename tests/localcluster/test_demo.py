@@ -13,10 +13,12 @@ import pytest
 
 from components.render.webhook_config import WEBHOOK_NAME
 from contracts.modes import SCHEDULER_MODES
+from localcluster.demo.observed import picture_path
 from localcluster.demo.pods import sample_pods
 from localcluster.host.images import LocalImages
 from localcluster.host.processes import STOP_GRACE_SECONDS
 from localcluster.host.waiting import wait_for
+from localcluster.services.cloudwatch_pipeline import COLLECTOR
 from policy import CAPACITY_TYPE_ANNOTATION, CAPACITY_TYPE_LABEL, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -54,6 +56,19 @@ def test_demo_from_the_built_images(bin_dir: Path, images: LocalImages, mode: st
     assert f"our programs from the built images (podman, host network): {images.extender}" in stdout
     assert ours in stdout
     assert_every_pod_reported(stdout, mode)
+
+
+def test_the_observed_demo_draws_the_dashboard_into_a_png(bin_dir: Path) -> None:
+    """``make demo OBSERVE=1``: the same report, then the path of a PNG drawn in this run."""
+    if not (bin_dir / COLLECTOR).is_file():
+        pytest.fail(f"missing {COLLECTOR} in {bin_dir}: run `make otelcol` first")
+    picture = REPO_ROOT / picture_path("plugin")
+    picture.unlink(missing_ok=True)
+    stdout = run_demo(bin_dir, "plugin", "--observe")
+    assert_every_pod_reported(stdout, "plugin")
+    last = stdout.rstrip().splitlines()[-1]
+    assert last == f"The dashboard's widgets as CloudWatch holds the demo's metrics: {picture.resolve()}"
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def assert_every_pod_reported(stdout: str, mode: str) -> None:
