@@ -22,8 +22,9 @@
 //     nominated node first, without PreFilter's node set) still stays in its zone.
 //   - PostFilter, when no node of the job's zone passed the filters for a member, gives
 //     the zone up for the job at once (held members rejected, the zone skipped for
-//     failedZoneDuration, the job requeued) and keeps DefaultPreemption from evicting
-//     pods for one member of a job not yet placed.
+//     failedZoneDuration, the job requeued) and preempts nothing for one member of a job
+//     not yet placed. For every other pod it is the profile's preemption:
+//     DefaultPreemption, which never evicts a bound member of a job (preemption.go).
 //   - Permit holds the job's pods until job-size members are reserved in the zone,
 //     then lets them all bind. After permitTimeout every held member is rejected and
 //     the zone is skipped for the job for failedZoneDuration, so the retry plans
@@ -50,6 +51,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	"k8s.io/utils/clock"
 
 	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
@@ -103,6 +105,8 @@ type JobZone struct {
 	// volumes reads the claims and volumes a member mounts (volume_zones.go); nil without an
 	// informer factory.
 	volumes *volumeListers
+	// preemption is DefaultPreemption with JobZone's victim rule (preemption.go).
+	preemption *defaultpreemption.DefaultPreemption
 }
 
 var (
@@ -136,6 +140,11 @@ func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, c
 		gangs: map[string]*gang{}, failed: map[string]map[string]time.Time{}, reservations: map[string]reservation{},
 		order: newJobOrder(),
 	}
+	preemption, err := pl.newPreemption(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pl.preemption = preemption
 	if err := pl.watchNodes(klog.FromContext(ctx)); err != nil {
 		return nil, fmt.Errorf("%s: watching nodes: %w", Name, err)
 	}

@@ -553,3 +553,71 @@ def test_a_job_whose_volume_lives_in_one_zone_is_planned_there(
     assert bound_whole(cluster, watch, "ckpt", 4, with_checkpoint) == {"b-1"}
     refusals = [message for index in range(4) for message in failed_scheduling(cluster, f"ckpt-{index}")]
     assert not [message for message in refusals if "passed the scheduler's filters" in message], refusals
+
+
+def priority_class(cluster: E2ECluster, name: str, value: int) -> str:
+    kubernetes.client.SchedulingV1Api(cluster.api).create_priority_class(
+        kubernetes.client.V1PriorityClass(metadata=kubernetes.client.V1ObjectMeta(name=name), value=value)
+    )
+    return name
+
+
+def with_priority(manifest: dict[str, Any], priority_class_name: str) -> dict[str, Any]:
+    manifest = copy.deepcopy(manifest)
+    manifest["spec"]["priorityClassName"] = priority_class_name
+    return manifest
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_preemption_never_takes_one_member_of_a_bound_job(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """A low-priority job of 4 fills a-1's 4 GPUs. A high-priority pod in no job asks for a GPU:
+    kube-scheduler's DefaultPreemption would evict one member (stopping the whole job to free one
+    GPU); JobZone's preemption finds no victim and says so. Then b-1 is added, holding a
+    low-priority pod in no job: that pod is evicted, the high-priority pod is nominated to b-1,
+    and no member of the job was touched."""
+    cluster.add_nodes(SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=4), ZONE_A))
+    start_webhook(cluster.plane, tmp_path / "webhook")
+    cluster.start()
+    low = priority_class(cluster, "training-low", 100)
+    high = priority_class(cluster, "urgent-high", 1000)
+    job = create(cluster, *(with_priority(member("llm", index, 4), low) for index in range(4)))
+    cluster.outcomes(job, bound_only=True, timeout=60)
+    assert set(watch.wait_for_bindings(job).values()) == {"a-1"}
+
+    [urgent] = create(cluster, with_priority(pod_manifest(PodSpecification("urgent", gpus=1)), high))
+    no_victim = "No preemption victims found"
+    wait_for(
+        lambda: any(no_victim in message for message in failed_scheduling(cluster, urgent)),
+        60,
+        "the urgent pod's preemption to find no victim",
+        interval=0.2,
+    )
+
+    # The victim is bound to b-1 before b-1 exists, so the urgent pod, retried when b-1 is added,
+    # finds it full: never free for a moment.
+    squatter = with_priority(pod_manifest(PodSpecification("other", gpus=1)), low)
+    squatter["spec"]["nodeName"] = "b-1"
+    [other] = create(cluster, squatter)
+    cluster.add_nodes(SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=1), ZONE_B))
+    core = kubernetes.client.CoreV1Api(cluster.api)
+    nominated = wait_until(
+        lambda: core.read_namespaced_pod(urgent, WORKLOAD_NAMESPACE).status.nominated_node_name,
+        lambda node: node == "b-1",
+        60,
+        "the urgent pod nominated to b-1, its victim's node",
+    )
+    assert nominated == "b-1"
+
+    def victim_deleted() -> bool:
+        try:
+            pod: kubernetes.client.V1Pod = core.read_namespaced_pod(other, WORKLOAD_NAMESPACE)
+            return pod.metadata.deletion_timestamp is not None
+        except kubernetes.client.ApiException as error:
+            return bool(error.status == 404)
+
+    wait_for(victim_deleted, 60, "the pod in no job on b-1 evicted", interval=0.2)
+    members = [core.read_namespaced_pod(name, WORKLOAD_NAMESPACE) for name in job]
+    assert [pod.metadata.name for pod in members if pod.metadata.deletion_timestamp] == []
+    assert {pod.spec.node_name for pod in members} == {"a-1"}
