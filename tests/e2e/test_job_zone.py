@@ -27,7 +27,7 @@ from localcluster.plane.workloads import (
 )
 from localcluster.services.webhook import start_webhook
 from policy import MIN_MEMORY_ANNOTATION
-from policy.job_zone import ZONE_LABEL
+from policy.job_zone import NO_ZONE_FITS, ZONE_LABEL
 from policy.job_zone_affinity import OWN_POD_AFFINITY_CONFLICT
 from policy.job_zone_affinity import REQUIRED_POD_TERMS_FIELD as REQUIRED_TERMS
 from testbed.bindings import BindingWatch, gpu_seconds_held
@@ -621,3 +621,34 @@ def test_preemption_never_takes_one_member_of_a_bound_job(
     members = [core.read_namespaced_pod(name, WORKLOAD_NAMESPACE) for name in job]
     assert [pod.metadata.name for pod in members if pod.metadata.deletion_timestamp] == []
     assert {pod.spec.node_name for pod in members} == {"a-1"}
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_a_higher_priority_job_is_placed_before_an_older_one(cluster: E2ECluster, tmp_path: Path) -> None:
+    """Room for one job of 4 (a-1's 4 GPUs). A low-priority job is created, then a high-priority
+    one, before the scheduler starts. JobZone's queue sort takes the high-priority job's members
+    first (priority before the job's age, as Coscheduling's does), so it is planned first, holds
+    the zone and binds whole; the older job finds no zone that holds it, and none of its members is
+    placed."""
+    cluster.add_nodes(SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=4), ZONE_A))
+    start_webhook(cluster.plane, tmp_path / "webhook")
+    low = priority_class(cluster, "training-low", 100)
+    high = priority_class(cluster, "training-high", 1000)
+    older = create(cluster, *(with_priority(member("older", index, 4), low) for index in range(4)))
+    urgent = create(cluster, *(with_priority(member("urgent", index, 4), high) for index in range(4)))
+    cluster.start()
+    outcomes = cluster.outcomes(urgent, bound_only=True, timeout=60)
+    assert {outcome.node for outcome in outcomes.values()} == {"a-1"}
+    no_zone = NO_ZONE_FITS.split(":", 1)[0].format(size=4)
+
+    def told(name: str) -> bool:
+        return any(no_zone in message for message in failed_scheduling(cluster, name))
+
+    wait_for(
+        lambda: all(told(name) for name in older),
+        60,
+        "every member of the older job told that no zone holds it",
+        interval=0.2,
+    )
+    core = kubernetes.client.CoreV1Api(cluster.api)
+    assert [name for name in older if core.read_namespaced_pod(name, WORKLOAD_NAMESPACE).spec.node_name] == []
