@@ -5,8 +5,9 @@
 //   - QueueSort (Less) brings a job's members out of the queue back to back: priority,
 //     then the job's earliest member's creation time, then the job's name; pods in no
 //     job keep PrioritySort's order.
-//   - PreFilter refuses a member of a job not yet placed while fewer than job-size
-//     members exist (siblings.go), so a half-created job holds nothing; the member that
+//   - PreEnqueue keeps a member of a job not yet placed out of the scheduling queue while
+//     fewer than job-size members exist (siblings.go; PreFilter refuses it too), so a
+//     half-created job holds nothing and costs no scheduling attempt; the member that
 //     completes it sends the others back to the active queue.
 //   - PreFilter restricts a job's pod to the zone where its members are already bound
 //     or assumed. For the first pod it plans the zone that holds job-size copies of

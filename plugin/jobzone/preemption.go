@@ -30,8 +30,6 @@ import (
 //   - A member of a job not yet placed preempts nothing for itself (PostFilter ends its attempt
 //     before preemption: failover.go).
 
-var _ fwk.PreEnqueuePlugin = &JobZone{}
-
 // newPreemption builds DefaultPreemption with the configured candidate limits and the victim
 // rule above; nil without an informer factory (no API server: nothing to evict).
 func (pl *JobZone) newPreemption(ctx context.Context) (*defaultpreemption.DefaultPreemption, error) {
@@ -73,15 +71,6 @@ func (pl *JobZone) preempt(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		return result, status
 	}
 	return result, fwk.NewStatus(status.Code(), reason+"; "+status.Message())
-}
-
-// PreEnqueue keeps a pod out of the queue while its asynchronous preemption is still
-// evicting victims, as DefaultPreemption's does.
-func (pl *JobZone) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
-	if pl.preemption == nil {
-		return nil
-	}
-	return pl.preemption.PreEnqueue(ctx, pod)
 }
 
 // preemptionArgs are DefaultPreemption's args at kube-scheduler's own defaults, changed by

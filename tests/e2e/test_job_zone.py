@@ -52,6 +52,8 @@ def create(cluster: E2ECluster, *manifests: dict[str, Any]) -> list[str]:
 
 
 HOLD_GATE = "test.example.com/hold"
+WAITING_FOR_MEMBERS = "WaitingForMembers"
+"""The reason of JobZone's event on a member kept out of the queue until its job's members exist."""
 
 
 def gated(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -70,11 +72,12 @@ def ungate(cluster: E2ECluster, *names: str) -> None:
         )
 
 
-def failed_scheduling(cluster: E2ECluster, pod: str) -> list[str]:
-    """The messages of the scheduler's ``FailedScheduling`` events for ``pod``. The scheduler folds a
-    later failure into an earlier event of the same reason as a series, keeping the first message."""
+def failed_scheduling(cluster: E2ECluster, pod: str, reason: str = "FailedScheduling") -> list[str]:
+    """The messages of the scheduler's ``FailedScheduling`` events (or another ``reason``'s) for
+    ``pod``. The scheduler folds a later event into an earlier one of the same reason and message
+    as a series."""
     events = kubernetes.client.CoreV1Api(cluster.api).list_namespaced_event(
-        WORKLOAD_NAMESPACE, field_selector=f"involvedObject.name={pod},reason=FailedScheduling"
+        WORKLOAD_NAMESPACE, field_selector=f"involvedObject.name={pod},reason={reason}"
     )
     return [event.message or "" for event in events.items]
 
@@ -441,9 +444,10 @@ def test_a_zone_no_member_passes_the_filters_in_is_given_up_at_once(
 def test_a_job_half_created_holds_nothing_until_every_member_exists(
     cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
 ) -> None:
-    """Three members of a job of 4 are created: none is planned or held (each waits, saying how many
-    members exist, as Coscheduling waits for its siblings), so no GPU is held for a job that cannot
-    start. When the fourth is created, the job is planned and binds whole at once, not at the next
+    """Three members of a job of 4 are created: none is planned or held (each is kept out of the
+    scheduling queue, with an event saying how many members exist, as Coscheduling waits for its
+    siblings), so no GPU is held for a job that cannot start and no scheduling attempt is spent
+    on it. When the fourth is created, the job is planned and binds whole at once, not at the next
     unrelated cluster event."""
     cluster.add_nodes(
         SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=4), ZONE_A),
@@ -455,7 +459,8 @@ def test_a_job_half_created_holds_nothing_until_every_member_exists(
     waiting = re.compile(r"waiting for [1-3] of 4 members to exist")
     wait_for(
         lambda: all(
-            any(waiting.search(message) for message in failed_scheduling(cluster, pod)) for pod in first
+            any(waiting.search(message) for message in failed_scheduling(cluster, pod, WAITING_FOR_MEMBERS))
+            for pod in first
         ),
         30,
         "each of the three members says it waits for the rest",
