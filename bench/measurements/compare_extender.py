@@ -63,8 +63,9 @@ def export_tree(revision: str, directory: Path) -> Path:
 
 
 def measure_once(
-    loadgen: Path, server: ExtenderUnderTest, verb: str, body: Path, seconds: float, cell: Cell
+    loadgen: Path, server: ExtenderUnderTest, verb: str, body: Path, *, seconds: float, cell: Cell
 ) -> None:
+    """One run at concurrency 1; its figures appended to ``cell``."""
     mark = server.log_mark()
     cpu_before = process_cpu.cpu_seconds(server.pid)
     load = run_load(loadgen, server, verb=verb, body=body, concurrency=1, seconds=seconds)
@@ -95,7 +96,8 @@ def render(cells: dict[tuple[int, str, str], Cell], base: str) -> list[str]:
         time_ratio = statistics.median(new.server_p50_ms) / statistics.median(old.server_p50_ms)
         cpu_ratio = statistics.median(new.cpu_ms_per_request) / statistics.median(old.cpu_ms_per_request)
         lines.append(
-            f"| {nodes} | {verb} | {spread(old.server_p50_ms)} | {spread(new.server_p50_ms)} | {time_ratio:.2f}x |"
+            f"| {nodes} | {verb} | {spread(old.server_p50_ms)} | {spread(new.server_p50_ms)} |"
+            f" {time_ratio:.2f}x |"
             f" {spread(old.cpu_ms_per_request)} | {spread(new.cpu_ms_per_request)} | {cpu_ratio:.2f}x |"
             f" {statistics.median(old.client_p50_ms):.1f} / {statistics.median(new.client_p50_ms):.1f} |"
             f" {old.requests + new.requests} ({old.errors + new.errors}) |"
@@ -134,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
                 for version in order:
                     for verb in VERBS:
                         cell = cells.setdefault((nodes, verb, version), Cell())
-                        measure_once(loadgen, servers[version], verb, body, arguments.seconds, cell)
+                        measure_once(
+                            loadgen, servers[version], verb, body, seconds=arguments.seconds, cell=cell
+                        )
                 print(
                     f"{nodes} nodes: round {round_index + 1}/{arguments.rounds}", file=sys.stderr, flush=True
                 )
