@@ -42,7 +42,7 @@ SETTLE_SECONDS = 0.2
 
 
 @dataclass
-class Cell:
+class VersionCell:
     """One (nodes, verb, version): a figure per round."""
 
     server_p50_ms: list[float] = field(default_factory=list)
@@ -63,7 +63,7 @@ def export_tree(revision: str, directory: Path) -> Path:
 
 
 def measure_once(
-    loadgen: Path, server: ExtenderUnderTest, verb: str, body: Path, *, seconds: float, cell: Cell
+    loadgen: Path, server: ExtenderUnderTest, verb: str, body: Path, *, seconds: float, cell: VersionCell
 ) -> None:
     """One run at concurrency 1; its figures appended to ``cell``."""
     mark = server.log_mark()
@@ -84,7 +84,7 @@ def spread(values: Sequence[float]) -> str:
     return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
 
 
-def render(cells: dict[tuple[int, str, str], Cell], base: str) -> list[str]:
+def render(cells: dict[tuple[int, str, str], VersionCell], base: str) -> list[str]:
     lines = [
         f"| nodes | verb | server p50 ms: {base} | server p50 ms: this tree | ratio |"
         f" server CPU ms/request: {base} | server CPU ms/request: this tree | ratio |"
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(part) for part in arguments.nodes.split(",") if part.strip()]
     machine = describe_machine()
     loadgen = build_loadgen(REPO_ROOT / ".cache" / "bench")
-    cells: dict[tuple[int, str, str], Cell] = {}
+    cells: dict[tuple[int, str, str], VersionCell] = {}
     with (
         tempfile.TemporaryDirectory(prefix="compare-extender-") as directory,
         contextlib.ExitStack() as stack,
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                 order = ("base", "this") if round_index % 2 == 0 else ("this", "base")
                 for version in order:
                     for verb in VERBS:
-                        cell = cells.setdefault((nodes, verb, version), Cell())
+                        cell = cells.setdefault((nodes, verb, version), VersionCell())
                         measure_once(
                             loadgen, servers[version], verb, body, seconds=arguments.seconds, cell=cell
                         )
