@@ -24,7 +24,7 @@ N ?= 10
 LOAD ?= 0
 CHECK_WORKERS ?= auto
 
-.PHONY: help setup lock lint check go-check binaries autoscaler-binaries charts otelcol pulumi-engine images test test-policy test-python test-engine test-repeat demo explain bench bench-scale clean
+.PHONY: help setup lock lint check go-check binaries autoscaler-binaries charts otelcol pulumi-engine images test test-policy test-python test-engine test-repeat demo explain bench bench-scale bench-scale-quick clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -106,8 +106,11 @@ explain: setup ## explain a pod or the GPU-memory inventory of your kubeconfig's
 bench: setup binaries ## benchmarks; writes bench/RESULTS.md
 	$(PY) -m bench --bin-dir $(BIN)
 
-bench-scale: setup binaries ## every mode beside vanilla at 1,000, 2,000 and 5,000 GPU nodes; writes bench/scale-results.json, its plots and RESULTS.md's scale section (SCALE_ARGS='--sizes ... --pods N')
+bench-scale: setup binaries ## every mode beside vanilla and vanilla-with-affinity at 1,000, 2,000 and 5,000 GPU nodes, 5 interleaved rounds; writes bench/scale-results.json, its plots and RESULTS.md's scale section (SCALE_ARGS='--sizes ... --pods N --rounds N')
 	$(PY) -m bench.scale --bin-dir $(BIN) $(SCALE_ARGS)
+
+bench-scale-quick: setup binaries ## the scale run at 200 and 500 nodes, 2 rounds (about 15 minutes on 2 cores), into .cache/bench/scale/ (the committed results are left alone; SCALE_ARGS as for bench-scale)
+	$(PY) -m bench.scale --bin-dir $(BIN) --quick $(SCALE_ARGS)
 
 clean: ## remove the venv and the build cache
 	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache .hypothesis
