@@ -8,6 +8,8 @@ from bench.load.machine import Machine
 from bench.measurements.e2e_throughput import E2EReport, Setting
 from bench.measurements.extender_bench import Cell, MemoryResult, SoakResult
 from bench.measurements.node_cache_bench import CacheResult
+from bench.report.gang_report import GANG_HEADING, GANG_RESULTS, render_gang_section
+from bench.report.gang_report import load as load_gang
 from bench.report.scale_report import render_scale_section
 from bench.report.scale_results import load as load_scale
 from components.stack_config import EXTENDER_RESOURCES
@@ -28,11 +30,9 @@ SCALE_RESULTS = Path(__file__).resolve().parents[1] / "scale-results.json"
 """Written by ``python -m bench.scale`` (make bench-scale); its section is kept when make bench rewrites."""
 TIMES_HEADING = "## Build and test times"
 """Timed by hand, each figure beside its command: ``make bench`` carries the section over unchanged."""
-GANG_HEADING = "## Same-zone jobs at once, under tight capacity (plugin mode)"
-"""Measured by hand with bench.measurements.measure_gang: carried over unchanged."""
 STATELESS_HEADING = "## Stateless extender: server time per request, side by side with the previous version"
 """Measured by hand with bench.measurements.compare_extender: carried over unchanged."""
-HAND_HEADINGS = (TIMES_HEADING, GANG_HEADING, STATELESS_HEADING)
+HAND_HEADINGS = (TIMES_HEADING, STATELESS_HEADING)
 """Sections of RESULTS.md measured by hand, each with its command, that ``make bench`` keeps as they are."""
 MIB = 1024 * 1024
 FILTER_TARGET_MS = 30.0
@@ -67,7 +67,9 @@ def render_report(
     machine: Machine, command: str, elapsed: float, results: dict[str, Any], *, quick: bool
 ) -> str:
     """RESULTS.md from the run's results, with the sections measured by hand (HAND_HEADINGS) of the
-    file as it stands (the run does not measure them)."""
+    file as it stands (the run does not measure them), the gang section drawn from
+    bench/gang-results.json (its gang section writes it) and the scale section from
+    bench/scale-results.json."""
     lines = [
         "# Benchmark results",
         "",
@@ -100,7 +102,12 @@ def render_report(
         lines += _soak(results["soak"])
     if "e2e" in results:
         lines += _e2e(results["e2e"], machine.cpus)
-    lines += kept_hand_sections(RESULTS.read_text() if RESULTS.exists() else "")
+    existing = RESULTS.read_text() if RESULTS.exists() else ""
+    lines += kept_hand_sections(existing)
+    if GANG_RESULTS.exists() and not quick:
+        lines += ["", *render_gang_section(load_gang(GANG_RESULTS))]
+    else:
+        lines += kept_times_section(existing, GANG_HEADING)
     if SCALE_RESULTS.exists() and not quick:
         lines += ["", *render_scale_section(load_scale(SCALE_RESULTS))]
     lines += ["", FINDINGS_LINK, ""]
