@@ -16,7 +16,15 @@ import kubernetes.client
 import pytest
 
 from components.render.policy_choices import JobZoneArgs, PolicyChoices
-from localcluster.demo.zone_scene import BASE_TYPE, FREE_GPUS, ZONE_A, ZONE_B, same_zone_member, scene_nodes
+from localcluster.demo.zone_scene import (
+    BASE_TYPE,
+    FREE_GPUS,
+    ZONE_A,
+    ZONE_B,
+    ZONE_C,
+    same_zone_member,
+    scene_nodes,
+)
 from localcluster.host.waiting import wait_for, wait_until
 from localcluster.plane.nodes import EFA_RESOURCE, SimulatedNode
 from localcluster.plane.workloads import (
@@ -306,6 +314,36 @@ def test_two_jobs_created_interleaved_each_get_a_zone_that_holds_them(
     }
     assert zones == {"first": Counter({ZONE_A: 8}), "second": Counter({ZONE_B: 8})}, zones
     assert len(outcomes) == 16
+    assert not [event for event in watch.snapshot() if event.kind == "released"], (
+        "no job was held and released"
+    )
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_three_jobs_created_interleaved_each_get_a_zone_of_their_own(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """Three jobs of 8, their pods created interleaved; C has 8 free GPUs, A 12, B 16: each zone holds
+    one job and no zone two. Each plan holds its zone's GPUs from the next job's plan, so the jobs
+    take the three zones, tightest first, and all bind whole with no member held and released."""
+    cluster.add_nodes(
+        SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_A),
+        SimulatedNode("a-2", shaped_like(BASE_TYPE, 81920, gpu_count=4), ZONE_A),
+        SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_B),
+        SimulatedNode("b-2", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_B),
+        SimulatedNode("c-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_C),
+    )
+    start_webhook(cluster.plane, tmp_path / "webhook")
+    cluster.start(choices=PolicyChoices(job_zone=JobZoneArgs(permit_timeout_seconds=600)))
+    jobs = ("first", "second", "third")
+    names = create(cluster, *(member(job, index, 8) for index in range(8) for job in jobs))
+    cluster.outcomes(names, bound_only=True, timeout=90)
+    bindings = watch.wait_for_bindings(names)
+    zones = {
+        job: zones_of(cluster, {n: node for n, node in bindings.items() if n.startswith(job)}) for job in jobs
+    }
+    assert all(len(counts) == 1 and sum(counts.values()) == 8 for counts in zones.values()), zones
+    assert {zone for counts in zones.values() for zone in counts} == {ZONE_A, ZONE_B, ZONE_C}, zones
     assert not [event for event in watch.snapshot() if event.kind == "released"], (
         "no job was held and released"
     )
