@@ -1,0 +1,139 @@
+"""Command outputs the docs show from a cluster, written by the tests that run the commands.
+
+Such a sample is the fenced ``text`` block right after a ``<!-- sample: NAME -->`` comment. The
+test that runs its command against the local control plane passes what it printed (its volatile
+parts replaced, see ``normalise``) to ``DocSamples.check``, which fails with a diff when the
+block differs, or rewrites the block when pytest runs with ``--write-samples``:
+
+    .venv/bin/python -m tests.docs.cluster_samples --write    # runs those tests, rewriting every sample
+"""
+
+import difflib
+import fcntl
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = (ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md")))
+
+DEMO_TEST = "tests/localcluster/test_demo.py::test_demo_prints_every_pod_and_exits_zero[plugin]"
+WRITERS = {
+    "demo": DEMO_TEST,
+    "demo-best-fit": "tests/localcluster/test_demo_scoring_strategy.py",
+    "explain-pod-no-fit": DEMO_TEST,
+    "explain-nodes": "tests/explain/test_cli.py::test_nodes_flags_each_mislabelled_node",
+    "explain-pod-invalid": "tests/explain/test_cli.py::test_each_pod_verdict_has_its_exit_code",
+    "deploy-eks-explain-nodes": "tests/pulumi_engine/test_existing_cluster_guide.py",
+}
+"""Sample name -> the tests that generate it (pytest node ids)."""
+
+MARKER = re.compile(r"<!-- sample: (?P<name>[\w-]+) -->\n```text\n(?P<shown>.*?)```", flags=re.DOTALL)
+WRITE_OPTION = "--write-samples"
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One sample as a page shows it."""
+
+    page: Path
+    name: str
+    text: str
+
+
+def shown_samples() -> list[Shown]:
+    """Every marked sample of every page, in page order."""
+    return [
+        Shown(page, match["name"], match["shown"])
+        for page in PAGES
+        for match in MARKER.finditer(page.read_text())
+    ]
+
+
+def shown(name: str) -> Shown:
+    """The one sample called ``name``; none or two is an error naming the pages."""
+    found = [sample for sample in shown_samples() if sample.name == name]
+    if len(found) != 1:
+        raise LookupError(f"{len(found)} samples named {name!r} (<!-- sample: {name} -->) in the docs, not 1")
+    return found[0]
+
+
+def normalise(text: str, replacements: dict[str, str]) -> str:
+    """``text`` with each regular expression of ``replacements`` replaced by its placeholder."""
+    for pattern, placeholder in replacements.items():
+        text = re.sub(pattern, placeholder, text, flags=re.MULTILINE)
+    return text
+
+
+@dataclass(frozen=True)
+class DocSamples:
+    """Checks (or, with ``--write-samples``, rewrites) the docs' samples."""
+
+    write: bool
+
+    def check(self, name: str, output: str) -> None:
+        """Fail with a diff when sample ``name`` is not ``output``; rewrite it in write mode."""
+        if name not in WRITERS:
+            raise LookupError(f"sample {name!r} is not in tests/docs/cluster_samples.py's WRITERS")
+        output = output if output.endswith("\n") else output + "\n"
+        sample = shown(name)
+        if sample.text == output:
+            return
+        if self.write:
+            rewrite(sample.page, name, output)
+            return
+        diff = difflib.unified_diff(
+            sample.text.splitlines(), output.splitlines(), "shown", "printed now", lineterm=""
+        )
+        raise AssertionError(
+            f"{sample.page.relative_to(ROOT)} shows another output for sample {name!r} "
+            f"(regenerate: .venv/bin/python -m tests.docs.cluster_samples --write):\n" + "\n".join(diff)
+        )
+
+
+def rewrite(page: Path, name: str, output: str) -> None:
+    """Replace sample ``name``'s block in ``page``, under a lock (tests may run in parallel)."""
+    with page.open("r+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        text = handle.read()
+        new = MARKER.sub(
+            lambda match: (
+                f"<!-- sample: {name} -->\n```text\n{output}```" if match["name"] == name else match[0]
+            ),
+            text,
+        )
+        handle.seek(0)
+        handle.truncate()
+        handle.write(new)
+    print(f"rewrote sample {name} in {page.relative_to(ROOT)}")
+
+
+ENGINE_SUITE = "tests/pulumi_engine/"
+"""Run in a pytest process of its own, as make test does (the Automation API runs gRPC in-process)."""
+
+
+def write_all() -> int:
+    """Run every sample's tests with ``--write-samples``; the first non-zero exit code, else 0."""
+    node_ids = sorted(set(WRITERS.values()))
+    groups = [
+        [node for node in node_ids if not node.startswith(ENGINE_SUITE)],
+        [node for node in node_ids if node.startswith(ENGINE_SUITE)],
+    ]
+    codes = [
+        subprocess.run(
+            [sys.executable, "-m", "pytest", WRITE_OPTION, "-q", "-p", "no:cacheprovider", *group],
+            cwd=ROOT,
+            check=False,
+        ).returncode
+        for group in groups
+        if group
+    ]
+    return next((code for code in codes if code), 0)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--write"]:
+        sys.exit("usage: python -m tests.docs.cluster_samples --write")
+    sys.exit(write_all())
