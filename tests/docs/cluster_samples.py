@@ -16,19 +16,35 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from contracts.modes import RECOMMENDED_MODE
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = (ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md")))
 
-DEMO_TEST = "tests/localcluster/test_demo.py::test_demo_prints_every_pod_and_exits_zero[plugin]"
+DEMO_TEST = f"tests/localcluster/test_demo.py::test_demo_prints_every_pod_and_exits_zero[{RECOMMENDED_MODE}]"
 WRITERS = {
     "demo": DEMO_TEST,
-    "demo-best-fit": "tests/localcluster/test_demo_scoring_strategy.py",
+    "demo-best-fit": "tests/localcluster/test_demo_scoring_strategy.py::"
+    f"test_best_fit_demo_places_pods_on_the_smallest_gpu_that_fits[{RECOMMENDED_MODE}]",
     "explain-pod-no-fit": DEMO_TEST,
     "explain-nodes": "tests/explain/test_cli.py::test_nodes_flags_each_mislabelled_node",
     "explain-pod-invalid": "tests/explain/test_cli.py::test_each_pod_verdict_has_its_exit_code",
+    "explain-pod-zone-full": "tests/explain/test_cli.py::test_a_job_member_gets_its_jobs_zones_from_the_api",
+    "explain-pod-no-zone": "tests/explain/test_agreement.py::test_explain_plans_a_same_zone_job_as_jobzone",
     "deploy-eks-explain-nodes": "tests/pulumi_engine/test_existing_cluster_guide.py",
 }
 """Sample name -> the tests that generate it (pytest node ids)."""
+
+DEMO_VOLATILE = {
+    r"/tmp/localcluster-[^/\s)]+": "/tmp/localcluster-XXXX",
+    r"(127\.0\.0\.1:)\d+": r"\1<port>",
+    r"(-port: .* -> )\d+$": r"\1<port>",
+    r"Duration: \d+s$": "Duration: <n>s",
+    r"; \d+\.\d+s; all processes stopped": "; <n>s; all processes stopped",
+    r"\b(llm-\d+)-[a-z0-9]{5}\b": r"\1-xxxxx",
+}
+"""What differs between two runs of the demo (temporary folder, loopback ports, durations, the
+random suffix of a Job's pod names) -> what the docs show instead."""
 
 MARKER = re.compile(r"<!-- sample: (?P<name>[\w-]+) -->\n```text\n(?P<shown>.*?)```", flags=re.DOTALL)
 WRITE_OPTION = "--write-samples"

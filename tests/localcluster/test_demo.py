@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 
 from components.render.webhook_config import WEBHOOK_NAME
-from contracts.modes import SCHEDULER_MODES
+from contracts.modes import RECOMMENDED_MODE, SCHEDULER_MODES
 from localcluster.demo.pods import sample_pods
 from localcluster.host.images import LocalImages
 from localcluster.host.processes import STOP_GRACE_SECONDS
 from localcluster.host.waiting import wait_for
+from localcluster.plane.workloads import WORKLOAD_NAMESPACE
 from policy import CAPACITY_TYPE_ANNOTATION, CAPACITY_TYPE_LABEL, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
+from tests.docs.cluster_samples import DEMO_VOLATILE, DocSamples, normalise
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,8 +43,20 @@ def run_demo(bin_dir: Path, mode: str, *extra: str) -> str:
 
 
 @pytest.mark.parametrize("mode", SCHEDULER_MODES)
-def test_demo_prints_every_pod_and_exits_zero(bin_dir: Path, mode: str) -> None:
-    assert_every_pod_reported(run_demo(bin_dir, mode), mode)
+def test_demo_prints_every_pod_and_exits_zero(bin_dir: Path, mode: str, doc_samples: DocSamples) -> None:
+    stdout = run_demo(bin_dir, mode)
+    assert_every_pod_reported(stdout, mode)
+    if mode == RECOMMENDED_MODE:  # what `make demo` prints, shown in docs/demo.md and docs/explain.md
+        shown = normalise(stdout, DEMO_VOLATILE)
+        doc_samples.check("demo", f"$ make demo\n{shown}")
+        doc_samples.check("explain-pod-no-fit", explanation_of(shown, "min-200gib"))
+
+
+def explanation_of(stdout: str, pod: str) -> str:
+    """The demo's ``explain pod`` answer for ``pod``, from its command line to the next part."""
+    start = stdout.index(f"$ python -m explain pod {WORKLOAD_NAMESPACE}/{pod}\n")
+    ends = [stdout.find(marker, start + 1) for marker in ("\n\n$ ", "\n\nSame-zone job")]
+    return stdout[start : min(end for end in ends if end > 0) + 1]
 
 
 @pytest.mark.parametrize("mode", ["extender", "plugin"])
