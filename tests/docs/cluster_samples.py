@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contracts.modes import RECOMMENDED_MODE
+from localcluster.demo.text_table import format_table
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = (ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md")))
@@ -76,10 +77,43 @@ def shown(name: str) -> Shown:
     return found[0]
 
 
+RULE = re.compile(r"^-+(?:  -+)*$")
+"""The line under a table's header (``localcluster/demo/text_table.py``, explain's tables)."""
+
+
 def normalise(text: str, replacements: dict[str, str]) -> str:
-    """``text`` with each regular expression of ``replacements`` replaced by its placeholder."""
+    """``text`` with each regular expression of ``replacements`` replaced by its placeholder; a
+    table's cells are replaced one by one and the table aligned again, as its program would."""
+    lines = text.split("\n")
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        if lines[index] and index + 1 < len(lines) and RULE.match(lines[index + 1]):
+            starts = [match.start() for match in re.finditer(r"-+", lines[index + 1])]
+            end = index + 2
+            while end < len(lines) and lines[end].strip():
+                end += 1
+            rows = [cells(line, starts, replacements) for line in [lines[index], *lines[index + 2 : end]]]
+            out += format_table(rows).split("\n")
+            index = end
+        else:
+            out.append(replaced(lines[index], replacements))
+            index += 1
+    return "\n".join(out)
+
+
+def cells(line: str, starts: list[int], replacements: dict[str, str]) -> tuple[str, ...]:
+    """A table row cut at the columns' starts, each cell with the placeholders in."""
+    bounds = [*starts[1:], None]
+    return tuple(
+        replaced(line[start:bound].rstrip(), replacements)
+        for start, bound in zip(starts, bounds, strict=True)
+    )
+
+
+def replaced(text: str, replacements: dict[str, str]) -> str:
     for pattern, placeholder in replacements.items():
-        text = re.sub(pattern, placeholder, text, flags=re.MULTILINE)
+        text = re.sub(pattern, placeholder, text)
     return text
 
 

@@ -7,7 +7,8 @@ from collections import Counter
 
 import pytest
 
-from tests.docs.cluster_samples import MARKER, PAGES, ROOT, WRITERS, shown_samples
+from localcluster.demo.text_table import format_table
+from tests.docs.cluster_samples import MARKER, PAGES, ROOT, WRITERS, normalise, shown_samples
 from tests.docs.command_samples import RUNNABLE
 
 FENCED = re.compile(r"^```[^\n]*\n(?P<body>.*?)^```", flags=re.DOTALL | re.MULTILINE)
@@ -40,3 +41,11 @@ def test_every_shown_command_output_is_generated() -> None:
             if not runnable and block.start("body") not in marked:
                 unchecked.append(f"{page.relative_to(ROOT)}: {first}")
     assert unchecked == []
+
+
+def test_placeholders_in_a_table_keep_it_aligned() -> None:
+    rows = [("POD", "NODE", "CHECK"), ("a", "kwok-node-long-random-1234", "ok"), ("bb", "kwok-node-x", "ok")]
+    text = "Table:\n" + format_table(rows) + "\n\non kwok-node-x at 127.0.0.1:4000\n"
+    shown = normalise(text, {r"kwok-\S+": "<node>", r"(127\.0\.0\.1:)\d+": r"\1<port>"})
+    expected = [("POD", "NODE", "CHECK"), ("a", "<node>", "ok"), ("bb", "<node>", "ok")]
+    assert shown == "Table:\n" + format_table(expected) + "\n\non <node> at 127.0.0.1:<port>\n"
