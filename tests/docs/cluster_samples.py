@@ -28,6 +28,10 @@ WRITERS = {
     "demo-best-fit": "tests/localcluster/test_demo_scoring_strategy.py::"
     f"test_best_fit_demo_places_pods_on_the_smallest_gpu_that_fits[{RECOMMENDED_MODE}]",
     "explain-pod-no-fit": DEMO_TEST,
+    "karpenter-demo": "tests/localcluster/test_demo.py::"
+    "test_the_karpenter_demo_launches_by_the_affinity_and_the_control_run_shows_the_failure",
+    "karpenter-demo-control": "tests/localcluster/test_demo.py::"
+    "test_the_karpenter_demo_launches_by_the_affinity_and_the_control_run_shows_the_failure",
     "explain-nodes": "tests/explain/test_cli.py::test_nodes_flags_each_mislabelled_node",
     "explain-pod-invalid": "tests/explain/test_cli.py::test_each_pod_verdict_has_its_exit_code",
     "explain-pod-zone-full": "tests/explain/test_cli.py::test_a_job_member_gets_its_jobs_zones_from_the_api",
@@ -46,6 +50,18 @@ DEMO_VOLATILE = {
 }
 """What differs between two runs of the demo (temporary folder, loopback ports, durations, the
 random suffix of a Job's pod names) -> what the docs show instead."""
+
+KARPENTER_VOLATILE = {
+    r"\bkwok-[\w-]+": "<kwok-node>",
+    r"\b(gpu-us-east-1)[abc]-[a-z0-9]{5}\b": r"\1x-xxxxx",
+    r"\bus-east-1[abc]\b": "us-east-1x",
+    r"controller-uid=[0-9a-f-]{36}": "controller-uid=<uid>",
+    r"\b(llm-karpenter-\d+)-[a-z0-9]{5}\b": r"\1-xxxxx",
+    r"^\d+\.\d+$": "<n>",
+    **DEMO_VOLATILE,
+}
+"""The demo's, and what Karpenter makes up (node and NodeClaim names, the zone it picks, the
+Job's uid) and the seconds to each binding."""
 
 MARKER = re.compile(r"<!-- sample: (?P<name>[\w-]+) -->\n```text\n(?P<shown>.*?)```", flags=re.DOTALL)
 WRITE_OPTION = "--write-samples"

@@ -19,7 +19,7 @@ from localcluster.host.processes import STOP_GRACE_SECONDS
 from localcluster.host.waiting import wait_for
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE
 from policy import CAPACITY_TYPE_ANNOTATION, CAPACITY_TYPE_LABEL, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
-from tests.docs.cluster_samples import DEMO_VOLATILE, DocSamples, normalise
+from tests.docs.cluster_samples import DEMO_VOLATILE, KARPENTER_VOLATILE, DocSamples, normalise
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -243,13 +243,29 @@ def test_a_killed_demo_takes_its_processes_with_it(bin_dir: Path) -> None:
     ],
 )
 def test_the_karpenter_demo_launches_by_the_affinity_and_the_control_run_shows_the_failure(
-    bin_dir: Path, affinity: str, rows: list[str]
+    bin_dir: Path, affinity: str, rows: list[str], doc_samples: DocSamples
 ) -> None:
     """`make demo AUTOSCALER=karpenter [AFFINITY=none]`: real Karpenter from the system node alone,
     the pods annotation-only: the deployed webhook adds the affinity (none: webhook.enabled=false)."""
-    command = [*demo_command(bin_dir, "extender"), "--autoscaler", "karpenter", "--affinity", affinity]
+    command = [*demo_command(bin_dir, RECOMMENDED_MODE), "--autoscaler", "karpenter", "--affinity", affinity]
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     for row in rows:
         assert re.search(row, result.stdout), row
     assert f"every pod ended as expected (Karpenter, affinity: {affinity};" in result.stdout
+    shown = claims_sorted(normalise(result.stdout, KARPENTER_VOLATILE))
+    if affinity == "webhook":  # docs/karpenter-local.md shows both runs
+        doc_samples.check("karpenter-demo", f"$ make demo AUTOSCALER=karpenter\n{shown}")
+    else:
+        control = shown[shown.index("Submitting pods one at a time") :]
+        doc_samples.check(
+            "karpenter-demo-control", f"$ make demo AUTOSCALER=karpenter AFFINITY=none\n...\n{control}"
+        )
+
+
+def claims_sorted(text: str) -> str:
+    """The NodeClaim lines (listed by their random names) in the order of what they show."""
+    lines = text.split("\n")
+    claims = sorted(line for line in lines if line.startswith("  nodeclaim/"))
+    kept = iter(claims)
+    return "\n".join(next(kept) if line.startswith("  nodeclaim/") else line for line in lines)
