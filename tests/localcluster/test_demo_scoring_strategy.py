@@ -64,3 +64,9 @@ def test_an_unknown_strategy_is_refused_by_the_demo() -> None:
     )
     assert result.returncode == 2
     assert "--scoring-strategy: invalid choice: 'smallest'" in result.stderr
+
+
+def test_make_demo_runs_the_recommended_mode_by_default() -> None:
+    """The Makefile's ``MODE`` default is the stack's (``contracts.modes.RECOMMENDED_MODE``)."""
+    (default,) = re.findall(r"^MODE \?= (\S+)$", (REPO_ROOT / "Makefile").read_text(), flags=re.MULTILINE)
+    assert default == RECOMMENDED_MODE
