@@ -22,9 +22,11 @@ from localcluster.demo.text_table import format_table
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = (ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md")))
 
-DEMO_TEST = f"tests/localcluster/test_demo.py::test_demo_prints_every_pod_and_exits_zero[{RECOMMENDED_MODE}]"
+DEMO_TESTS = "tests/localcluster/test_demo.py::test_demo_prints_every_pod_and_exits_zero"
+DEMO_TEST = f"{DEMO_TESTS}[{RECOMMENDED_MODE}]"
 WRITERS = {
     "demo": DEMO_TEST,
+    "demo-extender-why": f"{DEMO_TESTS}[extender]",
     "demo-best-fit": "tests/localcluster/test_demo_scoring_strategy.py::"
     f"test_best_fit_demo_places_pods_on_the_smallest_gpu_that_fits[{RECOMMENDED_MODE}]",
     "explain-pod-no-fit": DEMO_TEST,

@@ -50,6 +50,10 @@ def test_demo_prints_every_pod_and_exits_zero(bin_dir: Path, mode: str, doc_samp
         shown = normalise(stdout, DEMO_VOLATILE)
         doc_samples.check("demo", f"$ make demo\n{shown}")
         doc_samples.check("explain-pod-no-fit", explanation_of(shown, "min-200gib"))
+    if mode == "extender":  # docs/demo.md shows how its reasons differ
+        why = stdout[stdout.index("Why the Pending pods wait") :]
+        why = why[: why.index("\n\n") + 1]
+        doc_samples.check("demo-extender-why", f"$ make demo MODE=extender\n...\n{why}...\n")
 
 
 def explanation_of(stdout: str, pod: str) -> str:
