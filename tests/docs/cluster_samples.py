@@ -26,6 +26,9 @@ DEMO_TESTS = "tests/localcluster/test_demo.py::test_demo_prints_every_pod_and_ex
 DEMO_TEST = f"{DEMO_TESTS}[{RECOMMENDED_MODE}]"
 WRITERS = {
     "demo": DEMO_TEST,
+    "webhook-admission": DEMO_TEST,
+    "zones-karpenter-job": "tests/localcluster/test_demo.py::"
+    "test_the_karpenter_demo_launches_by_the_affinity_and_the_control_run_shows_the_failure",
     "demo-extender-why": f"{DEMO_TESTS}[extender]",
     "demo-best-fit": "tests/localcluster/test_demo_scoring_strategy.py::"
     f"test_best_fit_demo_places_pods_on_the_smallest_gpu_that_fits[{RECOMMENDED_MODE}]",

@@ -50,6 +50,9 @@ def test_demo_prints_every_pod_and_exits_zero(bin_dir: Path, mode: str, doc_samp
         shown = normalise(stdout, DEMO_VOLATILE)
         doc_samples.check("demo", f"$ make demo\n{shown}")
         doc_samples.check("explain-pod-no-fit", explanation_of(shown, "min-200gib"))
+        admission = shown[shown.index("Admission (the webhook") :].split("\n")
+        refusal = next(line for line in admission if line.startswith("  invalid-annotation: refused"))
+        doc_samples.check("webhook-admission", "\n".join([*admission[:2], "  ...", refusal, ""]))
     if mode == "extender":  # docs/demo.md shows how its reasons differ
         why = stdout[stdout.index("Why the Pending pods wait") :]
         why = why[: why.index("\n\n") + 1]
@@ -260,6 +263,9 @@ def test_the_karpenter_demo_launches_by_the_affinity_and_the_control_run_shows_t
     shown = claims_sorted(normalise(result.stdout, KARPENTER_VOLATILE))
     if affinity == "webhook":  # docs/karpenter-local.md shows both runs
         doc_samples.check("karpenter-demo", f"$ make demo AUTOSCALER=karpenter\n{shown}")
+        claims = shown[shown.index("NodeClaims Karpenter made for the job:\n") :].split("\n\n")[0]
+        result = next(line for line in shown.split("\n") if line.startswith("One zone: "))
+        doc_samples.check("zones-karpenter-job", f"{claims}\n...\n{result}\n")
     else:
         control = shown[shown.index("Submitting pods one at a time") :]
         doc_samples.check(
