@@ -264,8 +264,8 @@ def test_the_karpenter_demo_launches_by_the_affinity_and_the_control_run_shows_t
     if affinity == "webhook":  # docs/karpenter-local.md shows both runs
         doc_samples.check("karpenter-demo", f"$ make demo AUTOSCALER=karpenter\n{shown}")
         claims = shown[shown.index("NodeClaims Karpenter made for the job:\n") :].split("\n\n")[0]
-        result = next(line for line in shown.split("\n") if line.startswith("One zone: "))
-        doc_samples.check("zones-karpenter-job", f"{claims}\n...\n{result}\n")
+        one_zone = next(line for line in shown.split("\n") if line.startswith("One zone: "))
+        doc_samples.check("zones-karpenter-job", f"{claims}\n...\n{one_zone}\n")
     else:
         control = shown[shown.index("Submitting pods one at a time") :]
         doc_samples.check(
