@@ -178,7 +178,6 @@ def rewrite(page: Path, name: str, output: str) -> None:
         handle.seek(0)
         handle.truncate()
         handle.write(new)
-    print(f"rewrote sample {name} in {page.relative_to(ROOT)}")
 
 
 ENGINE_SUITE = "tests/pulumi_engine/"

@@ -165,34 +165,39 @@ def test_each_pod_verdict_has_its_exit_code(
         create_pod(cluster, pod_json("explain-fits", "40960")): ("fits", EXIT.fits),
         create_pod(cluster, pod_json("explain-bound", "8192", node="g4dn-xlarge-1")): ("bound", EXIT.fits),
     }
-    for reference, (verdict, exit_code) in cases.items():
-        code, document = run_json(cluster, capsys, "pod", reference)
-        assert (document["verdict"], code) == (verdict, exit_code), reference
-        assert set(document) == POD_KEYS
-        assert set(document["pod"]) == POD_STATE_KEYS
-        assert all(set(node) == POD_NODE_KEYS for node in document["nodes"])
-        assert len(document["nodes"]) == len(DEMO_FLEET) + len(MISLABELLED) + 1
+    try:
+        for reference, (verdict, exit_code) in cases.items():
+            code, document = run_json(cluster, capsys, "pod", reference)
+            assert (document["verdict"], code) == (verdict, exit_code), reference
+            assert set(document) == POD_KEYS
+            assert set(document["pod"]) == POD_STATE_KEYS
+            assert all(set(node) == POD_NODE_KEYS for node in document["nodes"])
+            assert len(document["nodes"]) == len(DEMO_FLEET) + len(MISLABELLED) + 1
 
-    _, document = run_json(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-no-fit")
-    assert document["changes"][0].startswith(
-        f"no node has >= {largest + 1} MiB per GPU; the largest is {largest}"
-    )
-    unreadable = next(change for change in document["changes"] if "bad-label-h100" in change)
-    assert "no-label-h100" not in unreadable, "its memory is read from its instance type"
-    _, document = run_json(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-invalid")
-    assert document["error"] == INVALID_MIN_MEMORY
-    assert document["changes"][0].endswith('"81920"')
-    _, text, _ = run(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-invalid")
-    doc_samples.check(
-        "explain-pod-invalid", f"$ python -m explain pod {WORKLOAD_NAMESPACE}/explain-invalid\n{text}"
-    )
-    _, document = run_json(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-bound")
-    assert document["pod"]["nodeName"] == "g4dn-xlarge-1"
+        _, document = run_json(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-no-fit")
+        assert document["changes"][0].startswith(
+            f"no node has >= {largest + 1} MiB per GPU; the largest is {largest}"
+        )
+        unreadable = next(change for change in document["changes"] if "bad-label-h100" in change)
+        assert "no-label-h100" not in unreadable, "its memory is read from its instance type"
+        _, document = run_json(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-invalid")
+        assert document["error"] == INVALID_MIN_MEMORY
+        assert document["changes"][0].endswith('"81920"')
+        _, text, _ = run(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-invalid")
+        doc_samples.check(
+            "explain-pod-invalid", f"$ python -m explain pod {WORKLOAD_NAMESPACE}/explain-invalid\n{text}"
+        )
+        _, document = run_json(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-bound")
+        assert document["pod"]["nodeName"] == "g4dn-xlarge-1"
 
-    code, text, _ = run(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-no-room")
-    assert code == EXIT.no_room
-    assert "verdict    no-room:" in text
-    assert "short (8 free, needs 9)" in text
+        code, text, _ = run(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-no-room")
+        assert code == EXIT.no_room
+        assert "verdict    no-room:" in text
+        assert "short (8 free, needs 9)" in text
+    finally:  # the next tests (and the docs' samples they write) see the cluster without them
+        core = kubernetes.client.CoreV1Api(cluster.api)
+        for reference in cases:
+            core.delete_namespaced_pod(reference.split("/")[1], WORKLOAD_NAMESPACE, grace_period_seconds=0)
 
 
 def test_a_job_member_gets_its_jobs_zones_from_the_api(
