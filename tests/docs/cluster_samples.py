@@ -46,6 +46,7 @@ WRITERS = {
 """Sample name -> the tests that generate it (pytest node ids)."""
 
 DEMO_VOLATILE = {
+    re.escape(f"{ROOT}/"): "",
     r"/tmp/localcluster-[^/\s)]+": "/tmp/localcluster-XXXX",
     r"(127\.0\.0\.1:)\d+": r"\1<port>",
     r"(-port: .* -> )\d+$": r"\1<port>",
@@ -53,8 +54,8 @@ DEMO_VOLATILE = {
     r"; \d+\.\d+s; all processes stopped": "; <n>s; all processes stopped",
     r"\b(llm-\d+)-[a-z0-9]{5}\b": r"\1-xxxxx",
 }
-"""What differs between two runs of the demo (temporary folder, loopback ports, durations, the
-random suffix of a Job's pod names) -> what the docs show instead."""
+"""What differs between two runs of the demo (the checkout's path, temporary folder, loopback
+ports, durations, the random suffix of a Job's pod names) -> what the docs show instead."""
 
 KARPENTER_VOLATILE = {
     r"\bkwok-[\w-]+": "<kwok-node>",
@@ -104,7 +105,7 @@ RULE = re.compile(r"^-+(?:  -+)*$")
 
 def normalise(text: str, replacements: dict[str, str]) -> str:
     """``text`` with each regular expression of ``replacements`` replaced by its placeholder; a
-    table's cells are replaced one by one and the table aligned again, as its program would."""
+    table whose cells change width is aligned again, as its program would."""
     lines = text.split("\n")
     out: list[str] = []
     index = 0
@@ -112,10 +113,15 @@ def normalise(text: str, replacements: dict[str, str]) -> str:
         if lines[index] and index + 1 < len(lines) and RULE.match(lines[index + 1]):
             starts = [match.start() for match in re.finditer(r"-+", lines[index + 1])]
             end = index + 2
-            while end < len(lines) and lines[end].strip():
+            while end < len(lines) and is_row(lines[end], starts):
                 end += 1
-            rows = [cells(line, starts, replacements) for line in [lines[index], *lines[index + 2 : end]]]
-            out += format_table(rows).split("\n")
+            table = [lines[index], *lines[index + 2 : end]]
+            raw = [cells(line, starts, {}) for line in table]
+            rows = [cells(line, starts, replacements) for line in table]
+            if [[len(cell) for cell in row] for row in rows] != [[len(cell) for cell in row] for row in raw]:
+                out += format_table(rows).split("\n")
+            else:
+                out += [replaced(line, replacements) for line in lines[index:end]]
             index = end
         else:
             out.append(replaced(lines[index], replacements))
@@ -123,13 +129,19 @@ def normalise(text: str, replacements: dict[str, str]) -> str:
     return "\n".join(out)
 
 
+def is_row(line: str, starts: list[int]) -> bool:
+    """Whether ``line`` is a row of the table whose columns begin at ``starts``: two spaces
+    before each column it reaches."""
+    return bool(line.strip()) and all(
+        line[start - 2 : start] == "  " for start in starts[1:] if len(line) > start
+    )
+
+
 def cells(line: str, starts: list[int], replacements: dict[str, str]) -> tuple[str, ...]:
     """A table row cut at the columns' starts, each cell with the placeholders in."""
     bounds = [*starts[1:], None]
-    return tuple(
-        replaced(line[start:bound].rstrip(), replacements)
-        for start, bound in zip(starts, bounds, strict=True)
-    )
+    cut = (line[start:bound].rstrip() for start, bound in zip(starts, bounds, strict=True))
+    return tuple(replaced(cell, replacements) for cell in cut)
 
 
 def replaced(text: str, replacements: dict[str, str]) -> str:

@@ -49,3 +49,10 @@ def test_placeholders_in_a_table_keep_it_aligned() -> None:
     shown = normalise(text, {r"kwok-\S+": "<node>", r"(127\.0\.0\.1:)\d+": r"\1<port>"})
     expected = [("POD", "NODE", "CHECK"), ("a", "<node>", "ok"), ("bb", "<node>", "ok")]
     assert shown == "Table:\n" + format_table(expected) + "\n\non <node> at 127.0.0.1:<port>\n"
+
+
+def test_a_line_right_after_a_table_is_no_row_of_it() -> None:
+    table = format_table([("pod", "node"), ("llm-0-ab1cd", "scene-b-1")])
+    text = f"{table}\nJobZone placed the whole job in us-east-1b, the one zone that holds it.\n"
+    shown = normalise(text, {r"\b(llm-\d+)-[a-z0-9]{5}\b": r"\1-xxxxx"})
+    assert shown == text.replace("llm-0-ab1cd", "llm-0-xxxxx")
