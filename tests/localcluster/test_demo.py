@@ -19,7 +19,7 @@ from localcluster.host.processes import STOP_GRACE_SECONDS
 from localcluster.host.waiting import wait_for
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE
 from policy import CAPACITY_TYPE_ANNOTATION, CAPACITY_TYPE_LABEL, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
-from tests.docs.cluster_samples import DEMO_VOLATILE, KARPENTER_VOLATILE, DocSamples, normalise
+from tests.docs.cluster_samples import DEMO_TIES, DEMO_VOLATILE, KARPENTER_VOLATILE, DocSamples, normalise
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,8 +48,8 @@ def test_demo_prints_every_pod_and_exits_zero(bin_dir: Path, mode: str, doc_samp
     assert_every_pod_reported(stdout, mode)
     if mode == RECOMMENDED_MODE:  # what `make demo` prints, shown in docs/demo.md and docs/explain.md
         shown = normalise(stdout, DEMO_VOLATILE)
-        doc_samples.check("demo", f"$ make demo\n{shown}")
-        doc_samples.check("explain-pod-no-fit", explanation_of(shown, "min-200gib"))
+        doc_samples.check("demo", f"$ make demo\n{shown}", ties=DEMO_TIES)
+        doc_samples.check("explain-pod-no-fit", explanation_of(shown, "min-200gib"), ties=DEMO_TIES)
         admission = shown[shown.index("Admission (the webhook") :].split("\n")
         refusal = next(line for line in admission if line.startswith("  invalid-annotation: refused"))
         doc_samples.check("webhook-admission", "\n".join([*admission[:2], "  ...", refusal, ""]))
