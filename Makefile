@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BIN := .cache/bin
 PULUMI_ENGINE := .cache/pulumi
-MODE ?= extender
+MODE ?= plugin
 STRATEGY ?= prefer-larger
 PYTEST_ARGS ?=
 ARGS ?= nodes
@@ -97,7 +97,7 @@ test: lint go-check pulumi-engine test-policy test-python ## everything CI runs
 test-repeat: setup binaries autoscaler-binaries pulumi-engine images ## run TESTS (pytest paths, default the e2e and localcluster suites) N times (default 10), each in a fresh copy of the tree, beside LOAD busy processes (default 0); prints passes and the first failure per test (CONTRIBUTING.md#proving-a-flaky-test-fixed)
 	$(PY) -m testbed.repeat $(TESTS) --runs $(N) --load $(LOAD)
 
-demo: setup binaries autoscaler-binaries pulumi-engine $(if $(filter 1,$(IMAGES)),images) ## deploy the stack with pulumi up onto a local control plane, run what it created, schedule sample pods, print the table (MODE=extender|extender-cached|plugin, STRATEGY=prefer-larger|best-fit, AUTOSCALER=none|karpenter, AFFINITY=webhook|none: none is the control run without the webhook; IMAGES=1: our programs from the built images)
+demo: setup binaries autoscaler-binaries pulumi-engine $(if $(filter 1,$(IMAGES)),images) ## deploy the stack with pulumi up onto a local control plane, run what it created, schedule sample pods, print the table (MODE=plugin|extender|extender-cached, STRATEGY=prefer-larger|best-fit, AUTOSCALER=none|karpenter, AFFINITY=webhook|none: none is the control run without the webhook; IMAGES=1: our programs from the built images)
 	$(PY) -m localcluster.demo --mode $(MODE) --scoring-strategy $(STRATEGY) --bin-dir $(BIN) --autoscaler $(AUTOSCALER) --affinity $(AFFINITY) $(if $(filter 1,$(IMAGES)),--images)
 
 explain: setup ## explain a pod or the GPU-memory inventory of your kubeconfig's cluster (ARGS='pod NS/NAME', default nodes)
