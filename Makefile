@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BIN := .cache/bin
 PULUMI_ENGINE := .cache/pulumi
-MODE ?= extender
+MODE ?= plugin
 STRATEGY ?= prefer-larger
 PYTEST_ARGS ?=
 ARGS ?= nodes
@@ -25,7 +25,7 @@ N ?= 10
 LOAD ?= 0
 CHECK_WORKERS ?= auto
 
-.PHONY: help setup lock lint check go-check binaries autoscaler-binaries charts otelcol pulumi-engine images test test-policy test-python test-engine test-repeat demo explain bench bench-scale clean
+.PHONY: help setup lock lint check go-check binaries autoscaler-binaries charts otelcol pulumi-engine images test test-policy test-python test-engine test-repeat demo explain bench bench-gang bench-scale bench-scale-quick clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -98,7 +98,7 @@ test: lint go-check pulumi-engine test-policy test-python ## everything CI runs
 test-repeat: setup binaries autoscaler-binaries pulumi-engine images ## run TESTS (pytest paths, default the e2e and localcluster suites) N times (default 10), each in a fresh copy of the tree, beside LOAD busy processes (default 0); prints passes and the first failure per test (CONTRIBUTING.md#proving-a-flaky-test-fixed)
 	$(PY) -m testbed.repeat $(TESTS) --runs $(N) --load $(LOAD)
 
-demo: setup binaries autoscaler-binaries pulumi-engine $(if $(filter 1,$(IMAGES)),images) $(if $(filter 1,$(OBSERVE)),otelcol) ## deploy the stack with pulumi up onto a local control plane, run what it created, schedule sample pods, print the table (MODE=extender|extender-cached|plugin, STRATEGY=prefer-larger|best-fit, AUTOSCALER=none|karpenter, AFFINITY=webhook|none: none is the control run without the webhook; IMAGES=1: our programs from the built images; OBSERVE=1: the OpenTelemetry Collector beside it, metrics to a local CloudWatch (moto), the dashboard's widgets drawn into a PNG, docs/observability.md)
+demo: setup binaries autoscaler-binaries pulumi-engine $(if $(filter 1,$(IMAGES)),images) $(if $(filter 1,$(OBSERVE)),otelcol) ## deploy the stack with pulumi up onto a local control plane, run what it created, schedule sample pods, print the table (MODE=plugin|extender|extender-cached, STRATEGY=prefer-larger|best-fit, AUTOSCALER=none|karpenter, AFFINITY=webhook|none: none is the control run without the webhook; IMAGES=1: our programs from the built images; OBSERVE=1: the OpenTelemetry Collector beside it, metrics to a local CloudWatch (moto), the dashboard's widgets drawn into a PNG, docs/observability.md)
 	$(PY) -m localcluster.demo --mode $(MODE) --scoring-strategy $(STRATEGY) --bin-dir $(BIN) --autoscaler $(AUTOSCALER) --affinity $(AFFINITY) $(if $(filter 1,$(IMAGES)),--images) $(if $(filter 1,$(OBSERVE)),--observe)
 
 explain: setup ## explain a pod or the GPU-memory inventory of your kubeconfig's cluster (ARGS='pod NS/NAME', default nodes)
@@ -107,8 +107,14 @@ explain: setup ## explain a pod or the GPU-memory inventory of your kubeconfig's
 bench: setup binaries ## benchmarks; writes bench/RESULTS.md
 	$(PY) -m bench --bin-dir $(BIN)
 
-bench-scale: setup binaries ## every mode beside vanilla at 1,000, 2,000 and 5,000 GPU nodes; writes bench/scale-results.json, its plots and RESULTS.md's scale section (SCALE_ARGS='--sizes ... --pods N')
+bench-gang: setup binaries ## same-zone jobs created at once under tight capacity against the same pods in no job (plugin mode, 30 and 501 nodes, 3 rounds); writes bench/gang-results.json and RESULTS.md's gang section (GANG_ARGS='--rounds N --nodes-per-zone ...'; make bench runs it too)
+	$(PY) -m bench.gang --bin-dir $(BIN) $(GANG_ARGS)
+
+bench-scale: setup binaries ## every mode beside vanilla and vanilla-with-affinity at 1,000, 2,000 and 5,000 GPU nodes, 5 interleaved rounds; writes bench/scale-results.json, its plots and RESULTS.md's scale section (SCALE_ARGS='--sizes ... --pods N --rounds N')
 	$(PY) -m bench.scale --bin-dir $(BIN) $(SCALE_ARGS)
+
+bench-scale-quick: setup binaries ## the scale run at 200 and 500 nodes, 2 rounds (about 15 minutes on 2 cores), into .cache/bench/scale/ (the committed results are left alone; SCALE_ARGS as for bench-scale)
+	$(PY) -m bench.scale --bin-dir $(BIN) --quick $(SCALE_ARGS)
 
 clean: ## remove the venv and the build cache
 	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,6 +1,6 @@
 """``make bench``: every benchmark, then bench/RESULTS.md (tables, the exact commands, the machine).
 
-    python -m bench --bin-dir .cache/bin [--quick] [--sections extender,cache,e2e,memory,soak]
+    python -m bench --bin-dir .cache/bin [--quick] [--sections extender,cache,e2e,memory,soak,gang]
 
 ``--quick`` shrinks every section (a smoke run of the harness, minutes not tens of minutes);
 its figures are not the reported ones. Findings written by hand live in bench/FINDINGS.md;
@@ -13,18 +13,25 @@ import pickle
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.gang import NODES_PER_ZONE
+from bench.gang import ROUNDS as GANG_ROUNDS
+from bench.gang import measure as measure_gang
 from bench.load.loadgen import build_loadgen
 from bench.load.machine import describe_machine
 from bench.measurements.e2e_throughput import RAISED_QPS, E2EReport, Setting, run_e2e
 from bench.measurements.extender_bench import codec_share, latency_matrix, soak, worst_case_memory
+from bench.measurements.measure_gang import GangSettings
 from bench.measurements.node_cache_bench import node_cache_benchmark
+from bench.report.gang_report import GANG_RESULTS
+from bench.report.gang_report import save as save_gang
 from bench.report.results_md import render_report
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SECTIONS = ("extender", "cache", "memory", "soak", "e2e")
+SECTIONS = ("extender", "cache", "memory", "soak", "e2e", "gang")
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,8 @@ class Plan:
     3 minutes, and its figure varies little (see FINDINGS.md)."""
     plugin_variants: bool = False
     """Also run the plugin with grouped minimums, and with GPUScheduler only at filter and score."""
+    gang_nodes_per_zone: tuple[int, ...] = NODES_PER_ZONE
+    gang_rounds: int = GANG_ROUNDS
 
 
 QUICK = Plan(
@@ -57,6 +66,8 @@ QUICK = Plan(
     e2e_nodes=60,
     e2e_pods=60,
     e2e_rounds=1,
+    gang_nodes_per_zone=(10,),
+    gang_rounds=1,
 )
 
 
@@ -73,6 +84,31 @@ def e2e_settings(plan: Plan, round_index: int) -> list[Setting]:
             Setting("plugin", raised, rendered_profile=False),
         ]
     return settings
+
+
+def plan_from(arguments: argparse.Namespace) -> Plan:
+    plan = QUICK if arguments.quick else Plan()
+    if arguments.extender_rounds is not None:
+        plan = dataclasses.replace(plan, extender_rounds=arguments.extender_rounds)
+    if arguments.plugin_variants:
+        plan = dataclasses.replace(plan, plugin_variants=True)
+    return plan
+
+
+def run_gang_section(
+    bin_dir: Path, command: str, plan: Plan, *, quick: bool, progress: Callable[[str], None]
+) -> None:
+    """Same-zone jobs against plain pods (bench/gang.py); the results file the report draws its
+    section from is written unless the run is quick."""
+    gang = measure_gang(
+        bin_dir,
+        command,
+        [GangSettings(nodes_per_zone=count) for count in plan.gang_nodes_per_zone],
+        plan.gang_rounds,
+        progress,
+    )
+    if not quick:
+        save_gang(gang, GANG_RESULTS)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,11 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(sections) - set(SECTIONS)
     if unknown:
         parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
-    plan = QUICK if arguments.quick else Plan()
-    if arguments.extender_rounds is not None:
-        plan = dataclasses.replace(plan, extender_rounds=arguments.extender_rounds)
-    if arguments.plugin_variants:
-        plan = dataclasses.replace(plan, plugin_variants=True)
+    plan = plan_from(arguments)
     command = "python -m bench " + " ".join(argv if argv is not None else sys.argv[1:])
 
     def progress(line: str) -> None:
@@ -174,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
                 progress=progress,
             )
             results["e2e"] = report
+    if "gang" in sections:
+        run_gang_section(arguments.bin_dir, command, plan, quick=arguments.quick, progress=progress)
     elapsed = time.monotonic() - started
     saved.write_bytes(pickle.dumps((machine, command, elapsed, results)))
     output.write_text(render_report(machine, command, elapsed, results, quick=arguments.quick))

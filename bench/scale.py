@@ -1,15 +1,20 @@
 """``make bench-scale``: the whole system at 1,000, 2,000 and 5,000 simulated GPU nodes, every mode.
 
     python -m bench.scale --bin-dir .cache/bin [--sizes 1000,2000,5000] [--pods 500]
-        [--extender-pods 200] [--qps default,1000] [--quick] [--render-only]
+        [--extender-pods 200] [--qps default,1000] [--rounds 5] [--extender-rounds 1]
+        [--quick] [--render-only]
 
 One local control plane (etcd + kube-apiserver) grows from size to size with realistic EKS GPU
 Nodes of real EC2 types (bench.fleet.scale_fleet). At each size a fresh extender is started for each
-extender mode (so its memory is that size's), then, at each client QPS, vanilla kube-scheduler,
+extender mode (so its memory is that size's), then ``--rounds`` rounds run; in each, at each client
+QPS, vanilla kube-scheduler, vanilla with the webhook's node affinity on the pods (vanilla-affinity),
 extender, extender-cached and plugin mode each schedule the same GPU pods with mixed minimums
-(bench.measurements.e2e_throughput.run_once: pods first, then a fresh scheduler, binds timed by a watch).
-Extender mode runs at the first QPS only, with ``--extender-pods`` pods: it is CPU-bound on the
-scheduler's JSON encoding, so the client rate limit does not change it, and it is slow.
+(bench.measurements.e2e_throughput.run_once: pods first, then a fresh scheduler, binds timed by a watch),
+one after another, the modes' order rotating from round to round. Each cell (nodes, mode, QPS) is
+reported as the median over its rounds with the spread (min-max), and as ratios to both baselines.
+Extender mode runs at the first QPS only, in the first ``--extender-rounds`` rounds, with
+``--extender-pods`` pods: it is CPU-bound on the scheduler's JSON encoding, so the client rate limit
+does not change it, and it is slow.
 
 Every pod fits by construction and must bind; no pod may land below its minimum. A run that
 breaks either is reported loudly, the sweep goes on, and the command exits 1. The results go
@@ -38,7 +43,14 @@ from bench.fleet.scale_fleet import (
     scale_pods,
 )
 from bench.load.machine import describe_machine
-from bench.measurements.e2e_throughput import EXTENDER_MODES, ExtenderLink, Mode, Setting, run_once
+from bench.measurements.e2e_throughput import (
+    EXTENDER_MODES,
+    VANILLA_AFFINITY,
+    ExtenderLink,
+    Mode,
+    Setting,
+    run_once,
+)
 from bench.report.results_md import FINDINGS_LINK
 from bench.report.scale_report import draw_plots, render_scale_section, splice_scale_section
 from bench.report.scale_results import ScaleDocument, SizeInfo, load, row_from_run, save
@@ -49,7 +61,7 @@ from localcluster.services.custom_scheduler import extender_tls, grant_scheduler
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = REPO_ROOT / "bench"
 QUICK_DIR = REPO_ROOT / ".cache" / "bench" / "scale"
-RUN_ORDER: tuple[Mode, ...] = ("vanilla", "extender", "extender-cached", "plugin")
+RUN_ORDER: tuple[Mode, ...] = ("vanilla", VANILLA_AFFINITY, "extender", "extender-cached", "plugin")
 BYTES_SAMPLE_NODES = 100
 """Nodes listed (one page) to measure how large a Node is as the API server serves it."""
 
@@ -66,12 +78,16 @@ class ScalePlan:
     qps: tuple[int | None, ...] = (None, 1000)
     """kube-scheduler client QPS/burst settings: None = the default 50/100 (as deployed), then lifted."""
     modes: tuple[Mode, ...] = RUN_ORDER
-    """The modes run at each size and QPS, in this order (vanilla first: the ratios need it)."""
+    """The modes run at each size and QPS (in this order in the first round, then rotated)."""
     percentage_of_nodes_to_score: int | None = None
     """Every scheduler's percentageOfNodesToScore; None = kube-scheduler's adaptive default."""
+    rounds: int = 5
+    """Rounds at each size: every mode at every QPS once per round, so each cell has a median and a spread."""
+    extender_rounds: int = 1
+    """Rounds that also run extender mode (a run takes about a minute at a few pods/s)."""
 
 
-QUICK = ScalePlan(sizes=(200, 500), pods=300, extender_pods=60, qps=(None, 1000))
+QUICK = ScalePlan(sizes=(200, 500), pods=300, extender_pods=60, qps=(None, 1000), rounds=2)
 
 
 def _parse_sizes(text: str) -> tuple[int, ...]:
@@ -91,6 +107,12 @@ def _parse_qps(text: str) -> tuple[int | None, ...]:
         else:
             raise argparse.ArgumentTypeError(f"QPS settings are 'default' or positive integers, not {part!r}")
     return tuple(values)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a positive integer, not {text!r}")
+    return int(text)
 
 
 def _parse_modes(text: str) -> tuple[Mode, ...]:
@@ -127,6 +149,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--modes", type=_parse_modes, default=None, help=f"comma-separated subset of {', '.join(RUN_ORDER)}"
     )
     parser.add_argument(
+        "--rounds", type=_positive, default=None, help=f"rounds at each size (default {defaults.rounds})"
+    )
+    parser.add_argument(
+        "--extender-rounds",
+        type=_positive,
+        default=None,
+        help=f"rounds that also run extender mode (default {defaults.extender_rounds})",
+    )
+    parser.add_argument(
         "--percentage-of-nodes-to-score",
         type=int,
         choices=range(1, 101),
@@ -138,12 +169,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help=f"200 and 500 nodes, fewer pods; all output into {QUICK_DIR.relative_to(REPO_ROOT)}",
+        help=f"200 and 500 nodes, fewer pods, {QUICK.rounds} rounds;"
+        f" output into {QUICK_DIR.relative_to(REPO_ROOT)}",
     )
     parser.add_argument(
         "--render-only",
         action="store_true",
         help="redraw the plots and the RESULTS.md section from the results file",
+    )
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        default=None,
+        help="where the results file, its plots and a RESULTS.md with the scale section go (default: bench/,"
+        f" or {QUICK_DIR.relative_to(REPO_ROOT)} with --quick)",
     )
     parser.add_argument(
         "--work-dir", type=Path, default=None, help="control-plane files and logs (default: a temp dir)"
@@ -162,6 +201,8 @@ def plan_from(arguments: argparse.Namespace) -> ScalePlan:
             ("qps", arguments.qps),
             ("modes", arguments.modes),
             ("percentage_of_nodes_to_score", arguments.percentage_of_nodes_to_score),
+            ("rounds", arguments.rounds),
+            ("extender_rounds", arguments.extender_rounds),
         )
         if value is not None
     }
@@ -201,24 +242,21 @@ def run_scale(
                 f"{size} nodes ({info.bytes_per_node / 1024:.1f} KiB each): {len(new_nodes)} created in "
                 f"{info.seconds_to_create_nodes:.0f} s; load {', '.join(f'{v:.2f}' for v in load_at_start)}"
             )
-            links = _start_extenders(plane, size)
+            links = _start_extenders(plane, size) if set(plan.modes) & set(EXTENDER_MODES) else {}
             try:
-                for qps in plan.qps:
-                    for mode in plan.modes:
-                        if mode == "extender" and qps != plan.qps[0]:
-                            continue
-                        count = plan.extender_pods if mode == "extender" else plan.pods
-                        setting = Setting(
-                            mode, qps, percentage_of_nodes_to_score=plan.percentage_of_nodes_to_score
-                        )
+                for round_index in range(plan.rounds):
+                    for setting in round_settings(plan, round_index):
+                        count = plan.extender_pods if setting.mode == "extender" else plan.pods
+                        tag = f"{size}-{round_index}"
                         result = run_once(
-                            plane, bin_dir, setting, links.get(mode), scale_pods(count), labels, str(size)
+                            plane, bin_dir, setting, links.get(setting.mode), scale_pods(count), labels, tag
                         )
-                        row = row_from_run(size, result)
+                        row = row_from_run(size, result, round_index)
                         document.rows.append(row)
                         progress(
-                            f"  {size} nodes, {setting.label}: {row.bound}/{row.pods} bound, "
-                            f"{row.pods_per_second:.1f} pods/s, {row.below_minimum} below the minimum"
+                            f"  {size} nodes, round {round_index + 1}/{plan.rounds}, {setting.label}: "
+                            f"{row.bound}/{row.pods} bound, {row.pods_per_second:.1f} pods/s, "
+                            f"{row.below_minimum} below the minimum"
                         )
                         if not row.complete or row.below_minimum:
                             progress(f"  FAILED: {result.failure or 'pods placed below their minimum'}")
@@ -226,6 +264,19 @@ def run_scale(
                 for link in links.values():
                     link.extender.process.stop()
                     plane.processes.forget(link.extender.process)
+
+
+def round_settings(plan: ScalePlan, round_index: int) -> list[Setting]:
+    """One round's runs: at each QPS every mode once, the modes' order rotated by the round (so no mode
+    always runs right after another); extender mode at the first QPS of its rounds only."""
+    shift = round_index % len(plan.modes)
+    modes = plan.modes[shift:] + plan.modes[:shift]
+    return [
+        Setting(mode, qps, percentage_of_nodes_to_score=plan.percentage_of_nodes_to_score)
+        for qps in plan.qps
+        for mode in modes
+        if mode != "extender" or (qps == plan.qps[0] and round_index < plan.extender_rounds)
+    ]
 
 
 def _start_extenders(plane: ControlPlane, size: int) -> dict[Mode, ExtenderLink]:
@@ -250,7 +301,7 @@ def publish(document: ScaleDocument, results_file: Path, results_md: Path) -> No
 
 def main(argv: list[str] | None = None) -> int:
     arguments = build_parser().parse_args(argv)
-    directory = QUICK_DIR if arguments.quick else BENCH_DIR
+    directory = arguments.output_dir or (QUICK_DIR if arguments.quick else BENCH_DIR)
     results_file = directory / "scale-results.json"
     results_md = directory / "RESULTS.md"
 
@@ -271,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
         instance_types=list(SCALE_INSTANCE_TYPES),
         minimums_mib=list(SCALE_MINIMUMS_MIB),
         percentage_of_nodes_to_score=plan.percentage_of_nodes_to_score,
+        rounds=plan.rounds,
+        extender_rounds=min(plan.extender_rounds, plan.rounds),
     )
     started = time.monotonic()
     try:

@@ -9,6 +9,8 @@ SCHEDULER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached", "pl
 request (the stateless contract, ``nodeCacheCapable: false``). ``extender-cached``: the same, but
 ``nodeCacheCapable: true``: requests carry only node names and the extender watches the Nodes
 itself. ``plugin``: the gpu-scheduler build with the GPUScheduler plugin, no extender."""
+RECOMMENDED_MODE: SchedulerMode = "plugin"
+"""The mode the stack deploys and ``make demo`` runs unless told otherwise (the README says why)."""
 EXTENDER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached")
 """The modes that run the upstream kube-scheduler with our HTTP extender."""
 

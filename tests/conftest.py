@@ -8,6 +8,7 @@ import pytest
 
 from localcluster.host.images import ImagesNotBuilt, LocalImages
 from localcluster.plane.control_plane import ControlPlane, start_control_plane
+from tests.docs.cluster_samples import WRITE_OPTION, DocSamples
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BIN_DIR = Path(os.environ.get("LOCALCLUSTER_BIN_DIR", REPO_ROOT / ".cache" / "bin"))
@@ -18,6 +19,20 @@ CONTROL_PLANE_BINARIES = (
     "kube-controller-manager",
     "gpu-scheduler",
 )
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        WRITE_OPTION,
+        action="store_true",
+        help="rewrite the docs' cluster samples with what the tests print (tests/docs/cluster_samples.py)",
+    )
+
+
+@pytest.fixture(scope="session")
+def doc_samples(request: pytest.FixtureRequest) -> DocSamples:
+    """The docs' cluster samples: checked against what a test printed, or rewritten with it."""
+    return DocSamples(write=bool(request.config.getoption(WRITE_OPTION)))
 
 
 BUILT_FIXTURES = ("bin_dir", "images")

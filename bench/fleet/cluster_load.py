@@ -13,10 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import jsonpatch
 import kubernetes.client
 
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification, pod_manifest
-from policy import NODE_MEMORY_LABEL
+from policy import NODE_MEMORY_LABEL, node_affinity_patch
 from testbed.eks_nodes import INSTANCE_TYPES, GpuInstanceType, make_nodes
 
 API_WORKERS = 8
@@ -88,14 +89,25 @@ def gpu_pods(count: int, grouped: bool = False) -> list[GpuPod]:
     return [GpuPod(f"bench-{index:04d}", MINIMUMS_MIB[index % len(MINIMUMS_MIB)]) for index in range(count)]
 
 
-def create_pods(api: kubernetes.client.ApiClient, pods: list[GpuPod]) -> None:
+def gpu_pod_manifest(pod: GpuPod, *, with_affinity: bool = False) -> dict[str, Any]:
+    """The Pod as the benchmark creates it; ``with_affinity``: with the required node affinity the
+    admission webhook writes for its minimum (``policy.node_affinity_patch`` with the defaults, applied
+    as the API server applies the webhook's patch), so a scheduler without our rules places it as
+    ours would allow."""
+    minimum = None if pod.min_memory_mib is None else str(pod.min_memory_mib)
+    manifest = pod_manifest(PodSpecification(pod.name, min_memory=minimum))
+    if not with_affinity:
+        return manifest
+    patched: dict[str, Any] = jsonpatch.apply_patch(manifest, node_affinity_patch(manifest))
+    return patched
+
+
+def create_pods(api: kubernetes.client.ApiClient, pods: list[GpuPod], *, with_affinity: bool = False) -> None:
+    """Create ``pods`` (``with_affinity``: as ``gpu_pod_manifest`` writes them)."""
     core = kubernetes.client.CoreV1Api(api)
 
     def create(pod: GpuPod) -> None:
-        minimum = None if pod.min_memory_mib is None else str(pod.min_memory_mib)
-        core.create_namespaced_pod(
-            WORKLOAD_NAMESPACE, pod_manifest(PodSpecification(pod.name, min_memory=minimum))
-        )
+        core.create_namespaced_pod(WORKLOAD_NAMESPACE, gpu_pod_manifest(pod, with_affinity=with_affinity))
 
     parallel(create, pods)
 

@@ -75,12 +75,18 @@ def rss_mib(pid: int) -> tuple[float, float]:
 
 
 @contextlib.contextmanager
-def running_extender(work_dir: Path, extra_args: tuple[str, ...] = ()) -> Iterator[ExtenderUnderTest]:
-    """Start the extender with its defaults plus ``extra_args``; stop it on exit."""
+def running_extender(
+    work_dir: Path, extra_args: tuple[str, ...] = (), source_dir: Path | None = None
+) -> Iterator[ExtenderUnderTest]:
+    """Start the extender with its defaults plus ``extra_args``; stop it on exit. ``source_dir``:
+    another tree of this repository whose extender to run (default: this one)."""
     work_dir.mkdir(parents=True, exist_ok=True)
     tls = extender_tls(work_dir / "tls")
     with ProcessGroup(log_dir=work_dir) as processes:
-        running = start_extender(processes, tls, extra_args)
+        if source_dir is None:
+            running = start_extender(processes, tls, extra_args)
+        else:
+            running = start_extender(processes, tls, extra_args, source_dir=source_dir)
         yield ExtenderUnderTest(
             process=running.process, tls=tls, port=running.port, health_port=running.health_port
         )

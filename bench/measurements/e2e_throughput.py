@@ -48,11 +48,18 @@ from localcluster.services.custom_scheduler import (
     start_extender_for,
 )
 
-Mode = Literal["vanilla", "extender", "extender-cached", "plugin"]
-MODES: tuple[Mode, ...] = ("vanilla", "extender", "extender-cached", "plugin")
+Mode = Literal["vanilla", "vanilla-affinity", "extender", "extender-cached", "plugin"]
+VANILLA_AFFINITY: Mode = "vanilla-affinity"
+"""Vanilla kube-scheduler scheduling pods that carry the node affinity our admission webhook writes
+(``bench.fleet.cluster_load.gpu_pod_manifest``): what a user without our scheduler would run to
+get placements that respect the minimums."""
+VANILLA_MODES: tuple[Mode, ...] = ("vanilla", VANILLA_AFFINITY)
+"""The baselines: kube-scheduler as shipped, without ``extenders``."""
+MODES: tuple[Mode, ...] = ("vanilla", VANILLA_AFFINITY, "extender", "extender-cached", "plugin")
 EXTENDER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached")
 BINARIES: dict[Mode, str] = {
     "vanilla": "kube-scheduler",
+    VANILLA_AFFINITY: "kube-scheduler",
     "extender": "kube-scheduler",
     "extender-cached": "kube-scheduler",
     "plugin": "gpu-scheduler",
@@ -167,8 +174,10 @@ class ExtenderLink:
 
 
 def scheduler_document(plane: ControlPlane, setting: Setting, link: ExtenderLink | None) -> dict[str, Any]:
-    """The shared renderer's configuration; vanilla = extender mode's document without ``extenders``."""
-    mode: SchedulerMode = "extender" if setting.mode == "vanilla" else setting.mode
+    """The shared renderer's configuration; vanilla (either baseline) = extender mode's document without
+    ``extenders``."""
+    vanilla = setting.mode in VANILLA_MODES
+    mode: SchedulerMode = "extender" if setting.mode in {"vanilla", "vanilla-affinity"} else setting.mode  # type: ignore[assignment]
     config = SchedulerConfig(mode=mode, kubeconfig=str(plane.scheduler.kubeconfig))
     if setting.mode in EXTENDER_MODES:
         assert link is not None
@@ -182,7 +191,7 @@ def scheduler_document(plane: ControlPlane, setting: Setting, link: ExtenderLink
             ),
         )
     document = render(config)
-    if setting.mode == "vanilla":
+    if vanilla:
         del document["extenders"]
     if setting.mode == "plugin" and not setting.rendered_profile:
         plugins = document["profiles"][0]["plugins"]
@@ -254,7 +263,7 @@ def run_once(  # noqa: PLR0917 - mirrors one run's inputs
     False and the scheduler's log tail in ``failure`` (callers decide whether that ends them).
     """
     api = plane.api_client()
-    create_pods(api, pods)
+    create_pods(api, pods, with_affinity=setting.mode == VANILLA_AFFINITY)
     watch = BindWatch(api, WORKLOAD_NAMESPACE).start()
     config_path = plane.work_dir / f"bench-{setting.slug}-{tag}.yaml"
     config_path.write_text(yaml.safe_dump(scheduler_document(plane, setting, link), sort_keys=False))

@@ -1,27 +1,23 @@
 """Same-zone jobs under tight capacity (plugin mode): how long many jobs created at once take to be
-bound whole, against the same pods without jobs, in one run. Not part of the test run.
+bound whole, against the same pods without jobs, in one run (``python -m bench.gang``, and
+``make bench``'s gang section).
 
-    python -m bench.measurements.measure_gang [--jobs 20] [--job-size 8] [--nodes-per-zone 10]
-        [--permit-timeout 20] [--rounds 3]
+Each round starts two fresh control planes in turn, each with 3 zones of ``nodes_per_zone`` nodes
+of 8 GPUs and plugin mode's scheduler (through the admission webhook, as deployed):
 
-Each round starts two fresh control planes in turn, each with 3 zones of ``--nodes-per-zone``
-nodes of 8 GPUs and plugin mode's scheduler (through the admission webhook, as deployed):
-
-- **jobs**: ``--jobs`` same-zone jobs of ``--job-size`` one-GPU pods, created interleaved (member 0
-  of every job, then member 1, ...), so every job is incomplete until the last round of creates;
+- **jobs**: ``jobs`` same-zone jobs of ``job_size`` one-GPU pods, created interleaved (member 0 of
+  every job, then member 1, ...), so every job is incomplete until the last round of creates;
 - **plain**: the same number of one-GPU pods in no job.
 
-The defaults ask for two thirds of the GPUs (160 of 240): every job fits, and two zones could hold
-them all. Per run: seconds from the first create to the last bind (a watch on the namespace), the
-jobs bound whole in one zone, the GPU-seconds members spent held at Permit, and the jobs given up
-at the timeout. The ratio is jobs / plain, per round.
+With 10 nodes a zone, 20 jobs of 8 ask for two thirds of the GPUs (160 of 240): every job fits,
+and two zones could hold them all. Per run: seconds from the first create to the last bind (a
+watch on the namespace), from the last create to the last bind, the jobs bound whole in one zone,
+the GPU-seconds members spent held at Permit, and the jobs given up at the timeout.
 """
 
-import argparse
-import statistics
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,13 +73,70 @@ def plain_pods(count: int) -> list[dict[str, Any]]:
     ]
 
 
-def one_run(bin_dir: Path, work_dir: Path, workload: str, args: argparse.Namespace) -> Run:
+@dataclass(frozen=True)
+class GangSettings:
+    """One case of the gang benchmark."""
+
+    jobs: int = 20
+    job_size: int = 8
+    nodes_per_zone: int = 10
+    permit_timeout: int = 20
+    """scheduler.jobPermitTimeoutSeconds: short, so a job held to the timeout shows within the run."""
+
+    @property
+    def gpus(self) -> int:
+        return len(ZONES) * self.nodes_per_zone * GPUS_PER_NODE
+
+    @property
+    def pods(self) -> int:
+        return self.jobs * self.job_size
+
+
+@dataclass(frozen=True)
+class GangRound:
+    """The two runs of one round, made one after the other."""
+
+    jobs: Run
+    plain: Run
+
+    @property
+    def ratio(self) -> float:
+        """Jobs over plain pods, first create to last bind."""
+        return self.jobs.seconds / self.plain.seconds
+
+
+def run_gang(
+    bin_dir: Path, settings: GangSettings, rounds: int, progress: Callable[[str], None]
+) -> list[GangRound]:
+    """``rounds`` rounds of the jobs run and the plain run of ``settings``."""
+    measured = []
+    for round_index in range(rounds):
+        runs = {}
+        for workload in ("jobs", "plain"):
+            with tempfile.TemporaryDirectory(prefix=f"gang-{workload}-") as directory:
+                runs[workload] = one_run(bin_dir, Path(directory), workload, settings)
+            run = runs[workload]
+            progress(
+                f"  round {round_index + 1} {workload}: {run.pods} pods bound in {run.seconds:.2f} s "
+                f"({run.after_created:.2f} s after the last create)"
+                + (
+                    f"; {run.whole_jobs} of {settings.jobs} jobs whole, {run.gpu_seconds_held:.1f} "
+                    f"GPU-seconds held at Permit, {run.timed_out} timed out"
+                    if workload == "jobs"
+                    else ""
+                )
+            )
+        measured.append(GangRound(jobs=runs["jobs"], plain=runs["plain"]))
+    return measured
+
+
+def one_run(bin_dir: Path, work_dir: Path, workload: str, settings: GangSettings) -> Run:
     manifests = (
-        job_pods(args.jobs, args.job_size) if workload == "jobs" else plain_pods(args.jobs * args.job_size)
+        job_pods(settings.jobs, settings.job_size) if workload == "jobs" else plain_pods(settings.pods)
     )
-    choices = PolicyChoices(job_zone=JobZoneArgs(permit_timeout_seconds=args.permit_timeout))
+    choices = PolicyChoices(job_zone=JobZoneArgs(permit_timeout_seconds=settings.permit_timeout))
     with e2e_cluster(bin_dir, work_dir, "plugin") as cluster:
-        cluster.add_nodes(*nodes(args.nodes_per_zone))
+        cluster.add_nodes(*nodes(settings.nodes_per_zone))
         start_webhook(cluster.plane, work_dir / "webhook", mode="plugin", choices=choices)
         cluster.start(verbosity=2, choices=choices)
         watch = BindingWatch(cluster.api, WORKLOAD_NAMESPACE).start()
@@ -98,7 +151,7 @@ def one_run(bin_dir: Path, work_dir: Path, workload: str, args: argparse.Namespa
             watch.stop()
         assert cluster.scheduler is not None
         log = cluster.scheduler.process.log_path.read_text(errors="replace")
-    zone_of = {node.name: node.zone for node in nodes(args.nodes_per_zone)}
+    zone_of = {node.name: node.zone for node in nodes(settings.nodes_per_zone)}
     zones_by_job: dict[str, set[str]] = {}
     for name, node in bindings.items():
         zones_by_job.setdefault(name.rsplit("-", 1)[0], set()).add(zone_of[node])
@@ -119,51 +172,3 @@ def create(cluster: E2ECluster, manifests: list[dict[str, Any]]) -> list[str]:
     for manifest in manifests:
         core.create_namespaced_pod(WORKLOAD_NAMESPACE, manifest)
     return [manifest["metadata"]["name"] for manifest in manifests]
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--bin-dir", type=Path, default=Path(".cache/bin"))
-    parser.add_argument("--jobs", type=int, default=20)
-    parser.add_argument("--job-size", type=int, default=8)
-    parser.add_argument("--nodes-per-zone", type=int, default=10)
-    parser.add_argument("--permit-timeout", type=int, default=20, help="scheduler.jobPermitTimeoutSeconds")
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args(argv)
-    gpus = len(ZONES) * args.nodes_per_zone * GPUS_PER_NODE
-    print(
-        f"{args.jobs} jobs of {args.job_size} one-GPU pods on {gpus} GPUs in {len(ZONES)} zones "
-        f"(permitTimeout {args.permit_timeout} s), against {args.jobs * args.job_size} pods in no job",
-        flush=True,
-    )
-    ratios = []
-    for round_index in range(args.rounds):
-        runs = {}
-        for workload in ("jobs", "plain"):
-            with tempfile.TemporaryDirectory(prefix=f"gang-{workload}-") as directory:
-                run = one_run(args.bin_dir, Path(directory), workload, args)
-            runs[workload] = run
-            print(
-                f"round {round_index + 1} {workload}: {run.pods} pods bound in {run.seconds:.2f} s "
-                f"({run.after_created:.2f} s after the last create)"
-                + (
-                    f"; {run.whole_jobs} of {args.jobs} jobs whole in one zone, {run.gpu_seconds_held:.1f} "
-                    f"GPU-seconds held at Permit, {run.timed_out} timed out"
-                    if workload == "jobs"
-                    else ""
-                ),
-                flush=True,
-            )
-        ratios.append(runs["jobs"].seconds / runs["plain"].seconds)
-    print(
-        f"jobs / plain, first create to last bind: median {statistics.median(ratios):.2f}x "
-        f"(min {min(ratios):.2f}x, max {max(ratios):.2f}x) over {len(ratios)} rounds",
-        flush=True,
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -8,6 +8,8 @@ from bench.load.machine import Machine
 from bench.measurements.e2e_throughput import E2EReport, Setting
 from bench.measurements.extender_bench import Cell, MemoryResult, SoakResult
 from bench.measurements.node_cache_bench import CacheResult
+from bench.report.gang_report import GANG_HEADING, GANG_RESULTS, render_gang_section
+from bench.report.gang_report import load as load_gang
 from bench.report.scale_report import render_scale_section
 from bench.report.scale_results import load as load_scale
 from components.stack_config import EXTENDER_RESOURCES
@@ -28,6 +30,10 @@ SCALE_RESULTS = Path(__file__).resolve().parents[1] / "scale-results.json"
 """Written by ``python -m bench.scale`` (make bench-scale); its section is kept when make bench rewrites."""
 TIMES_HEADING = "## Build and test times"
 """Timed by hand, each figure beside its command: ``make bench`` carries the section over unchanged."""
+STATELESS_HEADING = "## Stateless extender: server time per request, side by side with the previous version"
+"""Measured by hand with bench.measurements.compare_extender: carried over unchanged."""
+HAND_HEADINGS = (TIMES_HEADING, STATELESS_HEADING)
+"""Sections of RESULTS.md measured by hand, each with its command, that ``make bench`` keeps as they are."""
 MIB = 1024 * 1024
 FILTER_TARGET_MS = 30.0
 PLUGIN_TARGET_RATIO = 0.95
@@ -39,12 +45,12 @@ CACHED_TARGET_RATIO = {None: 0.9, "raised": 0.5}
 """extender-cached against vanilla: at kube-scheduler's default client QPS, and with QPS lifted."""
 
 
-def kept_times_section(existing: str) -> list[str]:
-    """The build-and-test-times section of an existing RESULTS.md, to carry over (none: empty)."""
+def kept_times_section(existing: str, heading: str = TIMES_HEADING) -> list[str]:
+    """The section ``heading`` of an existing RESULTS.md, to carry over (none: empty)."""
     lines = existing.splitlines()
-    if TIMES_HEADING not in lines:
+    if heading not in lines:
         return []
-    start = lines.index(TIMES_HEADING)
+    start = lines.index(heading)
     end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
     section = lines[start:end]
     while section and not section[-1].strip():
@@ -52,11 +58,18 @@ def kept_times_section(existing: str) -> list[str]:
     return ["", *section]
 
 
+def kept_hand_sections(existing: str) -> list[str]:
+    """Every section of HAND_HEADINGS an existing RESULTS.md has, in that order."""
+    return [line for heading in HAND_HEADINGS for line in kept_times_section(existing, heading)]
+
+
 def render_report(
     machine: Machine, command: str, elapsed: float, results: dict[str, Any], *, quick: bool
 ) -> str:
-    """RESULTS.md from the run's results, with the hand-timed build-and-test-times section of the
-    file as it stands (the run does not measure it)."""
+    """RESULTS.md from the run's results, with the sections measured by hand (HAND_HEADINGS) of the
+    file as it stands (the run does not measure them), the gang section drawn from
+    bench/gang-results.json (its gang section writes it) and the scale section from
+    bench/scale-results.json."""
     lines = [
         "# Benchmark results",
         "",
@@ -89,7 +102,12 @@ def render_report(
         lines += _soak(results["soak"])
     if "e2e" in results:
         lines += _e2e(results["e2e"], machine.cpus)
-    lines += kept_times_section(RESULTS.read_text() if RESULTS.exists() else "")
+    existing = RESULTS.read_text() if RESULTS.exists() else ""
+    lines += kept_hand_sections(existing)
+    if GANG_RESULTS.exists() and not quick:
+        lines += ["", *render_gang_section(load_gang(GANG_RESULTS))]
+    else:
+        lines += kept_times_section(existing, GANG_HEADING)
     if SCALE_RESULTS.exists() and not quick:
         lines += ["", *render_scale_section(load_scale(SCALE_RESULTS))]
     lines += ["", FINDINGS_LINK, ""]

@@ -1,4 +1,6 @@
-"""The scale run's section of bench/RESULTS.md and its two plots, drawn from bench/scale-results.json."""
+"""The scale run's section of bench/RESULTS.md and its two plots, drawn from bench/scale-results.json:
+one table row per (nodes, mode, QPS) with its median over the rounds and the spread, and the
+pods/s plot with min-max error bars."""
 
 from collections.abc import Iterable
 from pathlib import Path
@@ -6,15 +8,24 @@ from pathlib import Path
 from matplotlib.figure import Figure  # the object API: no pyplot state, no display backend
 from matplotlib.ticker import FormatStrFormatter
 
-from bench.report.scale_results import ScaleDocument, ScaleRow, SizeInfo, VerbLatency
+from bench.report.scale_results import (
+    BASELINES,
+    ScaleCell,
+    ScaleDocument,
+    ScaleRow,
+    SizeInfo,
+    Spread,
+    VerbLatency,
+)
 
 SCALE_HEADING = "## Scale: every mode beside vanilla as the cluster grows"
 FINDINGS_HEADING = "## Findings"
 THROUGHPUT_PLOT = "scale-pods-per-second.png"
 LATENCY_PLOT = "scale-extender-p99.png"
-MODE_ORDER = ("vanilla", "extender", "extender-cached", "plugin")
+MODE_ORDER = ("vanilla", "vanilla-affinity", "extender", "extender-cached", "plugin")
 MODE_COLOURS = {
     "vanilla": "tab:gray",
+    "vanilla-affinity": "tab:brown",
     "extender": "tab:red",
     "extender-cached": "tab:blue",
     "plugin": "tab:green",
@@ -28,7 +39,38 @@ def _qps_label(qps: int | None) -> str:
 
 
 def _ordered(rows: Iterable[ScaleRow]) -> list[ScaleRow]:
-    return sorted(rows, key=lambda row: (row.nodes, row.qps or 0, MODE_ORDER.index(row.mode)))
+    return sorted(rows, key=lambda row: (row.nodes, row.qps or 0, MODE_ORDER.index(row.mode), row.round))
+
+
+def _ordered_cells(cells: Iterable[ScaleCell]) -> list[ScaleCell]:
+    return sorted(cells, key=lambda cell: (cell.nodes, cell.qps or 0, MODE_ORDER.index(cell.mode)))
+
+
+def _spread(value: Spread | None, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    if value.rounds == 1:
+        return f"{value.median:.{digits}f}"
+    return f"{value.median:.{digits}f} ({value.low:.{digits}f}-{value.high:.{digits}f})"
+
+
+def _ratio(cell: ScaleCell, baseline: str) -> str:
+    """The ratio of the medians, and the spread of the same-round ratios."""
+    if cell.mode == baseline or baseline not in cell.ratio:
+        return "-"
+    paired = cell.ratio_per_round.get(baseline)
+    spread = f" ({paired.low:.2f}-{paired.high:.2f})" if paired is not None and paired.rounds > 1 else ""
+    return f"{cell.ratio[baseline]:.2f}x{spread}"
+
+
+def _median_row(document: ScaleDocument, cell: ScaleCell) -> ScaleRow | None:
+    """The complete run whose pods/s is the cell's median (the lower middle one for an even count): its
+    latency, candidates and memory stand for the cell."""
+    runs = sorted(
+        (row for row in document.runs_of(cell.nodes, cell.mode, cell.qps) if row.complete),
+        key=lambda row: row.pods_per_second,
+    )
+    return runs[(len(runs) - 1) // 2] if runs else None
 
 
 def _ms(value: float | None) -> str:
@@ -39,9 +81,14 @@ def _latency(latency: VerbLatency | None) -> str:
     return "-" if latency is None else f"{latency.p50_ms:.1f} / {latency.p99_ms:.1f}"
 
 
-def _mib(row: ScaleRow, process: str) -> str:
-    current = row.rss_mib.get(process)
-    if current is None:
+def _median_of(cell: ScaleCell, process: str) -> float | None:
+    spread = cell.cpu_ms_per_pod.get(process)
+    return None if spread is None else spread.median
+
+
+def _mib(row: ScaleRow | None, process: str) -> str:
+    current = None if row is None else row.rss_mib.get(process)
+    if row is None or current is None:
         return "-"
     return f"{current:.0f} (peak {row.peak_rss_mib.get(process, current):.0f})"
 
@@ -84,28 +131,43 @@ def render_scale_section(document: ScaleDocument) -> list[str]:
         " since the process started) at the last bind; extender p50 / p99 are its own `duration_ms` over"
         " every request of the run (its log).",
         "- kube-scheduler: the shared renderer's configuration (vanilla: without `extenders`),"
-        f" percentageOfNodesToScore {_scored(document.percentage_of_nodes_to_score)}; extender mode runs at"
-        " the first client QPS only, with fewer pods (it is CPU-bound at a few pods/s).",
+        f" percentageOfNodesToScore {_scored(document.percentage_of_nodes_to_score)}; vanilla-affinity is"
+        " vanilla scheduling pods that carry the required node affinity the admission webhook writes for"
+        " their minimums (`policy.node_affinity_patch`), what a user without our scheduler would run for the"
+        f" same guarantee; extender mode runs at the first client QPS only, in {document.extender_rounds} of"
+        " the rounds, with fewer pods (it is CPU-bound at a few pods/s).",
+        f"- rounds: {document.rounds} at each size; in each, every mode at every QPS once, one after another"
+        " on the same cluster, the modes' order rotated from round to round. Figures are the median over the"
+        " rounds with the spread (min-max) in brackets; a ratio is the median's over the baseline's median,"
+        " with the spread of the ratios of runs made in the same round in brackets; CPU per pod is the"
+        " median of the runs'; latency, candidates and memory are those of the run with the median pods/s.",
         "",
-        "| nodes | mode | client QPS | pods bound | pods/s | ratio to vanilla | scheduler CPU ms/pod |"
-        " extender CPU ms/pod | API server CPU ms/pod | scheduler start-up CPU s | filter p50 / p99 ms |"
-        " prioritize p50 / p99 ms | candidates (median) | extender RSS MiB | API server RSS MiB |"
-        " scheduler RSS MiB | below the minimum |",
-        "| --- " * 17 + "|",
+        "| nodes | mode | client QPS | runs | pods/s | ratio to vanilla | ratio to vanilla-affinity |"
+        " scheduler CPU ms/pod | extender CPU ms/pod | API server CPU ms/pod | scheduler start-up CPU s |"
+        " filter p50 / p99 ms | prioritize p50 / p99 ms | candidates (median) | extender RSS MiB |"
+        " API server RSS MiB | scheduler RSS MiB | below the minimum |",
+        "| --- " * 18 + "|",
     ]
-    for row in _ordered(document.rows):
-        vanilla = document.vanilla_rate(row.nodes, row.qps)
-        ratio = f"{row.pods_per_second / vanilla:.2f}x" if vanilla else "-"
-        bound = f"{row.bound}/{row.pods}" + ("" if row.complete else " **FAILED**")
-        below = "n/a (no policy)" if row.mode == "vanilla" else str(row.below_minimum)
-        candidates = "-" if row.median_candidates is None else f"{row.median_candidates:.0f}"
+    for cell in _ordered_cells(document.cells()):
+        runs = document.runs_of(cell.nodes, cell.mode, cell.qps)
+        middle = _median_row(document, cell)
+        failed = cell.runs - cell.complete_runs
+        count = f"{cell.runs}" + (f" ({failed} **FAILED**)" if failed else "")
+        below = "n/a (no policy)" if cell.mode == "vanilla" else str(sum(row.below_minimum for row in runs))
+        candidates = (
+            "-" if middle is None or middle.median_candidates is None else f"{middle.median_candidates:.0f}"
+        )
         lines.append(
-            f"| {row.nodes:,} | {row.mode} | {'default' if row.qps is None else row.qps} | {bound} | "
-            f"{row.pods_per_second:.1f} | {ratio} | {_ms(row.cpu_ms_per_pod.get('scheduler'))} | "
-            f"{_ms(row.cpu_ms_per_pod.get('extender'))} | {_ms(row.cpu_ms_per_pod.get('kube-apiserver'))} | "
-            f"{_ms(row.startup_cpu_seconds.get('scheduler'))} | "
-            f"{_latency(row.filter)} | {_latency(row.prioritize)} | {candidates} | "
-            f"{_mib(row, 'extender')} | {_mib(row, 'kube-apiserver')} | {_mib(row, 'scheduler')} | {below} |"
+            f"| {cell.nodes:,} | {cell.mode} | {'default' if cell.qps is None else cell.qps} | {count} | "
+            f"{_spread(cell.pods_per_second)} | {_ratio(cell, BASELINES[0])} | "
+            f"{_ratio(cell, BASELINES[1])} | "
+            f"{_ms(_median_of(cell, 'scheduler'))} | {_ms(_median_of(cell, 'extender'))} | "
+            f"{_ms(_median_of(cell, 'kube-apiserver'))} | "
+            f"{_ms(middle.startup_cpu_seconds.get('scheduler') if middle else None)} | "
+            f"{_latency(middle.filter if middle else None)} | "
+            f"{_latency(middle.prioritize if middle else None)} | "
+            f"{candidates} | {_mib(middle, 'extender')} | {_mib(middle, 'kube-apiserver')} | "
+            f"{_mib(middle, 'scheduler')} | {below} |"
         )
     errors = [row for row in document.rows if row.extender_errors]
     for row in errors:
@@ -119,7 +181,8 @@ def render_scale_section(document: ScaleDocument) -> list[str]:
         lines += ["", "**Runs that failed** (not every pod bound, or a pod below its minimum):", ""]
         for row in failures:
             lines += [
-                f"- {row.nodes:,} nodes, {row.mode}, {_qps_label(row.qps)}: {row.bound}/{row.pods} bound,"
+                f"- {row.nodes:,} nodes, {row.mode}, {_qps_label(row.qps)}, round {row.round + 1}:"
+                f" {row.bound}/{row.pods} bound,"
                 f" {row.below_minimum} below the minimum",
                 "",
                 "```",
@@ -145,16 +208,38 @@ def draw_plots(document: ScaleDocument, directory: Path) -> list[Path]:
     panels = figure.subplots(1, max(1, len(qps_values)), squeeze=False)[0]
     for panel, qps in zip(panels, qps_values, strict=True):
         for mode in MODE_ORDER:
-            points = sorted(
-                (row.nodes, row.pods_per_second)
-                for row in document.rows
-                if (row.mode, row.qps) == (mode, qps)
+            cells = sorted(
+                (
+                    cell
+                    for cell in document.cells()
+                    if (cell.mode, cell.qps) == (mode, qps) and cell.complete_runs
+                ),
+                key=lambda cell: cell.nodes,
             )
-            if points:
-                panel.plot(*zip(*points, strict=True), marker="o", color=MODE_COLOURS[mode], label=mode)
+            if cells:
+                medians = [cell.pods_per_second.median for cell in cells]
+                panel.errorbar(
+                    [cell.nodes for cell in cells],
+                    medians,
+                    yerr=[
+                        [
+                            median - cell.pods_per_second.low
+                            for median, cell in zip(medians, cells, strict=True)
+                        ],
+                        [
+                            cell.pods_per_second.high - median
+                            for median, cell in zip(medians, cells, strict=True)
+                        ],
+                    ],
+                    marker="o",
+                    capsize=3,
+                    color=MODE_COLOURS[mode],
+                    linestyle="--" if mode == "vanilla-affinity" else "-",
+                    label=mode,
+                )
         panel.set_title(_qps_label(qps))
         panel.set_xlabel("GPU nodes")
-        panel.set_ylabel("pods/s (first to last bind)")
+        panel.set_ylabel("pods/s, median and min-max over rounds")
         panel.set_ylim(bottom=0)
         panel.grid(alpha=0.3)
         panel.legend()

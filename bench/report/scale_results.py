@@ -1,9 +1,13 @@
 """What the scale run keeps of each run, and the JSON file it lives in (bench/scale-results.json).
 
-One ``ScaleRow`` per (nodes, mode, client QPS): throughput, CPU and memory by process, the
-extender's own latency per verb (from its request log, every request, so p99 is exact), and
-the checks every run must pass (every pod bound, none below its minimum). The file is the
-source of the RESULTS.md section and the plots, so both can be redrawn without a rerun.
+One ``ScaleRow`` per run, that is per (nodes, mode, client QPS, round): throughput, CPU and
+memory by process, the extender's own latency per verb (from its request log, every request,
+so p99 is exact), and the checks every run must pass (every pod bound, none below its
+minimum). One ``ScaleCell`` per (nodes, mode, client QPS): the median over its rounds and the
+spread (min-max), and its ratios to both baselines, plain vanilla and vanilla with the
+webhook's node affinity (ratio of the medians, and the spread of the ratios of runs made in
+the same round). The file is the source of the RESULTS.md section and the plots, so both can
+be redrawn without a rerun.
 """
 
 import json
@@ -52,6 +56,51 @@ class ScaleRow:
     median_candidates: float | None = None
     extender_errors: int = 0
     failure: str = ""
+    round: int = 0
+    """Which round of the sweep (0-based): runs of one round ran one after another on the same cluster."""
+
+
+BASELINES = ("vanilla", "vanilla-affinity")
+"""The modes every other mode is compared with (bench.measurements.e2e_throughput.VANILLA_MODES)."""
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A figure over the rounds: its median, least and greatest value, and how many rounds had it."""
+
+    median: float
+    low: float
+    high: float
+    rounds: int
+
+
+def spread_of(values: Sequence[float]) -> Spread | None:
+    if not values:
+        return None
+    return Spread(statistics.median(values), min(values), max(values), len(values))
+
+
+@dataclass(frozen=True)
+class ScaleCell:
+    """One (nodes, mode, client QPS) over its rounds."""
+
+    nodes: int
+    mode: str
+    qps: int | None
+    runs: int
+    complete_runs: int
+    pods_per_second: Spread
+    ratio: dict[str, float]
+    """Baseline mode -> this cell's median pods/s over the baseline's median at the same nodes and QPS."""
+    ratio_per_round: dict[str, Spread]
+    """Baseline mode -> the spread of the per-round ratios (each against the baseline's run in the same
+    round)."""
+    cpu_ms_per_pod: dict[str, Spread]
+    """By process, median and spread of each run's CPU per pod."""
+
+
+def _median_of(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
 
 
 @dataclass(frozen=True)
@@ -75,16 +124,56 @@ class ScaleDocument:
     """kube-scheduler's setting in every run; None = its adaptive default."""
     sizes: list[SizeInfo] = field(default_factory=list)
     rows: list[ScaleRow] = field(default_factory=list)
+    rounds: int = 1
+    """Rounds the sweep was asked for (extender mode may run fewer: ``extender_rounds``)."""
+    extender_rounds: int = 1
+    """Rounds that also ran extender mode."""
 
     def failures(self) -> list[ScaleRow]:
         """Runs that did not bind every pod, or placed one below its minimum."""
         return [row for row in self.rows if not row.complete or row.below_minimum]
 
-    def vanilla_rate(self, nodes: int, qps: int | None) -> float | None:
-        for row in self.rows:
-            if (row.nodes, row.mode, row.qps) == (nodes, "vanilla", qps):
-                return row.pods_per_second
-        return None
+    def runs_of(self, nodes: int, mode: str, qps: int | None) -> list[ScaleRow]:
+        return [row for row in self.rows if (row.nodes, row.mode, row.qps) == (nodes, mode, qps)]
+
+    def vanilla_rate(self, nodes: int, qps: int | None, baseline: str = "vanilla") -> float | None:
+        """The baseline's median pods/s at ``nodes`` and ``qps`` over its complete runs."""
+        return _median_of([row.pods_per_second for row in self.runs_of(nodes, baseline, qps) if row.complete])
+
+    def cells(self) -> list[ScaleCell]:
+        """Every (nodes, mode, QPS) measured, in the order first run."""
+        keys = list(dict.fromkeys((row.nodes, row.mode, row.qps) for row in self.rows))
+        return [self.cell(*key) for key in keys]
+
+    def cell(self, nodes: int, mode: str, qps: int | None) -> ScaleCell:
+        runs = self.runs_of(nodes, mode, qps)
+        complete = [row for row in runs if row.complete]
+        rates = spread_of([row.pods_per_second for row in complete]) or Spread(0.0, 0.0, 0.0, 0)
+        ratio: dict[str, float] = {}
+        per_round: dict[str, Spread] = {}
+        for baseline in BASELINES:
+            base = self.vanilla_rate(nodes, qps, baseline)
+            if base and complete:
+                ratio[baseline] = rates.median / base
+            by_round = {
+                row.round: row.pods_per_second for row in self.runs_of(nodes, baseline, qps) if row.complete
+            }
+            paired = spread_of(
+                [row.pods_per_second / by_round[row.round] for row in complete if by_round.get(row.round)]
+            )
+            if paired is not None:
+                per_round[baseline] = paired
+        processes = sorted({name for row in complete for name in row.cpu_ms_per_pod})
+        cpu = {
+            name: spread
+            for name in processes
+            if (
+                spread := spread_of(
+                    [row.cpu_ms_per_pod[name] for row in complete if name in row.cpu_ms_per_pod]
+                )
+            )
+        }
+        return ScaleCell(nodes, mode, qps, len(runs), len(complete), rates, ratio, per_round, cpu)
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
@@ -106,7 +195,7 @@ def verb_latency(durations_ms: Sequence[float]) -> VerbLatency | None:
     )
 
 
-def row_from_run(nodes: int, run: RunResult) -> ScaleRow:
+def row_from_run(nodes: int, run: RunResult, round_index: int = 0) -> ScaleRow:
     cpu = {name: value for name in run.cpu_seconds if (value := run.steady_cpu_ms_per_pod(name)) is not None}
     return ScaleRow(
         nodes=nodes,
@@ -116,6 +205,7 @@ def row_from_run(nodes: int, run: RunResult) -> ScaleRow:
         bound=run.bound,
         complete=run.complete,
         below_minimum=run.wrong_placements if run.setting.mode != "vanilla" else 0,
+        round=round_index,
         pods_per_second=run.pods_per_second,
         seconds_start_to_last=run.seconds_start_to_last,
         cpu_ms_per_pod=cpu,
@@ -131,12 +221,15 @@ def row_from_run(nodes: int, run: RunResult) -> ScaleRow:
 
 
 def save(document: ScaleDocument, path: Path) -> None:
+    """The document, with its cells (medians and spreads) computed from the runs for the reader."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(asdict(document), indent=1) + "\n")
+    written = {**asdict(document), "cells": [asdict(cell) for cell in document.cells()]}
+    path.write_text(json.dumps(written, indent=1) + "\n")
 
 
 def load(path: Path) -> ScaleDocument:
     raw = json.loads(path.read_text())
+    raw.pop("cells", None)  # computed from the rows
     rows = []
     for row in raw["rows"]:
         for verb in ("filter", "prioritize"):

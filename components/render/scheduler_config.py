@@ -107,6 +107,10 @@ def scheduler_mode_flags(mode: SchedulerMode) -> tuple[str, ...]:
     return ()
 
 
+UPSTREAM_PREEMPTION = "DefaultPreemption"
+"""kube-scheduler's preemption plugin, which JobZone runs in its place in plugin mode."""
+
+
 def plugin_mode_plugins(weight: int, capacity_type_weight: int = CAPACITY_TYPE_WEIGHT) -> dict[str, Any]:
     """GPUScheduler, then CapacityType, at preFilter, filter and score, first at preFilter and filter;
     JobZone at its own points (preFilter, filter, reserve, permit) through ``multiPoint``, and as the
@@ -122,8 +126,11 @@ def plugin_mode_plugins(weight: int, capacity_type_weight: int = CAPACITY_TYPE_W
     permanent one. CapacityType's preScore (which skips pods without a choice) is enabled
     through ``multiPoint``.
 
-    JobZone is listed at postFilter as well, so it runs before DefaultPreemption: a member of a job
-    not yet placed gives up its zone there and preempts nothing for itself alone.
+    JobZone runs first at postFilter, in DefaultPreemption's place (disabled at every point, its
+    preEnqueue too, through ``multiPoint``): a member of a
+    job not yet placed gives up its zone there and preempts nothing for itself alone, and every
+    other pod gets DefaultPreemption's own search, run by JobZone with one rule added: a bound
+    member of a job is never a victim (docs/zones.md#plugin-mode-the-jobzone-plugin).
 
     A profile has exactly one queueSort. JobZone's keeps a job's members together in the queue and
     PrioritySort's order for every other pod; ``disabled: *`` there keeps ``multiPoint`` from adding
@@ -133,7 +140,8 @@ def plugin_mode_plugins(weight: int, capacity_type_weight: int = CAPACITY_TYPE_W
     return {
         "queueSort": {"enabled": [{"name": JOB_ZONE_PLUGIN}], "disabled": [{"name": "*"}]},
         "multiPoint": {
-            "enabled": [*({"name": name, "weight": w} for name, w in ours), {"name": JOB_ZONE_PLUGIN}]
+            "enabled": [*({"name": name, "weight": w} for name, w in ours), {"name": JOB_ZONE_PLUGIN}],
+            "disabled": [{"name": UPSTREAM_PREEMPTION}],
         },
         "preFilter": {"enabled": [{"name": name} for name, _ in ours]},
         "postFilter": {"enabled": [{"name": JOB_ZONE_PLUGIN}]},

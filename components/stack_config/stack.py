@@ -57,7 +57,14 @@ from components.stack_config.observability import ObservabilitySettings, parse_o
 from components.stack_config.scheduler import SchedulerSettings, parse_scheduler
 from components.stack_config.validation import LABEL_KEY, PROJECT, Fields, Value
 from components.stack_config.webhook import WebhookSettings, parse_webhook
-from contracts.modes import AUTOSCALERS, SCHEDULER_MODES, Autoscaler, SchedulerMode, uses_extender
+from contracts.modes import (
+    AUTOSCALERS,
+    RECOMMENDED_MODE,
+    SCHEDULER_MODES,
+    Autoscaler,
+    SchedulerMode,
+    uses_extender,
+)
 from policy import (
     CAPACITY_CHOICES,
     INSTANCE_TYPE_LABEL,
@@ -98,7 +105,7 @@ class StackConfig:
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     network: NewVpc | ExistingNetwork = field(default_factory=NewVpc)
     system_node_group: SystemNodeGroup = field(default_factory=SystemNodeGroup)
-    scheduler_mode: SchedulerMode = "plugin"
+    scheduler_mode: SchedulerMode = RECOMMENDED_MODE
     scoring_strategy: ScoringStrategy = SCORING_STRATEGY
     """How GPU pods rank the nodes that fit: the extender's flag or the plugin's arg."""
     default_capacity_type: CapacityChoice | Literal[""] = ""

@@ -183,7 +183,12 @@ def first_memory_label(raw_labels: bytes | Raw, label_keys: tuple[str, ...]) -> 
     """
     if bytes(raw_labels) == _NULL:
         return None
-    view = labels_decoder(label_keys).decode(raw_labels)
+    return first_present(labels_decoder(label_keys).decode(raw_labels), label_keys)
+
+
+def first_present(view: Any, label_keys: tuple[str, ...]) -> MemoryLabel | None:
+    """The first of ``label_keys`` set in ``view`` (decoded by ``labels_decoder(label_keys)``), as
+    ``first_memory_label`` returns it."""
     for index, key in enumerate(label_keys):
         value = getattr(view, f"l{index}")
         if value is not UNSET:

@@ -10,6 +10,7 @@ from http import HTTPStatus
 from typing import Any, Generic, Protocol, TypeVar
 
 from contracts.server import FILTER_PATH, PRIORITIZE_PATH
+from extender_app.node_cache.metadata import MemoryLabel, policy_view
 from extender_app.verbs.wire import (
     ExtenderArgs,
     WireError,
@@ -123,12 +124,18 @@ AsyncVerbHandler = Callable[[bytes | bytearray, VerbLimits], Awaitable[VerbResul
 
 def filter_verb(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
     """POST /filter: the candidates whose GPUs have enough memory, and why the others do not."""
-    return answer(body, limits, parse_args, _filter, _filter_refusal)
+    return answer(body, limits, _parser(limits), _filter, _filter_refusal)
 
 
 def prioritize_verb(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
     """POST /prioritize: a 0..10 score for every candidate, in the order received."""
-    return answer(body, limits, parse_args, _prioritize, zero_scores)
+    return answer(body, limits, _parser(limits), _prioritize, zero_scores)
+
+
+def _parser(limits: VerbLimits) -> Callable[[bytes | bytearray, int], ExtenderArgs]:
+    """``parse_args`` reading the memory rule's labels with each node's name (one pass per node)."""
+    keys = memory_labels(limits.policy)
+    return lambda body, max_nodes: parse_args(body, max_nodes, keys)
 
 
 VERBS: Mapping[str, VerbHandler] = {FILTER_PATH: filter_verb, PRIORITIZE_PATH: prioritize_verb}
@@ -228,11 +235,16 @@ def _filter(args: ExtenderArgs, ask: PodAsk, limits: VerbLimits) -> Computed:
     passed: list[int] = []
     failed: dict[str, str] = {}
     keys = memory_labels(limits.policy)
+    verdicts: dict[MemoryLabel | None, tuple[bool, str]] = {}
+    """The memory rule's verdict by memory label: it reads nothing else of a node."""
     for index, name in enumerate(args.names):
         fits, reason = True, ""
         if ask.requirement.min_memory_mib:
-            node = args.labels_for_policy(index, keys)
-            fits, reason = fits_memory(ask.requirement, node, limits.policy)
+            label = args.memory_label(index, keys)
+            verdict = verdicts.get(label)
+            if verdict is None:
+                verdict = verdicts[label] = fits_memory(ask.requirement, policy_view(label), limits.policy)
+            fits, reason = verdict
         if fits and ask.choice:
             fits, reason = fits_capacity_type(ask.choice, args.node_for_policy(index), limits.capacity)
         if fits:
@@ -246,11 +258,17 @@ def _prioritize(args: ExtenderArgs, ask: PodAsk, limits: VerbLimits) -> Computed
     if not ask.reads_nodes_to_score:  # scores 0 everywhere: the policy would not read the nodes
         return zero_scores(args, "")
     keys = memory_labels(limits.policy)
+    memory_scores: dict[MemoryLabel | None, int] = {}
+    """The memory score by memory label: the rule reads nothing else of a node."""
     scores = []
     for index, name in enumerate(args.names):
         memory = 0
         if ask.requirement.has_gpu:
-            memory = score_100(ask.requirement, args.labels_for_policy(index, keys), limits.policy)
+            label = args.memory_label(index, keys)
+            score = memory_scores.get(label)
+            if score is None:
+                score = memory_scores[label] = score_100(ask.requirement, policy_view(label), limits.policy)
+            memory = score
         capacity = (
             capacity_score_100(ask.choice, args.node_for_policy(index), limits.capacity) if ask.choice else 0
         )

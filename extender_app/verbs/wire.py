@@ -7,8 +7,9 @@ so does this module, refusing a body where two keys name the same field.
 
 Only what the policy needs is decoded. msgspec validates the whole body but keeps each
 node as its raw bytes (``msgspec.Raw``, a view into the body, no copy) and builds Python
-objects only for each node's name and, when the pod asks the memory rule to read nodes,
-the GPU-memory schemes' labels (the first present is the one the policy reads). The
+objects only for each node's name and the GPU-memory schemes' labels (the first present is
+the one the policy reads), in the same pass over the node. A node whose labels the memory
+rule would refuse keeps them raw, and is refused only if the rule reads it. The
 filter answer is assembled from the raw bytes of the passing nodes, so they go back
 exactly as received and are never re-serialised. A body written the way kube-scheduler
 writes it (canonical field names, nothing else) is decoded in one pass over its bytes
@@ -17,6 +18,7 @@ does.
 """
 
 import codecs
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -26,7 +28,13 @@ import msgspec
 import orjson
 from msgspec import UNSET, Raw, UnsetType
 
-from extender_app.node_cache.metadata import first_memory_label, policy_view
+from extender_app.node_cache.metadata import (
+    MemoryLabel,
+    first_memory_label,
+    first_present,
+    labels_decoder,
+    policy_view,
+)
 
 ARGS_POD = "Pod"
 ARGS_NODES = "Nodes"
@@ -61,6 +69,20 @@ class _NodeView(msgspec.Struct):
     metadata: _MetadataView | None = None
 
 
+@functools.lru_cache(maxsize=8)
+def _node_reader(label_keys: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
+    """A decoder of a node that builds its name and, of its labels, only ``label_keys`` (as
+    ``labels_decoder`` does): the node and the memory rule's labels read in one pass. It refuses
+    what the memory rule would refuse (labels not an object, such a label not a string or null);
+    the caller then reads that node as ``_NODE`` does, and the refusal waits until the rule
+    reads the node, as it does for every node without this decoder."""
+    labels = labels_decoder(label_keys)
+    metadata = msgspec.defstruct(
+        "_MetadataLabelsView", [("name", object, None), ("labels", labels.type | None, None)]
+    )
+    return msgspec.json.Decoder(msgspec.defstruct("_NodeLabelsView", [("metadata", metadata | None, None)]))
+
+
 class _CanonicalNodeList(msgspec.Struct, forbid_unknown_fields=True):
     """A NodeList with exactly the field names kube-scheduler writes (other keys: slow path)."""
 
@@ -93,10 +115,14 @@ class ExtenderArgs:
     names: Sequence[str]
     raw_nodes: Sequence[Raw]
     """Each candidate exactly as received."""
-    raw_labels: Sequence[Raw]
-    """Each candidate's ``metadata.labels`` exactly as received (``null`` when absent)."""
+    labels: Sequence[MemoryLabel | Raw | None]
+    """Each candidate's first memory label (``policy.memory_labels`` order) when it was read with
+    the nodes (``label_keys``), else its ``metadata.labels`` exactly as received (``null`` when
+    absent), read when the memory rule asks."""
     list_fields: tuple[tuple[str, Raw], ...] = ()
     """The NodeList's fields other than ``items``, as received, echoed in the filter answer."""
+    label_keys: tuple[str, ...] = ()
+    """The memory labels read with the nodes (empty: none were)."""
 
     @property
     def nodes(self) -> list[Any]:
@@ -110,15 +136,27 @@ class ExtenderArgs:
         Raises WireError (400) when the labels are not an object or one of those labels is not a
         string or null (other labels are not looked at).
         """
+        return policy_view(self.memory_label(index, label_keys))
+
+    def memory_label(self, index: int, label_keys: tuple[str, ...]) -> MemoryLabel | None:
+        """The first of ``label_keys`` node ``index`` carries, as ``key=value``; None when it has
+        none. Nodes with equal memory labels are judged alike by the memory rule.
+
+        Raises WireError as ``labels_for_policy`` does.
+        """
+        entry = self.labels[index]
+        if not isinstance(entry, Raw):
+            if label_keys != self.label_keys:
+                raise ValueError(f"the nodes' labels were read for {self.label_keys}, not {label_keys}")
+            return entry
         try:
-            label = first_memory_label(self.raw_labels[index], label_keys)
+            return first_memory_label(entry, label_keys)
         except RecursionError:
             raise WireError(HTTPStatus.BAD_REQUEST, MAX_DEPTH_REASON) from None
         except msgspec.ValidationError as error:
             raise WireError(
                 HTTPStatus.BAD_REQUEST, f"Nodes.items[{index}].metadata.labels: {_where(error)}"
             ) from None
-        return policy_view(label)
 
     def node_for_policy(self, index: int) -> Mapping[str, Any]:
         """Node ``index`` decoded in full, for the capacity-type rule (its labels and taints).
@@ -151,15 +189,19 @@ def go_fold(key: str) -> str:
 MAX_DEPTH_REASON = "request body must be exactly one JSON object: nested too deeply"
 
 
-def parse_args(body: bytes | bytearray, max_nodes: int) -> ExtenderArgs:
-    """Decode and validate one ``ExtenderArgs`` body; raises WireError (400 or 413)."""
+def parse_args(body: bytes | bytearray, max_nodes: int, label_keys: tuple[str, ...] = ()) -> ExtenderArgs:
+    """Decode and validate one ``ExtenderArgs`` body; raises WireError (400 or 413).
+
+    ``label_keys`` (distinct; ``policy.memory_labels``): the memory labels to read in the same
+    pass as each node's name, for ``ExtenderArgs.memory_label``.
+    """
     try:
-        return _parse_args(body, max_nodes)
+        return _parse_args(body, max_nodes, label_keys)
     except RecursionError:  # msgspec's nesting limit (about 1,000 levels; Go allows 10,000)
         raise WireError(HTTPStatus.BAD_REQUEST, MAX_DEPTH_REASON) from None
 
 
-def _parse_args(body: bytes | bytearray, max_nodes: int) -> ExtenderArgs:
+def _parse_args(body: bytes | bytearray, max_nodes: int, label_keys: tuple[str, ...]) -> ExtenderArgs:
     check_utf8(body)
     try:
         canonical = _CANONICAL.decode(body)
@@ -189,8 +231,10 @@ def _parse_args(body: bytes | bytearray, max_nodes: int) -> ExtenderArgs:
             HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
             f"too many candidate nodes: {len(items)} (limit {max_nodes}, --max-nodes)",
         )
-    names, labels = _candidates(items)
-    return ExtenderArgs(pod=pod, names=names, raw_nodes=items, raw_labels=labels, list_fields=list_fields)
+    names, labels = _candidates(items, label_keys)
+    return ExtenderArgs(
+        pod=pod, names=names, raw_nodes=items, labels=labels, list_fields=list_fields, label_keys=label_keys
+    )
 
 
 def encode_filter_result(args: ExtenderArgs, passed: Sequence[int], failed: Mapping[str, str]) -> bytes:
@@ -316,12 +360,29 @@ def go_fields(obj: Mapping[str, Raw], names: tuple[str, ...], where: str) -> dic
     return found
 
 
-def _candidates(items: Sequence[Raw]) -> tuple[tuple[str, ...], list[Raw]]:
-    """Each candidate's name (non-empty, unique) and raw labels."""
+def _candidates(
+    items: Sequence[Raw], label_keys: tuple[str, ...]
+) -> tuple[tuple[str, ...], list[MemoryLabel | Raw | None]]:
+    """Each candidate's name (non-empty, unique) and its first memory label, or its raw labels
+    (when ``label_keys`` is empty, or when they hold what the memory rule refuses)."""
     names: list[str] = []
-    labels: list[Raw] = []
+    labels: list[MemoryLabel | Raw | None] = []
     seen: set[str] = set()
+    reader = _node_reader(label_keys) if label_keys else None
     for index, raw in enumerate(items):
+        if reader is not None:
+            try:
+                read = reader.decode(raw)
+            except msgspec.ValidationError:
+                pass  # read again below: the refusal is the memory rule's to make, or another field's
+            else:
+                name = read.metadata.name if read.metadata is not None else None
+                if isinstance(name, str) and name and name not in seen:
+                    seen.add(name)
+                    names.append(name)
+                    node_labels = read.metadata.labels
+                    labels.append(None if node_labels is None else first_present(node_labels, label_keys))
+                    continue
         try:
             view = _NODE.decode(raw)
         except msgspec.ValidationError as error:

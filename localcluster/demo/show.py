@@ -31,7 +31,7 @@ from types import FrameType
 
 import kubernetes.client
 
-from contracts.modes import SCHEDULER_MODES, Autoscaler, SchedulerMode, uses_extender
+from contracts.modes import RECOMMENDED_MODE, SCHEDULER_MODES, Autoscaler, SchedulerMode, uses_extender
 from explain.answers import render_pod_explanation
 from localcluster.demo.autoscaler_scene import AFFINITY_SOURCES, AffinitySource, run_autoscaler_demo
 from localcluster.demo.extender_log import refusals_by_pod
@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--mode", choices=SCHEDULER_MODES, default="extender")
+    parser.add_argument("--mode", choices=SCHEDULER_MODES, default=RECOMMENDED_MODE)
     parser.add_argument(
         "--bin-dir", type=Path, default=Path(".cache/bin"), help="where make binaries put them"
     )

@@ -101,10 +101,16 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def start_extender(
-    processes: ProcessGroup, tls: ExtenderTLS, extra_args: tuple[str, ...] = (), *, wait_ready: bool = True
+    processes: ProcessGroup,
+    tls: ExtenderTLS,
+    extra_args: tuple[str, ...] = (),
+    *,
+    wait_ready: bool = True,
+    source_dir: Path = REPO_ROOT,
 ) -> RunningExtender:
     """Start ``python -m extender_app`` on loopback and (unless told not to) wait until /readyz is 200;
-    started again on fresh ports if another program took one first."""
+    started again on fresh ports if another program took one first. ``source_dir``: the tree whose
+    ``extender_app`` runs (another version of this repository, for a side-by-side benchmark)."""
 
     def start() -> RunningExtender:
         port, health_port = processes.reserve_ports(2)
@@ -117,7 +123,9 @@ def start_extender(
             flag("health_port", health_port),
             *extra_args,
         )
-        return launch_extender(processes, args, port, health_port, wait_ready=wait_ready)
+        return launch_extender(
+            processes, args, port, health_port, wait_ready=wait_ready, source_dir=source_dir
+        )
 
     return processes.retry_on_address_in_use(start, "the extender")
 
@@ -131,6 +139,7 @@ def launch_extender(
     wait_ready: bool = True,
     name: str = "extender",
     images: LocalImages | None = None,
+    source_dir: Path = REPO_ROOT,
 ) -> RunningExtender:
     """``python -m extender_app`` with exactly ``args`` (which set ``port`` and ``health_port``),
     or the extender image with them when ``images`` is given; ``name`` is the process's (and its
@@ -140,7 +149,7 @@ def launch_extender(
     else:
         argv = images.run_argv(images.extender, name, args)
     extender = RunningExtender(
-        process=processes.start(name, argv, env=images.env() if images else None, cwd=REPO_ROOT),
+        process=processes.start(name, argv, env=images.env() if images else None, cwd=source_dir),
         port=port,
         health_port=health_port,
         argv=argv,

@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	schedulerconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 
 	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
 	"example.com/gpu-scheduler-eks/plugin/pluginargs"
@@ -58,7 +60,9 @@ const (
 // instanceTypeGPUMemoryMiB must match GPUScheduler's, and
 // the capacityType* fields and defaultCapacityChoice CapacityType's annotation,
 // nodeLabel and defaultChoice: the zone plan counts only nodes those plugins let the
-// pod onto. Unknown fields and out-of-range values stop the
+// pod onto. minCandidateNodesPercentage and minCandidateNodesAbsolute are DefaultPreemption's
+// args of the same names and defaults: JobZone runs the profile's preemption (preemption.go).
+// Unknown fields and out-of-range values stop the
 // scheduler at start with an error naming the field.
 type Args struct {
 	// PermitTimeout is how long the job's members wait at Permit for the whole job.
@@ -84,6 +88,10 @@ type Args struct {
 	CapacityTypeAnnotation *string `json:"capacityTypeAnnotation,omitempty"`
 	CapacityTypeNodeLabel  *string `json:"capacityTypeNodeLabel,omitempty"`
 	DefaultCapacityChoice  *string `json:"defaultCapacityChoice,omitempty"`
+	// MinCandidateNodesPercentage and MinCandidateNodesAbsolute bound how many nodes
+	// preemption dry-runs, as DefaultPreemption's args of the same names do.
+	MinCandidateNodesPercentage *int32 `json:"minCandidateNodesPercentage,omitempty"`
+	MinCandidateNodesAbsolute   *int32 `json:"minCandidateNodesAbsolute,omitempty"`
 }
 
 // config is the validated configuration the plugin runs with.
@@ -93,6 +101,7 @@ type config struct {
 	capacity           gpupolicy.CapacitySettings
 	permitTimeout      time.Duration
 	failedZoneDuration time.Duration
+	preemption         schedulerconfig.DefaultPreemptionArgs
 }
 
 func configFromArgs(obj runtime.Object) (config, error) {
@@ -106,6 +115,7 @@ func configFromArgs(obj runtime.Object) (config, error) {
 		capacity:           gpupolicy.DefaultCapacitySettings(),
 		permitTimeout:      DefaultPermitTimeout,
 		failedZoneDuration: DefaultFailedZoneDuration,
+		preemption:         preemptionArgs(args),
 	}
 	setString(&c.zone.JobLabel, args.JobLabel)
 	setString(&c.zone.PodGroupLabel, args.PodGroupLabel)
@@ -137,7 +147,7 @@ func configFromArgs(obj runtime.Object) (config, error) {
 	if args.FailedZoneDuration != nil {
 		c.failedZoneDuration = args.FailedZoneDuration.Duration
 	}
-	errs := []error{c.zone.Validate(), c.gpu.Validate(), c.capacity.Validate()}
+	errs := []error{c.zone.Validate(), c.gpu.Validate(), c.capacity.Validate(), validation.ValidateDefaultPreemptionArgs(nil, &c.preemption)}
 	for _, d := range []struct {
 		name       string
 		value, max time.Duration

@@ -31,18 +31,18 @@ var _ fwk.PostFilterPlugin = &JobZone{}
 // the job for failedZoneDuration, the plan's hold is released, every held member is
 // rejected, and the job's pending pods, this one too, are sent back to the active queue to be
 // planned elsewhere now. The job preempts nothing for one member (Coscheduling's all or
-// nothing): the status is UnschedulableAndUnresolvable, so DefaultPreemption does not run.
-// A member whose job already has members bound in its zone cannot move; it is left to the
-// following PostFilter plugins (DefaultPreemption may make room for it in that zone, as for
-// any pod). A pod in no job is left to them too.
-func (pl *JobZone) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+// nothing): the status is UnschedulableAndUnresolvable and no victim is looked for.
+// A member whose job already has members bound in its zone cannot move; preemption may make
+// room for it in that zone, as for any pod. A pod in no job goes to preemption too
+// (preemption.go).
+func (pl *JobZone) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	data, err := state.Read(stateKey)
 	if err != nil {
-		return nil, fwk.NewStatus(fwk.Unschedulable)
+		return pl.preempt(ctx, state, pod, m, "")
 	}
 	s, ok := data.(*jobState)
 	if !ok || s.job == nil {
-		return nil, fwk.NewStatus(fwk.Unschedulable)
+		return pl.preempt(ctx, state, pod, m, "")
 	}
 	if s.zone == "" {
 		// PreFilter found no zone for the job (its message says why): nothing to preempt for.
@@ -54,7 +54,7 @@ func (pl *JobZone) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1
 		return nil, fwk.AsStatus(err)
 	}
 	if pl.boundIn(nodes, pod, s.job, s.zone) > 0 {
-		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(BoundZoneFullFormat, key, s.zone))
+		return pl.preempt(ctx, state, pod, m, fmt.Sprintf(BoundZoneFullFormat, key, s.zone))
 	}
 	now := pl.clock.Now()
 	pl.mu.Lock()

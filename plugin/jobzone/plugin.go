@@ -5,8 +5,9 @@
 //   - QueueSort (Less) brings a job's members out of the queue back to back: priority,
 //     then the job's earliest member's creation time, then the job's name; pods in no
 //     job keep PrioritySort's order.
-//   - PreFilter refuses a member of a job not yet placed while fewer than job-size
-//     members exist (siblings.go), so a half-created job holds nothing; the member that
+//   - PreEnqueue keeps a member of a job not yet placed out of the scheduling queue while
+//     fewer than job-size members exist (siblings.go; PreFilter refuses it too), so a
+//     half-created job holds nothing and costs no scheduling attempt; the member that
 //     completes it sends the others back to the active queue.
 //   - PreFilter restricts a job's pod to the zone where its members are already bound
 //     or assumed. For the first pod it plans the zone that holds job-size copies of
@@ -22,8 +23,9 @@
 //     nominated node first, without PreFilter's node set) still stays in its zone.
 //   - PostFilter, when no node of the job's zone passed the filters for a member, gives
 //     the zone up for the job at once (held members rejected, the zone skipped for
-//     failedZoneDuration, the job requeued) and keeps DefaultPreemption from evicting
-//     pods for one member of a job not yet placed.
+//     failedZoneDuration, the job requeued) and preempts nothing for one member of a job
+//     not yet placed. For every other pod it is the profile's preemption:
+//     DefaultPreemption, which never evicts a bound member of a job (preemption.go).
 //   - Permit holds the job's pods until job-size members are reserved in the zone,
 //     then lets them all bind. After permitTimeout every held member is rejected and
 //     the zone is skipped for the job for failedZoneDuration, so the retry plans
@@ -50,6 +52,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	"k8s.io/utils/clock"
 
 	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
@@ -103,6 +106,8 @@ type JobZone struct {
 	// volumes reads the claims and volumes a member mounts (volume_zones.go); nil without an
 	// informer factory.
 	volumes *volumeListers
+	// preemption is DefaultPreemption with JobZone's victim rule (preemption.go).
+	preemption *defaultpreemption.DefaultPreemption
 }
 
 var (
@@ -137,6 +142,11 @@ func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, c
 		gangs: map[string]*gang{}, failed: map[string]map[string]time.Time{}, reservations: map[string]reservation{},
 		order: newJobOrder(),
 	}
+	preemption, err := pl.newPreemption(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pl.preemption = preemption
 	if err := pl.watchNodes(klog.FromContext(ctx)); err != nil {
 		return nil, fmt.Errorf("%s: watching nodes: %w", Name, err)
 	}

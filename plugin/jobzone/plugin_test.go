@@ -378,6 +378,13 @@ func TestArgs(t *testing.T) {
 		{"failed zone duration", `{"failedZoneDuration":"25h"}`, "failedZoneDuration must be more than 0 and at most 24h0m0s", nil},
 		{"empty key", `{"jobLabel":""}`, "jobLabel must not be empty", nil},
 		{"max job size", `{"maxJobSize":0}`, "maxJobSize must be 1..1000000", nil},
+		{"preemption at DefaultPreemption's defaults", "", "", func(c config) bool {
+			return c.preemption.MinCandidateNodesPercentage == 10 && c.preemption.MinCandidateNodesAbsolute == 100
+		}},
+		{"preemption limits", `{"minCandidateNodesPercentage":0,"minCandidateNodesAbsolute":20}`, "", func(c config) bool {
+			return c.preemption.MinCandidateNodesPercentage == 0 && c.preemption.MinCandidateNodesAbsolute == 20
+		}},
+		{"preemption percentage", `{"minCandidateNodesPercentage":101}`, "minCandidateNodesPercentage: Invalid value: 101", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var obj runtime.Object

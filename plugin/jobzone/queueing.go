@@ -17,9 +17,17 @@ import (
 // Node added or changed (new room, a zone label), an assigned pod deleted (GPUs freed,
 // or a member given up so the job is planned again), an update of the pending pod
 // itself (its annotations corrected), and a Job added or changed (an Indexed Job's size
-// is read from it).
-func (pl *JobZone) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
-	return []fwk.ClusterEventWithHint{
+// is read from it); and DefaultPreemption's, for the pods its PreEnqueue keeps out of the
+// queue while their victims are evicted.
+func (pl *JobZone) EventsToRegister(ctx context.Context) ([]fwk.ClusterEventWithHint, error) {
+	var preemption []fwk.ClusterEventWithHint
+	if pl.preemption != nil {
+		var err error
+		if preemption, err = pl.preemption.EventsToRegister(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return append([]fwk.ClusterEventWithHint{
 		{
 			Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable | fwk.UpdateNodeTaint},
 		},
@@ -35,7 +43,7 @@ func (pl *JobZone) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHi
 			Event:          fwk.ClusterEvent{Resource: jobsResource, ActionType: fwk.Add | fwk.Update},
 			QueueingHintFn: pl.isSchedulableAfterJobChange,
 		},
-	}, nil
+	}, preemption...), nil
 }
 
 // jobsResource is batch/v1 Jobs as kube-scheduler names a resource it watches for a plugin.

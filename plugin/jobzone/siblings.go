@@ -1,10 +1,13 @@
 package jobzone
 
 import (
+	"fmt"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
 )
@@ -13,6 +16,10 @@ import (
 // than job-size members exist: job, members that exist, job size (Coscheduling's "cannot
 // find enough sibling pods").
 const SiblingsFormat = "job %s: waiting for %d of %d members to exist; none is placed until all are"
+
+// WaitingForMembersReason is the reason of the event a member gets when PreEnqueue keeps it
+// out of the scheduling queue until its job's members all exist (its message: SiblingsFormat).
+const WaitingForMembersReason = "WaitingForMembers"
 
 // existingMembers counts the job's members that exist and are not being deleted: self and
 // every pod of the job in the scheduler's pod informer, which holds no Succeeded or Failed
@@ -34,6 +41,42 @@ func existingMembers(pods corelisters.PodLister, self *v1.Pod, job *zonepolicy.J
 		}
 	}
 	return count, nil
+}
+
+// waitingForSiblings is the sibling gate PreEnqueue applies before a member enters the active
+// queue: a refusal while the job has no member placed (none bound in the informer, none placed
+// by this scheduler) and fewer than job-size members exist; nil otherwise. Errors in the pod's
+// job are left to PreFilter, which reports them on the pod. A pod kept out of the queue costs no
+// scheduling attempt and no status write (kube-scheduler records no status for a PreEnqueue
+// refusal; the pod gets a WaitingForMembersReason event instead, through the scheduler's
+// event broadcaster), so a job whose members are created over time costs one attempt a member
+// once it is complete; activateWhenComplete lets the others in.
+func (pl *JobZone) waitingForSiblings(pod *v1.Pod) *fwk.Status {
+	if pl.pods == nil {
+		return nil
+	}
+	job, err := pl.jobFromPod(pod)
+	if err != nil || job == nil || pl.order.wasPlaced(jobKey(pod, job)) {
+		return nil
+	}
+	listed, err := pl.pods.Pods(pod.Namespace).List(labels.SelectorFromSet(job.MatchLabels))
+	if err != nil {
+		return nil
+	}
+	exist := int64(1)
+	for _, other := range listed {
+		if other.UID == pod.UID || !isPlacedMember(other, pod.Namespace, job, pl.config.zone) {
+			continue
+		}
+		if other.Spec.NodeName != "" {
+			return nil
+		}
+		exist++
+	}
+	if exist >= job.Size {
+		return nil
+	}
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(SiblingsFormat, jobKey(pod, job), exist, job.Size))
 }
 
 // activateWhenComplete sends a job's members waiting for their siblings back to the active

@@ -1,6 +1,7 @@
 package jobzone
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -91,5 +92,37 @@ func TestAMemberOfAPlacedJobJoinsItWithoutWaitingForSiblings(t *testing.T) {
 	h.plugin.order.markPlaced("ml/llm")
 	if _, status := h.preFilter(recreated); !status.IsSuccess() {
 		t.Fatalf("a placed job's recreated member is planned, got %v", status)
+	}
+}
+
+func TestPreEnqueueKeepsAMemberOutOfTheQueueUntilItsJobExists(t *testing.T) {
+	h := newHarness(t, nil)
+	first, second := member("llm", 0, 3, ""), member("llm", 1, 3, "")
+	store := podStore(t, h, first, second)
+	status := h.plugin.PreEnqueue(context.Background(), first)
+	if want := fmt.Sprintf(SiblingsFormat, "ml/llm", 2, 3); status.Code() != fwk.UnschedulableAndUnresolvable || status.Message() != want {
+		t.Fatalf("two of three members exist: %v, want UnschedulableAndUnresolvable %q", status, want)
+	}
+	if status := h.plugin.PreEnqueue(context.Background(), filler("other", "", 1)); status != nil {
+		t.Fatalf("a pod in no job: %v", status)
+	}
+	// A member bound already (the scheduler restarted, or a member was replaced): the job is
+	// placed, so nothing waits.
+	bound := member("llm", 2, 3, "a-1")
+	bound.Name, bound.UID = "llm-bound", "uid-llm-bound"
+	if err := store.Add(bound); err != nil {
+		t.Fatal(err)
+	}
+	if status := h.plugin.PreEnqueue(context.Background(), first); status != nil {
+		t.Fatalf("a job with a member bound: %v", status)
+	}
+	if err := store.Delete(bound); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Add(member("llm", 2, 3, "")); err != nil {
+		t.Fatal(err)
+	}
+	if status := h.plugin.PreEnqueue(context.Background(), first); status != nil {
+		t.Fatalf("every member exists: %v", status)
 	}
 }

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.fleet.cluster_load import GpuPod, node_labels, realistic_nodes
+from bench.fleet.cluster_load import GpuPod, gpu_pod_manifest, node_labels, realistic_nodes
 from bench.fleet.scale_fleet import (
     SCALE_INSTANCE_TYPES,
     WorkloadDoesNotFit,
@@ -15,9 +15,9 @@ from bench.fleet.scale_fleet import (
 )
 from bench.report.scale_report import SCALE_HEADING, render_scale_section, splice_scale_section
 from bench.report.scale_results import ScaleDocument, ScaleRow, SizeInfo, VerbLatency, load, percentile, save
-from bench.scale import QUICK, ScalePlan, build_parser, check_plan, plan_from
+from bench.scale import QUICK, ScalePlan, build_parser, check_plan, plan_from, round_settings
 from components.render.ec2_catalogue import load_snapshot
-from policy import NODE_MEMORY_LABEL
+from policy import NODE_MEMORY_LABEL, node_affinity_patch
 
 
 def test_fleet_types_carry_the_ec2_snapshot_figures() -> None:
@@ -104,8 +104,9 @@ def test_percentile_interpolates_between_ranks() -> None:
     assert percentile([7.0], 0.99) == 7.0
 
 
-def _row(mode: str, rate: float, *, complete: bool = True, below: int = 0) -> ScaleRow:
+def _row(mode: str, rate: float, *, complete: bool = True, below: int = 0, round_index: int = 0) -> ScaleRow:
     return ScaleRow(
+        round=round_index,
         nodes=1000,
         mode=mode,
         qps=None,
@@ -151,7 +152,8 @@ def test_report_gives_ratios_and_names_failures() -> None:
         _document(_row("vanilla", 50.0), _row("extender", 5.0, complete=False, below=1))
     )
     text = "\n".join(failing)
-    assert "7/10 **FAILED**" in text
+    assert "| 1 (1 **FAILED**) |" in text
+    assert "round 1: 7/10 bound" in text
     assert "only 7 of 10 pods bound" in text
     assert "Every pod bound" not in text
 
@@ -168,3 +170,60 @@ def test_splice_puts_the_section_before_the_findings_and_replaces_it_later() -> 
     assert second.count(SCALE_HEADING) == 1
     assert "rows" in second
     assert "table 2" in second
+
+
+def test_cells_give_the_median_the_spread_and_ratios_to_both_baselines() -> None:
+    document = _document(
+        *(_row("vanilla", rate, round_index=index) for index, rate in enumerate((50.0, 40.0, 60.0))),
+        *(_row("vanilla-affinity", rate, round_index=index) for index, rate in enumerate((25.0, 20.0, 30.0))),
+        *(_row("plugin", rate, round_index=index) for index, rate in enumerate((25.0, 30.0, 24.0))),
+        _row("plugin", 1.0, complete=False, round_index=3),
+    )
+    plugin = document.cell(1000, "plugin", None)
+    assert (plugin.runs, plugin.complete_runs) == (4, 3)
+    assert (plugin.pods_per_second.median, plugin.pods_per_second.low, plugin.pods_per_second.high) == (
+        25.0,
+        24.0,
+        30.0,
+    )
+    assert plugin.ratio == {"vanilla": 0.5, "vanilla-affinity": 1.0}
+    paired = plugin.ratio_per_round["vanilla"]  # 25/50, 30/40, 24/60
+    assert (paired.median, paired.low, paired.high) == (0.5, 0.4, 0.75)
+    assert plugin.cpu_ms_per_pod["scheduler"].median == 2.0
+    table = render_scale_section(document)
+    plugin_line = next(line for line in table if "| plugin |" in line)
+    assert "| 25.0 (24.0-30.0) | 0.50x (0.40-0.75) | 1.00x (0.80-1.50) |" in plugin_line
+    vanilla_line = next(line for line in table if "| vanilla |" in line)
+    assert "| 50.0 (40.0-60.0) | - | 2.00x (2.00-2.00) |" in vanilla_line
+
+
+def test_rounds_rotate_the_modes_and_run_extender_mode_in_its_rounds_at_the_first_qps() -> None:
+    plan = ScalePlan(qps=(None, 1000), rounds=3, extender_rounds=1)
+    first, second = round_settings(plan, 0), round_settings(plan, 1)
+    assert [setting.mode for setting in first if setting.qps is None] == list(plan.modes)
+    assert [setting.mode for setting in first if setting.qps == 1000] == [
+        mode for mode in plan.modes if mode != "extender"
+    ]
+    assert [setting.mode for setting in second if setting.qps is None] == [
+        *(mode for mode in plan.modes[1:] if mode != "extender"),
+        plan.modes[0],
+    ]
+    assert {setting.mode for setting in second} == set(plan.modes) - {"extender"}
+    arguments = build_parser().parse_args(["--rounds", "2", "--extender-rounds", "2"])
+    assert (plan_from(arguments).rounds, plan_from(arguments).extender_rounds) == (2, 2)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--rounds", "0"])
+
+
+def test_vanilla_affinity_pods_carry_the_webhooks_node_affinity() -> None:
+    plain = gpu_pod_manifest(GpuPod("bench-0001", 22888))
+    patched = gpu_pod_manifest(GpuPod("bench-0001", 22888), with_affinity=True)
+    assert "affinity" not in plain["spec"]
+    (operation,) = node_affinity_patch(plain)
+    assert patched["spec"]["affinity"] == operation["value"]
+    terms = patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    first = terms["nodeSelectorTerms"][0]["matchExpressions"]
+    assert first == [{"key": NODE_MEMORY_LABEL, "operator": "Gt", "values": ["22887"]}]
+    assert gpu_pod_manifest(GpuPod("bench-0002", None), with_affinity=True) == gpu_pod_manifest(
+        GpuPod("bench-0002", None)
+    )

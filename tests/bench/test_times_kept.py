@@ -1,7 +1,15 @@
-"""bench/RESULTS.md's build-and-test times are timed by hand: make bench carries them over, and
-make bench-scale's splice keeps them, so no run loses them."""
+"""bench/RESULTS.md's sections measured by hand (build and test times, and the others named in
+HAND_HEADINGS): make bench carries them over, and make bench-scale's splice keeps them, so no run
+loses them."""
 
-from bench.report.results_md import RESULTS, TIMES_HEADING, kept_times_section
+from bench.report.results_md import (
+    HAND_HEADINGS,
+    RESULTS,
+    STATELESS_HEADING,
+    TIMES_HEADING,
+    kept_hand_sections,
+    kept_times_section,
+)
 from bench.report.scale_report import SCALE_HEADING, splice_scale_section
 
 
@@ -20,3 +28,10 @@ def test_the_scale_splice_keeps_the_times() -> None:
     results = RESULTS.read_text()
     spliced = splice_scale_section(results, [SCALE_HEADING, "", "new"], "## Findings\n")
     assert kept_times_section(spliced) == kept_times_section(results)
+
+
+def test_every_hand_measured_section_is_carried_over() -> None:
+    text = "# R\n\n## A\n\na\n\n" + TIMES_HEADING + "\n\nt\n\n" + STATELESS_HEADING + "\n\nx\n\n## B\n\nb\n"
+    assert kept_hand_sections(text) == ["", TIMES_HEADING, "", "t", "", STATELESS_HEADING, "", "x"]
+    results = RESULTS.read_text().splitlines()
+    assert all(heading in results for heading in HAND_HEADINGS)

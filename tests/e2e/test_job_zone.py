@@ -16,7 +16,15 @@ import kubernetes.client
 import pytest
 
 from components.render.policy_choices import JobZoneArgs, PolicyChoices
-from localcluster.demo.zone_scene import BASE_TYPE, FREE_GPUS, ZONE_A, ZONE_B, same_zone_member, scene_nodes
+from localcluster.demo.zone_scene import (
+    BASE_TYPE,
+    FREE_GPUS,
+    ZONE_A,
+    ZONE_B,
+    ZONE_C,
+    same_zone_member,
+    scene_nodes,
+)
 from localcluster.host.waiting import wait_for, wait_until
 from localcluster.plane.nodes import EFA_RESOURCE, SimulatedNode
 from localcluster.plane.workloads import (
@@ -27,7 +35,7 @@ from localcluster.plane.workloads import (
 )
 from localcluster.services.webhook import start_webhook
 from policy import MIN_MEMORY_ANNOTATION
-from policy.job_zone import ZONE_LABEL
+from policy.job_zone import NO_ZONE_FITS, ZONE_LABEL
 from policy.job_zone_affinity import OWN_POD_AFFINITY_CONFLICT
 from policy.job_zone_affinity import REQUIRED_POD_TERMS_FIELD as REQUIRED_TERMS
 from testbed.bindings import BindingWatch, gpu_seconds_held
@@ -52,6 +60,8 @@ def create(cluster: E2ECluster, *manifests: dict[str, Any]) -> list[str]:
 
 
 HOLD_GATE = "test.example.com/hold"
+WAITING_FOR_MEMBERS = "WaitingForMembers"
+"""The reason of JobZone's event on a member kept out of the queue until its job's members exist."""
 
 
 def gated(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -70,11 +80,12 @@ def ungate(cluster: E2ECluster, *names: str) -> None:
         )
 
 
-def failed_scheduling(cluster: E2ECluster, pod: str) -> list[str]:
-    """The messages of the scheduler's ``FailedScheduling`` events for ``pod``. The scheduler folds a
-    later failure into an earlier event of the same reason as a series, keeping the first message."""
+def failed_scheduling(cluster: E2ECluster, pod: str, reason: str = "FailedScheduling") -> list[str]:
+    """The messages of the scheduler's ``FailedScheduling`` events (or another ``reason``'s) for
+    ``pod``. The scheduler folds a later event into an earlier one of the same reason and message
+    as a series."""
     events = kubernetes.client.CoreV1Api(cluster.api).list_namespaced_event(
-        WORKLOAD_NAMESPACE, field_selector=f"involvedObject.name={pod},reason=FailedScheduling"
+        WORKLOAD_NAMESPACE, field_selector=f"involvedObject.name={pod},reason={reason}"
     )
     return [event.message or "" for event in events.items]
 
@@ -308,6 +319,36 @@ def test_two_jobs_created_interleaved_each_get_a_zone_that_holds_them(
     )
 
 
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_three_jobs_created_interleaved_each_get_a_zone_of_their_own(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """Three jobs of 8, their pods created interleaved; C has 8 free GPUs, A 12, B 16: each zone holds
+    one job and no zone two. Each plan holds its zone's GPUs from the next job's plan, so the jobs
+    take the three zones, tightest first, and all bind whole with no member held and released."""
+    cluster.add_nodes(
+        SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_A),
+        SimulatedNode("a-2", shaped_like(BASE_TYPE, 81920, gpu_count=4), ZONE_A),
+        SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_B),
+        SimulatedNode("b-2", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_B),
+        SimulatedNode("c-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_C),
+    )
+    start_webhook(cluster.plane, tmp_path / "webhook")
+    cluster.start(choices=PolicyChoices(job_zone=JobZoneArgs(permit_timeout_seconds=600)))
+    jobs = ("first", "second", "third")
+    names = create(cluster, *(member(job, index, 8) for index in range(8) for job in jobs))
+    cluster.outcomes(names, bound_only=True, timeout=90)
+    bindings = watch.wait_for_bindings(names)
+    zones = {
+        job: zones_of(cluster, {n: node for n, node in bindings.items() if n.startswith(job)}) for job in jobs
+    }
+    assert all(len(counts) == 1 and sum(counts.values()) == 8 for counts in zones.values()), zones
+    assert {zone for counts in zones.values() for zone in counts} == {ZONE_A, ZONE_B, ZONE_C}, zones
+    assert not [event for event in watch.snapshot() if event.kind == "released"], (
+        "no job was held and released"
+    )
+
+
 ATTEMPT = re.compile(rf'"Attempting to schedule pod" pod="{WORKLOAD_NAMESPACE}/([^"]+)"')
 """kube-scheduler's line (at --v=3) as it takes a pod from its queue."""
 
@@ -441,9 +482,10 @@ def test_a_zone_no_member_passes_the_filters_in_is_given_up_at_once(
 def test_a_job_half_created_holds_nothing_until_every_member_exists(
     cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
 ) -> None:
-    """Three members of a job of 4 are created: none is planned or held (each waits, saying how many
-    members exist, as Coscheduling waits for its siblings), so no GPU is held for a job that cannot
-    start. When the fourth is created, the job is planned and binds whole at once, not at the next
+    """Three members of a job of 4 are created: none is planned or held (each is kept out of the
+    scheduling queue, with an event saying how many members exist, as Coscheduling waits for its
+    siblings), so no GPU is held for a job that cannot start and no scheduling attempt is spent
+    on it. When the fourth is created, the job is planned and binds whole at once, not at the next
     unrelated cluster event."""
     cluster.add_nodes(
         SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=4), ZONE_A),
@@ -455,7 +497,8 @@ def test_a_job_half_created_holds_nothing_until_every_member_exists(
     waiting = re.compile(r"waiting for [1-3] of 4 members to exist")
     wait_for(
         lambda: all(
-            any(waiting.search(message) for message in failed_scheduling(cluster, pod)) for pod in first
+            any(waiting.search(message) for message in failed_scheduling(cluster, pod, WAITING_FOR_MEMBERS))
+            for pod in first
         ),
         30,
         "each of the three members says it waits for the rest",
@@ -553,3 +596,102 @@ def test_a_job_whose_volume_lives_in_one_zone_is_planned_there(
     assert bound_whole(cluster, watch, "ckpt", 4, with_checkpoint) == {"b-1"}
     refusals = [message for index in range(4) for message in failed_scheduling(cluster, f"ckpt-{index}")]
     assert not [message for message in refusals if "passed the scheduler's filters" in message], refusals
+
+
+def priority_class(cluster: E2ECluster, name: str, value: int) -> str:
+    kubernetes.client.SchedulingV1Api(cluster.api).create_priority_class(
+        kubernetes.client.V1PriorityClass(metadata=kubernetes.client.V1ObjectMeta(name=name), value=value)
+    )
+    return name
+
+
+def with_priority(manifest: dict[str, Any], priority_class_name: str) -> dict[str, Any]:
+    manifest = copy.deepcopy(manifest)
+    manifest["spec"]["priorityClassName"] = priority_class_name
+    return manifest
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_preemption_never_takes_one_member_of_a_bound_job(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """A low-priority job of 4 fills a-1's 4 GPUs. A high-priority pod in no job asks for a GPU:
+    kube-scheduler's DefaultPreemption would evict one member (stopping the whole job to free one
+    GPU); JobZone's preemption finds no victim and says so. Then b-1 is added, holding a
+    low-priority pod in no job: that pod is evicted, the high-priority pod is nominated to b-1,
+    and no member of the job was touched."""
+    cluster.add_nodes(SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=4), ZONE_A))
+    start_webhook(cluster.plane, tmp_path / "webhook")
+    cluster.start()
+    low = priority_class(cluster, "training-low", 100)
+    high = priority_class(cluster, "urgent-high", 1000)
+    job = create(cluster, *(with_priority(member("llm", index, 4), low) for index in range(4)))
+    cluster.outcomes(job, bound_only=True, timeout=60)
+    assert set(watch.wait_for_bindings(job).values()) == {"a-1"}
+
+    [urgent] = create(cluster, with_priority(pod_manifest(PodSpecification("urgent", gpus=1)), high))
+    no_victim = "No preemption victims found"
+    wait_for(
+        lambda: any(no_victim in message for message in failed_scheduling(cluster, urgent)),
+        60,
+        "the urgent pod's preemption to find no victim",
+        interval=0.2,
+    )
+
+    # The victim is bound to b-1 before b-1 exists, so the urgent pod, retried when b-1 is added,
+    # finds it full: never free for a moment.
+    squatter = with_priority(pod_manifest(PodSpecification("other", gpus=1)), low)
+    squatter["spec"]["nodeName"] = "b-1"
+    [other] = create(cluster, squatter)
+    cluster.add_nodes(SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=1), ZONE_B))
+    core = kubernetes.client.CoreV1Api(cluster.api)
+    nominated = wait_until(
+        lambda: core.read_namespaced_pod(urgent, WORKLOAD_NAMESPACE).status.nominated_node_name,
+        lambda node: node == "b-1",
+        60,
+        "the urgent pod nominated to b-1, its victim's node",
+    )
+    assert nominated == "b-1"
+
+    def victim_deleted() -> bool:
+        try:
+            pod: kubernetes.client.V1Pod = core.read_namespaced_pod(other, WORKLOAD_NAMESPACE)
+            return pod.metadata.deletion_timestamp is not None
+        except kubernetes.client.ApiException as error:
+            return bool(error.status == 404)
+
+    wait_for(victim_deleted, 60, "the pod in no job on b-1 evicted", interval=0.2)
+    members = [core.read_namespaced_pod(name, WORKLOAD_NAMESPACE) for name in job]
+    assert [pod.metadata.name for pod in members if pod.metadata.deletion_timestamp] == []
+    assert {pod.spec.node_name for pod in members} == {"a-1"}
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_a_higher_priority_job_is_placed_before_an_older_one(cluster: E2ECluster, tmp_path: Path) -> None:
+    """Room for one job of 4 (a-1's 4 GPUs). A low-priority job is created, then a high-priority
+    one, before the scheduler starts. JobZone's queue sort takes the high-priority job's members
+    first (priority before the job's age, as Coscheduling's does), so it is planned first, holds
+    the zone and binds whole; the older job finds no zone that holds it, and none of its members is
+    placed."""
+    cluster.add_nodes(SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=4), ZONE_A))
+    start_webhook(cluster.plane, tmp_path / "webhook")
+    low = priority_class(cluster, "training-low", 100)
+    high = priority_class(cluster, "training-high", 1000)
+    older = create(cluster, *(with_priority(member("older", index, 4), low) for index in range(4)))
+    urgent = create(cluster, *(with_priority(member("urgent", index, 4), high) for index in range(4)))
+    cluster.start()
+    outcomes = cluster.outcomes(urgent, bound_only=True, timeout=60)
+    assert {outcome.node for outcome in outcomes.values()} == {"a-1"}
+    no_zone = NO_ZONE_FITS.split(":", 1)[0].format(size=4)
+
+    def told(name: str) -> bool:
+        return any(no_zone in message for message in failed_scheduling(cluster, name))
+
+    wait_for(
+        lambda: all(told(name) for name in older),
+        60,
+        "every member of the older job told that no zone holds it",
+        interval=0.2,
+    )
+    core = kubernetes.client.CoreV1Api(cluster.api)
+    assert [name for name in older if core.read_namespaced_pod(name, WORKLOAD_NAMESPACE).spec.node_name] == []

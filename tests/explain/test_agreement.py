@@ -37,6 +37,7 @@ from policy import (
     PolicySettings,
 )
 from testbed.e2e_cluster import INVENTORY, E2ECluster, e2e_cluster
+from tests.docs.cluster_samples import DocSamples
 
 SETTINGS = PolicySettings(instance_type_gpu_memory_mib=snapshot_gpu_memory_table())
 """The policy as the stack configures the scheduler: EC2's GPU types as the instance-type table."""
@@ -145,7 +146,9 @@ def says(message: str) -> Callable[[PodOutcome], bool]:
 
 
 @pytest.mark.e2e
-def test_explain_plans_a_same_zone_job_as_jobzone(bin_dir: Path, tmp_path: Path) -> None:
+def test_explain_plans_a_same_zone_job_as_jobzone(
+    bin_dir: Path, tmp_path: Path, doc_samples: DocSamples
+) -> None:
     """Plugin mode on docs/zones.md's scene (6 free GPUs in A, 8 in B, 2 in C): the zone explain
     plans for a job of 8 is the zone JobZone binds all 8 in; for a job of 9, which no zone then
     holds, explain's verdict is no-zone and its plan message is the one JobZone puts on the pods."""
@@ -183,3 +186,8 @@ def test_explain_plans_a_same_zone_job_as_jobzone(bin_dir: Path, tmp_path: Path)
             # until the last one sends it back: wait for the plan's verdict.
             pending = cluster.outcome_where(name, says(job.plan.message), f"{name}: {job.plan.message}")
             assert not pending.bound
+        shown = names[-1]
+        answer = render_pod_explanation(cluster.api, WORKLOAD_NAMESPACE, shown)
+        doc_samples.check(
+            "explain-pod-no-zone", f"$ python -m explain pod {WORKLOAD_NAMESPACE}/{shown}\n{answer}"
+        )

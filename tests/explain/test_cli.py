@@ -23,6 +23,7 @@ from localcluster.plane.workloads import WORKLOAD_NAMESPACE
 from policy import INVALID_MIN_MEMORY, NODE_MEMORY_LABEL, NOT_SPOT, VENDOR_MEMORY_LABELS
 from policy.job_identity import LWS_GROUP_INDEX_LABEL, LWS_NAME_LABEL, LWS_SIZE_ANNOTATION
 from policy.job_zone import INVALID_JOB_SIZE, INVALID_ZONE_POLICY, JOB_SIZE_ANNOTATION, ZONE_POLICY_ANNOTATION
+from tests.docs.cluster_samples import DocSamples
 from tests.explain.conftest import MISLABELLED, SPARE, Cluster
 from tests.explain.objects import DEMO_FLEET, job_pod, pod_json
 
@@ -85,7 +86,9 @@ def create_pod(cluster: Cluster, pod: dict[str, Any]) -> str:
     return f"{WORKLOAD_NAMESPACE}/{pod['metadata']['name']}"
 
 
-def test_nodes_flags_each_mislabelled_node(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+def test_nodes_flags_each_mislabelled_node(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str], doc_samples: DocSamples
+) -> None:
     code, document = run_json(cluster, capsys, "nodes")
 
     assert code == EXIT.no_fit
@@ -119,6 +122,7 @@ def test_nodes_flags_each_mislabelled_node(cluster: Cluster, capsys: pytest.Capt
     assert any(line.startswith("NODE GROUP") and "INSTANCE TYPES" in line for line in text.splitlines())
     assert f"node bad-label-h100: invalid GPU-memory label {NODE_MEMORY_LABEL} (not 1..1048576 MiB)" in text
     assert "81920 (instance-type)" in text
+    doc_samples.check("explain-nodes", f"$ python -m explain nodes\n{text}")
 
 
 def test_nodes_against_an_ec2_region(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
@@ -150,7 +154,9 @@ def test_nodes_against_an_ec2_region(cluster: Cluster, capsys: pytest.CaptureFix
     assert [problem["code"] for problem in m5["problems"]] == [LABEL_NOT_EXPECTED]
 
 
-def test_each_pod_verdict_has_its_exit_code(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+def test_each_pod_verdict_has_its_exit_code(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str], doc_samples: DocSamples
+) -> None:
     largest = max(node.instance_type.gpu_memory_mib for node in DEMO_FLEET)
     cases = {
         create_pod(cluster, pod_json("explain-no-fit", str(largest + 1))): ("no-fit", EXIT.no_fit),
@@ -159,34 +165,43 @@ def test_each_pod_verdict_has_its_exit_code(cluster: Cluster, capsys: pytest.Cap
         create_pod(cluster, pod_json("explain-fits", "40960")): ("fits", EXIT.fits),
         create_pod(cluster, pod_json("explain-bound", "8192", node="g4dn-xlarge-1")): ("bound", EXIT.fits),
     }
-    for reference, (verdict, exit_code) in cases.items():
-        code, document = run_json(cluster, capsys, "pod", reference)
-        assert (document["verdict"], code) == (verdict, exit_code), reference
-        assert set(document) == POD_KEYS
-        assert set(document["pod"]) == POD_STATE_KEYS
-        assert all(set(node) == POD_NODE_KEYS for node in document["nodes"])
-        assert len(document["nodes"]) == len(DEMO_FLEET) + len(MISLABELLED) + 1
+    try:
+        for reference, (verdict, exit_code) in cases.items():
+            code, document = run_json(cluster, capsys, "pod", reference)
+            assert (document["verdict"], code) == (verdict, exit_code), reference
+            assert set(document) == POD_KEYS
+            assert set(document["pod"]) == POD_STATE_KEYS
+            assert all(set(node) == POD_NODE_KEYS for node in document["nodes"])
+            assert len(document["nodes"]) == len(DEMO_FLEET) + len(MISLABELLED) + 1
 
-    _, document = run_json(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-no-fit")
-    assert document["changes"][0].startswith(
-        f"no node has >= {largest + 1} MiB per GPU; the largest is {largest}"
-    )
-    unreadable = next(change for change in document["changes"] if "bad-label-h100" in change)
-    assert "no-label-h100" not in unreadable, "its memory is read from its instance type"
-    _, document = run_json(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-invalid")
-    assert document["error"] == INVALID_MIN_MEMORY
-    assert document["changes"][0].endswith('"81920"')
-    _, document = run_json(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-bound")
-    assert document["pod"]["nodeName"] == "g4dn-xlarge-1"
+        _, document = run_json(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-no-fit")
+        assert document["changes"][0].startswith(
+            f"no node has >= {largest + 1} MiB per GPU; the largest is {largest}"
+        )
+        unreadable = next(change for change in document["changes"] if "bad-label-h100" in change)
+        assert "no-label-h100" not in unreadable, "its memory is read from its instance type"
+        _, document = run_json(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-invalid")
+        assert document["error"] == INVALID_MIN_MEMORY
+        assert document["changes"][0].endswith('"81920"')
+        _, text, _ = run(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-invalid")
+        doc_samples.check(
+            "explain-pod-invalid", f"$ python -m explain pod {WORKLOAD_NAMESPACE}/explain-invalid\n{text}"
+        )
+        _, document = run_json(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-bound")
+        assert document["pod"]["nodeName"] == "g4dn-xlarge-1"
 
-    code, text, _ = run(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-no-room")
-    assert code == EXIT.no_room
-    assert "verdict    no-room:" in text
-    assert "short (8 free, needs 9)" in text
+        code, text, _ = run(cluster, capsys, "pod", f"{WORKLOAD_NAMESPACE}/explain-no-room")
+        assert code == EXIT.no_room
+        assert "verdict    no-room:" in text
+        assert "short (8 free, needs 9)" in text
+    finally:  # the next tests (and the docs' samples they write) see the cluster without them
+        core = kubernetes.client.CoreV1Api(cluster.api)
+        for reference in cases:
+            core.delete_namespaced_pod(reference.split("/")[1], WORKLOAD_NAMESPACE, grace_period_seconds=0)
 
 
 def test_a_job_member_gets_its_jobs_zones_from_the_api(
-    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+    cluster: Cluster, capsys: pytest.CaptureFixture[str], doc_samples: DocSamples
 ) -> None:
     """Members are found by the job label; one bound on p5-48xlarge-1 fixes the job's zone."""
     core = kubernetes.client.CoreV1Api(cluster.api)
@@ -220,6 +235,7 @@ def test_a_job_member_gets_its_jobs_zones_from_the_api(
         code, text, _ = run(cluster, capsys, "pod", references[1])
         assert code == EXIT.no_zone
         assert f"  job zone   must use {h100.zone} (members are bound there); it holds 6 more copies" in text
+        doc_samples.check("explain-pod-zone-full", f"$ python -m explain pod {references[1]}\n{text}")
 
         code, document = run_json(cluster, capsys, "pod", references[1], "--max-job-size", "8")
         assert (document["verdict"], code) == ("invalid", EXIT.invalid_pod)

@@ -260,3 +260,41 @@ def test_only_the_first_scheme_label_a_node_carries_reaches_the_policy():
     assert args.labels_for_policy(0, memory_labels()) == {
         "metadata": {"labels": {NODE_MEMORY_LABEL: "16384"}}
     }
+
+
+READ_WITH_THE_NODES = [
+    {"metadata": {"name": "valid", "labels": {"other": 5, GFD_GPU_MEMORY_LABEL: "15360"}}},
+    {"metadata": {"name": "ours-null", "labels": {NODE_MEMORY_LABEL: None, GFD_GPU_MEMORY_LABEL: "1"}}},
+    {"metadata": {"name": "null-labels", "labels": None}},
+    {"metadata": {"name": "no-labels"}},
+    {"metadata": {"name": "none-of-them", "labels": {"kubernetes.io/os": "linux"}}},
+    {"metadata": {"name": "number", "labels": {NODE_MEMORY_LABEL: 40960}}},
+    {"metadata": {"name": "not-an-object", "labels": [1]}},
+    {"metadata": {"name": "later-number", "labels": {INSTANCE_TYPE_LABEL: 7}}},
+]
+
+
+def _memory_label_or_refusal(args: object, index: int) -> object:
+    try:
+        return args.memory_label(index, memory_labels())  # type: ignore[attr-defined]
+    except WireError as error:
+        return (error.status, error.reason)
+
+
+def test_memory_labels_read_with_the_nodes_match_those_read_when_the_policy_asks():
+    body = orjson.dumps({"Pod": {}, "Nodes": {"items": READ_WITH_THE_NODES}})
+    lazily = parse_args(body, MAX_NODES)
+    at_once = parse_args(body, MAX_NODES, memory_labels())  # a refused label does not refuse the body
+    assert at_once.names == lazily.names
+    answers = [_memory_label_or_refusal(at_once, index) for index in range(len(READ_WITH_THE_NODES))]
+    assert answers == [_memory_label_or_refusal(lazily, index) for index in range(len(READ_WITH_THE_NODES))]
+    assert answers[:5] == [f"{GFD_GPU_MEMORY_LABEL}=15360", f"{NODE_MEMORY_LABEL}=", None, None, None]
+    assert all(isinstance(answer, tuple) for answer in answers[5:])
+    with pytest.raises(ValueError, match="read for"):
+        at_once.memory_label(0, (NODE_MEMORY_LABEL,))
+
+
+def test_a_duplicate_name_is_refused_when_labels_are_read_with_the_nodes():
+    items = [node("a"), node("a")]
+    with pytest.raises(WireError, match="duplicate node name"):
+        parse_args(orjson.dumps({"Pod": {}, "Nodes": {"items": items}}), MAX_NODES, memory_labels())

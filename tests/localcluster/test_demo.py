@@ -12,14 +12,16 @@ from pathlib import Path
 import pytest
 
 from components.render.webhook_config import WEBHOOK_NAME
-from contracts.modes import SCHEDULER_MODES
+from contracts.modes import RECOMMENDED_MODE, SCHEDULER_MODES
 from localcluster.demo.observed import picture_path
 from localcluster.demo.pods import sample_pods
 from localcluster.host.images import LocalImages
 from localcluster.host.processes import STOP_GRACE_SECONDS
 from localcluster.host.waiting import wait_for
+from localcluster.plane.workloads import WORKLOAD_NAMESPACE
 from localcluster.services.cloudwatch_pipeline import COLLECTOR
 from policy import CAPACITY_TYPE_ANNOTATION, CAPACITY_TYPE_LABEL, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
+from tests.docs.cluster_samples import DEMO_TIES, DEMO_VOLATILE, KARPENTER_VOLATILE, DocSamples, normalise
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,8 +45,27 @@ def run_demo(bin_dir: Path, mode: str, *extra: str) -> str:
 
 
 @pytest.mark.parametrize("mode", SCHEDULER_MODES)
-def test_demo_prints_every_pod_and_exits_zero(bin_dir: Path, mode: str) -> None:
-    assert_every_pod_reported(run_demo(bin_dir, mode), mode)
+def test_demo_prints_every_pod_and_exits_zero(bin_dir: Path, mode: str, doc_samples: DocSamples) -> None:
+    stdout = run_demo(bin_dir, mode)
+    assert_every_pod_reported(stdout, mode)
+    if mode == RECOMMENDED_MODE:  # what `make demo` prints, shown in docs/demo.md and docs/explain.md
+        shown = normalise(stdout, DEMO_VOLATILE)
+        doc_samples.check("demo", f"$ make demo\n{shown}", ties=DEMO_TIES)
+        doc_samples.check("explain-pod-no-fit", explanation_of(shown, "min-200gib"), ties=DEMO_TIES)
+        admission = shown[shown.index("Admission (the webhook") :].split("\n")
+        refusal = next(line for line in admission if line.startswith("  invalid-annotation: refused"))
+        doc_samples.check("webhook-admission", "\n".join([*admission[:2], "  ...", refusal, ""]))
+    if mode == "extender":  # docs/demo.md shows how its reasons differ
+        why = stdout[stdout.index("Why the Pending pods wait") :]
+        why = why[: why.index("\n\n") + 1]
+        doc_samples.check("demo-extender-why", f"$ make demo MODE=extender\n...\n{why}...\n")
+
+
+def explanation_of(stdout: str, pod: str) -> str:
+    """The demo's ``explain pod`` answer for ``pod``, from its command line to the next part."""
+    start = stdout.index(f"$ python -m explain pod {WORKLOAD_NAMESPACE}/{pod}\n")
+    ends = [stdout.find(marker, start + 1) for marker in ("\n\n$ ", "\n\nSame-zone job")]
+    return stdout[start : min(end for end in ends if end > 0) + 1]
 
 
 @pytest.mark.parametrize("mode", ["extender", "plugin"])
@@ -244,13 +265,32 @@ def test_a_killed_demo_takes_its_processes_with_it(bin_dir: Path) -> None:
     ],
 )
 def test_the_karpenter_demo_launches_by_the_affinity_and_the_control_run_shows_the_failure(
-    bin_dir: Path, affinity: str, rows: list[str]
+    bin_dir: Path, affinity: str, rows: list[str], doc_samples: DocSamples
 ) -> None:
     """`make demo AUTOSCALER=karpenter [AFFINITY=none]`: real Karpenter from the system node alone,
     the pods annotation-only: the deployed webhook adds the affinity (none: webhook.enabled=false)."""
-    command = [*demo_command(bin_dir, "extender"), "--autoscaler", "karpenter", "--affinity", affinity]
+    command = [*demo_command(bin_dir, RECOMMENDED_MODE), "--autoscaler", "karpenter", "--affinity", affinity]
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     for row in rows:
         assert re.search(row, result.stdout), row
     assert f"every pod ended as expected (Karpenter, affinity: {affinity};" in result.stdout
+    shown = claims_sorted(normalise(result.stdout, KARPENTER_VOLATILE))
+    if affinity == "webhook":  # docs/karpenter-local.md shows both runs
+        doc_samples.check("karpenter-demo", f"$ make demo AUTOSCALER=karpenter\n{shown}")
+        claims = shown[shown.index("NodeClaims Karpenter made for the job:\n") :].split("\n\n")[0]
+        one_zone = next(line for line in shown.split("\n") if line.startswith("One zone: "))
+        doc_samples.check("zones-karpenter-job", f"{claims}\n...\n{one_zone}\n")
+    else:
+        control = shown[shown.index("Submitting pods one at a time") :]
+        doc_samples.check(
+            "karpenter-demo-control", f"$ make demo AUTOSCALER=karpenter AFFINITY=none\n...\n{control}"
+        )
+
+
+def claims_sorted(text: str) -> str:
+    """The NodeClaim lines (listed by their random names) in the order of what they show."""
+    lines = text.split("\n")
+    claims = sorted(line for line in lines if line.startswith("  nodeclaim/"))
+    kept = iter(claims)
+    return "\n".join(next(kept) if line.startswith("  nodeclaim/") else line for line in lines)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from contracts.modes import SCHEDULER_MODES
+from contracts.modes import RECOMMENDED_MODE, SCHEDULER_MODES
+from tests.docs.cluster_samples import DEMO_TIES, DocSamples
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +31,9 @@ def placements(stdout: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("mode", SCHEDULER_MODES)
-def test_best_fit_demo_places_pods_on_the_smallest_gpu_that_fits(bin_dir: Path, mode: str) -> None:
+def test_best_fit_demo_places_pods_on_the_smallest_gpu_that_fits(
+    bin_dir: Path, mode: str, doc_samples: DocSamples
+) -> None:
     command = [sys.executable, "-m", "localcluster.demo", "--mode", mode, "--bin-dir", str(bin_dir)]
     result = subprocess.run(
         [*command, "--scoring-strategy", "best-fit"],
@@ -44,6 +47,12 @@ def test_best_fit_demo_places_pods_on_the_smallest_gpu_that_fits(bin_dir: Path, 
     assert f"{mode} mode: every pod ended as expected (best-fit;" in result.stdout
     bound = placements(result.stdout)
     assert {pod: bound.get(pod) for pod in BEST_FIT_PLACEMENTS} == BEST_FIT_PLACEMENTS, result.stdout
+    if mode == RECOMMENDED_MODE:  # docs/demo.md shows the table
+        table = result.stdout[result.stdout.index("\nPOD ") + 1 :]
+        table = table[: table.index("\n\n") + 1]
+        doc_samples.check(
+            "demo-best-fit", f"$ make demo STRATEGY=best-fit\n...\n{table}...\n", ties=DEMO_TIES
+        )
 
 
 def test_an_unknown_strategy_is_refused_by_the_demo() -> None:
@@ -57,3 +66,9 @@ def test_an_unknown_strategy_is_refused_by_the_demo() -> None:
     )
     assert result.returncode == 2
     assert "--scoring-strategy: invalid choice: 'smallest'" in result.stderr
+
+
+def test_make_demo_runs_the_recommended_mode_by_default() -> None:
+    """The Makefile's ``MODE`` default is the stack's (``contracts.modes.RECOMMENDED_MODE``)."""
+    (default,) = re.findall(r"^MODE \?= (\S+)$", (REPO_ROOT / "Makefile").read_text(), flags=re.MULTILINE)
+    assert default == RECOMMENDED_MODE

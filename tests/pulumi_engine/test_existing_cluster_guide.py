@@ -50,6 +50,7 @@ from localcluster.services.pulumi_stack import (
     deploy_in_fresh_process,
     destroy_in_fresh_process,
 )
+from tests.docs.cluster_samples import DocSamples
 
 pytestmark = pytest.mark.e2e
 
@@ -277,12 +278,9 @@ def test_explain_nodes_reads_every_gpu_node_from_eks_labels_alone(guide_run: Gui
             assert f"{node.instance_type.gpu_memory_mib} (instance-type)" in rows[node.name], rows[node.name]
 
 
-def test_the_guide_shows_what_explain_nodes_prints(guide_run: GuideRun) -> None:
+def test_the_guide_shows_what_explain_nodes_prints(guide_run: GuideRun, doc_samples: DocSamples) -> None:
     """The guide's sample output is this run's, character for character."""
-    [shown] = re.findall(
-        rf"```text\n\$ {re.escape(EXPLAIN_NODES)}\n(.*?)```", guide_section(), flags=re.DOTALL
-    )
-    assert shown.rstrip("\n") == guide_run.explain_nodes.stdout.rstrip("\n")
+    doc_samples.check("deploy-eks-explain-nodes", f"$ {EXPLAIN_NODES}\n{guide_run.explain_nodes.stdout}")
 
 
 def test_the_sample_pod_is_placed_where_its_minimum_fits(guide_run: GuideRun) -> None:

@@ -158,8 +158,13 @@ func TestPluginModeConfiguration(t *testing.T) {
 			t.Errorf("JobZone not enabled at %s: %v", point, enabled)
 		}
 	}
-	if enabled := plugins.PostFilter.Enabled; len(enabled) < 2 || enabled[0].Name != jobzone.Name || !hasPlugin(enabled[1:], "DefaultPreemption", 0) {
-		t.Errorf("JobZone must run first at postFilter, before DefaultPreemption: %v", enabled)
+	// JobZone is the profile's preemption (DefaultPreemption with its victim rule), so
+	// DefaultPreemption itself must not run after it without that rule.
+	if enabled := plugins.PostFilter.Enabled; len(enabled) == 0 || enabled[0].Name != jobzone.Name || hasPlugin(enabled, "DefaultPreemption", 0) {
+		t.Errorf("JobZone must run first at postFilter, and DefaultPreemption not at all: %v", enabled)
+	}
+	if enabled := plugins.PreEnqueue.Enabled; !hasPlugin(enabled, jobzone.Name, 0) || hasPlugin(enabled, "DefaultPreemption", 0) {
+		t.Errorf("JobZone's PreEnqueue must gate pods whose preemption is under way, in DefaultPreemption's place: %v", enabled)
 	}
 	if enabled := plugins.QueueSort.Enabled; len(enabled) != 1 || enabled[0].Name != jobzone.Name {
 		t.Errorf("JobZone must be the only queueSort: %v", enabled)

@@ -1,0 +1,69 @@
+"""The gang benchmark's results file and its RESULTS.md section: what a run writes is what the
+section shows, and rewriting the section leaves the rest of RESULTS.md as it was."""
+
+from pathlib import Path
+
+from bench.measurements.measure_gang import GangRound, GangSettings, Run
+from bench.report.gang_report import (
+    GANG_HEADING,
+    GangCase,
+    GangDocument,
+    load,
+    render_gang_section,
+    save,
+    splice_gang_section,
+)
+from bench.report.scale_report import SCALE_HEADING
+
+
+def run(workload: str, seconds: float, after: float, whole: int = 0) -> Run:
+    return Run(
+        workload=workload,
+        pods=160,
+        seconds=seconds,
+        after_created=after,
+        whole_jobs=whole,
+        gpu_seconds_held=12.5 if workload == "jobs" else 0.0,
+        timed_out=0,
+    )
+
+
+DOCUMENT = GangDocument(
+    command="python -m bench.gang --rounds 2",
+    machine={"date": "today", "load_at_start": [1.0, 2.0, 3.0]},
+    elapsed_seconds=90.0,
+    cases=[
+        GangCase(
+            settings=GangSettings(nodes_per_zone=10),
+            rounds=[
+                GangRound(jobs=run("jobs", 6.0, 2.0, 20), plain=run("plain", 4.0, 0.0)),
+                GangRound(jobs=run("jobs", 5.0, 1.5, 19), plain=run("plain", 5.0, 0.0)),
+            ],
+        )
+    ],
+)
+
+
+def test_the_results_file_reads_back_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "gang-results.json"
+    save(DOCUMENT, path)
+    assert load(path) == DOCUMENT
+
+
+def test_the_section_shows_each_rounds_figures_and_the_median_ratio() -> None:
+    text = "\n".join(render_gang_section(DOCUMENT))
+    assert text.startswith(GANG_HEADING)
+    assert "on 30 nodes (240 GPUs)" in text
+    row = "| 20 jobs of 8 | 6.00 s, 5.00 s | 2.00 s, 1.50 s | 20 of 20, 19 of 20 | 12.5, 12.5 | 0, 0 |"
+    assert row in text
+    assert "per round: 1.50x, 1.00x; median 1.25x." in text
+    assert "`python -m bench.gang --rounds 2`" in text
+
+
+def test_the_splice_replaces_the_section_and_keeps_the_rest() -> None:
+    results = f"# R\n\n## A\n\na\n\n{GANG_HEADING}\n\nold\n\n{SCALE_HEADING}\n\ns\n"
+    spliced = splice_gang_section(results, [GANG_HEADING, "", "new"])
+    assert "old" not in spliced
+    assert spliced.index("## A") < spliced.index("new") < spliced.index(SCALE_HEADING)
+    without = splice_gang_section(f"# R\n\n{SCALE_HEADING}\n\ns\n", [GANG_HEADING, "", "new"])
+    assert without.index("new") < without.index(SCALE_HEADING)
