@@ -27,20 +27,27 @@ const WaitingForMembersReason = "WaitingForMembers"
 // scheduling queue's included) hears of a pod, so a member created just before self was
 // queued is counted. -1 when there is no pod lister (no informer): the job is not gated.
 func existingMembers(pods corelisters.PodLister, self *v1.Pod, job *zonepolicy.Job, s zonepolicy.Settings) (int64, error) {
+	count, _, err := countMembers(pods, self, job, s)
+	return count, err
+}
+
+// countMembers is existingMembers, and whether any of the others is bound.
+func countMembers(pods corelisters.PodLister, self *v1.Pod, job *zonepolicy.Job, s zonepolicy.Settings) (int64, bool, error) {
 	if pods == nil {
-		return -1, nil
+		return -1, false, nil
 	}
 	listed, err := pods.Pods(self.Namespace).List(labels.SelectorFromSet(job.MatchLabels))
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	count := int64(1)
+	count, bound := int64(1), false
 	for _, pod := range listed {
 		if pod.UID != self.UID && isPlacedMember(pod, self.Namespace, job, s) {
 			count++
+			bound = bound || pod.Spec.NodeName != ""
 		}
 	}
-	return count, nil
+	return count, bound, nil
 }
 
 // waitingForSiblings is the sibling gate PreEnqueue applies before a member enters the active
@@ -52,28 +59,12 @@ func existingMembers(pods corelisters.PodLister, self *v1.Pod, job *zonepolicy.J
 // event broadcaster), so a job whose members are created over time costs one attempt a member
 // once it is complete; activateWhenComplete lets the others in.
 func (pl *JobZone) waitingForSiblings(pod *v1.Pod) *fwk.Status {
-	if pl.pods == nil {
-		return nil
-	}
 	job, err := pl.jobFromPod(pod)
 	if err != nil || job == nil || pl.order.wasPlaced(jobKey(pod, job)) {
 		return nil
 	}
-	listed, err := pl.pods.Pods(pod.Namespace).List(labels.SelectorFromSet(job.MatchLabels))
-	if err != nil {
-		return nil
-	}
-	exist := int64(1)
-	for _, other := range listed {
-		if other.UID == pod.UID || !isPlacedMember(other, pod.Namespace, job, pl.config.zone) {
-			continue
-		}
-		if other.Spec.NodeName != "" {
-			return nil
-		}
-		exist++
-	}
-	if exist >= job.Size {
+	exist, bound, err := countMembers(pl.pods, pod, job, pl.config.zone)
+	if err != nil || bound || exist < 0 || exist >= job.Size {
 		return nil
 	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(SiblingsFormat, jobKey(pod, job), exist, job.Size))
