@@ -5,6 +5,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from localcluster.host.images import ImagesNotBuilt, LocalImages
 from localcluster.plane.control_plane import ControlPlane, start_control_plane
@@ -19,6 +20,11 @@ CONTROL_PLANE_BINARIES = (
     "kube-controller-manager",
     "gpu-scheduler",
 )
+
+settings.register_profile("untimed", deadline=None)
+settings.load_profile("untimed")
+"""Property tests judge what the code answers, never how fast: hypothesis's per-example deadline
+(200 ms by default) would fail a correct example on a loaded machine. Timings live in ``make bench``."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
