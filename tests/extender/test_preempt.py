@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from extender_app.node_cache.sync import NodeApiError
-from extender_app.verbs.handlers import VerbLimits
+from extender_app.verbs.handlers import AsyncVerbHandler, VerbLimits, VerbResult
 from extender_app.verbs.preempt import (
     PodListing,
     listing_preempt_verb,
@@ -141,27 +141,34 @@ def listing(lister: Lister, timeout: float = 5.0) -> PodListing:
     return PodListing(lister, timeout, asyncio.Semaphore(2), logging.getLogger("test"))
 
 
+def run(verb: AsyncVerbHandler, body: bytes) -> VerbResult:
+    async def call() -> VerbResult:
+        return await verb(body, LIMITS)
+
+    return asyncio.run(call())
+
+
 def test_with_uids_the_candidate_nodes_pods_are_listed_and_the_same_rule_applies() -> None:
     lister = Lister()
-    result = asyncio.run(listing_preempt_verb(listing(lister))(meta_body(), LIMITS))
+    result = run(listing_preempt_verb(listing(lister)), meta_body())
     assert result.status == HTTPStatus.OK
     assert kept(result.body) == {"b-1": {"Pods": [{"UID": "uid-plain-b"}], "NumPDBViolations": 0}}
     assert sorted(lister.asked) == ["a-1", "b-1"]
 
 
 def test_with_uids_full_pods_are_refused() -> None:
-    result = asyncio.run(listing_preempt_verb(listing(Lister()))(full_body(), LIMITS))
+    result = run(listing_preempt_verb(listing(Lister())), full_body())
     assert (result.status, result.body.decode()) == (HTTPStatus.BAD_REQUEST, VICTIMS_REFUSED)
 
 
 def test_a_node_whose_pods_cannot_be_read_is_dropped() -> None:
     verb = listing_preempt_verb(listing(Lister(failing=frozenset({"b-1"}))))
-    assert kept(asyncio.run(verb(meta_body(SYSTEM_CRITICAL_PRIORITY), LIMITS)).body).keys() == {"a-1"}
+    assert kept(run(verb, meta_body(SYSTEM_CRITICAL_PRIORITY)).body).keys() == {"a-1"}
 
 
 def test_a_node_whose_pods_are_not_read_in_time_is_dropped() -> None:
     verb = listing_preempt_verb(listing(Lister(stalled=frozenset({"a-1"})), timeout=0.2))
-    assert kept(asyncio.run(verb(meta_body(SYSTEM_CRITICAL_PRIORITY), LIMITS)).body).keys() == {"b-1"}
+    assert kept(run(verb, meta_body(SYSTEM_CRITICAL_PRIORITY)).body).keys() == {"b-1"}
 
 
 def test_without_pod_lists_every_node_with_victims_is_dropped() -> None:
