@@ -7,7 +7,8 @@ pods labelled ``app=custom-scheduler`` in the scheduler namespace may connect, o
 ``extender`` mode: no Kubernetes API token (every request carries the Nodes) and no egress at
 all. ``extender-cached`` mode: the extender watches the Nodes itself (``--node-cache=watch``),
 so its ServiceAccount's token is mounted, a ClusterRole lets it get, list and watch Nodes and
-nothing else, and the NetworkPolicy lets it out on TCP 443 only (see ``api_server_egress``).
+list Pods (its preempt verb reads a candidate node's pods) and nothing else, and the
+NetworkPolicy lets it out on TCP 443 only (see ``api_server_egress``).
 """
 
 from collections.abc import Mapping
@@ -183,7 +184,8 @@ class Extender(pulumi.ComponentResource):
         object_annotations: Mapping[str, str] | None,
         child: pulumi.ResourceOptions,
     ) -> None:
-        """ClusterRole with get, list, watch on core Nodes only, bound to the extender's account."""
+        """ClusterRole with get, list, watch on core Nodes and list on Pods, bound to the extender's
+        account."""
         metadata = object_metadata(NODE_READER_ROLE, labels, object_annotations, namespace=None)
         role = k8s.rbac.v1.ClusterRole(
             f"{name}-node-reader",

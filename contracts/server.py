@@ -29,6 +29,8 @@ written) and one answer built beside its body (requests are judged one at a time
 
 FILTER_PATH = "/filter"
 PRIORITIZE_PATH = "/prioritize"
+PREEMPT_PATH = "/preempt"
+"""The extender's preemption verb: drops candidate nodes whose victims include a running job's member."""
 MUTATE_PATH = "/mutate"
 """The webhook role's endpoint (the MutatingWebhookConfiguration's path)."""
 HEALTHZ_PATH = "/healthz"

@@ -119,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m extender_app",
         formatter_class=_HelpFormatter,
-        description="GPU-memory scheduler extender: POST /filter and /prioritize over mutual TLS;"
+        description="GPU-memory scheduler extender: POST /filter, /prioritize and /preempt over mutual TLS;"
         " with --role webhook, the pod admission webhook: POST /mutate over TLS.",
         epilog="Every flag may also be set by the environment variable shown; a flag wins over the variable.",
     )

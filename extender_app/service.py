@@ -20,6 +20,7 @@ from contracts.server import (
     METRICS_PATH,
     MUTATE_PATH,
     NODE_CACHE_WATCH,
+    PREEMPT_PATH,
     READYZ_PATH,
     ROLE_WEBHOOK,
 )
@@ -33,10 +34,16 @@ from extender_app.serving.tls_material import ReloadingTlsContext, TlsPaths
 from extender_app.settings import ExtenderSettings
 from extender_app.verbs.cached_handlers import cached_verbs, verifying_verbs
 from extender_app.verbs.handlers import VERBS, AsyncVerbHandler, VerbHandler, VerbLimits, VerbResult
+from extender_app.verbs.preempt import (
+    PodListing,
+    listing_preempt_verb,
+    preempt_verb,
+    without_lister_preempt_verb,
+)
 from extender_app.verbs.wire import WireError
 from extender_app.webhook.admission import AdmissionSettings, answer
 from policy import memory_labels
-from policy.job_zone import JobZoneSettings
+from policy.job_zone import JOB_SIZE_LIMIT, JobZoneSettings
 
 JSON = "application/json"
 Endpoint = Callable[[bytearray], Awaitable[Response]]
@@ -80,6 +87,7 @@ class ExtenderService:
             policy=settings.policy,
             capacity=settings.capacity,
             pod_error_status=HTTPStatus(settings.pod_error_status),
+            job_zone=JobZoneSettings(max_job_size=JOB_SIZE_LIMIT),
         )
         self.node_cache = NodeCache(memory_labels(settings.policy)) if watch else None
         """The node cache (``--node-cache watch``), else None."""
@@ -179,7 +187,14 @@ class ExtenderService:
                 self.log,
                 metrics,
             )
-            self._routes = self._verb_routes(verifying_verbs(cache, lookup, metrics))
+            listing = PodListing(
+                api,
+                settings.node_lookup_timeout,
+                asyncio.Semaphore(settings.node_lookup_concurrency),
+                self.log,
+            )
+            verbs = {**verifying_verbs(cache, lookup, metrics), PREEMPT_PATH: listing_preempt_verb(listing)}
+            self._routes = self._verb_routes(verbs)
         self.node_sync = NodeSync(
             api,
             cache,
@@ -239,7 +254,11 @@ class ExtenderService:
                 max_node_selector_terms=settings.max_node_selector_terms,
             )
             return {MUTATE_PATH: _mutate_endpoint(admission)}
-        verbs = VERBS if self.node_cache is None else cached_verbs(self.node_cache, self.metrics.node_cache)
+        if self.node_cache is None:
+            verbs = {**VERBS, PREEMPT_PATH: preempt_verb}
+        else:
+            cached = cached_verbs(self.node_cache, self.metrics.node_cache)
+            verbs = {**cached, PREEMPT_PATH: without_lister_preempt_verb()}
         return self._verb_routes({path: _awaitable(verb) for path, verb in verbs.items()})
 
     def _verb_routes(self, verbs: Mapping[str, AsyncVerbHandler]) -> Mapping[str, Endpoint]:

@@ -77,7 +77,7 @@ class ExtenderSettings:
 
     role: Role = setting(
         ROLE_EXTENDER,
-        "extender = POST /filter and /prioritize (scheduler extender); webhook = POST /mutate (pod"
+        "extender = POST /filter, /prioritize and /preempt (scheduler extender); webhook = POST /mutate (pod"
         " admission webhook: the GPU-memory minimum as a required node affinity)",
         metavar="extender|webhook",
     )
@@ -91,7 +91,9 @@ class ExtenderSettings:
         " certificate requested (webhook role only)",
     )
     bind: str = setting("0.0.0.0", "address both listeners bind to")  # noqa: S104 - reached through its Service
-    port: int = setting(TLS_PORT, "TLS port for POST /filter and /prioritize (extender) or /mutate (webhook)")
+    port: int = setting(
+        TLS_PORT, "TLS port for POST /filter, /prioritize and /preempt (extender) or /mutate (webhook)"
+    )
     health_port: int = setting(HEALTH_PORT, "plain-HTTP port for /healthz, /readyz, /metrics")
     max_body_bytes: int = setting(
         MAX_BODY_BYTES, "largest request body in bytes (larger -> 413, refused while reading)"
@@ -181,11 +183,14 @@ class ExtenderSettings:
     node_lookup_timeout: float = setting(
         1.0,
         "seconds the API-server lookups of one /filter may take in all (candidates the node cache does"
-        " not know yet, e.g. a node an autoscaler just launched); keep it below the scheduler's httpTimeout",
+        " not know yet, e.g. a node an autoscaler just launched), and the pod lists of one /preempt; keep"
+        " it below the scheduler's httpTimeout",
     )
     # A new node group rarely brings more at once.
     node_lookup_concurrency: int = setting(
-        4, "node lookups in flight at once across all requests; 0 = no lookups (unknown candidates refused)"
+        4,
+        "node lookups and /preempt's pod lists in flight at once across all requests; 0 = none (unknown"
+        " candidates refused, and /preempt drops every candidate node with victims)",
     )
     # More unknown at once means the cache is behind (not listed yet, or cut off), not an autoscaler launch.
     node_lookup_max_per_request: int = setting(

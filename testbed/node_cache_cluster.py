@@ -159,10 +159,10 @@ def silent_port() -> Iterator[int]:
 class HeldWatchApi:
     """The extender's real client (``kube_api``) to the real API server, with its watch held back.
 
-    Lists and GETs go straight through; watch events wait in the connection until ``release``.
-    This is how a test puts the extender's watch behind kube-scheduler's informer on purpose (an
-    autoscaler's new Node offered to the extender before its watch has delivered it), which in a
-    live cluster happens by chance.
+    Lists (of Nodes and of a node's Pods) and GETs go straight through; watch events wait in the
+    connection until ``release``. This is how a test puts the extender's watch behind
+    kube-scheduler's informer on purpose (an autoscaler's new Node offered to the extender before
+    its watch has delivered it), which in a live cluster happens by chance.
     """
 
     def __init__(self, kubeconfig: Path, request_timeout: float) -> None:
@@ -184,6 +184,9 @@ class HeldWatchApi:
 
     async def get_node(self, name: str, timeout: float) -> NodeMeta | None:
         return await (await self._real()).get_node(name, timeout)
+
+    async def pods_on_node(self, node: str, timeout: float) -> list[dict[str, Any]]:
+        return await (await self._real()).pods_on_node(node, timeout)
 
     async def watch_nodes(self, resource_version: str, timeout_seconds: int) -> "_HeldWatch":
         stream = await (await self._real()).watch_nodes(resource_version, timeout_seconds)

@@ -68,7 +68,7 @@ class MetricSpec:
     """The dashboard widget that draws it (specs with the same widget share one graph)."""
     label: str
     select: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    """Dimension values kept (``verb`` in filter, prioritize); the others are summed over."""
+    """Dimension values kept (``verb`` in filter, prioritize, preempt); the others are summed over."""
     exclude: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """Dimension values left out (``status`` 200: only errors)."""
     split: str = ""
@@ -84,7 +84,7 @@ class MetricSpec:
 
 _REQUESTS = "gpu_extender_requests_total"
 _REQUEST_DIMENSIONS = (CLUSTER_DIMENSION, "verb", "status")
-_SCHEDULER_VERBS = ("filter", "prioritize")
+_SCHEDULER_VERBS = ("filter", "prioritize", "preempt")
 _HOLDS_ENDED = "scheduler_jobzone_holds_ended_total"
 _JOBZONE_WIDGET = "JobZone: zone plans, jobs held, holds ended"
 
@@ -186,8 +186,8 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
             threshold=0,
             comparison=">",
             minutes=5,
-            meaning="the extender answered filter or prioritize with an error: the scheduler "
-            "treats the pod as unschedulable on every node and retries it later",
+            meaning="the extender answered filter, prioritize or preempt with an error: the scheduler "
+            "treats the pod as unschedulable on every node (or preempts nothing for it) and retries it later",
         ),
     ),
     MetricSpec(

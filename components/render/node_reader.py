@@ -12,6 +12,9 @@ NODE_READER_ROLE = "scheduler-extender-node-reader"
 
 NODE_READER_RULES: tuple[dict[str, Any], ...] = (
     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
 )
 """Exactly what the node cache needs: list, then watch from the list's resourceVersion, and get
-for a candidate the cache does not know yet (``extender_app/node_cache/lookup.py``)."""
+for a candidate the cache does not know yet (``extender_app/node_cache/lookup.py``); and list
+pods, which ``/preempt`` does for each candidate node (a ``spec.nodeName`` field selector) to
+learn whether the victims it names by UID are members of a job (``extender_app/verbs/preempt.py``)."""

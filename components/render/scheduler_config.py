@@ -14,7 +14,7 @@ import yaml
 from components.render.policy_choices import CAPACITY_PLUGIN_NAME, JOB_ZONE_PLUGIN, PLUGIN_NAME, PolicyChoices
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
 from contracts.modes import SCHEDULER_MODES, SchedulerMode, node_cache_capable, uses_extender
-from contracts.server import FILTER_PATH, PRIORITIZE_PATH, TLS_PORT
+from contracts.server import FILTER_PATH, PREEMPT_PATH, PRIORITIZE_PATH, TLS_PORT
 
 CAPACITY_TYPE_WEIGHT = 20
 """CapacityType's score weight: twice GPUScheduler's, so a pod that prefers a capacity type
@@ -184,6 +184,9 @@ def render_scheduler_config(config: SchedulerConfig) -> dict[str, Any]:
                 "urlPrefix": endpoint.url_prefix,
                 "filterVerb": FILTER_PATH.lstrip("/"),
                 "prioritizeVerb": PRIORITIZE_PATH.lstrip("/"),
+                # Keeps a running job whole: preemption's candidates whose victims include a
+                # member of a job of more than one pod are dropped (policy/job_preemption.py).
+                "preemptVerb": PREEMPT_PATH.lstrip("/"),
                 "weight": endpoint.weight,
                 "enableHTTPS": True,
                 "tlsConfig": {

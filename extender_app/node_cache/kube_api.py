@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 import aiohttp
 import msgspec
+import orjson
 import yaml
 from kubernetes_asyncio import client as kube_client
 from kubernetes_asyncio import config as kube_config
@@ -32,6 +33,9 @@ from extender_app.node_cache.metadata import (
 from extender_app.node_cache.sync import GONE, NodeApiConfigError, NodeApiError, ResourceExpired
 
 NODES_PATH = "/api/v1/nodes"
+PODS_PATH = "/api/v1/pods"
+POD_METADATA_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+"""Pods' metadata only (a victim's job is in its labels and annotations): a fraction of full Pods."""
 LIST_ACCEPT = "application/json"
 WATCH_ACCEPT = "application/json"
 GET_ACCEPT = WATCH_ACCEPT
@@ -110,6 +114,30 @@ class KubeNodeApi:
             response.release()
         return node_from_json(body, self._label_keys)
 
+    async def pods_on_node(self, node: str, timeout: float) -> list[dict[str, Any]]:
+        """The metadata of the pods bound to ``node`` (a ``spec.nodeName`` field selector), each as
+        ``{"metadata": {...}}``; the whole request within ``timeout``.
+
+        Raises NodeApiError when they cannot be read (needs list on core pods).
+        """
+        query = [("fieldSelector", f"spec.nodeName={node}")]
+        client_timeout = aiohttp.ClientTimeout(total=timeout)
+        response = await self._get(query, POD_METADATA_ACCEPT, client_timeout, "list pods", PODS_PATH)
+        try:
+            body = await response.read()
+        except _TRANSPORT_ERRORS as error:
+            raise NodeApiError(f"list pods: reading the answer failed: {_describe(error)}") from None
+        finally:
+            response.release()
+        try:
+            document = orjson.loads(body)
+        except orjson.JSONDecodeError as error:
+            raise NodeApiError(f"list pods: the answer is not JSON: {error}") from None
+        items = document.get("items") if isinstance(document, dict) else None
+        if not isinstance(items, list):
+            raise NodeApiError("list pods: the answer has no items list")
+        return [item for item in items if isinstance(item, dict)]
+
     async def watch_nodes(self, resource_version: str, timeout_seconds: int) -> "KubeWatch":
         """A watch with bookmarks that the server ends after ``timeout_seconds``.
 
@@ -154,7 +182,7 @@ class KubeNodeApi:
             raise NodeApiError(f"{what}: cannot reach the API server: {_describe(error)}") from None
         if response.status == HTTPStatus.OK:
             return response
-        if response.status == HTTPStatus.NOT_FOUND and path != NODES_PATH:
+        if response.status == HTTPStatus.NOT_FOUND and path.startswith(f"{NODES_PATH}/"):
             response.close()
             raise _NotFound
         try:

@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from extender_app.metrics import NodeCacheMetrics
 from extender_app.node_cache.cache import NodeCache
@@ -65,8 +65,17 @@ class NodeGetter(Protocol):
         ...
 
 
-class NodeReader(NodeApi, NodeGetter, Protocol):
-    """The node cache's whole client: list and watch (``node_sync``), and get (lookups)."""
+class PodLister(Protocol):
+    """What ``/preempt`` needs of the API server with a node cache (``kube_api.KubeNodeApi``)."""
+
+    async def pods_on_node(self, node: str, timeout: float) -> Sequence[Mapping[str, Any]]:
+        """The metadata of the pods bound to ``node``; raises NodeApiError."""
+        ...
+
+
+class NodeReader(NodeApi, NodeGetter, PodLister, Protocol):
+    """The extender's whole client: list and watch Nodes (``node_sync``), get them (lookups), and
+    list a node's pods (``/preempt``)."""
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from policy import (
     requirement_from_pod,
     score_100,
 )
+from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings
 from policy.settings import MAX_EXTENDER_SCORE, MAX_SCORE
 
 MEMORY_PRIORITY_WEIGHT = 10
@@ -48,6 +49,8 @@ class VerbLimits:
     policy: PolicySettings
     capacity: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS
     pod_error_status: HTTPStatus = HTTPStatus.OK
+    job_zone: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS
+    """The keys /preempt reads a victim's job from."""
     """How a pod the policy cannot judge is answered: 200 = every candidate unresolvable (filter) or
     scored 0 (prioritize), with the policy's message; 400 = the message as plain text."""
 

@@ -9,11 +9,12 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/apis/scheduling"
 	schedulerconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+
+	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
 )
 
 // JobZone is the profile's preemption: it runs kube-scheduler's DefaultPreemption (the same
@@ -46,18 +47,15 @@ func (pl *JobZone) newPreemption(ctx context.Context) (*defaultpreemption.Defaul
 }
 
 // mayEvict is the victim rule: false for a bound member of a job of more than one pod, unless
-// the preemptor is system-critical. The framework has already checked that the victim's
+// the preemptor is system-critical (zonepolicy.ProtectedVictim, which the extender's preempt verb
+// shares through the vectors). The framework has already checked that the victim's
 // priority is lower than the preemptor's.
 func (pl *JobZone) mayEvict(_ fwk.NodeInfo, victim fwk.PodInfo, preemptor *v1.Pod) bool {
-	if corev1helpers.PodPriority(preemptor) >= scheduling.SystemCriticalPriority {
-		return true
-	}
 	pod := victim.GetPod()
 	if pl.handle.GetWaitingPod(pod.UID) != nil {
 		return true
 	}
-	job, err := pl.jobFromPod(pod)
-	return err != nil || job == nil || job.Size <= 1
+	return !zonepolicy.ProtectedVictim(pod, corev1helpers.PodPriority(preemptor), pl.config.zone, pl.ownerJobs)
 }
 
 // preempt runs DefaultPreemption for a pod JobZone does not end the attempt for; a status

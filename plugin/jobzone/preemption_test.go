@@ -7,6 +7,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/apis/scheduling"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
 )
 
 func TestPreemptionNeverEvictsABoundMemberOfAJob(t *testing.T) {
@@ -46,5 +48,11 @@ func TestPreemptionNeverEvictsABoundMemberOfAJob(t *testing.T) {
 				t.Fatalf("mayEvict = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestTheSharedRuleUsesKubeSchedulersSystemCriticalPriority(t *testing.T) {
+	if zonepolicy.SystemCriticalPriority != scheduling.SystemCriticalPriority {
+		t.Fatalf("zonepolicy.SystemCriticalPriority = %d, kube-scheduler's is %d", zonepolicy.SystemCriticalPriority, scheduling.SystemCriticalPriority)
 	}
 }

@@ -12,7 +12,7 @@ import (
 // the file policy/job_zone.py is tested against.
 func TestZoneVectors(t *testing.T) {
 	file := policyvectors.MustLoadZone(t)
-	if len(file.Pods) == 0 || len(file.Members) == 0 || len(file.Plans) == 0 {
+	if len(file.Pods) == 0 || len(file.Members) == 0 || len(file.Plans) == 0 || len(file.Victims) == 0 {
 		t.Fatalf("%s has no cases", policyvectors.ZoneFile)
 	}
 	agreed := 0
@@ -31,7 +31,13 @@ func TestZoneVectors(t *testing.T) {
 			agreed++
 		}
 	}
-	t.Logf("zone vectors: %d of %d cases agreed", agreed, len(file.Pods)+len(file.Members)+len(file.Plans))
+	for _, c := range file.Victims {
+		if t.Run("victim/"+c.Name, func(t *testing.T) { checkVictimCase(t, c) }) {
+			agreed++
+		}
+	}
+	total := len(file.Pods) + len(file.Members) + len(file.Plans) + len(file.Victims)
+	t.Logf("zone vectors: %d of %d cases agreed", agreed, total)
 }
 
 func checkPodCase(t *testing.T, c policyvectors.ZonePodCase) {
@@ -79,5 +85,13 @@ func checkPlanCase(t *testing.T, c policyvectors.ZonePlanCase) {
 	plan := zonepolicy.PlanZone(c.Copies, c.JobSize, failed)
 	if plan.Zone != c.Expect.Zone || plan.Message != c.Expect.Message {
 		t.Fatalf("plan = %+v, want zone %q message %q", plan, c.Expect.Zone, c.Expect.Message)
+	}
+}
+
+func checkVictimCase(t *testing.T, c policyvectors.ZoneVictimCase) {
+	victim, _ := policyvectors.MustDecodePod(t, c.Victim, "")
+	got := zonepolicy.ProtectedVictim(victim, c.PreemptorPriority, zonepolicy.DefaultSettings(), c.OwnerJobs)
+	if got != c.Expect.Protected {
+		t.Fatalf("ProtectedVictim = %v, want %v", got, c.Expect.Protected)
 	}
 }

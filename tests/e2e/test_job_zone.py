@@ -611,6 +611,12 @@ def with_priority(manifest: dict[str, Any], priority_class_name: str) -> dict[st
     return manifest
 
 
+NO_VICTIM = "No preemption victims found"
+"""kube-scheduler's message when preemption's dry run finds no victim (JobZone's rule refused them)."""
+NO_CANDIDATE = "no candidate node for preemption"
+"""kube-scheduler's message when its extenders dropped every candidate node (the preempt verb)."""
+
+
 @pytest.mark.parametrize("mode", ["plugin"], indirect=True)
 def test_preemption_never_takes_one_member_of_a_bound_job(
     cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
@@ -620,6 +626,25 @@ def test_preemption_never_takes_one_member_of_a_bound_job(
     GPU); JobZone's preemption finds no victim and says so. Then b-1 is added, holding a
     low-priority pod in no job: that pod is evicted, the high-priority pod is nominated to b-1,
     and no member of the job was touched."""
+    preemption_keeps_the_job_whole(cluster, watch, tmp_path, NO_VICTIM)
+
+
+@pytest.mark.parametrize("mode", ["extender-cached", "extender"], indirect=True)
+def test_the_extenders_preempt_verb_never_takes_one_member_of_a_bound_job(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """The same scene in the extender modes: kube-scheduler's stock DefaultPreemption chooses one
+    member of the job on a-1 as the victim and asks the extender's preempt verb, which drops a-1
+    (extender-cached: after listing a-1's pods to learn what the victim's UID is); with no node
+    left kube-scheduler says so. The pod in no job on b-1 is evicted instead."""
+    preemption_keeps_the_job_whole(cluster, watch, tmp_path, NO_CANDIDATE)
+
+
+def preemption_keeps_the_job_whole(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path, no_victim: str
+) -> None:
+    """The preemption scene above; ``no_victim`` is what the urgent pod is told while only the
+    job's members could make room."""
     cluster.add_nodes(SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=4), ZONE_A))
     start_webhook(cluster.plane, tmp_path / "webhook")
     cluster.start()
@@ -630,7 +655,6 @@ def test_preemption_never_takes_one_member_of_a_bound_job(
     assert set(watch.wait_for_bindings(job).values()) == {"a-1"}
 
     [urgent] = create(cluster, with_priority(pod_manifest(PodSpecification("urgent", gpus=1)), high))
-    no_victim = "No preemption victims found"
     wait_for(
         lambda: any(no_victim in message for message in failed_scheduling(cluster, urgent)),
         60,

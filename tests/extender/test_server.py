@@ -3,6 +3,7 @@
 import contextlib
 import gc
 import io
+import json
 import select
 import socket
 import ssl
@@ -86,13 +87,40 @@ def test_query_string_is_ignored_like_go(extender):
     assert reply.status == 200
 
 
-@pytest.mark.parametrize("path", ["/", "/bind", "/preempt", "/filter/", "/Filter", "/healthz", "/metrics"])
+def test_preempt_over_mutual_tls(extender):
+    """The stateless extender's /preempt: a node whose victim is a running job's member is dropped."""
+    member = {
+        "metadata": {
+            "name": "llm-0",
+            "namespace": "ml",
+            "uid": "uid-member",
+            "labels": {"training.example.com/job": "llm"},
+            "annotations": {
+                "training.example.com/zone-policy": "same-zone",
+                "training.example.com/job-size": "2",
+            },
+        }
+    }
+    plain = {"metadata": {"name": "notebook", "namespace": "ml", "uid": "uid-plain"}}
+    body = {
+        "Pod": {"metadata": {"name": "urgent", "namespace": "ml"}, "spec": {"priority": 1000}},
+        "NodeNameToVictims": {"a-1": {"Pods": [member]}, "b-1": {"Pods": [plain], "NumPDBViolations": 0}},
+    }
+    reply = post(extender, "/preempt", json.dumps(body).encode())
+    assert reply.status == 200
+    assert reply.headers["content-type"] == "application/json"
+    assert reply.json() == {
+        "NodeNameToMetaVictims": {"b-1": {"Pods": [{"UID": "uid-plain"}], "NumPDBViolations": 0}}
+    }
+
+
+@pytest.mark.parametrize("path", ["/", "/bind", "/preempt/", "/filter/", "/Filter", "/healthz", "/metrics"])
 def test_other_paths_are_404(extender, path):
     assert_plain_error(post(extender, path, b"{}"), 404, "no such path")
 
 
 @pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH", "OPTIONS"])
-@pytest.mark.parametrize("path", ["/filter", "/prioritize"])
+@pytest.mark.parametrize("path", ["/filter", "/prioritize", "/preempt"])
 def test_other_methods_on_the_verbs_are_405(extender, path, method):
     reply = post(extender, path, b"{}" if method in ("PUT", "PATCH") else None, method=method)
     assert_plain_error(reply, 405, "takes POST")

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from components.render.cloudwatch_dashboard import dashboard_body, drawn_metrics
@@ -56,10 +57,13 @@ def servers(pki: Pki) -> Iterator[tuple[ThreadedExtender, ThreadedExtender]]:
 def exercised_pages(extender: ThreadedExtender, webhook: ThreadedExtender) -> str:
     """Both pages after the traffic a cluster gives them: verbs answered and one refused each."""
     nodes = make_nodes(4)
-    for path in ("/filter", "/prioritize"):
-        ok = request(
-            extender.ports.port, scheduler_context(extender.pki), path, extender_body(make_pod(), nodes)
-        )
+    bodies = {
+        "/filter": extender_body(make_pod(), nodes),
+        "/prioritize": extender_body(make_pod(), nodes),
+        "/preempt": orjson.dumps({"Pod": make_pod(), "NodeNameToVictims": {}}),
+    }
+    for path, body in bodies.items():
+        ok = request(extender.ports.port, scheduler_context(extender.pki), path, body)
         assert ok.status == 200
         refused = request(extender.ports.port, scheduler_context(extender.pki), path, b"{not json")
         assert refused.status == 400

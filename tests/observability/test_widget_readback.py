@@ -92,11 +92,12 @@ def test_errors_leave_out_status_200_and_add_up_the_verbs_they_select(cloudwatch
             emf(1, requests, 40.0, verb="filter", status="200"),
             emf(1, requests, 2.0, verb="filter", status="503"),
             emf(1, requests, 3.0, verb="prioritize", status="400"),
+            emf(1, requests, 4.0, verb="preempt", status="413"),
             emf(1, requests, 7.0, verb="mutate", status="413"),
             emf(1, requests, 9.0, verb="other", status="404"),
         ],
     )
-    assert points(read(cloudwatch)[ERRORS]) == {"extender errors": [5.0], "webhook errors": [7.0]}
+    assert points(read(cloudwatch)[ERRORS]) == {"extender errors": [9.0], "webhook errors": [7.0]}
 
 
 def test_a_histogram_statistic_set_is_drawn_as_its_average(cloudwatch: Any) -> None:

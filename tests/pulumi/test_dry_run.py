@@ -208,7 +208,8 @@ def test_cluster_autoscalers_pod_meets_restricted_pod_security(
             assert "violates PodSecurity" in str(refused.value.body)
 
 
-NODE_READS = (("get", "nodes"), ("list", "nodes"), ("watch", "nodes"))
+NODE_READS = (("get", "nodes"), ("list", "nodes"), ("watch", "nodes"), ("list", "pods"))
+"""The node cache's reads, and the pod lists of extender-cached's /preempt."""
 NOT_GRANTED = (
     ("update", "nodes", "", ""),
     ("patch", "nodes", "", ""),
@@ -216,7 +217,11 @@ NOT_GRANTED = (
     ("create", "nodes", "", ""),
     ("update", "nodes", "", "status"),
     ("get", "nodes", "", "proxy"),
-    ("list", "pods", "", ""),
+    ("get", "pods", "", ""),
+    ("watch", "pods", "", ""),
+    ("delete", "pods", NAMESPACE, ""),
+    ("create", "pods", NAMESPACE, "eviction"),
+    ("get", "pods", NAMESPACE, "log"),
     ("get", "secrets", NAMESPACE, ""),
     ("list", "configmaps", NAMESPACE, ""),
     ("create", "pods", NAMESPACE, "binding"),
@@ -224,11 +229,12 @@ NOT_GRANTED = (
 )
 
 
-def test_the_node_reader_grants_reading_nodes_and_nothing_else(
+def test_the_node_reader_grants_reading_nodes_and_listing_pods_and_nothing_else(
     api: DryRun, namespace: dict[str, Any], extender_cached_run: StackRun
 ) -> None:
     """extender-cached's ClusterRole and binding, created for real: the API server's own RBAC
-    authorizer lets the extender's ServiceAccount get, list and watch Nodes, nothing more."""
+    authorizer lets the extender's ServiceAccount get, list and watch Nodes and list Pods, nothing
+    more."""
     assert not any(api.allowed(verb, resource) for verb, resource in NODE_READS), "nothing before the binding"
     rbac = [
         body

@@ -84,7 +84,10 @@ def test_node_reader_rbac_exists_only_in_extender_cached_mode(run: StackRun) -> 
         return
     [role] = roles
     assert role["metadata"]["name"] == NODE_READER_ROLE == "scheduler-extender-node-reader"
-    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+    ]
     assert "aggregationRule" not in role
     [binding] = bindings
     assert binding["roleRef"] == {

@@ -6,7 +6,8 @@ import pytest
 import yaml
 
 from components.render.scheduler_config import SchedulerConfig, render_scheduler_config
-from contracts.modes import SCHEDULER_MODES, node_cache_capable, uses_extender
+from contracts.modes import SCHEDULER_MODES, SchedulerMode, node_cache_capable, uses_extender
+from contracts.server import FILTER_PATH, PREEMPT_PATH, PRIORITIZE_PATH
 
 SHARED = Path(__file__).resolve().parents[1] / "vectors" / "plugin_mode_plugins.yaml"
 
@@ -28,6 +29,15 @@ def test_node_cache_capable_is_true_only_in_extender_cached_mode() -> None:
     assert stateless["nodeCacheCapable"] is False
     assert cached["nodeCacheCapable"] is True
     assert {**cached, "nodeCacheCapable": False} == stateless, "the rest of the stanza is the same"
+
+
+@pytest.mark.parametrize("mode", ["extender", "extender-cached"])
+def test_both_extender_modes_name_the_verbs_the_extender_serves(mode: SchedulerMode) -> None:
+    [stanza] = render_scheduler_config(SchedulerConfig(mode=mode))["extenders"]
+    verbs = {key: stanza[key] for key in ("filterVerb", "prioritizeVerb", "preemptVerb")}
+    assert verbs == {"filterVerb": "filter", "prioritizeVerb": "prioritize", "preemptVerb": "preempt"}
+    assert "bindVerb" not in stanza
+    assert {f"/{verb}" for verb in verbs.values()} == {FILTER_PATH, PRIORITIZE_PATH, PREEMPT_PATH}
 
 
 def test_the_extender_modes_differ_only_in_the_stanza() -> None:

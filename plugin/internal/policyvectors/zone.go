@@ -21,6 +21,7 @@ type ZoneCases struct {
 	Pods        []ZonePodCase      `json:"pods"`
 	Members     []ZoneMemberCase   `json:"members"`
 	Plans       []ZonePlanCase     `json:"plans"`
+	Victims     []ZoneVictimCase   `json:"victims"`
 }
 
 // ZoneSettingsFields are the zone policy settings, in the vectors' spelling.
@@ -83,6 +84,24 @@ type ZonePlanCase struct {
 	} `json:"expect"`
 }
 
+// ZoneVictimCase is a bound pod a preemptor's dry run chose as a victim, the preemptor's
+// priority, the Jobs the cluster holds, and whether the pod is protected (default settings).
+type ZoneVictimCase struct {
+	Name              string          `json:"name"`
+	Description       string          `json:"description"`
+	Victim            json.RawMessage `json:"victim"`
+	PreemptorPriority int32           `json:"preemptor_priority"`
+	Jobs              []batchv1.Job   `json:"jobs"`
+	Expect            struct {
+		Protected bool `json:"protected"`
+	} `json:"expect"`
+}
+
+// OwnerJobs looks the case's Jobs up by namespace and name.
+func (c ZoneVictimCase) OwnerJobs(namespace, name string) *batchv1.Job {
+	return findJob(c.Jobs, namespace, name)
+}
+
 // MustLoadZone loads zone_cases.json (each pod case with its settings) for a test.
 func MustLoadZone(t testing.TB) ZoneCases {
 	t.Helper()
@@ -110,9 +129,13 @@ func MustLoadZone(t testing.TB) ZoneCases {
 
 // OwnerJobs looks a case's Jobs up by namespace and name, as the plugin's informer does.
 func (c ZonePodCase) OwnerJobs(namespace, name string) *batchv1.Job {
-	for i := range c.Jobs {
-		if c.Jobs[i].Namespace == namespace && c.Jobs[i].Name == name {
-			return &c.Jobs[i]
+	return findJob(c.Jobs, namespace, name)
+}
+
+func findJob(jobs []batchv1.Job, namespace, name string) *batchv1.Job {
+	for i := range jobs {
+		if jobs[i].Namespace == namespace && jobs[i].Name == name {
+			return &jobs[i]
 		}
 	}
 	return nil
