@@ -54,18 +54,22 @@ def _term_selects(term: Mapping[str, Any], labels: Mapping[str, str], node_name:
 def _holds(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     key, operator, values = expression.get("key"), expression.get("operator"), expression.get("values") or []
     value = labels.get(key) if isinstance(key, str) else None
-    if operator == "In":
-        return value is not None and value in values
-    if operator == "NotIn":
-        return value is None or value not in values
-    if operator == "Exists":
-        return value is not None
-    if operator == "DoesNotExist":
-        return value is None
-    if operator in ("Gt", "Lt") and len(values) == 1:
-        number = None if value is None else parse_go_int64(value)
-        bound = parse_go_int64(str(values[0]))
-        if number is None or bound is None:
-            return False
-        return number > bound if operator == "Gt" else number < bound
-    return False
+    if operator in ("Gt", "Lt"):
+        return _compares(operator, value, values)
+    holds = {
+        "In": value is not None and value in values,
+        "NotIn": value is None or value not in values,
+        "Exists": value is not None,
+        "DoesNotExist": value is None,
+    }
+    return holds.get(str(operator), False)
+
+
+def _compares(operator: str, value: str | None, values: Sequence[Any]) -> bool:
+    """``Gt``/``Lt``: the label and the one bound both base-10 64-bit integers, else False."""
+    if len(values) != 1 or value is None:
+        return False
+    number, bound = parse_go_int64(value), parse_go_int64(str(values[0]))
+    if number is None or bound is None:
+        return False
+    return number > bound if operator == "Gt" else number < bound

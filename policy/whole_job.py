@@ -27,7 +27,9 @@ class MemberShape:
     """Per node of the zone, in the zone's node order: whether the member may use it at all."""
 
 
-def plan_members(own: MemberShape, others: Sequence[MemberShape], job_size: int, gpu_resource: str) -> list[MemberShape]:
+def plan_members(
+    own: MemberShape, others: Sequence[MemberShape], job_size: int, gpu_resource: str
+) -> list[MemberShape]:
     """The members a plan is made with: ``own`` (the member being scheduled) first, then the other
     members waiting to be placed, heaviest first; missing members taken to be like ``own``, and at
     most ``job_size`` kept (the heaviest), as JobZone's ``jobShapes``."""
@@ -57,7 +59,9 @@ def copies_in(requests: Mapping[str, Decimal], free: Mapping[str, Decimal]) -> i
     return max(0, int(count))
 
 
-def whole_job_in(members: Sequence[MemberShape], free: Sequence[Mapping[str, Decimal]], gpu_resource: str) -> int:
+def whole_job_in(
+    members: Sequence[MemberShape], free: Sequence[Mapping[str, Decimal]], gpu_resource: str
+) -> int:
     """How many of ``members`` the nodes whose free resources are ``free`` hold at once.
 
     The members are placed one by one, heaviest first (``heaviness``, ties in the given order),
@@ -78,7 +82,9 @@ def whole_job_in(members: Sequence[MemberShape], free: Sequence[Mapping[str, Dec
     if placed < len(ordered) or not ordered:
         return placed
     heaviest = ordered[0]
-    return placed + sum(copies_in(heaviest.requests, node) for index, node in enumerate(room) if _admits(heaviest, index))
+    return placed + sum(
+        copies_in(heaviest.requests, node) for index, node in enumerate(room) if _admits(heaviest, index)
+    )
 
 
 def _admits(shape: MemberShape, index: int) -> bool:
