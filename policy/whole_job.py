@@ -54,7 +54,7 @@ def copies_in(requests: Mapping[str, Decimal], free: Mapping[str, Decimal]) -> i
     a requested resource holds none), as NodeResourcesFit counts them."""
     count = free.get(PODS, Decimal(0))
     for name, need in requests.items():
-        if name != PODS and need > 0:
+        if need > 0:
             count = min(count, free.get(name, Decimal(0)) // need)
     return max(0, int(count))
 
@@ -94,5 +94,4 @@ def _admits(shape: MemberShape, index: int) -> bool:
 def _take(requests: Mapping[str, Decimal], node: dict[str, Decimal]) -> None:
     node[PODS] = node.get(PODS, Decimal(0)) - 1
     for name, need in requests.items():
-        if name != PODS:
-            node[name] = node.get(name, Decimal(0)) - need
+        node[name] = node.get(name, Decimal(0)) - need
