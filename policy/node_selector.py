@@ -44,8 +44,7 @@ def _term_selects(term: Mapping[str, Any], labels: Mapping[str, str], node_name:
     if not expressions and not fields:
         return False
     fields_hold = all(
-        expression.get("key") == NODE_NAME_FIELD
-        and _holds(expression, {NODE_NAME_FIELD: node_name})
+        expression.get("key") == NODE_NAME_FIELD and _holds(expression, {NODE_NAME_FIELD: node_name})
         for expression in fields
     )
     return fields_hold and all(_holds(expression, labels) for expression in expressions)
