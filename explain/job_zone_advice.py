@@ -9,6 +9,7 @@ reading the pod affinity the admission webhook writes.
 
 from explain.job_zone_render import selector_text
 from explain.job_zone_report import JobZoneReport, VolumeZone
+from explain.settings import LISTED_VOLUMES
 from policy.job_identity import JOB_NOT_INDEXED, LWS_WITHOUT_GROUP_INDEX
 from policy.job_zone import (
     INVALID_ZONE_POLICY,
@@ -140,7 +141,7 @@ def _no_zone_changes(job: JobZoneReport, per_copy: str, settings: JobZoneSetting
         ]
     closest = max(job.zones, key=lambda room: room.plan_count)
     changes = [f"JobZone (plugin mode) leaves every member Pending: {message}"]
-    changes += [_volume_change(volume) for volume in job.volume_zones]
+    changes += [_volume_change(volume) for volume in job.volume_zones[:LISTED_VOLUMES]]
     if job.whole_job:
         changes.append(
             f"add nodes in one zone until it holds every member at once: the closest is {closest.zone} with "

@@ -6,7 +6,7 @@
 from typing import Any
 
 from explain.job_zone_report import JobZoneReport, VolumeZone
-from explain.settings import LISTED_NODES
+from explain.settings import LISTED_NODES, LISTED_VOLUMES
 from policy.owner_job import SIZE_FROM_COMPLETIONS
 
 JOB_STATUS = {
@@ -42,7 +42,11 @@ def job_summary(job: JobZoneReport) -> list[str]:
         f"  job status {job.status}: {JOB_STATUS[job.status]}",
         "  affinity   the webhook's same-zone pod affinity: " + _affinity(job),
     ]
-    lines += [f"  volume     {volume_text(volume)}" for volume in job.volume_zones]
+    lines += [f"  volume     {volume_text(volume)}" for volume in job.volume_zones[:LISTED_VOLUMES]]
+    if (more := len(job.volume_zones) - LISTED_VOLUMES) > 0:
+        lines.append(
+            f"  volume     +{more} more members held to their volumes' zones (the JSON lists every one)"
+        )
     if job.unzoned_nodes:
         names = ", ".join(job.unzoned_nodes[:LISTED_NODES])
         more = len(job.unzoned_nodes) - LISTED_NODES

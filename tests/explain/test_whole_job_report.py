@@ -10,6 +10,7 @@ from explain.ec2_gpu_data import load_table
 from explain.job_volumes import volume_reads
 from explain.pod_report import PodExplanation, explain_pod
 from explain.render import pod_json, pod_text
+from explain.settings import LISTED_VOLUMES
 from policy import DEFAULT_SETTINGS
 from policy.job_zone import NO_ZONE_FITS, ZONE_LABEL
 from tests.explain.objects import gpu_node, job_pod
@@ -208,3 +209,21 @@ def test_a_volume_in_zone_b_rules_out_every_other_zone_and_is_named() -> None:
         "member worker-3 mounts data-3, bound to PersistentVolume pv-3 in no zone" in c
         for c in nowhere.changes
     )
+
+
+def test_many_members_held_to_volumes_are_listed_up_to_the_limit() -> None:
+    """Each of eight workers mounts its own claim in B: the text names five, the JSON all eight."""
+    nodes = [gpu_node("h100-a", "p5.48xlarge", zone=A), gpu_node("h100-b", "p5.48xlarge", zone=B)]
+    workers = [mounting(job_pod(f"worker-{index}", 8), f"data-{index}") for index in range(8)]
+    namespace = workers[0]["metadata"]["namespace"]
+    volumes = [
+        item for index in range(8) for item in bound_claim(f"data-{index}", f"pv-{index}", B, namespace)
+    ]
+    explanation = explain(workers[0], nodes, workers, volumes)
+    text = pod_text(explanation, DEFAULT_SETTINGS)
+    assert sum(line.startswith("  volume     worker-") for line in text.splitlines()) == LISTED_VOLUMES
+    assert f"  volume     +{8 - LISTED_VOLUMES} more members held to their volumes' zones" in text
+    assert len(pod_json(explanation)["job"]["volumeZones"]) == 8
+    assert explanation.job is not None
+    assert explanation.job.plan is not None
+    assert explanation.job.plan.zone == B
