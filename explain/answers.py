@@ -7,6 +7,7 @@ import kubernetes.client
 from components.render.ec2_catalogue import snapshot_gpu_memory_table
 from explain.cluster import ClusterReader
 from explain.ec2_gpu_data import Ec2GpuData, load_table, lookup_region
+from explain.job_volumes import VolumeReads
 from explain.node_facts import instance_type_of
 from explain.nodes_report import NodeInventory, inventory
 from explain.pod_report import PodExplanation, explain_pod
@@ -31,9 +32,9 @@ def pod_answer(
     job_settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS,
     capacity: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS,
 ) -> PodExplanation:
-    """``explain pod``: the pod, then every node and bound pod (and a same-zone job's members),
-    judged by the policy (``capacity``: the capacity-type rule's settings, its default choice).
-    An Indexed Job's size is read from its Job, once per explanation."""
+    """``explain pod``: the pod, then every node and bound pod (and a same-zone job's members and the
+    volumes they mount), judged by the policy (``capacity``: the capacity-type rule's settings, its
+    default choice). An Indexed Job's size, a claim and a volume are each read once per explanation."""
     pod = reader.pod(namespace, name)
     state = reader.state()
     owner_jobs = functools.cache(reader.job)
@@ -53,6 +54,7 @@ def pod_answer(
         job_settings=job_settings,
         capacity=capacity,
         owner_jobs=owner_jobs,
+        volumes=VolumeReads(claim=functools.cache(reader.claim), volume=functools.cache(reader.volume)),
     )
 
 

@@ -2,8 +2,9 @@
 
 Objects come back as the API serves them (decoded JSON, camelCase keys, quantities as
 strings), which is the form the policy reads, so nothing is lost by the client's models.
-Needs ``get`` on pods and on batch Jobs (an Indexed Job's size), and ``list`` on nodes and on pods
-in all namespaces.
+Needs ``get`` on pods and on batch Jobs (an Indexed Job's size), ``list`` on nodes and on pods
+in all namespaces, and, for a same-zone job whose members mount PersistentVolumeClaims, ``get``
+on those claims and on PersistentVolumes (the volumes' zones).
 """
 
 import functools
@@ -64,20 +65,41 @@ class ClusterReader:
 
     def job(self, namespace: str, name: str) -> ApiObject | None:
         """The batch/v1 Job, None when there is none; ExplainError when it cannot be read."""
-        try:
-            response = self._batch.read_namespaced_job(
+        return self._optional(
+            f"job {namespace}/{name}",
+            lambda: self._batch.read_namespaced_job(
                 name, namespace, _preload_content=False, _request_timeout=self._timeout
-            )
+            ),
+        )
+
+    def claim(self, namespace: str, name: str) -> ApiObject | None:
+        """The PersistentVolumeClaim, None when there is none; ExplainError when it cannot be read."""
+        return self._optional(
+            f"persistentvolumeclaim {namespace}/{name}",
+            lambda: self._core.read_namespaced_persistent_volume_claim(
+                name, namespace, _preload_content=False, _request_timeout=self._timeout
+            ),
+        )
+
+    def volume(self, name: str) -> ApiObject | None:
+        """The PersistentVolume, None when there is none; ExplainError when it cannot be read."""
+        return self._optional(
+            f"persistentvolume {name}",
+            lambda: self._core.read_persistent_volume(
+                name, _preload_content=False, _request_timeout=self._timeout
+            ),
+        )
+
+    def _optional(self, what: str, request: Callable[[], Any]) -> ApiObject | None:
+        """One object, None when the API server says it does not exist."""
+        try:
+            response = request()
         except ApiException as error:
             if error.status == 404:
                 return None
-            raise ExplainError(
-                f"job {namespace}/{name}: {_api_error_reason(error)} ({self._server})"
-            ) from error
+            raise ExplainError(f"{what}: {_api_error_reason(error)} ({self._server})") from error
         except (urllib3.exceptions.HTTPError, OSError) as error:
-            raise ExplainError(
-                f"job {namespace}/{name}: cannot reach the API server {self._server}: {error}"
-            ) from error
+            raise ExplainError(f"{what}: cannot reach the API server {self._server}: {error}") from error
         document = json.loads(response.data)
         return document if isinstance(document, dict) else None
 

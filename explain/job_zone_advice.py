@@ -8,7 +8,8 @@ reading the pod affinity the admission webhook writes.
 """
 
 from explain.job_zone_render import selector_text
-from explain.job_zone_report import JobZoneReport
+from explain.job_zone_report import JobZoneReport, VolumeZone
+from explain.settings import LISTED_VOLUMES
 from policy.job_identity import JOB_NOT_INDEXED, LWS_WITHOUT_GROUP_INDEX
 from policy.job_zone import (
     INVALID_ZONE_POLICY,
@@ -138,14 +139,23 @@ def _no_zone_changes(job: JobZoneReport, per_copy: str, settings: JobZoneSetting
             f"JobZone (plugin mode) leaves every member Pending: {message}; label the nodes with their "
             f"zone ({settings.zone_label}, which EKS sets on every node)"
         ]
-    closest = max(job.zones, key=lambda room: room.copies)
-    changes = [
-        f"JobZone (plugin mode) leaves every member Pending: {message}",
-        f"add nodes in one zone until it holds {size} copies: the closest is {closest.zone} with "
-        f"{closest.copies}, {size - closest.copies} short (one copy needs {per_copy} on a node that "
-        "passes the policy and whose taints the pod tolerates)",
-    ]
-    if closest.copies:
+    closest = max(job.zones, key=lambda room: room.plan_count)
+    changes = [f"JobZone (plugin mode) leaves every member Pending: {message}"]
+    changes += [_volume_change(volume) for volume in job.volume_zones[:LISTED_VOLUMES]]
+    if job.whole_job:
+        changes.append(
+            f"add nodes in one zone until it holds every member at once: the closest is {closest.zone} with "
+            f"{closest.plan_count} of {size}, {size - closest.plan_count} short (each member on a node "
+            "with room for its own requests that passes the policy, its taints, node selector and affinity "
+            "and its volumes' zones; the MEMBERS column)"
+        )
+    else:
+        changes.append(
+            f"add nodes in one zone until it holds {size} copies: the closest is {closest.zone} with "
+            f"{closest.copies}, {size - closest.copies} short (one copy needs {per_copy} on a node that "
+            "passes the policy and whose taints the pod tolerates)"
+        )
+    if closest.copies and not job.whole_job:
         changes.append(
             f"or lower the annotation {settings.job_size_annotation} on every member to {closest.copies} "
             "or less (the most one zone holds now) and run that many workers"
@@ -156,6 +166,15 @@ def _no_zone_changes(job: JobZoneReport, per_copy: str, settings: JobZoneSetting
         "requeue the job (docs/zones.md)"
     )
     return changes
+
+
+def _volume_change(volume: VolumeZone) -> str:
+    where = f"zone {', '.join(volume.zones)}" if volume.zones else "no zone with nodes"
+    return (
+        f"member {volume.pod} mounts {volume.claim}, bound to PersistentVolume {volume.volume} in {where}: "
+        "the job can run only where that volume is; make room there, or give the member a volume in the "
+        "zone the job should use"
+    )
 
 
 def _zone_full_changes(job: JobZoneReport) -> list[str]:

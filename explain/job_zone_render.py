@@ -5,8 +5,8 @@
 
 from typing import Any
 
-from explain.job_zone_report import JobZoneReport
-from explain.settings import LISTED_NODES
+from explain.job_zone_report import JobZoneReport, VolumeZone
+from explain.settings import LISTED_NODES, LISTED_VOLUMES
 from policy.owner_job import SIZE_FROM_COMPLETIONS
 
 JOB_STATUS = {
@@ -16,10 +16,6 @@ JOB_STATUS = {
     "no-zone": "no zone holds the whole job",
     "size-mismatch": "its members declare different job sizes; JobZone places none",
     "waiting-for-members": "fewer members exist than the job size; JobZone plans nothing until all do",
-    "members-differ": (
-        "the members differ in what they ask (a launcher beside workers): JobZone plans the zone that holds "
-        "every member at once; the copies below are this pod's only"
-    ),
 }
 """One line per job status of ``explain pod``."""
 
@@ -37,6 +33,8 @@ def job_summary(job: JobZoneReport) -> list[str]:
         zone = (
             f"JobZone plans {job.plan.zone}" if job.plan.zone else f"JobZone plans none: {job.plan.message}"
         )
+        if job.whole_job:
+            zone += f" ({WHOLE_JOB_NOTE})"
     lines = [
         f"  job        {job.job.name}, {job.job.size} pods (members labelled "
         f"{selector_text(job.job.selector)}; size from {_size_source(job.job.size_from)}); {known}",
@@ -44,6 +42,11 @@ def job_summary(job: JobZoneReport) -> list[str]:
         f"  job status {job.status}: {JOB_STATUS[job.status]}",
         "  affinity   the webhook's same-zone pod affinity: " + _affinity(job),
     ]
+    lines += [f"  volume     {volume_text(volume)}" for volume in job.volume_zones[:LISTED_VOLUMES]]
+    if (more := len(job.volume_zones) - LISTED_VOLUMES) > 0:
+        lines.append(
+            f"  volume     +{more} more members held to their volumes' zones (the JSON lists every one)"
+        )
     if job.unzoned_nodes:
         names = ", ".join(job.unzoned_nodes[:LISTED_NODES])
         more = len(job.unzoned_nodes) - LISTED_NODES
@@ -57,13 +60,40 @@ def selector_text(match_labels: dict[str, str]) -> str:
     return ",".join(f"{key}={value}" for key, value in sorted(match_labels.items()))
 
 
+WHOLE_JOB_NOTE = "planned with every member at once: they differ in what they ask"
+"""Said of a job planned with every member (``JobZoneReport.whole_job``)."""
+
+
+def volume_text(volume: VolumeZone) -> str:
+    """A member held to its volume's zones, as a reader says it."""
+    where = f"only {', '.join(volume.zones)}" if volume.zones else "no zone"
+    return (
+        f"{volume.pod} mounts {volume.claim} (PersistentVolume {volume.volume}), whose node affinity allows "
+        f"{where}: JobZone plans the job in no other zone"
+    )
+
+
 JOB_ZONE_HEADER = ("ZONE", "NODES", "COPIES", "BOUND", "NOMINATED")
+WHOLE_JOB_HEADER = ("ZONE", "NODES", "COPIES", "MEMBERS", "BOUND", "NOMINATED")
+"""JOB_ZONE_HEADER for a job planned with every member: MEMBERS is what each zone holds of them."""
+
+
+def job_zone_header(job: JobZoneReport) -> tuple[str, ...]:
+    """The zone table's header: with a MEMBERS column for a job planned with every member."""
+    return WHOLE_JOB_HEADER if job.whole_job else JOB_ZONE_HEADER
 
 
 def job_zone_rows(job: JobZoneReport) -> list[tuple[str, ...]]:
-    """A row per zone under JOB_ZONE_HEADER."""
+    """A row per zone under ``job_zone_header(job)``."""
     return [
-        (room.zone, str(room.nodes), str(room.copies), str(room.bound), str(room.nominated))
+        (
+            room.zone,
+            str(room.nodes),
+            str(room.copies),
+            *([str(room.members_held)] if job.whole_job else []),
+            str(room.bound),
+            str(room.nominated),
+        )
         for room in job.zones
     ]
 
@@ -93,11 +123,17 @@ def job_json(job: JobZoneReport) -> dict[str, Any]:
         "zoneAffinity": job.zone_affinity,
         "ownPodAffinity": job.own_pod_affinity,
         "declaredSizes": list(job.declared_sizes),
+        "wholeJob": job.whole_job,
+        "volumeZones": [
+            {"pod": volume.pod, "claim": volume.claim, "volume": volume.volume, "zones": list(volume.zones)}
+            for volume in job.volume_zones
+        ],
         "zones": [
             {
                 "zone": room.zone,
                 "nodes": room.nodes,
                 "copies": room.copies,
+                "membersHeld": room.members_held,
                 "bound": room.bound,
                 "nominated": room.nominated,
             }

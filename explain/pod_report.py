@@ -2,10 +2,12 @@
 the advice (``pod_advice``) as one answer."""
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from explain.ec2_gpu_data import Ec2GpuData
+from explain.job_volumes import NO_VOLUMES, VolumeReads
 from explain.job_zone_report import JobZoneReport, job_zone_report
 from explain.node_facts import JsonObject
 from explain.pod_advice import advice
@@ -41,17 +43,19 @@ def explain_pod(
     job_settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS,
     capacity: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS,
     owner_jobs: OwnerJobs | None = None,
+    volumes: VolumeReads = NO_VOLUMES,
 ) -> PodExplanation:
     """The policy's verdict on every node for ``pod``, its job's zones, and what would have to change.
 
     ``members`` are the pods carrying the pod's job label in its namespace (any phase);
     ``capacity`` holds the stack's default capacity-type choice, if any; ``owner_jobs`` reads the
-    Job an Indexed Job's size comes from.
+    Job an Indexed Job's size comes from; ``volumes`` reads the claims and volumes the job's members
+    mount (a volume's zone holds its member there).
     """
-    verdicts = judge_pod(
-        pod,
-        nodes,
-        assigned_pods,
+    judge = functools.partial(
+        judge_pod,
+        nodes=nodes,
+        assigned_pods=assigned_pods,
         settings=settings,
         ec2=ec2,
         scheduler_name=scheduler_name,
@@ -59,10 +63,20 @@ def explain_pod(
         capacity=capacity,
         owner_jobs=owner_jobs,
     )
+    verdicts = judge(pod)
     job = None
     if not verdicts.error:
         job = job_zone_report(
-            pod, verdicts, nodes, assigned_pods, members=members, settings=job_settings, owner_jobs=owner_jobs
+            pod,
+            verdicts,
+            nodes,
+            assigned_pods,
+            members=members,
+            settings=job_settings,
+            owner_jobs=owner_jobs,
+            judge=judge,
+            volumes=volumes,
+            gpu_resource=settings.gpu_resource,
         )
     if job is not None and job.blocks and verdicts.verdict == "fits":
         verdicts = dataclasses.replace(verdicts, verdict="no-zone")

@@ -4,7 +4,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from explain.job_zone_render import JOB_ZONE_HEADER, job_json, job_summary, job_zone_rows
+from explain.job_zone_render import job_json, job_summary, job_zone_header, job_zone_rows
 from explain.node_facts import NodeFacts
 from explain.nodes_report import NodeInventory, NodeRow, Problem
 from explain.pod_report import PodExplanation
@@ -58,7 +58,7 @@ def pod_text(explanation: PodExplanation, settings: PolicySettings) -> str:
     if explanation.job is not None:
         lines += job_summary(explanation.job)
         if explanation.job.zones:
-            lines += ["", table([JOB_ZONE_HEADER, *job_zone_rows(explanation.job)])]
+            lines += ["", table([job_zone_header(explanation.job), *job_zone_rows(explanation.job)])]
     if explanation.nodes:
         lines += [
             "",
@@ -73,10 +73,16 @@ def pod_text(explanation: PodExplanation, settings: PolicySettings) -> str:
     ]
     if explanation.job is not None:
         lines.append(
-            "COPIES: how many copies of the pod a zone's nodes hold now (policy fit, free GPUs, "
-            "tolerated taints, pod slots); NOMINATED: Pending members nominated to a node there "
-            "(held at Permit in plugin mode)."
+            "COPIES: how many copies of the pod a zone's nodes hold now (policy fit, free resources, "
+            "tolerated taints, node selector and affinity, mounted volumes' zones, pod slots); "
+            "NOMINATED: Pending members nominated to a node there (held at Permit in plugin mode)."
         )
+        if explanation.job.whole_job:
+            lines.append(
+                "MEMBERS: how many of the job's members a zone's nodes hold at once, each with its own "
+                "requests and rules, heaviest first; when all, the job size plus further copies of the "
+                "heaviest member (what JobZone's plan reads)."
+            )
     return "\n".join(lines)
 
 

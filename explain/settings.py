@@ -47,6 +47,9 @@ SUGGESTED_INSTANCE_TYPES = 3
 
 LISTED_NODES = 5
 """How many nodes a sentence of the 'what would have to change' part names before '+N more'."""
+LISTED_VOLUMES = 5
+"""How many members' volume zones the text report and its advice name before '+N more' (the JSON
+names every one)."""
 
 SCHEMA_VERSION = 1
 """Version of the ``-o json`` documents; bumped only when a field changes meaning or goes away."""

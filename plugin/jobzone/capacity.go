@@ -38,10 +38,17 @@ type podShape struct {
 }
 
 func newPodShape(pod *v1.Pod, c config) podShape {
-	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	gpus := requests[c.gpu.GPUResource]
-	requirement, err := gpupolicy.FromPod(pod, c.gpu)
-	capacity, capacityErr := gpupolicy.CapacityChoiceFromPod(pod, c.capacity)
+	shape := requestShape(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}), c.gpu.GPUResource)
+	shape.pod = pod
+	shape.requirement, shape.requirementErr = gpupolicy.FromPod(pod, c.gpu)
+	shape.capacity, shape.capacityErr = gpupolicy.CapacityChoiceFromPod(pod, c.capacity)
+	shape.affinity = nodeaffinity.GetRequiredNodeAffinity(pod)
+	return shape
+}
+
+// requestShape is the resource part of a shape: what the pod's requests take of a node.
+func requestShape(requests v1.ResourceList, gpuResource v1.ResourceName) podShape {
+	gpus := requests[gpuResource]
 	scalars := map[v1.ResourceName]int64{}
 	for name, quantity := range requests {
 		if schedutil.IsScalarResourceName(name) && !quantity.IsZero() {
@@ -49,17 +56,11 @@ func newPodShape(pod *v1.Pod, c config) podShape {
 		}
 	}
 	return podShape{
-		pod:              pod,
 		gpus:             gpus.Value(),
 		milliCPU:         requests.Cpu().MilliValue(),
 		memory:           requests.Memory().Value(),
 		ephemeralStorage: requests.StorageEphemeral().Value(),
 		scalars:          scalars,
-		requirement:      requirement,
-		requirementErr:   err,
-		capacity:         capacity,
-		capacityErr:      capacityErr,
-		affinity:         nodeaffinity.GetRequiredNodeAffinity(pod),
 	}
 }
 

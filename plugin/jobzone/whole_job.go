@@ -116,10 +116,8 @@ func wholeJobByZone(logger klog.Logger, nodes []fwk.NodeInfo, shapes []podShape,
 	return counts
 }
 
-// wholeJobIn places the members one by one, largest first, each on the first node that
-// admits it and still has room (first-fit decreasing), after taking reservedGPUs from the
-// nodes' free GPUs. It returns how many were placed, or, when all were, their number plus
-// the copies of the largest member the nodes still hold.
+// wholeJobIn is how many of the members the zone's nodes (infos) hold at once (placeWholeJob),
+// after taking reservedGPUs from the nodes' free GPUs.
 func wholeJobIn(logger klog.Logger, infos []fwk.NodeInfo, shapes []podShape, reservedGPUs int64, c config) int64 {
 	free := make([]nodeFree, len(infos))
 	for i, info := range infos {
@@ -128,29 +126,44 @@ func wholeJobIn(logger klog.Logger, infos []fwk.NodeInfo, shapes []podShape, res
 		free[i].scalars[c.gpu.GPUResource] -= taken
 		reservedGPUs -= taken
 	}
-	ordered := slices.Clone(shapes)
-	slices.SortStableFunc(ordered, heavierFirst)
-	admitted := make([][]bool, len(ordered))
-	var placed int64
-	for m, shape := range ordered {
+	admitted := make([][]bool, len(shapes))
+	for m, shape := range shapes {
 		admitted[m] = make([]bool, len(infos))
 		for i, info := range infos {
 			admitted[m][i] = shape.admits(logger, info, c)
 		}
-		for i := range infos {
-			if admitted[m][i] && shape.copiesIn(&free[i]) >= 1 {
-				shape.take(&free[i])
+	}
+	return placeWholeJob(shapes, admitted, free)
+}
+
+// placeWholeJob places the members one by one, heaviest first (heavierFirst, ties in the
+// given order), each on the first node that admits it (admitted[member][node]) and still has
+// room in free (first-fit decreasing). It returns how many were placed, or, when all were,
+// their number plus the copies of the heaviest member its admitting nodes still hold.
+// policy/whole_job.py's whole_job_in is the same count, held to the same vectors.
+func placeWholeJob(shapes []podShape, admitted [][]bool, free []nodeFree) int64 {
+	order := make([]int, len(shapes))
+	for m := range order {
+		order[m] = m
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return heavierFirst(shapes[a], shapes[b]) })
+	var placed int64
+	for _, m := range order {
+		for i := range free {
+			if admitted[m][i] && shapes[m].copiesIn(&free[i]) >= 1 {
+				shapes[m].take(&free[i])
 				placed++
 				break
 			}
 		}
 	}
-	if placed < int64(len(ordered)) {
+	if placed < int64(len(shapes)) || len(shapes) == 0 {
 		return placed
 	}
-	for i := range infos {
-		if admitted[0][i] {
-			placed += ordered[0].copiesIn(&free[i])
+	heaviest := order[0]
+	for i := range free {
+		if admitted[heaviest][i] {
+			placed += shapes[heaviest].copiesIn(&free[i])
 		}
 	}
 	return placed

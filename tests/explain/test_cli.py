@@ -22,7 +22,13 @@ from localcluster.plane.control_plane import write_kubeconfig
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE
 from policy import INVALID_MIN_MEMORY, NODE_MEMORY_LABEL, NOT_SPOT, VENDOR_MEMORY_LABELS
 from policy.job_identity import LWS_GROUP_INDEX_LABEL, LWS_NAME_LABEL, LWS_SIZE_ANNOTATION
-from policy.job_zone import INVALID_JOB_SIZE, INVALID_ZONE_POLICY, JOB_SIZE_ANNOTATION, ZONE_POLICY_ANNOTATION
+from policy.job_zone import (
+    INVALID_JOB_SIZE,
+    INVALID_ZONE_POLICY,
+    JOB_SIZE_ANNOTATION,
+    ZONE_LABEL,
+    ZONE_POLICY_ANNOTATION,
+)
 from tests.docs.cluster_samples import DocSamples
 from tests.explain.conftest import MISLABELLED, SPARE, Cluster
 from tests.explain.objects import DEMO_FLEET, job_pod, pod_json
@@ -35,9 +41,10 @@ POD_KEYS = {
 }  # fmt: skip
 JOB_KEYS = {
     "name", "source", "nameLabel", "matchLabels", "size", "sizeFrom", "members", "pending", "memberZone",
-    "remaining", "plan", "status", "zoneAffinity", "ownPodAffinity", "declaredSizes", "zones", "unzonedNodes",
+    "remaining", "plan", "status", "zoneAffinity", "ownPodAffinity", "declaredSizes", "wholeJob",
+    "volumeZones", "zones", "unzonedNodes",
 }  # fmt: skip
-JOB_ZONE_KEYS = {"zone", "nodes", "copies", "bound", "nominated"}
+JOB_ZONE_KEYS = {"zone", "nodes", "copies", "membersHeld", "bound", "nominated"}
 POD_STATE_KEYS = {"namespace", "name", "schedulerName", "governed", "phase", "nodeName", "podScheduled"}
 POD_NODE_KEYS = {
     "name", "fits", "reason", "score", "extenderScore", "capacityType", "capacityScore", "nodeGroup",
@@ -248,6 +255,68 @@ def test_a_job_member_gets_its_jobs_zones_from_the_api(
     finally:
         for reference in references:
             core.delete_namespaced_pod(reference.split("/")[1], WORKLOAD_NAMESPACE, grace_period_seconds=0)
+
+
+def test_a_members_volume_zone_is_read_from_the_apis_claim_and_persistent_volume(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One member mounts a claim bound to a PersistentVolume whose node affinity names one zone:
+    explain reads the claim and the volume, names them, and plans only that zone."""
+    core = kubernetes.client.CoreV1Api(cluster.api)
+    zone = next(node.zone for node in DEMO_FLEET if node.name == "p5-48xlarge-1")
+    term = {"matchExpressions": [{"key": ZONE_LABEL, "operator": "In", "values": [zone]}]}
+    volume = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": "explain-volume-pv"},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "",
+            "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-0123456789abcdef0"},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
+        },
+    }
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "explain-volume-data", "namespace": WORKLOAD_NAMESPACE},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "",
+            "volumeName": "explain-volume-pv",
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+    mounting = job_pod("explain-volume-1", 2, job="explain-volume")
+    mounting["spec"]["volumes"] = [
+        {"name": "data", "persistentVolumeClaim": {"claimName": "explain-volume-data"}}
+    ]
+    core.create_persistent_volume(volume)
+    core.create_namespaced_persistent_volume_claim(WORKLOAD_NAMESPACE, claim)
+    references = [
+        create_pod(cluster, job_pod("explain-volume-0", 2, job="explain-volume")),
+        create_pod(cluster, mounting),
+    ]
+    try:
+        _, document = run_json(cluster, capsys, "pod", references[0])
+        job = document["job"]
+        assert job["volumeZones"] == [
+            {
+                "pod": "explain-volume-1",
+                "claim": "explain-volume-data",
+                "volume": "explain-volume-pv",
+                "zones": [zone],
+            }
+        ]
+        assert job["wholeJob"] is True, "the members mount different claims"
+        assert job["plan"] == {"zone": zone, "message": None}
+        assert all(room["membersHeld"] < 2 for room in job["zones"] if room["zone"] != zone), job["zones"]
+    finally:
+        for reference in references:
+            core.delete_namespaced_pod(reference.split("/")[1], WORKLOAD_NAMESPACE, grace_period_seconds=0)
+        core.delete_namespaced_persistent_volume_claim("explain-volume-data", WORKLOAD_NAMESPACE)
+        core.delete_persistent_volume("explain-volume-pv")
 
 
 def test_a_leaderworkerset_groups_members_are_listed_by_both_its_labels(

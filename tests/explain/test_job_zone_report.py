@@ -523,17 +523,26 @@ def test_an_indexed_job_that_runs_in_waves_is_invalid_with_the_fix() -> None:
     assert "the scheduler leaves it Pending" in change
 
 
-def test_a_job_whose_members_differ_says_jobzone_plans_with_every_member() -> None:
-    """A CPU launcher beside one-GPU workers: copies of a worker are not what JobZone plans with,
-    so explain does not claim the job fits nowhere."""
+def test_a_job_whose_members_differ_is_planned_with_every_member() -> None:
+    """A CPU launcher beside one-GPU workers, nine in all: no zone holds nine copies of a worker,
+    but B holds the eight workers and the launcher at once, so JobZone plans B."""
     workers = [job_pod(f"worker-{index}", 9) for index in range(8)]
     launcher = job_pod("launcher", 9, min_memory=None)
     launcher["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
     explanation = explain(workers[0], members=[launcher, *workers])
     job = explanation.job
     assert job is not None
-    assert (job.status, job.blocks) == ("members-differ", False)
-    assert "JobZone plans the zone that holds every member at once" in pod_text(explanation, DEFAULT_SETTINGS)
+    assert job.whole_job
+    assert copies(explanation) == {A: 6, B: 8, C: 2}, "copies of the worker alone hold nine nowhere"
+    assert {room.zone: room.members_held for room in job.zones} == {A: 7, B: 9, C: 3}
+    assert job.plan is not None
+    assert (job.plan.zone, job.status, job.blocks) == (B, "fits", False)
+    text = pod_text(explanation, DEFAULT_SETTINGS)
+    assert "planned with every member at once" in text
+    assert any(line.split() == [B, "9", "8", "9", "0", "0"] for line in text.splitlines()), text
+    assert [zone["membersHeld"] for zone in render_pod_json(explanation)["job"]["zones"]] == [7, 9, 3]
     alike = explain(workers[0], members=[*workers, job_pod("worker-8", 9)])
     assert alike.job is not None
+    assert not alike.job.whole_job
     assert alike.job.status == "no-zone", "alike members: copies of one decide"
+    assert [zone["membersHeld"] for zone in render_pod_json(alike)["job"]["zones"]] == [None, None, None]

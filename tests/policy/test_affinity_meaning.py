@@ -22,8 +22,8 @@ from policy.capacity_type import (
 )
 from policy.node_affinity import PREFERRED_TERMS_FIELD, REQUIRED_TERMS_FIELD
 from policy.node_memory import memory_schemes
+from policy.node_selector import selects
 from policy.settings import INSTANCE_TYPE_LABEL
-from tests.policy.node_selector_matching import selects
 
 MEMORY_VALUES = st.sampled_from(
     ["1", "15360", "16384", "24576", "40959", "40960", "81920", "0", "-1", "x", ""]

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
 
 	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
 )
@@ -22,6 +23,7 @@ type ZoneCases struct {
 	Members     []ZoneMemberCase   `json:"members"`
 	Plans       []ZonePlanCase     `json:"plans"`
 	Victims     []ZoneVictimCase   `json:"victims"`
+	WholeJobs   []ZoneWholeJobCase `json:"whole_jobs"`
 }
 
 // ZoneSettingsFields are the zone policy settings, in the vectors' spelling.
@@ -100,6 +102,23 @@ type ZoneVictimCase struct {
 // OwnerJobs looks the case's Jobs up by namespace and name.
 func (c ZoneVictimCase) OwnerJobs(namespace, name string) *batchv1.Job {
 	return findJob(c.Jobs, namespace, name)
+}
+
+// ZoneWholeJobCase is one zone's nodes (their free resources, quantities; "pods" is free pod
+// slots), a job's members (their requests and, per node in order, whether the member may use
+// it) and how many of the members the zone holds at once.
+type ZoneWholeJobCase struct {
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	GPUResource string            `json:"gpu_resource"`
+	Nodes       []v1.ResourceList `json:"nodes"`
+	Members     []struct {
+		Requests v1.ResourceList `json:"requests"`
+		Admitted []bool          `json:"admitted"`
+	} `json:"members"`
+	Expect struct {
+		Count int64 `json:"count"`
+	} `json:"expect"`
 }
 
 // MustLoadZone loads zone_cases.json (each pod case with its settings) for a test.
