@@ -113,7 +113,7 @@ def _case(case: GangCase) -> list[str]:
         ratios = [r.ratio for r in rounds]
         median = statistics.median(ratios)
         verdict = (
-            f" (target {TARGET_RATIO}x: {'met' if median <= TARGET_RATIO else 'not met'})"
+            f" (target {TARGET_RATIO}x: {'met' if round(median, 2) <= TARGET_RATIO else 'not met'})"
             if qps is not None and qps == judged
             else ""
         )
