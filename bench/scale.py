@@ -49,6 +49,7 @@ from bench.measurements.e2e_throughput import (
     ExtenderLink,
     Mode,
     Setting,
+    parse_qps,
     run_once,
 )
 from bench.report.results_md import FINDINGS_LINK
@@ -97,18 +98,6 @@ def _parse_sizes(text: str) -> tuple[int, ...]:
     return sizes
 
 
-def _parse_qps(text: str) -> tuple[int | None, ...]:
-    values: list[int | None] = []
-    for part in (part.strip() for part in text.split(",")):
-        if part == "default":
-            values.append(None)
-        elif part.isdigit() and int(part) > 0:
-            values.append(int(part))
-        else:
-            raise argparse.ArgumentTypeError(f"QPS settings are 'default' or positive integers, not {part!r}")
-    return tuple(values)
-
-
 def _positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"a positive integer, not {text!r}")
@@ -141,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--qps",
-        type=_parse_qps,
+        type=parse_qps,
         default=None,
         help="scheduler client QPS settings, comma-separated, 'default' = 50/100 (default: default,1000)",
     )

@@ -73,16 +73,18 @@ class E2ECluster:
         extender_args: tuple[str, ...] = (),
         extender_api_server: str = "",
         choices: PolicyChoices | None = None,
+        client_qps: int | None = None,
     ) -> LocalScheduler:
         """Start the extender (extender modes) and the scheduler.
 
         ``choices``: the stack's policy choices, as the mode takes them (plugin args or the
         extender's flags), as the stack renders them; None: the stack's defaults (which include
-        the EC2 GPU table the extender's own defaults lack)."""
+        the EC2 GPU table the extender's own defaults lack). ``client_qps``: the scheduler's client
+        QPS and burst; None = kube-scheduler's default 50/100."""
         choices = choices or DEFAULT_POLICY_CHOICES
         if uses_extender(self.mode):
             self.start_extender((*extender_args, *choices.extender_flags()), extender_api_server)
-        return self.start_scheduler(verbosity, choices)
+        return self.start_scheduler(verbosity, choices, client_qps)
 
     def start_extender(
         self, extra_args: tuple[str, ...] = (), api_server: str = "", *, wait_ready: bool = True
@@ -95,7 +97,10 @@ class E2ECluster:
         return self.extender
 
     def start_scheduler(
-        self, verbosity: int = 2, choices: PolicyChoices = DEFAULT_POLICY_CHOICES
+        self,
+        verbosity: int = 2,
+        choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
+        client_qps: int | None = None,
     ) -> LocalScheduler:
         self.scheduler = start_scheduler(
             self.plane,
@@ -107,6 +112,7 @@ class E2ECluster:
             verbosity=verbosity,
             images=self.images,
             choices=choices,
+            client_qps=client_qps,
         )
         return self.scheduler
 

@@ -8,6 +8,7 @@ Modes and client-QPS settings are interleaved within each round, so every ratio 
 runs made side by side on the same machine state.
 """
 
+import argparse
 import contextlib
 import statistics
 import time
@@ -70,6 +71,19 @@ BIND_TIMEOUT_SECONDS = 600.0
 """A run that has not bound every pod by then has failed."""
 SCHEDULER_VERBOSITY = 0
 """kube-scheduler's default, as the Deployment runs it."""
+
+
+def parse_qps(text: str) -> tuple[int | None, ...]:
+    """``--qps``'s value: comma-separated client QPS settings, ``default`` = kube-scheduler's 50/100."""
+    values: list[int | None] = []
+    for part in (part.strip() for part in text.split(",")):
+        if part == "default":
+            values.append(None)
+        elif part.isdigit() and int(part) > 0:
+            values.append(int(part))
+        else:
+            raise argparse.ArgumentTypeError(f"QPS settings are 'default' or positive integers, not {part!r}")
+    return tuple(values)
 
 
 @dataclass(frozen=True)
@@ -178,7 +192,7 @@ def scheduler_document(plane: ControlPlane, setting: Setting, link: ExtenderLink
     ``extenders``."""
     vanilla = setting.mode in VANILLA_MODES
     mode: SchedulerMode = "extender" if setting.mode in {"vanilla", "vanilla-affinity"} else setting.mode  # type: ignore[assignment]
-    config = SchedulerConfig(mode=mode, kubeconfig=str(plane.scheduler.kubeconfig))
+    config = SchedulerConfig(mode=mode, kubeconfig=str(plane.scheduler.kubeconfig), client_qps=setting.qps)
     if setting.mode in EXTENDER_MODES:
         assert link is not None
         config = replace(
@@ -197,8 +211,6 @@ def scheduler_document(plane: ControlPlane, setting: Setting, link: ExtenderLink
         plugins = document["profiles"][0]["plugins"]
         for point in ("queueSort", "multiPoint", "preFilter", "postFilter"):
             del plugins[point]
-    if setting.qps is not None:
-        document["clientConnection"].update({"qps": setting.qps, "burst": setting.qps})
     if setting.percentage_of_nodes_to_score is not None:
         document["percentageOfNodesToScore"] = setting.percentage_of_nodes_to_score
     return document

@@ -7,7 +7,11 @@ of 8 GPUs and plugin mode's scheduler (through the admission webhook, as deploye
 
 - **jobs**: ``jobs`` same-zone jobs of ``job_size`` one-GPU pods, created interleaved (member 0 of
   every job, then member 1, ...), so every job is incomplete until the last round of creates;
-- **plain**: the same number of one-GPU pods in no job.
+- **plain**: the same number of one-GPU pods in no job;
+
+each pair at every client QPS setting asked for (kube-scheduler's default 50/100, as deployed, and
+lifted to 1000/1000, as ``bench.scale --qps 1000`` runs): at the default rate the scheduler's own
+client throttles its Bindings, so the last Bindings drain at its rate, not at the plugin's.
 
 With 10 nodes a zone, 20 jobs of 8 ask for two thirds of the GPUs (160 of 240): every job fits,
 and two zones could hold them all. Per run: seconds from the first create to the last bind (a
@@ -94,10 +98,12 @@ class GangSettings:
 
 @dataclass(frozen=True)
 class GangRound:
-    """The two runs of one round, made one after the other."""
+    """The two runs of one round at one client QPS, made one after the other."""
 
     jobs: Run
     plain: Run
+    qps: int | None = None
+    """The scheduler's clientConnection qps and burst; None = kube-scheduler's default 50/100."""
 
     @property
     def ratio(self) -> float:
@@ -106,31 +112,51 @@ class GangRound:
 
 
 def run_gang(
-    bin_dir: Path, settings: GangSettings, rounds: int, progress: Callable[[str], None]
+    bin_dir: Path,
+    settings: GangSettings,
+    rounds: int,
+    progress: Callable[[str], None],
+    *,
+    qps: tuple[int | None, ...] = (None,),
 ) -> list[GangRound]:
-    """``rounds`` rounds of the jobs run and the plain run of ``settings``."""
+    """``rounds`` rounds, each the jobs run and the plain run of ``settings`` at every client QPS
+    in ``qps`` (None = kube-scheduler's default), in that order."""
     measured = []
     for round_index in range(rounds):
-        runs = {}
-        for workload in ("jobs", "plain"):
-            with tempfile.TemporaryDirectory(prefix=f"gang-{workload}-") as directory:
-                runs[workload] = one_run(bin_dir, Path(directory), workload, settings)
-            run = runs[workload]
-            progress(
-                f"  round {round_index + 1} {workload}: {run.pods} pods bound in {run.seconds:.2f} s "
-                f"({run.after_created:.2f} s after the last create)"
-                + (
-                    f"; {run.whole_jobs} of {settings.jobs} jobs whole, {run.gpu_seconds_held:.1f} "
-                    f"GPU-seconds held at Permit, {run.timed_out} timed out"
-                    if workload == "jobs"
-                    else ""
-                )
-            )
-        measured.append(GangRound(jobs=runs["jobs"], plain=runs["plain"]))
+        for client_qps in qps:
+            measured.append(_pair(bin_dir, settings, round_index, client_qps, progress))
     return measured
 
 
-def one_run(bin_dir: Path, work_dir: Path, workload: str, settings: GangSettings) -> Run:
+def _pair(
+    bin_dir: Path,
+    settings: GangSettings,
+    round_index: int,
+    client_qps: int | None,
+    progress: Callable[[str], None],
+) -> GangRound:
+    runs = {}
+    label = "default" if client_qps is None else str(client_qps)
+    for workload in ("jobs", "plain"):
+        with tempfile.TemporaryDirectory(prefix=f"gang-{workload}-") as directory:
+            runs[workload] = one_run(bin_dir, Path(directory), workload, settings, client_qps)
+        run = runs[workload]
+        progress(
+            f"  round {round_index + 1} qps {label} {workload}: {run.pods} pods bound in {run.seconds:.2f} s "
+            f"({run.after_created:.2f} s after the last create)"
+            + (
+                f"; {run.whole_jobs} of {settings.jobs} jobs whole, {run.gpu_seconds_held:.1f} "
+                f"GPU-seconds held at Permit, {run.timed_out} timed out"
+                if workload == "jobs"
+                else ""
+            )
+        )
+    return GangRound(jobs=runs["jobs"], plain=runs["plain"], qps=client_qps)
+
+
+def one_run(
+    bin_dir: Path, work_dir: Path, workload: str, settings: GangSettings, client_qps: int | None = None
+) -> Run:
     manifests = (
         job_pods(settings.jobs, settings.job_size) if workload == "jobs" else plain_pods(settings.pods)
     )
@@ -138,7 +164,7 @@ def one_run(bin_dir: Path, work_dir: Path, workload: str, settings: GangSettings
     with e2e_cluster(bin_dir, work_dir, "plugin") as cluster:
         cluster.add_nodes(*nodes(settings.nodes_per_zone))
         start_webhook(cluster.plane, work_dir / "webhook", mode="plugin", choices=choices)
-        cluster.start(verbosity=2, choices=choices)
+        cluster.start(verbosity=2, choices=choices, client_qps=client_qps)
         watch = BindingWatch(cluster.api, WORKLOAD_NAMESPACE).start()
         try:
             started = time.monotonic()

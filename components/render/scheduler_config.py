@@ -79,8 +79,13 @@ class SchedulerConfig:
     extender's flags)."""
     percentage_of_nodes_to_score: int | None = None
     """The profile's ``percentageOfNodesToScore`` (1..100); None = kube-scheduler's adaptive default."""
+    client_qps: int | None = None
+    """``clientConnection.qps`` and ``burst`` (both this value): the rate kube-scheduler's client
+    sends Bindings and status updates at; None = kube-scheduler's defaults, 50 and 100."""
 
     def __post_init__(self) -> None:
+        if self.client_qps is not None and self.client_qps < 1:
+            raise ValueError("client_qps must be at least 1 or None (kube-scheduler's default 50/100)")
         if (
             self.percentage_of_nodes_to_score is not None
             and not 1 <= self.percentage_of_nodes_to_score <= 100
@@ -168,6 +173,10 @@ def render_scheduler_config(config: SchedulerConfig) -> dict[str, Any]:
     }
     if config.kubeconfig:
         document["clientConnection"] = {"kubeconfig": config.kubeconfig}
+    if config.client_qps is not None:
+        document.setdefault("clientConnection", {}).update(
+            {"qps": config.client_qps, "burst": config.client_qps}
+        )
     profile: dict[str, Any] = {"schedulerName": config.scheduler_name}
     if config.percentage_of_nodes_to_score is not None:
         profile["percentageOfNodesToScore"] = config.percentage_of_nodes_to_score

@@ -254,13 +254,17 @@ def start_scheduler(
     verbosity: int = 2,
     images: LocalImages | None = None,
     choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
+    client_qps: int | None = None,
 ) -> LocalScheduler:
     """Write the configuration and start the scheduler binary (in plugin mode with ``images``, the
     gpu-scheduler image); wait until it holds its Lease.
 
     ``choices``: the policy's choices, plugin mode's plugin args (the extender modes: the
-    extender's flags, given to the extender)."""
-    config = SchedulerConfig(mode=mode, kubeconfig=str(plane.scheduler.kubeconfig), policy=choices)
+    extender's flags, given to the extender). ``client_qps``: the scheduler's client QPS and burst
+    (``SchedulerConfig.client_qps``; None = kube-scheduler's default 50/100)."""
+    config = SchedulerConfig(
+        mode=mode, kubeconfig=str(plane.scheduler.kubeconfig), policy=choices, client_qps=client_qps
+    )
     if uses_extender(mode):
         if extender is None or client_tls is None or extender_ca is None:
             raise ValueError("extender mode needs a running extender and the scheduler's client certificate")

@@ -50,6 +50,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
@@ -151,6 +152,9 @@ func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, c
 		return nil, fmt.Errorf("%s: watching nodes: %w", Name, err)
 	}
 	if informers := handle.SharedInformerFactory(); informers != nil {
+		if err := indexPodsByNamespace(informers.Core().V1().Pods().Informer()); err != nil {
+			return nil, fmt.Errorf("%s: indexing pods by namespace: %w", Name, err)
+		}
 		pl.pods = informers.Core().V1().Pods().Lister()
 		pl.jobs = informers.Batch().V1().Jobs().Lister()
 		pl.volumes = &volumeListers{
@@ -162,6 +166,17 @@ func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, c
 		return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
 	}
 	return pl, nil
+}
+
+// indexPodsByNamespace gives the scheduler's pod informer client-go's namespace index.
+// kube-scheduler makes that informer with no index, so without it every Pods(namespace).List
+// (a job's members, counted at PreEnqueue, PreFilter and Permit) scans every pod in the cluster
+// and logs "can not retrieve list of objects using index" at every verbosity, once a call.
+func indexPodsByNamespace(informer cache.SharedIndexInformer) error {
+	if _, ok := informer.GetIndexer().GetIndexers()[cache.NamespaceIndex]; ok {
+		return nil
+	}
+	return informer.AddIndexers(cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 }
 
 // Name returns the plugin's name.

@@ -1,11 +1,17 @@
 """The gang benchmark's results file and its RESULTS.md section: what a run writes is what the
 section shows, and rewriting the section leaves the rest of RESULTS.md as it was."""
 
+import argparse
+import json
 from pathlib import Path
 
+import pytest
+
+from bench.measurements.e2e_throughput import parse_qps
 from bench.measurements.measure_gang import GangRound, GangSettings, Run
 from bench.report.gang_report import (
     GANG_HEADING,
+    TARGET_RATIO,
     GangCase,
     GangDocument,
     load,
@@ -37,7 +43,9 @@ DOCUMENT = GangDocument(
             settings=GangSettings(nodes_per_zone=10),
             rounds=[
                 GangRound(jobs=run("jobs", 6.0, 2.0, 20), plain=run("plain", 4.0, 0.0)),
+                GangRound(jobs=run("jobs", 4.4, 0.4, 20), plain=run("plain", 4.0, 0.0), qps=1000),
                 GangRound(jobs=run("jobs", 5.0, 1.5, 19), plain=run("plain", 5.0, 0.0)),
+                GangRound(jobs=run("jobs", 6.5, 0.5, 20), plain=run("plain", 5.0, 0.0), qps=1000),
             ],
         )
     ],
@@ -50,14 +58,47 @@ def test_the_results_file_reads_back_as_written(tmp_path: Path) -> None:
     assert load(path) == DOCUMENT
 
 
-def test_the_section_shows_each_rounds_figures_and_the_median_ratio() -> None:
+def test_the_section_shows_each_client_qps_row_and_judges_the_target_at_the_lifted_rate() -> None:
     text = "\n".join(render_gang_section(DOCUMENT))
     assert text.startswith(GANG_HEADING)
     assert "on 30 nodes (240 GPUs)" in text
-    row = "| 20 jobs of 8 | 6.00 s, 5.00 s | 2.00 s, 1.50 s | 20 of 20, 19 of 20 | 12.5, 12.5 | 0, 0 |"
-    assert row in text
-    assert "per round: 1.50x, 1.00x; median 1.25x." in text
+    assert "; 2 rounds**" in text
+    default_row = (
+        "| 20 jobs of 8 | default 50/100 | 6.00 s, 5.00 s | 2.00 s, 1.50 s | 20 of 20, 19 of 20 "
+        "| 12.5, 12.5 | 0, 0 |"
+    )
+    lifted_row = (
+        "| 20 jobs of 8 | 1000/1000 | 4.40 s, 6.50 s | 0.40 s, 0.50 s | 20 of 20, 20 of 20 "
+        "| 12.5, 12.5 | 0, 0 |"
+    )
+    assert default_row in text
+    assert lifted_row in text
+    assert "| 160 pods in no job | 1000/1000 | 4.00 s, 5.00 s | 0.00 s, 0.00 s | - | - | - |" in text
+    assert (
+        "at client QPS default 50/100, first create to last bind, per round: 1.50x, 1.00x; median 1.25x."
+        in text
+    )
+    assert (
+        "at client QPS 1000/1000, first create to last bind, per round: 1.10x, 1.30x; median 1.20x "
+        f"(target {TARGET_RATIO}x: met)." in text
+    )
     assert "`python -m bench.gang --rounds 2`" in text
+
+
+def test_a_results_file_from_before_the_qps_split_reads_as_the_default_rate(tmp_path: Path) -> None:
+    path = tmp_path / "gang-results.json"
+    save(DOCUMENT, path)
+    raw = json.loads(path.read_text())
+    for cell in raw["cases"][0]["rounds"]:
+        del cell["qps"]
+    path.write_text(json.dumps(raw))
+    assert {cell.qps for cell in load(path).cases[0].rounds} == {None}
+
+
+def test_gang_qps_settings_parse_as_scales_do() -> None:
+    assert parse_qps("default,1000") == (None, 1000)
+    with pytest.raises(argparse.ArgumentTypeError, match="'default' or positive integers"):
+        parse_qps("default,0")
 
 
 def test_the_splice_replaces_the_section_and_keeps_the_rest() -> None:

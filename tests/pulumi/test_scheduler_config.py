@@ -56,3 +56,17 @@ def test_an_unknown_mode_is_refused_naming_the_modes() -> None:
 def test_a_percentage_of_nodes_to_score_out_of_range_is_refused(percentage: int) -> None:
     with pytest.raises(ValueError, match=r"percentage_of_nodes_to_score must be 1\.\.100"):
         SchedulerConfig(mode="extender", percentage_of_nodes_to_score=percentage)
+
+
+def test_client_qps_sets_qps_and_burst_beside_the_kubeconfig_and_is_absent_by_default() -> None:
+    lifted = render_scheduler_config(SchedulerConfig(mode="plugin", kubeconfig="/k", client_qps=1000))
+    assert lifted["clientConnection"] == {"kubeconfig": "/k", "qps": 1000, "burst": 1000}
+    in_cluster = render_scheduler_config(SchedulerConfig(mode="extender", client_qps=200))
+    assert in_cluster["clientConnection"] == {"qps": 200, "burst": 200}
+    assert "clientConnection" not in render_scheduler_config(SchedulerConfig(mode="plugin"))
+
+
+@pytest.mark.parametrize("qps", [0, -1])
+def test_a_client_qps_below_one_is_refused(qps: int) -> None:
+    with pytest.raises(ValueError, match=r"client_qps must be at least 1"):
+        SchedulerConfig(mode="plugin", client_qps=qps)
