@@ -86,13 +86,7 @@ class KubeNodeApi:
         if continue_token:
             query.append(("continue", continue_token))
         timeout = aiohttp.ClientTimeout(total=self._timeout)
-        response = await self._get(query, LIST_ACCEPT, timeout, "list")
-        try:
-            body = await response.read()
-        except _TRANSPORT_ERRORS as error:
-            raise NodeApiError(f"list: reading the answer failed: {_describe(error)}") from None
-        finally:
-            response.release()
+        body = await self._body(query, LIST_ACCEPT, timeout, "list")
         return page_from_json(body, self._label_keys)
 
     async def get_node(self, name: str, timeout: float) -> NodeMeta | None:
@@ -103,15 +97,9 @@ class KubeNodeApi:
         client_timeout = aiohttp.ClientTimeout(total=timeout)
         path = f"{NODES_PATH}/{quote(name, safe='')}"
         try:
-            response = await self._get([], GET_ACCEPT, client_timeout, "get", path)
+            body = await self._body([], GET_ACCEPT, client_timeout, "get", path)
         except _NotFound:
             return None
-        try:
-            body = await response.read()
-        except _TRANSPORT_ERRORS as error:
-            raise NodeApiError(f"get: reading the answer failed: {_describe(error)}") from None
-        finally:
-            response.release()
         return node_from_json(body, self._label_keys)
 
     async def pods_on_node(self, node: str, timeout: float) -> list[dict[str, Any]]:
@@ -122,13 +110,7 @@ class KubeNodeApi:
         """
         query = [("fieldSelector", f"spec.nodeName={node}")]
         client_timeout = aiohttp.ClientTimeout(total=timeout)
-        response = await self._get(query, POD_METADATA_ACCEPT, client_timeout, "list pods", PODS_PATH)
-        try:
-            body = await response.read()
-        except _TRANSPORT_ERRORS as error:
-            raise NodeApiError(f"list pods: reading the answer failed: {_describe(error)}") from None
-        finally:
-            response.release()
+        body = await self._body(query, POD_METADATA_ACCEPT, client_timeout, "list pods", PODS_PATH)
         try:
             document = orjson.loads(body)
         except orjson.JSONDecodeError as error:
@@ -159,6 +141,23 @@ class KubeNodeApi:
     async def close(self) -> None:
         """Close the client's connections."""
         await self._client.close()
+
+    async def _body(
+        self,
+        query: list[tuple[str, str]],
+        accept: str,
+        timeout: aiohttp.ClientTimeout,
+        what: str,
+        path: str = NODES_PATH,
+    ) -> bytes:
+        """The body of one GET's answer, read within ``timeout``; NodeApiError when it cannot be."""
+        response = await self._get(query, accept, timeout, what, path)
+        try:
+            return await response.read()
+        except _TRANSPORT_ERRORS as error:
+            raise NodeApiError(f"{what}: reading the answer failed: {_describe(error)}") from None
+        finally:
+            response.release()
 
     async def _get(
         self,
