@@ -107,7 +107,7 @@ explain: setup ## explain a pod or the GPU-memory inventory of your kubeconfig's
 bench: setup binaries ## benchmarks; writes bench/RESULTS.md
 	$(PY) -m bench --bin-dir $(BIN)
 
-bench-gang: setup binaries ## same-zone jobs created at once under tight capacity against the same pods in no job (plugin mode, 30 and 501 nodes, 3 rounds, client QPS default and 1000); writes bench/gang-results.json and RESULTS.md's gang section (GANG_ARGS='--rounds N --nodes-per-zone ... --qps ...'; make bench runs it too)
+bench-gang: setup binaries ## same-zone jobs created at once under tight capacity against the same pods in no job (plugin mode, 30 and 501 nodes, 5 rounds, client QPS default and 1000); writes bench/gang-results.json and RESULTS.md's gang section (GANG_ARGS='--rounds N --nodes-per-zone ... --qps ...'; make bench runs it too)
 	$(PY) -m bench.gang --bin-dir $(BIN) $(GANG_ARGS)
 
 bench-scale: setup binaries ## every mode beside vanilla and vanilla-with-affinity at 1,000, 2,000 and 5,000 GPU nodes, 5 interleaved rounds; writes bench/scale-results.json, its plots and RESULTS.md's scale section (SCALE_ARGS='--sizes ... --pods N --rounds N')

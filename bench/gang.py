@@ -3,7 +3,7 @@ pods in no job (bench/measurements/measure_gang.py says how); writes bench/gang-
 the gang section of bench/RESULTS.md.
 
     python -m bench.gang [--bin-dir .cache/bin] [--jobs 20] [--job-size 8]
-        [--nodes-per-zone 10,167] [--permit-timeout 20] [--rounds 3] [--qps default,1000]
+        [--nodes-per-zone 10,167] [--permit-timeout 20] [--rounds 5] [--qps default,1000]
         [--render-only]
 
 The default cases: 30 nodes (the jobs ask for two thirds of the GPUs) and 501 nodes (the plan's
@@ -33,7 +33,7 @@ from bench.report.gang_report import (
 from bench.report.results_md import RESULTS
 
 NODES_PER_ZONE = (10, 167)
-ROUNDS = 3
+ROUNDS = 5
 QPS: tuple[int | None, ...] = (None, RAISED_QPS)
 """The scheduler's client QPS settings: kube-scheduler's default (None), then lifted."""
 
