@@ -313,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         percentage_of_nodes_to_score=plan.percentage_of_nodes_to_score,
         rounds=plan.rounds,
         extender_rounds=min(plan.extender_rounds, plan.rounds),
+        webhook_affinity=True,
     )
     started = time.monotonic()
     try:

@@ -55,6 +55,16 @@ VANILLA_AFFINITY: Mode = "vanilla-affinity"
 (``bench.fleet.cluster_load.gpu_pod_manifest``): what a user without our scheduler would run to
 get placements that respect the minimums."""
 VANILLA_MODES: tuple[Mode, ...] = ("vanilla", VANILLA_AFFINITY)
+
+
+def admitted_with_affinity(mode: Mode) -> bool:
+    """Whether ``mode``'s pods are created as the admission webhook admits them, with its node affinity:
+    every mode but plain vanilla. The webhook runs in every scheduler mode unless ``webhook.enabled`` is
+    false (it is true by default, for the autoscalers), so kube-scheduler's NodeAffinity evaluates its
+    terms in our modes too; vanilla-affinity is the baseline made of the same pods."""
+    return mode != "vanilla"
+
+
 """The baselines: kube-scheduler as shipped, without ``extenders``."""
 MODES: tuple[Mode, ...] = ("vanilla", VANILLA_AFFINITY, "extender", "extender-cached", "plugin")
 EXTENDER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached")
@@ -168,6 +178,8 @@ class E2EReport:
     pods: int
     bytes_per_node: float
     runs: list[RunResult]
+    webhook_affinity: bool = False
+    """Whether the modes' pods carried the webhook's node affinity (``admitted_with_affinity``)."""
 
     def by_setting(self) -> dict[Setting, list[RunResult]]:
         grouped: dict[Setting, list[RunResult]] = {}
@@ -257,7 +269,9 @@ def run_e2e(
                     f"{result.pods_per_second:.1f} pods/s "
                     f"(first to last bind {result.seconds_first_to_last:.1f} s)"
                 )
-        return E2EReport(nodes=nodes, pods=pods, bytes_per_node=bytes_per_node, runs=results)
+        return E2EReport(
+            nodes=nodes, pods=pods, bytes_per_node=bytes_per_node, runs=results, webhook_affinity=True
+        )
 
 
 def run_once(  # noqa: PLR0917 - mirrors one run's inputs
@@ -275,7 +289,7 @@ def run_once(  # noqa: PLR0917 - mirrors one run's inputs
     False and the scheduler's log tail in ``failure`` (callers decide whether that ends them).
     """
     api = plane.api_client()
-    create_pods(api, pods, with_affinity=setting.mode == VANILLA_AFFINITY)
+    create_pods(api, pods, with_affinity=admitted_with_affinity(setting.mode))
     watch = BindWatch(api, WORKLOAD_NAMESPACE).start()
     config_path = plane.work_dir / f"bench-{setting.slug}-{tag}.yaml"
     config_path.write_text(yaml.safe_dump(scheduler_document(plane, setting, link), sort_keys=False))

@@ -5,9 +5,10 @@
 
 ``--mode extender-cached`` also starts the extender as that mode runs it (node cache, mutual TLS);
 ``--mode vanilla-affinity`` is kube-scheduler with the pods carrying the node affinity the admission
-webhook writes (the baseline ``bench.scale`` compares plugin mode with). In extender-cached mode
-py-spy samples the extender over the same window and its top frames are printed after the
-scheduler's profile.
+webhook writes (the baseline ``bench.scale`` compares plugin mode with). As in the benchmarks, the
+pods of every mode but vanilla carry that affinity, as the webhook (on by default) admits them.
+In extender-cached mode py-spy samples the extender over the same window and its top frames are
+printed after the scheduler's profile.
 
 Starts a local control plane with the benchmark's realistic nodes and pods (bench/fleet/cluster_load.py),
 starts the scheduler, fetches /debug/pprof/profile from its secure port with the admin
@@ -34,6 +35,7 @@ from bench.measurements.e2e_throughput import (
     VANILLA_AFFINITY,
     ExtenderLink,
     Setting,
+    admitted_with_affinity,
     scheduler_document,
 )
 from bench.measurements.profile_extender import PY_SPY, SAMPLE_RATE, print_top
@@ -88,7 +90,7 @@ def main() -> None:
         create_pods(
             api,
             gpu_pods(arguments.pods, grouped=arguments.grouped),
-            with_affinity=arguments.mode == VANILLA_AFFINITY,
+            with_affinity=admitted_with_affinity(arguments.mode),
         )
         setting = Setting(
             arguments.mode,

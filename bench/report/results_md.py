@@ -298,6 +298,12 @@ def _e2e(report: E2EReport, cpus: int) -> list[str]:
         "bind - first bind),",
         "binds seen by a watch. Every setting ran once per round, settings interleaved, each with a fresh",
         "scheduler process; the vanilla configuration is the shared renderer's output without `extenders`.",
+        (
+            "The modes' pods carry the node affinity the admission webhook writes, as it admits them in every"
+            " mode by default (`webhook.enabled`); vanilla's are created as written."
+            if report.webhook_affinity
+            else "Every setting's pods are created as written, without the admission webhook's node affinity."
+        ),
         "",
         "| setting | runs: pods/s | median pods/s | ratio to vanilla (same QPS) | ratio per round |"
         " median start to last bind s | placements below the minimum |",

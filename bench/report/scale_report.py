@@ -134,7 +134,8 @@ def render_scale_section(document: ScaleDocument) -> list[str]:
         f" percentageOfNodesToScore {_scored(document.percentage_of_nodes_to_score)}; vanilla-affinity is"
         " vanilla scheduling pods that carry the required node affinity the admission webhook writes for"
         " their minimums (`policy.node_affinity_patch`), what a user without our scheduler would run for the"
-        f" same guarantee; extender mode runs at the first client QPS only, in {document.extender_rounds} of"
+        f" same guarantee; {_our_pods(document)}; extender mode runs at the first client QPS only, in"
+        f" {document.extender_rounds} of"
         " the rounds, with fewer pods (it is CPU-bound at a few pods/s).",
         f"- rounds: {document.rounds} at each size; in each, every mode at every QPS once, one after another"
         " on the same cluster, the modes' order rotated from round to round. Figures are the median over the"
@@ -294,3 +295,12 @@ def splice_scale_section(results: str, section: list[str], findings: str) -> str
     while kept and not kept[-1].strip():
         kept.pop()
     return "\n".join([*kept, "", *section, findings.rstrip(), ""]) + "\n"
+
+
+def _our_pods(document: ScaleDocument) -> str:
+    if document.webhook_affinity:
+        return (
+            "the pods of extender, extender-cached and plugin mode carry the same affinity, as the webhook"
+            " admits them in every mode by default (`webhook.enabled`)"
+        )
+    return "the pods of extender, extender-cached and plugin mode are created as written, without it"

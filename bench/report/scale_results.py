@@ -128,6 +128,9 @@ class ScaleDocument:
     """Rounds the sweep was asked for (extender mode may run fewer: ``extender_rounds``)."""
     extender_rounds: int = 1
     """Rounds that also ran extender mode."""
+    webhook_affinity: bool = False
+    """Whether our modes' pods carried the webhook's node affinity, as deployed by default
+    (``bench.measurements.e2e_throughput.admitted_with_affinity``); False: created as written."""
 
     def failures(self) -> list[ScaleRow]:
         """Runs that did not bind every pod, or placed one below its minimum."""

@@ -1,5 +1,6 @@
 """The scale run's pure parts: its fleet and fit check, its percentiles, its results file and report."""
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from bench.fleet.scale_fleet import (
     require_fit,
     scale_pods,
 )
+from bench.measurements.e2e_throughput import admitted_with_affinity
 from bench.report.scale_report import SCALE_HEADING, render_scale_section, splice_scale_section
 from bench.report.scale_results import ScaleDocument, ScaleRow, SizeInfo, VerbLatency, load, percentile, save
 from bench.scale import QUICK, ScalePlan, build_parser, check_plan, plan_from, round_settings
@@ -227,3 +229,15 @@ def test_vanilla_affinity_pods_carry_the_webhooks_node_affinity() -> None:
     assert gpu_pod_manifest(GpuPod("bench-0002", None), with_affinity=True) == gpu_pod_manifest(
         GpuPod("bench-0002", None)
     )
+
+
+def test_report_says_whether_our_modes_pods_carried_the_webhooks_affinity(tmp_path: Path) -> None:
+    as_written = _document(_row("vanilla", 50.0), _row("plugin", 45.0))
+    admitted = dataclasses.replace(as_written, webhook_affinity=True)
+    save(admitted, tmp_path / "scale-results.json")
+    assert load(tmp_path / "scale-results.json").webhook_affinity
+    assert "carry the same affinity" in "\n".join(render_scale_section(admitted))
+    assert "created as written, without it" in "\n".join(render_scale_section(as_written))
+    assert admitted_with_affinity("plugin")
+    assert admitted_with_affinity("vanilla-affinity")
+    assert not admitted_with_affinity("vanilla")
