@@ -4,11 +4,13 @@ the gang section of bench/RESULTS.md.
 
     python -m bench.gang [--bin-dir .cache/bin] [--jobs 20] [--job-size 8]
         [--nodes-per-zone 10,167] [--permit-timeout 20] [--rounds 5] [--qps default,1000]
-        [--render-only]
+        [--no-without-nominations] [--render-only]
 
 The default cases: 30 nodes (the jobs ask for two thirds of the GPUs) and 501 nodes (the plan's
 cost over many nodes), each at kube-scheduler's default client QPS (50/100, as deployed) and with
-it lifted to 1000/1000; the jobs-over-plain target is judged at the lifted rate.
+it lifted to 1000/1000; the jobs-over-plain target is judged at the lifted rate. At the lifted
+rate each round also runs the jobs with kube-scheduler's nominations of held pods off
+(``NominatedNodeNameForExpectation=false``), to show what those status writes cost.
 """
 
 import argparse
@@ -46,6 +48,7 @@ def measure(
     progress: Callable[[str], None],
     *,
     qps: tuple[int | None, ...] = QPS,
+    without_nominations: bool = True,
 ) -> GangDocument:
     """Every case's rounds at every client QPS in ``qps``, as the document the results file holds."""
     machine = dataclasses.asdict(describe_machine())
@@ -57,7 +60,12 @@ def measure(
             f"({settings.nodes_per_zone} nodes a zone), {rounds} rounds"
         )
         measured.append(
-            GangCase(settings=settings, rounds=run_gang(bin_dir, settings, rounds, progress, qps=qps))
+            GangCase(
+                settings=settings,
+                rounds=run_gang(
+                    bin_dir, settings, rounds, progress, qps=qps, without_nominations=without_nominations
+                ),
+            )
         )
     return GangDocument(
         command=command, machine=machine, elapsed_seconds=time.monotonic() - started, cases=measured
@@ -81,6 +89,13 @@ def main(argv: list[str] | None = None) -> int:
         type=parse_qps,
         default=QPS,
         help="scheduler client QPS settings, comma-separated, 'default' = 50/100 (default: default,1000)",
+    )
+    parser.add_argument(
+        "--without-nominations",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="at each lifted QPS, also run the jobs with kube-scheduler's NominatedNodeNameForExpectation "
+        "gate off (default: on)",
     )
     parser.add_argument("--render-only", action="store_true", help="redraw the section from the results file")
     arguments = parser.parse_args(argv)
@@ -106,7 +121,13 @@ def main(argv: list[str] | None = None) -> int:
         ]
         command = "python -m bench.gang " + " ".join(argv if argv is not None else sys.argv[1:])
         document = measure(
-            arguments.bin_dir, command.strip(), cases, arguments.rounds, print, qps=arguments.qps
+            arguments.bin_dir,
+            command.strip(),
+            cases,
+            arguments.rounds,
+            print,
+            qps=arguments.qps,
+            without_nominations=arguments.without_nominations,
         )
         save(document, GANG_RESULTS)
     RESULTS.write_text(splice_gang_section(RESULTS.read_text(), render_gang_section(document)))

@@ -5,7 +5,7 @@ import dataclasses
 import http.client
 import json
 import ssl
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,17 +74,20 @@ class E2ECluster:
         extender_api_server: str = "",
         choices: PolicyChoices | None = None,
         client_qps: int | None = None,
+        *,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> LocalScheduler:
         """Start the extender (extender modes) and the scheduler.
 
         ``choices``: the stack's policy choices, as the mode takes them (plugin args or the
         extender's flags), as the stack renders them; None: the stack's defaults (which include
         the EC2 GPU table the extender's own defaults lack). ``client_qps``: the scheduler's client
-        QPS and burst; None = kube-scheduler's default 50/100."""
+        QPS and burst; None = kube-scheduler's default 50/100. ``feature_gates``: kube-scheduler
+        feature gates set otherwise than their default."""
         choices = choices or DEFAULT_POLICY_CHOICES
         if uses_extender(self.mode):
             self.start_extender((*extender_args, *choices.extender_flags()), extender_api_server)
-        return self.start_scheduler(verbosity, choices, client_qps)
+        return self.start_scheduler(verbosity, choices, client_qps, feature_gates=feature_gates)
 
     def start_extender(
         self, extra_args: tuple[str, ...] = (), api_server: str = "", *, wait_ready: bool = True
@@ -101,6 +104,8 @@ class E2ECluster:
         verbosity: int = 2,
         choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
         client_qps: int | None = None,
+        *,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> LocalScheduler:
         self.scheduler = start_scheduler(
             self.plane,
@@ -113,6 +118,7 @@ class E2ECluster:
             images=self.images,
             choices=choices,
             client_qps=client_qps,
+            feature_gates=feature_gates,
         )
         return self.scheduler
 

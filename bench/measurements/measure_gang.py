@@ -11,7 +11,9 @@ of 8 GPUs and plugin mode's scheduler (through the admission webhook, as deploye
 
 each pair at every client QPS setting asked for (kube-scheduler's default 50/100, as deployed, and
 lifted to 1000/1000, as ``bench.scale --qps 1000`` runs): at the default rate the scheduler's own
-client throttles its Bindings, so the last Bindings drain at its rate, not at the plugin's.
+client throttles its Bindings, so the last Bindings drain at its rate, not at the plugin's. With
+``without_nominations``, each round at a lifted rate runs the jobs a third time with
+kube-scheduler's ``NOMINATIONS_GATE`` off: what its status write per held member costs.
 
 With 10 nodes a zone, 20 jobs of 8 ask for two thirds of the GPUs (160 of 240): every job fits,
 and two zones could hold them all. Per run: seconds from the first create to the last bind (a
@@ -40,6 +42,11 @@ ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 GPUS_PER_NODE = 8
 BIND_SECONDS = 600.0
 """Longest wait for every pod of one run to be bound."""
+NOMINATIONS_GATE = "NominatedNodeNameForExpectation"
+"""The kube-scheduler feature gate (beta, on by default at the pinned 1.35) under which a pod about
+to wait at Permit gets ``status.nominatedNodeName`` written before its wait, one status write per
+held member ahead of its Binding. Karpenter and Cluster Autoscaler launch nothing for a nominated
+pod, so it stays on as deployed."""
 TIMED_OUT = "timedOut=true"
 """In JobZone's log line for a job not placed whole: given up at the timeout."""
 
@@ -104,11 +111,21 @@ class GangRound:
     plain: Run
     qps: int | None = None
     """The scheduler's clientConnection qps and burst; None = kube-scheduler's default 50/100."""
+    jobs_without_nominations: Run | None = None
+    """The jobs once more with ``NOMINATIONS_GATE`` off (its GPU-seconds held are not seen: the
+    watch sees a hold by its nomination), when asked for."""
 
     @property
     def ratio(self) -> float:
         """Jobs over plain pods, first create to last bind."""
         return self.jobs.seconds / self.plain.seconds
+
+    @property
+    def ratio_without_nominations(self) -> float | None:
+        """The jobs without nominations over plain pods; None when not run."""
+        if self.jobs_without_nominations is None:
+            return None
+        return self.jobs_without_nominations.seconds / self.plain.seconds
 
 
 def run_gang(
@@ -118,13 +135,18 @@ def run_gang(
     progress: Callable[[str], None],
     *,
     qps: tuple[int | None, ...] = (None,),
+    without_nominations: bool = False,
 ) -> list[GangRound]:
     """``rounds`` rounds, each the jobs run and the plain run of ``settings`` at every client QPS
-    in ``qps`` (None = kube-scheduler's default), in that order."""
+    in ``qps`` (None = kube-scheduler's default), in that order; with ``without_nominations``,
+    at every lifted QPS the jobs again with ``NOMINATIONS_GATE`` off."""
     measured = []
     for round_index in range(rounds):
         for client_qps in qps:
-            measured.append(_pair(bin_dir, settings, round_index, client_qps, progress))
+            third = without_nominations and client_qps is not None
+            measured.append(
+                _pair(bin_dir, settings, round_index, client_qps, progress, without_nominations=third)
+            )
     return measured
 
 
@@ -134,16 +156,21 @@ def _pair(
     round_index: int,
     client_qps: int | None,
     progress: Callable[[str], None],
+    *,
+    without_nominations: bool,
 ) -> GangRound:
     runs = {}
     label = "default" if client_qps is None else str(client_qps)
-    for workload in ("jobs", "plain"):
+    kinds = [("jobs", True), ("plain", True), *([("jobs", False)] if without_nominations else [])]
+    for workload, nominations in kinds:
         with tempfile.TemporaryDirectory(prefix=f"gang-{workload}-") as directory:
-            runs[workload] = one_run(bin_dir, Path(directory), workload, settings, client_qps)
-        run = runs[workload]
+            run = one_run(bin_dir, Path(directory), workload, settings, client_qps, nominations=nominations)
+        runs[workload if nominations else "unnominated"] = run
         progress(
-            f"  round {round_index + 1} qps {label} {workload}: {run.pods} pods bound in {run.seconds:.2f} s "
-            f"({run.after_created:.2f} s after the last create)"
+            f"  round {round_index + 1} qps {label} {workload}"
+            + ("" if nominations else f" ({NOMINATIONS_GATE} off)")
+            + f": {run.pods} pods bound in {run.seconds:.2f} s"
+            + f" ({run.after_created:.2f} s after the last create)"
             + (
                 f"; {run.whole_jobs} of {settings.jobs} jobs whole, {run.gpu_seconds_held:.1f} "
                 f"GPU-seconds held at Permit, {run.timed_out} timed out"
@@ -151,12 +178,25 @@ def _pair(
                 else ""
             )
         )
-    return GangRound(jobs=runs["jobs"], plain=runs["plain"], qps=client_qps)
+    return GangRound(
+        jobs=runs["jobs"],
+        plain=runs["plain"],
+        qps=client_qps,
+        jobs_without_nominations=runs.get("unnominated"),
+    )
 
 
 def one_run(
-    bin_dir: Path, work_dir: Path, workload: str, settings: GangSettings, client_qps: int | None = None
+    bin_dir: Path,
+    work_dir: Path,
+    workload: str,
+    settings: GangSettings,
+    client_qps: int | None = None,
+    *,
+    nominations: bool = True,
 ) -> Run:
+    """One run of ``workload`` (``jobs`` or ``plain``); ``nominations``: kube-scheduler's
+    ``NOMINATIONS_GATE`` at its default (on), or off."""
     manifests = (
         job_pods(settings.jobs, settings.job_size) if workload == "jobs" else plain_pods(settings.pods)
     )
@@ -164,7 +204,8 @@ def one_run(
     with e2e_cluster(bin_dir, work_dir, "plugin") as cluster:
         cluster.add_nodes(*nodes(settings.nodes_per_zone))
         start_webhook(cluster.plane, work_dir / "webhook", mode="plugin", choices=choices)
-        cluster.start(verbosity=2, choices=choices, client_qps=client_qps)
+        gates = None if nominations else {NOMINATIONS_GATE: False}
+        cluster.start(verbosity=2, choices=choices, client_qps=client_qps, feature_gates=gates)
         watch = BindingWatch(cluster.api, WORKLOAD_NAMESPACE).start()
         try:
             started = time.monotonic()

@@ -10,7 +10,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.measurements.measure_gang import GPUS_PER_NODE, ZONES, GangRound, GangSettings, Run
+from bench.measurements.measure_gang import (
+    GPUS_PER_NODE,
+    NOMINATIONS_GATE,
+    ZONES,
+    GangRound,
+    GangSettings,
+    Run,
+)
 
 GANG_HEADING = "## Same-zone jobs at once, under tight capacity (plugin mode)"
 GANG_RESULTS = Path(__file__).resolve().parents[1] / "gang-results.json"
@@ -45,7 +52,14 @@ def load(path: Path) -> GangDocument:
         GangCase(
             settings=GangSettings(**case["settings"]),
             rounds=[
-                GangRound(jobs=Run(**r["jobs"]), plain=Run(**r["plain"]), qps=r.get("qps"))
+                GangRound(
+                    jobs=Run(**r["jobs"]),
+                    plain=Run(**r["plain"]),
+                    qps=r.get("qps"),
+                    jobs_without_nominations=(
+                        Run(**r["jobs_without_nominations"]) if r.get("jobs_without_nominations") else None
+                    ),
+                )
                 for r in case["rounds"]
             ],
         )
@@ -76,6 +90,14 @@ def render_gang_section(document: GangDocument) -> list[str]:
         "client paces the last Bindings (see FINDINGS.md), so the target, every job bound within "
         f"{TARGET_RATIO}x the time of the same pods in no job, is judged with the client QPS lifted",
     ]
+    if any(r.jobs_without_nominations for case in document.cases for r in case.rounds):
+        lines.append(
+            "- with the client QPS lifted, each round runs the jobs a third time with kube-scheduler's "
+            f"`{NOMINATIONS_GATE}` gate off: no `status.nominatedNodeName` write for a member before it "
+            "waits at Permit (on by default, and kept on as deployed: Karpenter and Cluster Autoscaler "
+            "launch nothing for a nominated pod); the watch sees no hold without a nomination, so no "
+            "GPU-seconds held are shown for it"
+        )
     for case in document.cases:
         lines += ["", *_case(case)]
     return lines
@@ -110,6 +132,15 @@ def _case(case: GangCase) -> list[str]:
             f"| {settings.pods} pods in no job | {_qps(qps)} | {_seconds(r.seconds for r in plain)} "
             f"| {_seconds(r.after_created for r in plain)} | - | - | - |",
         ]
+        unnominated = [r.jobs_without_nominations for r in rounds if r.jobs_without_nominations]
+        if unnominated:
+            lines.append(
+                f"| {settings.jobs} jobs of {settings.job_size}, `{NOMINATIONS_GATE}` off | {_qps(qps)} "
+                f"| {_seconds(r.seconds for r in unnominated)} "
+                f"| {_seconds(r.after_created for r in unnominated)} "
+                f"| {', '.join(f'{r.whole_jobs} of {settings.jobs}' for r in unnominated)} | - "
+                f"| {', '.join(str(r.timed_out) for r in unnominated)} |"
+            )
         ratios = [r.ratio for r in rounds]
         median = statistics.median(ratios)
         verdict = (
@@ -121,6 +152,12 @@ def _case(case: GangCase) -> list[str]:
             f"- jobs over plain pods at client QPS {_qps(qps)}, first create to last bind, per round: "
             f"{', '.join(f'{x:.2f}x' for x in ratios)}; median {median:.2f}x{verdict}."
         )
+        without = [x for x in (r.ratio_without_nominations for r in rounds) if x is not None]
+        if without:
+            summaries.append(
+                f"- the same with `{NOMINATIONS_GATE}` off, per round: "
+                f"{', '.join(f'{x:.2f}x' for x in without)}; median {statistics.median(without):.2f}x."
+            )
     return [*lines, "", *summaries]
 
 

@@ -8,7 +8,7 @@ Pulumi program uses; only file paths, the extender URL and the kubeconfig differ
 """
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from http import HTTPStatus
@@ -255,13 +255,16 @@ def start_scheduler(
     images: LocalImages | None = None,
     choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
     client_qps: int | None = None,
+    feature_gates: Mapping[str, bool] | None = None,
 ) -> LocalScheduler:
     """Write the configuration and start the scheduler binary (in plugin mode with ``images``, the
     gpu-scheduler image); wait until it holds its Lease.
 
     ``choices``: the policy's choices, plugin mode's plugin args (the extender modes: the
     extender's flags, given to the extender). ``client_qps``: the scheduler's client QPS and burst
-    (``SchedulerConfig.client_qps``; None = kube-scheduler's default 50/100)."""
+    (``SchedulerConfig.client_qps``; None = kube-scheduler's default 50/100). ``feature_gates``:
+    kube-scheduler feature gates set otherwise than their default (None: every default, as
+    deployed)."""
     config = SchedulerConfig(
         mode=mode, kubeconfig=str(plane.scheduler.kubeconfig), policy=choices, client_qps=client_qps
     )
@@ -286,6 +289,7 @@ def start_scheduler(
             f"--config={config_path}",
             *scheduler_mode_flags(mode),
             *scheduler_process_flags(plane.scheduler.kubeconfig, secure_port),
+            *feature_gate_flags(feature_gates or {}),
             f"--v={verbosity}",
         ]
         return launch_scheduler(
@@ -311,6 +315,15 @@ def scheduler_process_flags(kubeconfig: Path, secure_port: int) -> tuple[str, ..
         f"--secure-port={secure_port}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
+    )
+
+
+def feature_gate_flags(gates: Mapping[str, bool]) -> tuple[str, ...]:
+    """kube-scheduler's ``--feature-gates`` flag for ``gates``; nothing when there are none."""
+    if not gates:
+        return ()
+    return (
+        flag("feature-gates", ",".join(f"{name}={str(on).lower()}" for name, on in sorted(gates.items()))),
     )
 
 

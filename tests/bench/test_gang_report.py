@@ -3,12 +3,13 @@ section shows, and rewriting the section leaves the rest of RESULTS.md as it was
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from bench.measurements.e2e_throughput import parse_qps
-from bench.measurements.measure_gang import GangRound, GangSettings, Run
+from bench.measurements.measure_gang import NOMINATIONS_GATE, GangRound, GangSettings, Run
 from bench.report.gang_report import (
     GANG_HEADING,
     TARGET_RATIO,
@@ -108,3 +109,24 @@ def test_the_splice_replaces_the_section_and_keeps_the_rest() -> None:
     assert spliced.index("## A") < spliced.index("new") < spliced.index(SCALE_HEADING)
     without = splice_gang_section(f"# R\n\n{SCALE_HEADING}\n\ns\n", [GANG_HEADING, "", "new"])
     assert without.index("new") < without.index(SCALE_HEADING)
+
+
+def test_the_jobs_without_nominations_get_their_own_row_and_ratio(tmp_path: Path) -> None:
+    case = DOCUMENT.cases[0]
+    rounds = [
+        replace(r, jobs_without_nominations=run("jobs", 4.4, 0.1, 20)) if r.qps else r for r in case.rounds
+    ]
+    document = replace(DOCUMENT, cases=[replace(case, rounds=rounds)])
+    path = tmp_path / "gang-results.json"
+    save(document, path)
+    assert load(path) == document
+    text = "\n".join(render_gang_section(document))
+    row = (
+        f"| 20 jobs of 8, `{NOMINATIONS_GATE}` off | 1000/1000 | 4.40 s, 4.40 s | 0.10 s, 0.10 s "
+        "| 20 of 20, 20 of 20 | - | 0, 0 |"
+    )
+    assert row in text
+    assert text.count(f"`{NOMINATIONS_GATE}` off |") == 1
+    assert f"the same with `{NOMINATIONS_GATE}` off, per round: 1.10x, 0.88x; median 0.99x." in text
+    assert f"runs the jobs a third time with kube-scheduler's `{NOMINATIONS_GATE}` gate off" in text
+    assert "a third time" not in "\n".join(render_gang_section(DOCUMENT))
