@@ -45,8 +45,8 @@ BIND_SECONDS = 600.0
 NOMINATIONS_GATE = "NominatedNodeNameForExpectation"
 """The kube-scheduler feature gate (beta, on by default at the pinned 1.35) under which a pod about
 to wait at Permit gets ``status.nominatedNodeName`` written before its wait, one status write per
-held member ahead of its Binding. Karpenter and Cluster Autoscaler launch nothing for a nominated
-pod, so it stays on as deployed."""
+held member ahead of its Binding. Karpenter launches no node for a nominated pod, so it stays on
+as deployed."""
 TIMED_OUT = "timedOut=true"
 """In JobZone's log line for a job not placed whole: given up at the timeout."""
 

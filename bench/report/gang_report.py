@@ -94,8 +94,8 @@ def render_gang_section(document: GangDocument) -> list[str]:
         lines.append(
             "- with the client QPS lifted, each round runs the jobs a third time with kube-scheduler's "
             f"`{NOMINATIONS_GATE}` gate off: no `status.nominatedNodeName` write for a member before it "
-            "waits at Permit (on by default, and kept on as deployed: Karpenter and Cluster Autoscaler "
-            "launch nothing for a nominated pod); the watch sees no hold without a nomination, so no "
+            "waits at Permit (on by default, and kept on as deployed: Karpenter launches no node for a "
+            "nominated pod); the watch sees no hold without a nomination, so no "
             "GPU-seconds held are shown for it"
         )
     for case in document.cases:
