@@ -172,8 +172,9 @@ def _pair(
             + f": {run.pods} pods bound in {run.seconds:.2f} s"
             + f" ({run.after_created:.2f} s after the last create)"
             + (
-                f"; {run.whole_jobs} of {settings.jobs} jobs whole, {run.gpu_seconds_held:.1f} "
-                f"GPU-seconds held at Permit, {run.timed_out} timed out"
+                f"; {run.whole_jobs} of {settings.jobs} jobs whole, "
+                + (f"{run.gpu_seconds_held:.1f} GPU-seconds held at Permit, " if nominations else "")
+                + f"{run.timed_out} timed out"
                 if workload == "jobs"
                 else ""
             )
