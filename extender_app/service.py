@@ -8,7 +8,7 @@ import signal
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http import HTTPStatus
 
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -49,9 +49,7 @@ JSON = "application/json"
 Endpoint = Callable[[bytearray], Awaitable[Response]]
 """Request body -> answer."""
 HEALTH_MAX_BODY_BYTES = 1024
-"""Probes and scrapes send no body; anything larger is refused."""
-HEALTH_MAX_CONNECTIONS = 16
-"""Probes and scrapes need few connections; past them the least recently used idle one is closed."""
+"""Probes and scrapes send no body, and the health port reads none; the bound is only the budget's."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +117,7 @@ class ExtenderService:
             self._limits(
                 settings.max_body_bytes,
                 (settings.max_connections, settings.connections_per_source),
-                settings.body_budget_bytes,
+                (settings.body_budget_bytes, settings.body_budget_bytes_per_source),
             ),
             self._record,
             self.log,
@@ -129,10 +127,20 @@ class ExtenderService:
             on_evicted_connection=self.metrics.evicted_connections.inc,
             on_tls_failure=self._tls_failure,
         )
+        health_limits = self._limits(
+            HEALTH_MAX_BODY_BYTES,
+            (
+                settings.health_max_connections,
+                min(settings.health_max_connections_per_source, settings.health_max_connections),
+            ),
+            (HEALTH_MAX_BODY_BYTES, HEALTH_MAX_BODY_BYTES),
+        )
         health = HttpServer(
             self._route_health,
-            self._limits(
-                HEALTH_MAX_BODY_BYTES, (HEALTH_MAX_CONNECTIONS, HEALTH_MAX_CONNECTIONS), HEALTH_MAX_BODY_BYTES
+            replace(
+                health_limits,
+                header_timeout=settings.health_request_timeout,
+                read_timeout=settings.health_request_timeout,
             ),
             lambda _: None,
             self.log,
@@ -222,9 +230,9 @@ class ExtenderService:
             )
 
     def _limits(
-        self, max_body_bytes: int, max_connections: tuple[int, int], max_buffered_body_bytes: int
+        self, max_body_bytes: int, max_connections: tuple[int, int], max_buffered: tuple[int, int]
     ) -> ServerLimits:
-        """``max_connections``: (in all, per source)."""
+        """``max_connections`` and ``max_buffered`` (body-budget bytes): (in all, per source)."""
         settings = self.settings
         return ServerLimits(
             handshake_timeout=settings.handshake_timeout,
@@ -238,7 +246,8 @@ class ExtenderService:
             max_body_bytes=max_body_bytes,
             max_connections=max_connections[0],
             max_connections_per_source=max_connections[1],
-            max_buffered_body_bytes=max_buffered_body_bytes,
+            max_buffered_body_bytes=max_buffered[0],
+            max_buffered_body_bytes_per_source=max_buffered[1],
         )
 
     def _role_routes(self) -> Mapping[str, Endpoint]:
@@ -339,6 +348,7 @@ class ExtenderService:
         self.log.warning("tls handshake failed", extra={"fields": {"reason": reason}})
 
     def _route_health(self, method: str, path: str) -> Route:
+        """Every health answer is made from the request head alone: no body is ever read."""
         answers: dict[str, Callable[[], Response]] = {
             HEALTHZ_PATH: lambda: text_response(HTTPStatus.OK, "ok"),
             READYZ_PATH: self._readiness,
@@ -349,11 +359,7 @@ class ExtenderService:
             return Route("health", answer=text_response(HTTPStatus.NOT_FOUND, f"no such path: {path}"))
         if method != "GET":
             return Route("health", answer=text_response(HTTPStatus.METHOD_NOT_ALLOWED, f"{path} takes GET"))
-
-        async def handle(_: bytearray) -> Response:
-            return answer()
-
-        return Route("health", handle=handle)
+        return Route("health", answer=answer())
 
     def _readiness(self) -> Response:
         state = self.tls.state

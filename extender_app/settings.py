@@ -56,14 +56,22 @@ WEBHOOK_IDLE_TIMEOUT = 10.0
 """The webhook role's idle timeout: any pod may connect to it (no client certificate), so an idle
 connection is kept for less time than kube-scheduler's keep-alive connections to the extender."""
 
+WEBHOOK_REQUEST_TIMEOUT = 1.0
+"""The webhook role's header and whole-request deadline: kube-apiserver sends a review of a few
+KiB at once, so a request not in after a second is a slow sender holding a connection that any pod
+may open (no client certificate)."""
+
 WEBHOOK_DEFAULTS: dict[str, object] = {
     "client_ca": "",
     "max_body_bytes": WEBHOOK_MAX_BODY_BYTES,
     "idle_timeout": WEBHOOK_IDLE_TIMEOUT,
+    "header_timeout": WEBHOOK_REQUEST_TIMEOUT,
+    "read_timeout": WEBHOOK_REQUEST_TIMEOUT,
 }
 """Defaults that differ in the webhook role (a flag or variable that sets them wins): no client
 certificate is requested (kube-apiserver presents none unless configured to; see docs/webhook.md),
-the body cap follows the API server's own request limit, and idle connections are kept shorter."""
+the body cap follows the API server's own request limit, and idle connections and slow requests
+are cut sooner."""
 
 
 def setting(default: Any, description: str, *, metavar: str = "") -> Any:
@@ -109,6 +117,13 @@ class ExtenderSettings:
         "bytes of request bodies and of answers not yet written held at once across connections;"
         " 0 means twice --max-body-bytes",
     )
+    # Bytes are reserved as they arrive, so what a source holds is what it sent (at most twice):
+    # docs/serving.md#the-body-budget-bytes-as-they-arrive-shared-by-source.
+    max_buffered_body_bytes_per_source: int = setting(
+        0,
+        "bytes of --max-buffered-body-bytes one client IP address may hold at once (more -> 503 at"
+        " once); while room is short, sources holding less are served first; 0 means --max-body-bytes",
+    )
     queue_timeout: float = setting(2.0, "seconds a request waits for a slot or for body room before 503")
     # Idle connections never block a new one (extender_app/serving/connection_table.py): at either
     # bound the least recently used idle connection is closed for it. Sized for kube-apiserver and
@@ -124,13 +139,27 @@ class ExtenderSettings:
         " idle one is closed for its new one, which is refused only when all of them are busy (above"
         " --max-connections, --max-connections applies)",
     )
+    health_max_connections: int = setting(
+        32,
+        "open connections to the health port; at the bound an idle one, else the longest-busy one of the"
+        " source holding the most, is closed for a new one",
+    )
+    health_max_connections_per_source: int = setting(
+        8, "open connections to the health port from one client IP address (kubelet probes, the scraper)"
+    )
+    health_request_timeout: float = setting(
+        1.0,
+        "seconds from accept to a complete request head on the health port (probes and scrapes send no"
+        " body and are answered without reading one)",
+    )
     handshake_timeout: float = setting(
         1.0, "seconds from accept to a completed TLS handshake (within --header-timeout)"
     )
     # h11's max incomplete event size.
     max_header_bytes: int = setting(32 * 1024, "largest request line plus headers in bytes (larger -> 431)")
     header_timeout: float = setting(
-        2.0, "seconds from a request's first byte (or accept, incl. TLS) to its last header"
+        2.0,
+        "seconds from a request's first byte (or accept, incl. TLS) to its last header",
     )
     read_timeout: float = setting(
         5.0, "seconds from a request's first byte (or accept) to the end of its body; then 408"
@@ -254,6 +283,11 @@ class ExtenderSettings:
         """max_buffered_body_bytes, with 0 read as twice max_body_bytes."""
         return self.max_buffered_body_bytes or 2 * self.max_body_bytes
 
+    @property
+    def body_budget_bytes_per_source(self) -> int:
+        """max_buffered_body_bytes_per_source, with 0 read as max_body_bytes; at most the budget."""
+        return min(self.max_buffered_body_bytes_per_source or self.max_body_bytes, self.body_budget_bytes)
+
     def __post_init__(self) -> None:
         _check_types(self)
         for name in ("port", "health_port"):
@@ -267,13 +301,12 @@ class ExtenderSettings:
             "max_concurrent_requests",
             "max_connections",
             "max_connections_per_source",
+            "health_max_connections",
+            "health_max_connections_per_source",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
-        if self.max_buffered_body_bytes and self.max_buffered_body_bytes < self.max_body_bytes:
-            raise ValueError(
-                "max_buffered_body_bytes must be 0 (twice max_body_bytes) or at least max_body_bytes"
-            )
+        self._check_budget()
         if self.max_header_bytes < MIN_HEADER_BYTES:
             raise ValueError(f"max_header_bytes must be at least {MIN_HEADER_BYTES}")
         for name in _POSITIVE_SECONDS:
@@ -286,6 +319,18 @@ class ExtenderSettings:
                 raise ValueError(f"{name} must be a file path")
         self._check_role()
         self._check_node_cache()
+
+    def _check_budget(self) -> None:
+        """Each budget holds at least one whole body, else a body of the allowed size is never read."""
+        if self.max_buffered_body_bytes and self.max_buffered_body_bytes < self.max_body_bytes:
+            raise ValueError(
+                "max_buffered_body_bytes must be 0 (twice max_body_bytes) or at least max_body_bytes"
+            )
+        per_source = self.max_buffered_body_bytes_per_source
+        if per_source and not self.max_body_bytes <= per_source:
+            raise ValueError(
+                "max_buffered_body_bytes_per_source must be 0 (max_body_bytes) or at least max_body_bytes"
+            )
 
     def _check_role(self) -> None:
         if not 1 <= self.max_job_size <= JOB_SIZE_LIMIT:
@@ -318,6 +363,7 @@ MIN_HEADER_BYTES = 1024
 _POSITIVE_SECONDS = (
     "queue_timeout",
     "handshake_timeout",
+    "health_request_timeout",
     "header_timeout",
     "read_timeout",
     "write_timeout",

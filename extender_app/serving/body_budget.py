@@ -1,51 +1,124 @@
-"""A bound on request-body and answer bytes held in memory at once, across all connections.
+"""A bound on request-body and answer bytes held in memory at once, shared fairly between sources.
 
-A body reserves its bytes before they are buffered (its declared Content-Length at once,
-a chunked body chunk by chunk); once judged, its request holds its answer's bytes instead, and
-gives them back when the answer is written (``request_hold``). So a client that trickles a small
-body holds little and blocks nobody, while the total stays bounded.
+A body reserves its bytes as they arrive, never on the strength of a declared Content-Length: a
+client that declares 4 MiB and sends nothing holds nothing. Once judged, a request holds its
+answer's bytes instead, and gives them back when the answer is written (``request_hold``). Two
+rules keep one client address from taking the budget from the others:
+
+- a source (the peer's IP address) holds at most ``per_source`` bytes at once; past that its
+  reservation is refused at once, whatever room is left for the others;
+- when bytes are short, waiting reservations are granted in the order of how little their source
+  holds (then first come, first served): a source that holds nothing, such as the API server
+  sending its next review, goes before one that already holds much, so bytes freed by a stalled
+  sender's deadline go to the others first.
 """
 
 import asyncio
+import heapq
+import itertools
+from dataclasses import dataclass, field
+
+
+@dataclass(order=True)
+class _Waiter:
+    held_by_source: int
+    order: int
+    size: int = field(compare=False)
+    source: str = field(compare=False)
+    granted: "asyncio.Future[bool]" = field(compare=False)
 
 
 class BodyBudget:
-    """Bytes of request bodies and their answers the server may hold at once."""
+    """Bytes of request bodies and their answers the server may hold at once, in all and per source."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, per_source: int | None = None) -> None:
         self.capacity = capacity
+        self.per_source = capacity if per_source is None else min(per_source, capacity)
         self._free = capacity
-        self._waiters: list[asyncio.Future[None]] = []
+        self._held: dict[str, int] = {}
+        self._waiters: list[_Waiter] = []
+        self._order = itertools.count()
 
     @property
     def in_use(self) -> int:
         return self.capacity - self._free
 
-    async def reserve(self, size: int, timeout: float) -> bool:
-        """Take ``size`` bytes, waiting up to ``timeout`` seconds for them; False if they never came."""
-        if size > self.capacity:
+    def held_by(self, source: str) -> int:
+        """Bytes ``source`` holds now."""
+        return self._held.get(source, 0)
+
+    async def reserve(self, size: int, timeout: float, source: str = "") -> bool:
+        """Take ``size`` bytes for ``source``, waiting up to ``timeout`` seconds; False if they never came.
+
+        Refused at once when the source would hold more than ``per_source``.
+        """
+        if self.held_by(source) + size > self.per_source:
             return False
+        if not self._waiters and self._free >= size:
+            self._take(source, size)
+            return True
+        waiter = _Waiter(
+            self.held_by(source),
+            next(self._order),
+            size,
+            source,
+            asyncio.get_running_loop().create_future(),
+        )
+        heapq.heappush(self._waiters, waiter)
+        self._grant()
         try:
             async with asyncio.timeout(timeout):
-                while self._free < size:
-                    waiter = asyncio.get_running_loop().create_future()
-                    self._waiters.append(waiter)
-                    try:
-                        await waiter
-                    finally:
-                        self._waiters.remove(waiter)
+                return await waiter.granted
         except TimeoutError:
+            self._abandon(waiter)
             return False
-        self._free -= size
-        return True
+        except asyncio.CancelledError:
+            self._abandon(waiter)
+            raise
 
-    def take(self, size: int) -> None:
+    def take(self, size: int, source: str = "") -> None:
         """Take ``size`` bytes at once, even past the capacity (for buffers that exist already)."""
-        self._free -= size
+        self._take(source, size)
 
-    def release(self, size: int) -> None:
-        """Give ``size`` reserved bytes back and wake every waiter to try again."""
+    def release(self, size: int, source: str = "") -> None:
+        """Give ``size`` bytes of ``source`` back and grant what now fits to the waiters, in order."""
         self._free += size
-        for waiter in self._waiters:
-            if not waiter.done():
-                waiter.set_result(None)
+        left = self._held.get(source, 0) - size
+        if left > 0:
+            self._held[source] = left
+        else:
+            self._held.pop(source, None)
+        self._grant()
+
+    def _abandon(self, waiter: _Waiter) -> None:
+        """A waiter whose wait ended: give back what it was granted meanwhile, or leave the line."""
+        granted = waiter.granted
+        if granted.done() and not granted.cancelled():
+            if granted.result():
+                self.release(waiter.size, waiter.source)
+            return
+        granted.cancel()
+        self._grant()  # a head that left may have held back smaller waiters behind it
+
+    def _take(self, source: str, size: int) -> None:
+        self._free -= size
+        self._held[source] = self._held.get(source, 0) + size
+
+    def _grant(self) -> None:
+        """Grant waiters from the head of the order while the head fits; a cancelled one is skipped.
+
+        Nobody passes the head: a large reservation is not starved by a stream of small ones.
+        """
+        while self._waiters:
+            head = self._waiters[0]
+            if head.granted.done():
+                heapq.heappop(self._waiters)
+                continue
+            if self._free < head.size:
+                return
+            heapq.heappop(self._waiters)
+            if self.held_by(head.source) + head.size > self.per_source:
+                head.granted.set_result(False)  # its source took its share while it waited
+                continue
+            self._take(head.source, head.size)
+            head.granted.set_result(True)

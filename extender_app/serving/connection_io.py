@@ -18,8 +18,11 @@ READ_CHUNK_BYTES = 256 * 1024
 CLOSE_TIMEOUT = 1.0
 """Seconds to wait for a closing TLS connection to say goodbye before dropping it."""
 
-NO_ROOM = "extender busy: request bodies and answers fill --max-buffered-body-bytes; retry"
-"""The 503's reason when a body or a chunk finds no room in the body budget."""
+NO_ROOM = (
+    "extender busy: no room for this request's body: bodies and answers fill --max-buffered-body-bytes,"
+    " or this client address holds its share (--max-buffered-body-bytes-per-source); retry"
+)
+"""The 503's reason when a body's next bytes find no room in the body budget."""
 
 
 class ClientGone(Exception):
@@ -43,6 +46,10 @@ async def next_event(
         conn.receive_data(data)  # b"" tells h11 the peer closed
 
 
+BODY_STEP_BYTES = 64 * 1024
+"""The first room a body gets; it then at most doubles, so it never reserves more than twice what arrived."""
+
+
 async def read_body(
     conn: h11.Connection,
     reader: asyncio.StreamReader,
@@ -50,15 +57,18 @@ async def read_body(
     limit: int,
     *,
     declared: int | None,
-    reserve_chunk: Callable[[int], Awaitable[bool]],
+    reserve: Callable[[int], Awaitable[bool]],
 ) -> bytearray | Response:
     """The request body, or a 413 as soon as it grows past ``limit`` (nothing more is read).
 
-    With a declared Content-Length (already checked against ``limit`` and reserved) the buffer is
-    allocated once and filled in place: growing a bytearray chunk by chunk copies a 10 MB body
-    dozens of times. Chunks beyond a declared length (chunked bodies) reserve their bytes first.
+    The body's room is reserved (``reserve``) and allocated only as bytes arrive: it starts at
+    ``BODY_STEP_BYTES`` (or the declared length, if smaller) and at most doubles each time it is
+    full, up to the declared length or ``limit``. So a declared Content-Length takes nothing until
+    its bytes come, no body holds more than twice what it sent, and a large body is copied a few
+    times in all rather than once per chunk. No room -> 503.
     """
-    body = bytearray(declared or 0)
+    ceiling = limit if declared is None else min(declared, limit)
+    body = bytearray()
     filled = 0
     while True:
         try:
@@ -73,16 +83,15 @@ async def read_body(
             size = len(event.data)
             if filled + size > limit:
                 return too_large(None, limit)
-            if filled + size <= len(body):
-                body[filled : filled + size] = event.data
-            else:  # chunked (or more than declared, which h11 does not let through)
-                if not await reserve_chunk(size):
+            if filled + size > len(body):
+                room = min(max(2 * len(body), BODY_STEP_BYTES, filled + size), max(ceiling, filled + size))
+                if not await reserve(room - len(body)):
                     return text_response(HTTPStatus.SERVICE_UNAVAILABLE, NO_ROOM)
-                del body[filled:]
-                body += event.data
+                body.extend(bytes(room - len(body)))
+            body[filled : filled + size] = event.data
             filled += size
         elif isinstance(event, h11.EndOfMessage):
-            del body[filled:]  # a no-op unless the body ended early (h11 reports that as an error)
+            del body[filled:]
             return body
         else:
             raise ClientGone
@@ -101,6 +110,14 @@ def content_length(request: h11.Request) -> int | None:
         if name == b"content-length":
             return int(value)  # h11 has checked it is a non-negative integer
     return None
+
+
+def has_body(request: h11.Request) -> bool:
+    """Whether the request may carry a body: a non-zero Content-Length, or any Transfer-Encoding."""
+    for name, value in request.headers:
+        if name == b"transfer-encoding" or (name == b"content-length" and int(value) > 0):
+            return True
+    return False
 
 
 def head_size(request: h11.Request) -> int:

@@ -1,4 +1,4 @@
-"""The open connections of one listener, and room for a new one without letting idle holders block it.
+"""The open connections of one listener, and room for a new one that no client address can take.
 
 A connection is *idle* while no request of it is in progress: during its TLS handshake, while
 it waits for its first request, and between keep-alive requests. Idle connections cost the
@@ -8,14 +8,18 @@ server holds. So a new connection is never refused while an idle one could make 
 1. its source (the peer's IP address) may hold at most ``max_per_source`` connections; at that
    bound the source's own least recently used idle connection is closed for the new one;
 2. the listener holds at most ``max_total``; at that bound the least recently used idle
-   connection of any source is closed for the new one.
+   connection of any source is closed for the new one;
+3. when every connection is busy (a request in progress, each bounded by the whole-request read
+   deadline, the queue and the write deadline), a source holding more connections than the
+   newcomer's source would after it (by more than one) gives up its longest-busy connection: a
+   request busy for long is a slow or stalled sender, since a real one is answered in
+   milliseconds. Open connections thus tend to an equal share per source: no set of sources can
+   keep a source that holds fewer (the API server sending its next review) out.
 
-Only when every connection that could make room is busy (a request in progress, bounded by the
-read, queue and write deadlines) is the new connection refused. One source can therefore never
-take more than its share, and idle connections never crowd out a client that has a request to
-send. Least recently used, because HTTP clients (Go's ``net/http``, which kube-apiserver and
-kube-scheduler use) reuse their most recently used idle connection first: the one closed is the
-one least likely to carry the client's next request.
+Only when no rule makes room is the new connection refused. Least recently used, because HTTP
+clients (Go's ``net/http``, which kube-apiserver and kube-scheduler use) reuse their most recently
+used idle connection first: the one closed is the one least likely to carry the client's next
+request.
 """
 
 import asyncio
@@ -36,6 +40,8 @@ class Connection:
     """Loop time of the accept, or of the end of its last request: the least recent is closed first."""
     busy: bool = False
     """A request's head has arrived and its response is not yet written."""
+    busy_since: float = 0.0
+    """Loop time the current request's head arrived (while ``busy``)."""
 
 
 @dataclass
@@ -72,7 +78,10 @@ class ConnectionTable:
                 return Admission(admitted=False)
             evicted += 1
         if len(self._open) >= self.max_total:
-            if not self._evict_least_recent(self._open.items()):
+            made_room = self._evict_least_recent(self._open.items()) or self._evict_for_fairness(
+                len(same_source) - evicted
+            )
+            if not made_room:
                 return Admission(admitted=False, evicted=evicted)
             evicted += 1
         self._open[task] = connection
@@ -81,6 +90,20 @@ class ConnectionTable:
     def forget(self, task: "asyncio.Task[Any]") -> None:
         """The connection served by ``task`` is closed (or was closed for room already)."""
         self._open.pop(task, None)
+
+    def _evict_for_fairness(self, newcomer_holds: int) -> bool:
+        """Close the longest-busy connection of the source holding the most, when it holds more than
+        ``newcomer_holds + 1`` (what the newcomer's source holds now); False when none does."""
+        by_source: dict[str, list[tuple[float, asyncio.Task[Any]]]] = {}
+        for task, connection in self._open.items():
+            by_source.setdefault(connection.source, []).append((connection.busy_since, task))
+        largest = max(by_source.values(), key=len, default=[])
+        if len(largest) <= newcomer_holds + 1:
+            return False
+        _, task = min(largest, key=lambda pair: pair[0])
+        del self._open[task]
+        task.cancel()
+        return True
 
     def _evict_least_recent(self, candidates: Iterable[tuple["asyncio.Task[Any]", Connection]]) -> bool:
         """Close the least recently used idle connection among ``candidates``; False when all are busy."""

@@ -4,8 +4,10 @@ h11 parses and frames HTTP; this module adds what a server facing a hostile netw
 what no maintained Python server offers together (docs/design/own-http-loop.md): a header
 deadline from a request's first byte, a deadline for the whole request, a write deadline, an
 idle timeout, a body cap enforced while reading (also for chunked bodies), a bound on the body
-and answer bytes held at once, a bound on concurrent work, TLS with a context chosen per connection (so
-rotated certificates apply without a restart) and a graceful shutdown.
+and answer bytes held at once that takes bytes only as they arrive and shares them by client
+address, connection room shared by client address, a bound on concurrent work, TLS with a context
+chosen per connection (so rotated certificates apply without a restart) and a graceful shutdown.
+Routes that answer from the head alone (health, metrics, errors) never read a body.
 """
 
 import asyncio
@@ -25,6 +27,7 @@ from extender_app.serving.connection_io import (
     ClientGone,
     close_connection,
     content_length,
+    has_body,
     head_size,
     linger,
     next_event,
@@ -71,7 +74,7 @@ class HttpServer:
         self._log = logger
         self._tls_context = tls_context
         self._gate = gate
-        self._bodies = BodyBudget(limits.max_buffered_body_bytes)
+        self._bodies = BodyBudget(limits.max_buffered_body_bytes, limits.max_buffered_body_bytes_per_source)
         self._on_rejected = on_rejected_connection
         self._on_evicted = on_evicted_connection
         self._on_tls_failure = on_tls_failure
@@ -243,13 +246,14 @@ class HttpServer:
             )
             await self._refuse(conn, writer, too_large, client)
             return False
-        state.busy = True
         started = asyncio.get_running_loop().time()
+        state.busy, state.busy_since = True, started
         route = self._router(event.method.decode("ascii", "replace"), request_path(event.target))
         response: Response | None = None
         failure = ""
         try:
-            with RequestHold(self._bodies, self._gate, limits.queue_timeout, state.closed) as hold:
+            hold = RequestHold(self._bodies, self._gate, limits.queue_timeout, state.closed, state.source)
+            with hold:
                 response = await self._response(
                     conn, reader, writer, hold=hold, request=event, route=route, request_start=request_start
                 )
@@ -296,6 +300,8 @@ class HttpServer:
         event loop, so a client that leaves during it is noticed when the answer is written.
         """
         if route.answer is not None or route.handle is None:
+            if not has_body(request):
+                conn.next_event()  # its end: h11 knows the body is empty, so the connection stays usable
             return route.answer or text_response(HTTPStatus.NOT_FOUND, "not found")
         body = await self._receive_body(
             conn, reader, writer, hold=hold, request=request, request_start=request_start
@@ -328,23 +334,25 @@ class HttpServer:
         request: h11.Request,
         request_start: float,
     ) -> bytearray | Response:
-        """The body, read into bytes reserved from the budget; or the error answer (413, 503, 408)."""
+        """The body, read into bytes reserved from the budget as they arrive; or the error answer
+        (413, 503, 408)."""
         limits = self._limits
         declared = content_length(request)
         if declared is not None and declared > limits.max_body_bytes:
             return too_large(declared, limits.max_body_bytes)
-        if declared and not await hold.reserve_body(declared):
-            return _refusal(hold, NO_ROOM)
         if conn.they_are_waiting_for_100_continue:  # curl does this for large bodies
             writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
-        return await read_body(
+        body = await read_body(
             conn,
             reader,
             request_start + limits.read_timeout,
             limits.max_body_bytes,
             declared=declared,
-            reserve_chunk=hold.reserve_body,
+            reserve=hold.reserve_body,
         )
+        if isinstance(body, Response) and body.status == HTTPStatus.SERVICE_UNAVAILABLE:
+            return _refusal(hold, NO_ROOM)
+        return body
 
     async def _refuse(
         self, conn: h11.Connection, writer: asyncio.StreamWriter, response: Response, client: str

@@ -1,6 +1,6 @@
 """What one request holds of the server's shared resources, from its head to its last answer byte.
 
-A request reserves its body's bytes from the body budget before it reads them, and once it is
+A request reserves its body's bytes from the body budget as they arrive, and once it is
 judged it keeps its answer's bytes reserved instead, until the answer is written or the client
 is gone: so the budget bounds every large buffer a request keeps alive, not only bodies being
 read. A gated request also takes a work slot once its body is read. Both waits end early when the
@@ -27,8 +27,10 @@ class RequestHold:
         gate: asyncio.Semaphore | None,
         queue_timeout: float,
         client_gone: "asyncio.Future[None]",
+        source: str = "",
     ) -> None:
         self._budget = budget
+        self._source = source
         self._gate = gate
         self._queue_timeout = queue_timeout
         self._client_gone = client_gone
@@ -39,7 +41,7 @@ class RequestHold:
         return self
 
     def __exit__(self, *_: object) -> None:
-        self._budget.release(self._bytes)
+        self._budget.release(self._bytes, self._source)
         self._bytes = 0
         if self._slot and self._gate is not None:
             self._gate.release()
@@ -57,7 +59,7 @@ class RequestHold:
 
     async def reserve_body(self, size: int) -> bool:
         """``size`` more body bytes within the queue timeout; False if none came or the client left."""
-        if not await self._unless_gone(self._budget.reserve(size, self._queue_timeout)):
+        if not await self._unless_gone(self._budget.reserve(size, self._queue_timeout, self._source)):
             return False
         self._bytes += size
         return True
@@ -69,9 +71,9 @@ class RequestHold:
         budget may run over by that much until the answer is written, and new bodies wait.
         """
         if size < self._bytes:
-            self._budget.release(self._bytes - size)
+            self._budget.release(self._bytes - size, self._source)
         else:
-            self._budget.take(size - self._bytes)
+            self._budget.take(size - self._bytes, self._source)
         self._bytes = size
 
     async def take_slot(self) -> bool:

@@ -60,6 +60,7 @@ class ServerLimits:
     max_connections: int
     max_connections_per_source: int
     max_buffered_body_bytes: int
+    max_buffered_body_bytes_per_source: int
 
 
 @dataclass(frozen=True)

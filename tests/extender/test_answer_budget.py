@@ -58,8 +58,9 @@ def answer_head(sock: socket.socket) -> tuple[bytes, int]:
 
 def test_the_budget_stays_reserved_while_a_large_answer_is_written(pki, slow_reader):
     """A judged request keeps its answer's bytes reserved until the answer is written: a second
-    request whose body would not fit beside that answer is refused with 503 (kube-scheduler
-    retries the pod), and once the answer is read the budget is free again."""
+    request, from another address, whose body would not fit beside that answer is refused with 503
+    once its bytes arrive (kube-scheduler retries the pod), and once the answer is read the budget
+    is free again."""
     settings = settings_for(
         pki,
         max_body_bytes=len(LARGE),
@@ -74,8 +75,9 @@ def test_the_budget_stays_reserved_while_a_large_answer_is_written(pki, slow_rea
             holder.sendall(head(len(LARGE)) + LARGE)
             read, answer_bytes = answer_head(holder)  # judged; most of the answer cannot have left yet
             assert server.verb_server.buffered_body_bytes == answer_bytes
-            with tls_socket(server.ports.port, scheduler_context(pki)) as second:
-                second.sendall(head(len(LARGE) - answer_bytes + 1))  # one byte more than is free
+            with tls_socket(server.ports.port, scheduler_context(pki), "127.0.0.2") as second:
+                size = len(LARGE) - answer_bytes + 1  # one byte more than is free
+                second.sendall(head(size) + b"x" * size)
                 status, reason = read_response(second)
             assert status == 503
             assert b"--max-buffered-body-bytes" in reason
@@ -129,7 +131,9 @@ def test_a_request_whose_client_left_mid_body_is_logged(pki):
     try:
         with tls_socket(server.ports.port, scheduler_context(pki)) as quitter:
             quitter.sendall(head(len(LARGE)) + LARGE[: len(LARGE) // 2])
-            wait_for(lambda: server.verb_server.buffered_body_bytes == len(LARGE), "the body being read")
+            wait_for(
+                lambda: server.verb_server.buffered_body_bytes >= len(LARGE) // 2, "the body being read"
+            )
             quitter.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         wait_for(lambda: len(server.logs.requests()) == 1, "the abandoned request's log line")
         [line] = server.logs.requests()

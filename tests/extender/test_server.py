@@ -348,20 +348,44 @@ def test_a_body_sent_slowly_holds_no_work_slot(pki):
 
 
 def test_busy_server_answers_503_when_bodies_fill_the_buffer_budget(pki):
+    """Bytes sent and not yet judged fill the budget: another source's request waits for room up to
+    the queue timeout, then gets a 503 (kube-scheduler retries the pod); the stalled sender is cut
+    at the read deadline and its bytes are given back."""
     body = extender_body(make_pod(), make_nodes(1))
     budget = 2 * len(body)
     settings = settings_for(pki, max_body_bytes=budget, max_buffered_body_bytes=budget, queue_timeout=0.2)
     server = ThreadedExtender(settings, pki).start()
     try:
-        with tls_socket(server.ports.port, scheduler_context(pki)) as holder:
-            # declares the whole budget and sends nothing more: its bytes stay reserved
+        with tls_socket(server.ports.port, scheduler_context(pki), "127.0.0.2") as holder:
+            # sends all but the last byte of a body as large as the budget, then stalls
             holder.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % budget)
+            holder.sendall(b" " * (budget - 1))
             wait_for(lambda: server.verb_server.buffered_body_bytes == budget, "the budget taken")
             busy = request(server.ports.port, scheduler_context(pki), "/filter", body)
             assert_plain_error(busy, 503, "--max-buffered-body-bytes")
-        wait_for(lambda: server.verb_server.buffered_body_bytes == 0, "the budget given back")
+            wait_for(lambda: server.verb_server.buffered_body_bytes == 0, "the budget given back")
         assert request(server.ports.port, scheduler_context(pki), "/filter", body).status == 200
     finally:
+        server.stop()
+
+
+def test_a_declared_length_reserves_nothing_until_its_bytes_arrive(pki):
+    """Heads that declare the largest body and send nothing hold no budget: a request from another
+    source is answered beside them at once, not after their read deadline."""
+    body = extender_body(make_pod(), make_nodes(1))
+    settings = settings_for(pki, max_body_bytes=len(body), max_buffered_body_bytes=len(body))
+    server = ThreadedExtender(settings, pki).start()
+    holders = [tls_socket(server.ports.port, scheduler_context(pki), "127.0.0.2") for _ in range(3)]
+    try:
+        for holder in holders:
+            holder.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body))
+        wait_for(lambda: server.verb_server.requests_in_flight == len(holders), "the heads read")
+        assert server.verb_server.buffered_body_bytes == 0
+        assert request(server.ports.port, scheduler_context(pki), "/filter", body).status == 200
+        assert server.verb_server.requests_in_flight == len(holders)  # still held: no deadline passed
+    finally:
+        for holder in holders:
+            holder.close()
         server.stop()
 
 
