@@ -131,9 +131,7 @@ def test_a_request_whose_client_left_mid_body_is_logged(pki):
     try:
         with tls_socket(server.ports.port, scheduler_context(pki)) as quitter:
             quitter.sendall(head(len(LARGE)) + LARGE[: len(LARGE) // 2])
-            wait_for(
-                lambda: server.verb_server.buffered_body_bytes >= len(LARGE) // 2, "the body being read"
-            )
+            wait_for(lambda: server.verb_server.buffered_body_bytes >= len(LARGE) // 2, "the body being read")
             quitter.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         wait_for(lambda: len(server.logs.requests()) == 1, "the abandoned request's log line")
         [line] = server.logs.requests()

@@ -1,0 +1,88 @@
+"""The body budget: bytes shared by source, waiters served lightest source first, nobody passing
+the head of the line, and nothing kept by a wait that ended."""
+
+import asyncio
+
+from extender_app.serving.body_budget import BodyBudget
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+def test_a_source_past_its_share_is_refused_at_once_while_others_still_get_room() -> None:
+    async def scenario() -> tuple[bool, bool, int]:
+        budget = BodyBudget(100, per_source=40)
+        assert await budget.reserve(40, 1.0, "attacker")
+        refused = await budget.reserve(1, 60.0, "attacker")  # would wait a minute if it queued
+        other = await budget.reserve(40, 1.0, "api-server")
+        return refused, other, budget.held_by("attacker")
+
+    assert run(scenario()) == (False, True, 40)
+
+
+def test_freed_bytes_go_to_the_waiter_whose_source_holds_least() -> None:
+    async def scenario() -> list[str]:
+        budget = BodyBudget(100, per_source=100)
+        assert await budget.reserve(60, 1.0, "heavy")
+        assert await budget.reserve(40, 1.0, "light-holder")
+        order: list[str] = []
+
+        async def wait(source: str, size: int) -> None:
+            if await budget.reserve(size, 5.0, source):
+                order.append(source)
+
+        heavy = asyncio.create_task(wait("heavy", 30))
+        await asyncio.sleep(0)  # queued first
+        fresh = asyncio.create_task(wait("fresh", 30))
+        await asyncio.sleep(0)
+        budget.release(40, "light-holder")  # room for one of them
+        await asyncio.sleep(0)
+        budget.release(60, "heavy")
+        await asyncio.gather(heavy, fresh)
+        return order
+
+    assert run(scenario()) == ["fresh", "heavy"]
+
+
+def test_a_large_waiter_is_not_passed_by_smaller_ones_behind_it() -> None:
+    async def scenario() -> tuple[bool, bool]:
+        budget = BodyBudget(100)
+        assert await budget.reserve(90, 1.0, "a")
+        large = asyncio.create_task(budget.reserve(50, 5.0, "b"))
+        await asyncio.sleep(0)
+        small = asyncio.create_task(budget.reserve(5, 0.05, "c"))  # 10 free, but "b" is first in line
+        small_got = await small
+        budget.release(90, "a")
+        return small_got, await large
+
+    assert run(scenario()) == (False, True)
+
+
+def test_a_wait_that_times_out_or_is_cancelled_keeps_nothing() -> None:
+    async def scenario() -> tuple[bool, int, int]:
+        budget = BodyBudget(100)
+        assert await budget.reserve(100, 1.0, "a")
+        timed_out = await budget.reserve(10, 0.01, "b")
+        cancelled = asyncio.create_task(budget.reserve(10, 5.0, "c"))
+        await asyncio.sleep(0)
+        cancelled.cancel()
+        await asyncio.gather(cancelled, return_exceptions=True)
+        budget.release(100, "a")
+        return timed_out, budget.in_use, budget.held_by("c")
+
+    assert run(scenario()) == (False, 0, 0)
+
+
+def test_a_waiter_whose_source_took_its_share_meanwhile_is_refused() -> None:
+    async def scenario() -> bool:
+        budget = BodyBudget(100, per_source=50)
+        assert await budget.reserve(50, 1.0, "a")
+        assert await budget.reserve(30, 1.0, "a2")
+        waiting = asyncio.create_task(budget.reserve(30, 5.0, "b"))
+        await asyncio.sleep(0)
+        budget.take(30, "b")  # an answer of b's, taken at once
+        budget.release(50, "a")
+        return await waiting
+
+    assert run(scenario()) is False
