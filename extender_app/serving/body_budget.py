@@ -9,14 +9,25 @@ rules keep one client address from taking the budget from the others:
   reservation is refused at once, whatever room is left for the others;
 - when bytes are short, waiting reservations are granted in the order of how little their source
   holds (then first come, first served): a source that holds nothing, such as the API server
-  sending its next review, goes before one that already holds much, so bytes freed by a stalled
-  sender's deadline go to the others first.
+  sending its next review, goes before one that already holds much;
+- a reservation that must wait, from a source holding less than an equal share of the budget
+  (capacity over the sources holding bytes, itself included), cuts the most recent body still
+  being read of the source holding the most, if that one holds more than its share: a body still
+  arriving is a request nobody is waiting on yet, and the sender that holds most is the one that
+  costs the others their room. Answers and bodies already judged are never cut.
+
+Only the webhook role meets several sources with bodies (any pod may connect; the API server's
+reviews are a few KiB); the extender role's bodies come from kube-scheduler alone (mutual TLS).
 """
 
 import asyncio
 import heapq
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+Cut = Callable[[], object]
+"""Ends a request whose body is being read (its connection is closed; its bytes come back)."""
 
 
 @dataclass(order=True)
@@ -38,6 +49,7 @@ class BodyBudget:
         self._held: dict[str, int] = {}
         self._waiters: list[_Waiter] = []
         self._order = itertools.count()
+        self._reading: dict[str, list[Cut]] = {}
 
     @property
     def in_use(self) -> int:
@@ -57,6 +69,7 @@ class BodyBudget:
         if not self._waiters and self._free >= size:
             self._take(source, size)
             return True
+        self._cut_the_heaviest_for(source)
         waiter = _Waiter(
             self.held_by(source),
             next(self._order),
@@ -75,6 +88,31 @@ class BodyBudget:
         except asyncio.CancelledError:
             self._abandon(waiter)
             raise
+
+    def reading(self, source: str, cut: Cut) -> None:
+        """A body of ``source`` is being read; ``cut`` ends its request to make room for a lighter source."""
+        self._reading.setdefault(source, []).append(cut)
+
+    def read(self, source: str, cut: Cut) -> None:
+        """The body ``cut`` belongs to is read whole, or its request ended: it is no longer cut."""
+        cuts = self._reading.get(source, [])
+        if cut in cuts:
+            cuts.remove(cut)
+        if not cuts:
+            self._reading.pop(source, None)
+
+    def _cut_the_heaviest_for(self, source: str) -> None:
+        holders = set(self._held) | {source}
+        share = self.capacity // len(holders)
+        if self.held_by(source) >= share:
+            return
+        heaviest = max(self._reading, key=self.held_by, default=None)
+        if heaviest is None or heaviest == source or self.held_by(heaviest) <= share:
+            return
+        cut = self._reading[heaviest].pop()  # the most recent: the least sent of that source
+        if not self._reading[heaviest]:
+            del self._reading[heaviest]
+        cut()
 
     def take(self, size: int, source: str = "") -> None:
         """Take ``size`` bytes at once, even past the capacity (for buffers that exist already)."""

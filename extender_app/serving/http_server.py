@@ -252,7 +252,10 @@ class HttpServer:
         response: Response | None = None
         failure = ""
         try:
-            hold = RequestHold(self._bodies, self._gate, limits.queue_timeout, state.closed, state.source)
+            gate, source = self._gate, state.source
+            hold = RequestHold(
+                self._bodies, gate, limits.queue_timeout, state.closed, source=source, cut=_cutter()
+            )
             with hold:
                 response = await self._response(
                     conn, reader, writer, hold=hold, request=event, route=route, request_start=request_start
@@ -413,6 +416,12 @@ _BUSY = "extender busy: all request slots are taken (--max-concurrent-requests);
 def _refusal(hold: RequestHold, reason: str) -> Response:
     """A 503 with ``reason`` (kube-scheduler retries the pod), or ABANDONED if the client is gone."""
     return ABANDONED if hold.client_gone else text_response(HTTPStatus.SERVICE_UNAVAILABLE, reason)
+
+
+def _cutter() -> Callable[[], object]:
+    """Ends the current connection's request (the body budget calls it to make room for a lighter source)."""
+    task = asyncio.current_task()
+    return task.cancel if task is not None else (lambda: None)
 
 
 def _forget_frames(error: BaseException) -> None:

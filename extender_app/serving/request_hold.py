@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable
 
-from extender_app.serving.body_budget import BodyBudget
+from extender_app.serving.body_budget import BodyBudget, Cut
 
 
 class RequestHold:
@@ -27,10 +27,14 @@ class RequestHold:
         gate: asyncio.Semaphore | None,
         queue_timeout: float,
         client_gone: "asyncio.Future[None]",
+        *,
         source: str = "",
+        cut: Cut = lambda: None,
     ) -> None:
         self._budget = budget
         self._source = source
+        self._cut = cut
+        self._reading = False
         self._gate = gate
         self._queue_timeout = queue_timeout
         self._client_gone = client_gone
@@ -41,6 +45,7 @@ class RequestHold:
         return self
 
     def __exit__(self, *_: object) -> None:
+        self._done_reading()
         self._budget.release(self._bytes, self._source)
         self._bytes = 0
         if self._slot and self._gate is not None:
@@ -59,17 +64,27 @@ class RequestHold:
 
     async def reserve_body(self, size: int) -> bool:
         """``size`` more body bytes within the queue timeout; False if none came or the client left."""
+        if not self._reading:
+            self._reading = True
+            self._budget.reading(self._source, self._cut)
         if not await self._unless_gone(self._budget.reserve(size, self._queue_timeout, self._source)):
             return False
         self._bytes += size
         return True
+
+    def _done_reading(self) -> None:
+        if self._reading:
+            self._reading = False
+            self._budget.read(self._source, self._cut)
 
     def keep_for_answer(self, size: int) -> None:
         """Hold ``size`` bytes (the answer's) instead of the body's until the request ends.
 
         The answer exists already, so bytes beyond the body's are taken without waiting: the
         budget may run over by that much until the answer is written, and new bodies wait.
+        The request is no longer one a lighter source's body may cut.
         """
+        self._done_reading()
         if size < self._bytes:
             self._budget.release(self._bytes - size, self._source)
         else:

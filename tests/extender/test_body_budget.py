@@ -2,6 +2,7 @@
 the head of the line, and nothing kept by a wait that ended."""
 
 import asyncio
+import functools
 
 from extender_app.serving.body_budget import BodyBudget
 
@@ -86,3 +87,38 @@ def test_a_waiter_whose_source_took_its_share_meanwhile_is_refused() -> None:
         return await waiting
 
     assert run(scenario()) is False
+
+
+def test_a_lighter_source_that_must_wait_cuts_the_heaviest_body_still_being_read() -> None:
+    async def scenario() -> tuple[list[str], bool]:
+        budget = BodyBudget(100, per_source=100)
+        cuts: list[str] = []
+
+        def cutter(source: str, size: int):
+            def cut() -> None:
+                cuts.append(source)
+                budget.read(source, cut)
+                budget.release(size, source)  # what the cut request's end gives back
+
+            return cut
+
+        for source, size in (("attacker", 70), ("tenant", 30)):
+            budget.reading(source, cutter(source, size))
+            assert await budget.reserve(size, 1.0, source)
+        got = await budget.reserve(20, 1.0, "api-server")
+        return cuts, got
+
+    assert run(scenario()) == (["attacker"], True)
+
+
+def test_a_source_at_its_share_cuts_nobody() -> None:
+    async def scenario() -> tuple[list[str], bool]:
+        budget = BodyBudget(100, per_source=100)
+        cuts: list[str] = []
+        for source in ("a", "b"):
+            budget.reading(source, functools.partial(cuts.append, source))
+            assert await budget.reserve(50, 1.0, source)
+        got = await budget.reserve(10, 0.01, "a")  # a holds its share (50 of 100 over two sources)
+        return cuts, got
+
+    assert run(scenario()) == ([], False)

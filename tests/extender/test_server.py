@@ -29,6 +29,7 @@ from testbed.extender import (
     tls_socket,
     wait_for,
 )
+from testbed.pki import Pki
 
 FILTER_KEYS = ["Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"]
 
@@ -347,25 +348,49 @@ def test_a_body_sent_slowly_holds_no_work_slot(pki):
         server.stop()
 
 
+def _stall_after(port: int, pki: Pki, source: str, size: int) -> ssl.SSLSocket:
+    """A client that sends all but the last byte of a ``size``-byte body, then stalls."""
+    holder = tls_socket(port, scheduler_context(pki), source)
+    holder.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % size)
+    holder.sendall(b" " * (size - 1))
+    return holder
+
+
 def test_busy_server_answers_503_when_bodies_fill_the_buffer_budget(pki):
-    """Bytes sent and not yet judged fill the budget: another source's request waits for room up to
-    the queue timeout, then gets a 503 (kube-scheduler retries the pod); the stalled sender is cut
-    at the read deadline and its bytes are given back."""
+    """Two sources each hold half the budget with bodies they stall on: another request of one of
+    them waits for room up to the queue timeout, then gets a 503 (kube-scheduler retries the pod);
+    the stalled senders are cut at the read deadline and their bytes are given back."""
+    body = extender_body(make_pod(), make_nodes(1))
+    half = 2 * len(body)
+    settings = settings_for(pki, max_body_bytes=half, max_buffered_body_bytes=2 * half, queue_timeout=0.2)
+    server = ThreadedExtender(settings, pki).start()
+    holders = [_stall_after(server.ports.port, pki, source, half) for source in (LOOPBACK, "127.0.0.2")]
+    try:
+        wait_for(lambda: server.verb_server.buffered_body_bytes == 2 * half, "the budget taken")
+        busy = request(server.ports.port, scheduler_context(pki), "/filter", body, source=LOOPBACK)
+        assert_plain_error(busy, 503, "--max-buffered-body-bytes")
+        wait_for(lambda: server.verb_server.buffered_body_bytes == 0, "the budget given back")
+        assert request(server.ports.port, scheduler_context(pki), "/filter", body).status == 200
+    finally:
+        for holder in holders:
+            holder.close()
+        server.stop()
+
+
+def test_a_source_holding_nothing_cuts_the_body_of_the_source_holding_the_budget(pki):
+    """One source stalls on a body as large as the whole budget: a request from another source is
+    answered at once, because that sender's body, still being read, is cut for it."""
     body = extender_body(make_pod(), make_nodes(1))
     budget = 2 * len(body)
     settings = settings_for(pki, max_body_bytes=budget, max_buffered_body_bytes=budget, queue_timeout=0.2)
     server = ThreadedExtender(settings, pki).start()
+    holder = _stall_after(server.ports.port, pki, "127.0.0.2", budget)
     try:
-        with tls_socket(server.ports.port, scheduler_context(pki), "127.0.0.2") as holder:
-            # sends all but the last byte of a body as large as the budget, then stalls
-            holder.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % budget)
-            holder.sendall(b" " * (budget - 1))
-            wait_for(lambda: server.verb_server.buffered_body_bytes == budget, "the budget taken")
-            busy = request(server.ports.port, scheduler_context(pki), "/filter", body)
-            assert_plain_error(busy, 503, "--max-buffered-body-bytes")
-            wait_for(lambda: server.verb_server.buffered_body_bytes == 0, "the budget given back")
+        wait_for(lambda: server.verb_server.buffered_body_bytes == budget, "the budget taken")
         assert request(server.ports.port, scheduler_context(pki), "/filter", body).status == 200
+        assert holder.recv(1) == b""  # cut: closed without an answer
     finally:
+        holder.close()
         server.stop()
 
 
