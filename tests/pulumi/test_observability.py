@@ -61,29 +61,21 @@ def test_nothing_is_declared_when_observability_is_off(extender_run: StackRun) -
     assert "cloudwatchDashboard" not in extender_run.outputs
 
 
-def test_the_addon_is_pinned_and_its_agent_gets_the_policy_through_pod_identity(
+def test_the_addon_is_pinned_and_its_agent_gets_its_role_through_pod_identity(
     observed_run: StackRun,
 ) -> None:
+    """The role's policy and trust: tests/pulumi/test_observability_iam.py."""
     addon = cloudwatch_addon(observed_run)
     assert addon["addonVersion"] == DEFAULT_ADDON_VERSION
     assert addon["clusterName"] == "gpu-scheduler-test"
     [association] = addon["podIdentityAssociations"]
     assert association["serviceAccount"] == "cloudwatch-agent"
-    role = observed_run.one("aws:iam/role:Role", "observability-agent-role")
-    trust = json.loads(role.plain["assumeRolePolicy"])
-    [statement] = trust["Statement"]
-    assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
-    attachment = observed_run.one(
-        "aws:iam/rolePolicyAttachment:RolePolicyAttachment", "observability-agent-policy"
-    )
-    assert attachment.plain["policyArn"] == "arn:aws:iam::aws:policy/CloudWatchAgentServerPolicy"
-    assert ("aws:iam/role:Role", "observability-agent-role") in attachment.depends_on
+    policy = observed_run.one("aws:iam/rolePolicy:RolePolicy", "observability-agent-policy")
+    assert ("aws:iam/role:Role", "observability-agent-role") in policy.depends_on
     addon_resource = next(
         r for r in observed_run.of_type(ADDON) if r.plain["addonName"] == OBSERVABILITY_ADDON
     )
-    assert ("aws:iam/rolePolicyAttachment:RolePolicyAttachment", "observability-agent-policy") in (
-        addon_resource.depends_on
-    )
+    assert ("aws:iam/rolePolicy:RolePolicy", "observability-agent-policy") in addon_resource.depends_on
     assert ("aws:eks/addon:Addon", "cluster-pod-identity-agent") in addon_resource.depends_on
     assert ("podIdentityAssociations", "aws:iam/role:Role", "observability-agent-role") in (
         addon_resource.property_dependencies
