@@ -24,10 +24,9 @@ from components.stack_config import ExtenderDeploymentSettings
 from components.tls_server_workload import (
     disruption_budget,
     https_service,
-    metrics_ingress,
     tls_server_deployment,
 )
-from components.workload_parts import APP_LABEL, object_metadata, role_ref
+from components.workload_parts import APP_LABEL, metrics_ingress, object_metadata, role_ref
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, NAMESPACE_NAME_LABEL, SCHEDULER_NAME
 from contracts.modes import SchedulerMode, node_cache_capable, uses_extender
 from contracts.server import EXTENDER_TLS_DIR, HEALTH_PORT, NODE_CACHE_WATCH_FLAG, flag, tls_flags
@@ -169,7 +168,7 @@ class Extender(pulumi.ComponentResource):
                         ],
                         ports=[k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP", port=EXTENDER_PORT)],
                     ),
-                    *metrics_ingress(metrics_sources),
+                    *metrics_ingress(metrics_sources, HEALTH_PORT),
                 ],
                 egress=api_server_egress(mode),
             ),
