@@ -7,7 +7,8 @@ pods labelled ``app=custom-scheduler`` in the scheduler namespace may connect, o
 ``extender`` mode: no Kubernetes API token (every request carries the Nodes) and no egress at
 all. ``extender-cached`` mode: the extender watches the Nodes itself (``--node-cache=watch``),
 so its ServiceAccount's token is mounted, a ClusterRole lets it get, list and watch Nodes and
-list Pods (its preempt verb reads a candidate node's pods) and nothing else, and the
+list Pods (its preempt verb reads a candidate node's pods; the grant reads every Pod of every
+namespace in full, ``components/render/node_reader.py``) and nothing else, and the
 NetworkPolicy lets it out on TCP 443 only (see ``api_server_egress``).
 """
 
