@@ -1,4 +1,5 @@
-"""The secondary scheduler ``custom-scheduler``: identity, RBAC, configuration, Deployment.
+"""The secondary scheduler ``custom-scheduler``: identity, RBAC, configuration, Deployment,
+NetworkPolicy.
 
 RBAC is the scheduler's own (``components/render/scheduler_rbac.py``): a ClusterRole with what
 kube-scheduler 1.35 reads and writes, a Role in the stack's namespace for its own Lease, and the
@@ -8,6 +9,12 @@ default scheduler's Lease.
 
 kube-scheduler reads its configuration and client certificate only at start, so the pod
 template carries a checksum of each: a change rolls the pods.
+
+Nothing needs to connect to the scheduler but its own node's kubelet (the probes, which no
+NetworkPolicy can refuse) and, with observability, the CloudWatch agent scraping ``/metrics``:
+the NetworkPolicy admits that scrape from the nodes' subnets and nothing else. Its egress is
+left open: it dials the API server (no peer can name it, see ``components/extender.py``) and
+the extender through the cluster's DNS.
 """
 
 from collections.abc import Mapping, Sequence
@@ -41,6 +48,7 @@ from components.workload_parts import (
     APP_LABEL,
     container_resources,
     http_probe,
+    metrics_ingress,
     object_metadata,
     role_ref,
     spread,
@@ -87,10 +95,12 @@ class CustomScheduler(pulumi.ComponentResource):
         object_annotations: Mapping[str, str] | None = None,
         choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
         node_selector: Mapping[str, str] | None = None,
+        metrics_sources: pulumi.Input[list[str]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         """``object_annotations`` go on every object (``kubernetes_await.await_annotations``);
-        ``choices``: the stack's policy choices (plugin mode: the plugins' args)."""
+        ``choices``: the stack's policy choices (plugin mode: the plugins' args);
+        ``metrics_sources``: the CIDRs the NetworkPolicy lets scrape /metrics, or none."""
         super().__init__("gpu-scheduler-eks:index:CustomScheduler", name, None, opts)
         self._name = name
         self._child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on)
@@ -124,6 +134,12 @@ class CustomScheduler(pulumi.ComponentResource):
             config_map=config_map,
             client_tls_checksum=client_tls_checksum,
             node_selector=system_pool_selector() if node_selector is None else dict(node_selector),
+        )
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-network-policy",
+            metadata=self._metadata(),
+            spec=scheduler_network_policy(metrics_sources),
+            opts=self._child,
         )
         self.register_outputs({"configChecksum": config_checksum(self.config_yaml)})
 
@@ -268,6 +284,18 @@ class CustomScheduler(pulumi.ComponentResource):
             # resource whose inputs come from it. The checksum annotation rolls the pods instead.
             opts=pulumi.ResourceOptions.merge(self._child, pulumi.ResourceOptions(depends_on=[config_map])),
         )
+
+
+def scheduler_network_policy(
+    metrics_sources: pulumi.Input[list[str]] | None,
+) -> k8s.networking.v1.NetworkPolicySpecArgs:
+    """Ingress to the scheduler's pods: SECURE_PORT from ``metrics_sources`` (the scrape), else
+    nothing; egress unrestricted."""
+    return k8s.networking.v1.NetworkPolicySpecArgs(
+        pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels={APP_LABEL: SCHEDULER_NAME}),
+        policy_types=["Ingress"],
+        ingress=metrics_ingress(metrics_sources, SECURE_PORT),
+    )
 
 
 def policy_rules(rules: Sequence[Mapping[str, Any]]) -> list[k8s.rbac.v1.PolicyRuleArgs]:

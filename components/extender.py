@@ -7,7 +7,8 @@ pods labelled ``app=custom-scheduler`` in the scheduler namespace may connect, o
 ``extender`` mode: no Kubernetes API token (every request carries the Nodes) and no egress at
 all. ``extender-cached`` mode: the extender watches the Nodes itself (``--node-cache=watch``),
 so its ServiceAccount's token is mounted, a ClusterRole lets it get, list and watch Nodes and
-list Pods (its preempt verb reads a candidate node's pods) and nothing else, and the
+list Pods (its preempt verb reads a candidate node's pods; the grant reads every Pod of every
+namespace in full, ``components/render/node_reader.py``) and nothing else, and the
 NetworkPolicy lets it out on TCP 443 only (see ``api_server_egress``).
 """
 
@@ -24,10 +25,9 @@ from components.stack_config import ExtenderDeploymentSettings
 from components.tls_server_workload import (
     disruption_budget,
     https_service,
-    metrics_ingress,
     tls_server_deployment,
 )
-from components.workload_parts import APP_LABEL, object_metadata, role_ref
+from components.workload_parts import APP_LABEL, metrics_ingress, object_metadata, role_ref
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, NAMESPACE_NAME_LABEL, SCHEDULER_NAME
 from contracts.modes import SchedulerMode, node_cache_capable, uses_extender
 from contracts.server import EXTENDER_TLS_DIR, HEALTH_PORT, NODE_CACHE_WATCH_FLAG, flag, tls_flags
@@ -169,7 +169,7 @@ class Extender(pulumi.ComponentResource):
                         ],
                         ports=[k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP", port=EXTENDER_PORT)],
                     ),
-                    *metrics_ingress(metrics_sources),
+                    *metrics_ingress(metrics_sources, HEALTH_PORT),
                 ],
                 egress=api_server_egress(mode),
             ),

@@ -90,15 +90,10 @@ class Network(pulumi.ComponentResource):
         )
 
     def node_cidrs(self) -> pulumi.Output[list[str]]:
-        """Where the nodes' addresses come from: a new VPC's CIDR, or an existing VPC's private
-        subnets' CIDRs as EC2 describes them."""
-        if isinstance(self._settings, NewVpc):
-            return pulumi.Output.from_input([self._settings.cidr_block])
-        lookups = [
-            aws.ec2.get_subnet_output(id=subnet, opts=pulumi.InvokeOutputOptions(parent=self)).cidr_block
-            for subnet in self._settings.private_subnet_ids
-        ]
-        return pulumi.Output.all(*lookups).apply(list)
+        """The nodes' subnets' CIDRs (the private subnets, as EC2 describes them): where a node's
+        own address, and so a host-network pod's, comes from. Not the VPC's whole CIDR, which
+        also holds the public subnets and anything else placed in the VPC."""
+        return self.private_subnet_ids.apply(self._cidrs_of)
 
     def private_subnets_in(self, zone: str) -> pulumi.Output[list[str]]:
         """The private subnets in ``zone``, as EC2's DescribeSubnets places them."""
@@ -107,6 +102,13 @@ class Network(pulumi.ComponentResource):
         return self._subnet_zones.apply(
             lambda zones: [subnet for subnet, subnet_zone in zones.items() if subnet_zone == zone]
         )
+
+    def _cidrs_of(self, subnets: Sequence[str]) -> pulumi.Output[list[str]]:
+        lookups = [
+            aws.ec2.get_subnet_output(id=subnet, opts=pulumi.InvokeOutputOptions(parent=self)).cidr_block
+            for subnet in subnets
+        ]
+        return pulumi.Output.all(*lookups).apply(list)
 
     def _zones_of(self, subnets: Sequence[str]) -> pulumi.Output[dict[str, str]]:
         lookups = [

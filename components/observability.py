@@ -2,8 +2,8 @@
 
 - The ``amazon-cloudwatch-observability`` EKS add-on at the pinned version, checked against what
   EKS offers in the region for the cluster's Kubernetes version. Its ``cloudwatch-agent``
-  ServiceAccount gets AWS credentials through EKS Pod Identity (a role with
-  ``CloudWatchAgentServerPolicy``, associated by the add-on itself). Its configuration values
+  ServiceAccount gets AWS credentials through EKS Pod Identity (a role of
+  ``components/observability_iam.py``, associated by the add-on itself). Its configuration values
   extend the DCGM exporter's instance-type allow-list with every GPU type the stack's node groups
   (and the NodePools made from them) can launch, and add our own metrics to the agent: the
   extender's, the webhook's and the scheduler's ``/metrics``, written as EMF into the
@@ -19,7 +19,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.cluster import Cluster
-from components.pod_identity import pod_identity_trust_policy
+from components.observability_iam import AGENT_SERVICE_ACCOUNT, agent_identity
 from components.render.cloudwatch_alarms import alarm_definitions
 from components.render.cloudwatch_dashboard import dashboard_body
 from components.render.dcgm_coverage import dcgm_affinity
@@ -31,10 +31,6 @@ from components.stack_config.observability import (
     addon_version_tuple,
 )
 from components.stack_config.validation import PROJECT, StackConfigError
-
-AGENT_NAMESPACE = "amazon-cloudwatch"
-AGENT_SERVICE_ACCOUNT = "cloudwatch-agent"
-AGENT_POLICY = "CloudWatchAgentServerPolicy"
 
 
 def check_offered(pinned: str, newest_offered: str, region: str, kubernetes_version: str) -> str:
@@ -87,7 +83,6 @@ class Observability(pulumi.ComponentResource):
         super().__init__("gpu-scheduler-eks:index:Observability", name, None, opts)
         invoke = pulumi.InvokeOutputOptions(parent=self)
         region = aws.get_region_output(opts=invoke).region
-        partition = aws.get_partition_output(opts=invoke).partition
         offered = aws.eks.get_addon_version_output(
             addon_name=OBSERVABILITY_ADDON,
             kubernetes_version=cluster.kubernetes_version,
@@ -99,18 +94,9 @@ class Observability(pulumi.ComponentResource):
         )
         gpu_types = [name for types in node_groups.values() for name in types]
 
-        self.role = aws.iam.Role(
-            f"{name}-agent-role",
-            assume_role_policy=pod_identity_trust_policy(),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        policy = aws.iam.RolePolicyAttachment(
-            f"{name}-agent-policy",
-            role=self.role.name,
-            policy_arn=pulumi.Output.concat("arn:", partition, ":iam::aws:policy/", AGENT_POLICY),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        waits_for: list[pulumi.Resource] = [policy, cluster.system_node_group]
+        identity = agent_identity(name, cluster.name, self)
+        self.role = identity.role
+        waits_for: list[pulumi.Resource] = [identity.policy, cluster.system_node_group]
         if cluster.pod_identity_agent is not None:
             waits_for.append(cluster.pod_identity_agent)
         self.addon = aws.eks.Addon(

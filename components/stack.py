@@ -73,8 +73,8 @@ class ClusterTarget:
     """The nodes our Deployments run on: the system node group on EKS, any Linux node (or the
     configured labels) on an existing cluster."""
     metrics_sources: pulumi.Input[list[str]] | None = None
-    """With observability: the nodes' CIDRs, which the extender's and the webhook's NetworkPolicies
-    let scrape /metrics (the CloudWatch agent runs on the host network)."""
+    """With observability: the nodes' subnets' CIDRs, which the NetworkPolicies of the extender, the
+    webhook and the scheduler let scrape /metrics (the CloudWatch agent runs on the host network)."""
 
 
 def build_stack(config: StackConfig) -> dict[str, Any]:
@@ -156,6 +156,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
         object_annotations=object_annotations,
         choices=config.policy_choices,
         node_selector=target.node_selector,
+        metrics_sources=target.metrics_sources,
     )
     outputs["schedulerImage"] = scheduler_runs
     outputs["schedulerConfig"] = scheduler.config_yaml

@@ -137,21 +137,3 @@ def https_service(
         ),
         opts=opts,
     )
-
-
-def metrics_ingress(
-    sources: pulumi.Input[list[str]] | None,
-) -> list[k8s.networking.v1.NetworkPolicyIngressRuleArgs]:
-    """An ingress rule for /metrics on the plain-HTTP health port from ``sources`` (CIDRs: the
-    nodes' subnets, where the CloudWatch agent scrapes from on the host network); none without."""
-    if sources is None:
-        return []
-    peers = pulumi.Output.from_input(sources).apply(
-        lambda cidrs: [{"ip_block": {"cidr": cidr}} for cidr in cidrs]
-    )
-    return [
-        k8s.networking.v1.NetworkPolicyIngressRuleArgs(
-            from_=peers,  # type: ignore[arg-type]
-            ports=[k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP", port=HEALTH_PORT)],
-        )
-    ]

@@ -36,13 +36,12 @@ from components.stack_config import WebhookSettings
 from components.tls_server_workload import (
     disruption_budget,
     https_service,
-    metrics_ingress,
     tls_server_deployment,
 )
-from components.workload_parts import APP_LABEL, object_metadata
+from components.workload_parts import APP_LABEL, metrics_ingress, object_metadata
 from contracts.cluster import NAMESPACE, WEBHOOK_SERVICE
 from contracts.modes import SchedulerMode
-from contracts.server import TLS_PORT, WEBHOOK_TLS_DIR
+from contracts.server import HEALTH_PORT, TLS_PORT, WEBHOOK_TLS_DIR
 
 
 def webhook_ingress(settings: WebhookSettings) -> list[k8s.networking.v1.NetworkPolicyIngressRuleArgs]:
@@ -135,7 +134,7 @@ class AdmissionWebhook(pulumi.ComponentResource):
             spec=k8s.networking.v1.NetworkPolicySpecArgs(
                 pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
                 policy_types=["Ingress", "Egress"],
-                ingress=[*webhook_ingress(settings), *metrics_ingress(metrics_sources)],
+                ingress=[*webhook_ingress(settings), *metrics_ingress(metrics_sources, HEALTH_PORT)],
                 egress=[],
             ),
             opts=child,

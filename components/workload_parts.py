@@ -89,3 +89,24 @@ def container_resources(resources: Resources) -> k8s.core.v1.ResourceRequirement
 def role_ref(kind: str, name: pulumi.Input[str]) -> k8s.rbac.v1.RoleRefArgs:
     """A reference to a Role or ClusterRole."""
     return k8s.rbac.v1.RoleRefArgs(api_group=RBAC_API_GROUP, kind=kind, name=name)
+
+
+def metrics_ingress(
+    sources: pulumi.Input[list[str]] | None, port: int
+) -> list[k8s.networking.v1.NetworkPolicyIngressRuleArgs]:
+    """A NetworkPolicy ingress rule for the CloudWatch agent's scrape of ``port`` from ``sources``
+    (CIDRs: the nodes' subnets; the add-on runs its agents on the host network, so their
+    connections come from a node's address, which no pod or namespace selector matches); none
+    without sources. A pod's own kubelet needs no rule for its probes: a NetworkPolicy cannot
+    refuse a pod's own node."""
+    if sources is None:
+        return []
+    peers = pulumi.Output.from_input(sources).apply(
+        lambda cidrs: [{"ip_block": {"cidr": cidr}} for cidr in cidrs]
+    )
+    return [
+        k8s.networking.v1.NetworkPolicyIngressRuleArgs(
+            from_=peers,  # type: ignore[arg-type]
+            ports=[k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP", port=port)],
+        )
+    ]

@@ -17,4 +17,11 @@ NODE_READER_RULES: tuple[dict[str, Any], ...] = (
 """Exactly what the node cache needs: list, then watch from the list's resourceVersion, and get
 for a candidate the cache does not know yet (``extender_app/node_cache/lookup.py``); and list
 pods, which ``/preempt`` does for each candidate node (a ``spec.nodeName`` field selector) to
-learn whether the victims it names by UID are members of a job (``extender_app/verbs/preempt.py``)."""
+learn whether the victims it names by UID are members of a job (``extender_app/verbs/preempt.py``):
+kube-scheduler sends a ``nodeCacheCapable`` extender its victims as UIDs only.
+
+The real scope of ``list pods``: RBAC can narrow a list neither by field selector nor to metadata
+(the extender's metadata-only Accept header is its own choice, not a limit), so the grant reads
+every Pod of every namespace in full, specs included. No ``get`` and no ``watch`` on pods: the
+extender keeps no pods and reads none alone. ``tests/e2e/test_node_reader_rbac.py`` proves both
+on a real API server."""

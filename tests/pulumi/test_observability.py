@@ -4,7 +4,6 @@ exporter on every GPU type the stack can launch, the dashboard and alarms; nothi
 import json
 from typing import Any
 
-import boto3
 import pytest
 from moto import mock_aws
 
@@ -15,7 +14,7 @@ from components.stack import build_stack
 from components.stack_config import StackConfigError
 from components.stack_config.observability import DEFAULT_ADDON_VERSION, OBSERVABILITY_ADDON
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, stack_config
-from tests.pulumi.mocks import REGION, StackMocks, StackRun, run_stack
+from tests.pulumi.mocks import StackMocks, StackRun, run_stack
 
 ADDON = "aws:eks/addon:Addon"
 OBSERVABILITY_TYPES = (
@@ -61,29 +60,21 @@ def test_nothing_is_declared_when_observability_is_off(extender_run: StackRun) -
     assert "cloudwatchDashboard" not in extender_run.outputs
 
 
-def test_the_addon_is_pinned_and_its_agent_gets_the_policy_through_pod_identity(
+def test_the_addon_is_pinned_and_its_agent_gets_its_role_through_pod_identity(
     observed_run: StackRun,
 ) -> None:
+    """The role's policy and trust: tests/pulumi/test_observability_iam.py."""
     addon = cloudwatch_addon(observed_run)
     assert addon["addonVersion"] == DEFAULT_ADDON_VERSION
     assert addon["clusterName"] == "gpu-scheduler-test"
     [association] = addon["podIdentityAssociations"]
     assert association["serviceAccount"] == "cloudwatch-agent"
-    role = observed_run.one("aws:iam/role:Role", "observability-agent-role")
-    trust = json.loads(role.plain["assumeRolePolicy"])
-    [statement] = trust["Statement"]
-    assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
-    attachment = observed_run.one(
-        "aws:iam/rolePolicyAttachment:RolePolicyAttachment", "observability-agent-policy"
-    )
-    assert attachment.plain["policyArn"] == "arn:aws:iam::aws:policy/CloudWatchAgentServerPolicy"
-    assert ("aws:iam/role:Role", "observability-agent-role") in attachment.depends_on
+    policy = observed_run.one("aws:iam/rolePolicy:RolePolicy", "observability-agent-policy")
+    assert ("aws:iam/role:Role", "observability-agent-role") in policy.depends_on
     addon_resource = next(
         r for r in observed_run.of_type(ADDON) if r.plain["addonName"] == OBSERVABILITY_ADDON
     )
-    assert ("aws:iam/rolePolicyAttachment:RolePolicyAttachment", "observability-agent-policy") in (
-        addon_resource.depends_on
-    )
+    assert ("aws:iam/rolePolicy:RolePolicy", "observability-agent-policy") in addon_resource.depends_on
     assert ("aws:eks/addon:Addon", "cluster-pod-identity-agent") in addon_resource.depends_on
     assert ("podIdentityAssociations", "aws:iam/role:Role", "observability-agent-role") in (
         addon_resource.property_dependencies
@@ -274,42 +265,3 @@ def test_a_region_that_does_not_offer_the_pinned_addon_fails_naming_the_key(
         with pytest.raises(Exception, match=r"gpu-scheduler-eks:observability\.addonVersion: ") as raised:
             run_stack(lambda: build_stack(config), mocks)
     assert f"gpu-scheduler-eks:observability.addonVersion: {message}" in str(raised.value)
-
-
-def metrics_rules(run: StackRun, name: str) -> list[dict[str, Any]]:
-    """The NetworkPolicy's ingress rules on the health port (where /metrics is served)."""
-    policy = run.kubernetes_object("NetworkPolicy", name)
-    return [
-        rule for rule in policy["spec"]["ingress"] if rule["ports"] == [{"protocol": "TCP", "port": 8080}]
-    ]
-
-
-@pytest.mark.parametrize("name", ["scheduler-extender", "gpu-memory-webhook"])
-def test_the_network_policies_let_the_nodes_scrape_metrics_only_when_observed(
-    name: str, observed_run: StackRun, extender_run: StackRun
-) -> None:
-    [rule] = metrics_rules(observed_run, name)
-    vpc = observed_run.one("awsx:ec2:Vpc").plain
-    assert rule["from"] == [{"ipBlock": {"cidr": vpc["cidrBlock"]}}]
-    assert metrics_rules(extender_run, name) == []
-
-
-def test_on_an_existing_vpc_the_private_subnets_may_scrape() -> None:
-    with mock_aws():
-        ec2 = boto3.client("ec2", region_name=REGION)
-        vpc = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
-        subnets = [
-            ec2.create_subnet(VpcId=vpc, CidrBlock=block, AvailabilityZone=zone)["Subnet"]["SubnetId"]
-            for block, zone in (("10.20.1.0/24", f"{REGION}a"), ("10.20.2.0/24", f"{REGION}b"))
-        ]
-        config = stack_config(
-            {
-                "schedulerMode": "extender",
-                "network": {"vpcId": vpc, "privateSubnetIds": subnets},
-                "observability": {"enabled": True},
-            }
-        )
-        result = run_stack(lambda: build_stack(config))
-    for name in ("scheduler-extender", "gpu-memory-webhook"):
-        [rule] = metrics_rules(result, name)
-        assert rule["from"] == [{"ipBlock": {"cidr": "10.20.1.0/24"}}, {"ipBlock": {"cidr": "10.20.2.0/24"}}]

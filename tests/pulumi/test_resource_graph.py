@@ -60,10 +60,12 @@ def test_plugin_mode_has_no_extender_certificates_or_upstream_image(plugin_run: 
     assert [r.plain["metadata"]["name"] for r in plugin_run.of_type("kubernetes:core/v1:Secret")] == [
         WEBHOOK_TLS_SECRET
     ]
-    for kind in ("networking.k8s.io/v1:NetworkPolicy", "core/v1:Service", "policy/v1:PodDisruptionBudget"):
+    for kind in ("core/v1:Service", "policy/v1:PodDisruptionBudget"):
         assert [r.plain["metadata"]["name"] for r in plugin_run.of_type(f"kubernetes:{kind}")] == [
             WEBHOOK_SERVICE
         ]
+    policies = plugin_run.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+    assert sorted(r.plain["metadata"]["name"] for r in policies) == sorted([SCHEDULER_NAME, WEBHOOK_SERVICE])
     roles = plugin_run.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
     assert [r.plain["metadata"]["name"] for r in roles] == [SCHEDULER_NAME]  # no node reader
     accounts = [r.plain["metadata"]["name"] for r in plugin_run.of_type("kubernetes:core/v1:ServiceAccount")]

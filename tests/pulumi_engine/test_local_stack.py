@@ -77,6 +77,7 @@ OURS = [
     ("apps/v1", "Deployment", NAMESPACE, SCHEDULER_NAME),
     ("policy/v1", "PodDisruptionBudget", NAMESPACE, EXTENDER_SERVICE),
     ("networking.k8s.io/v1", "NetworkPolicy", NAMESPACE, EXTENDER_SERVICE),
+    ("networking.k8s.io/v1", "NetworkPolicy", NAMESPACE, SCHEDULER_NAME),
     ("rbac.authorization.k8s.io/v1", "ClusterRole", "", SCHEDULER_NAME),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", SCHEDULER_NAME),
     (
