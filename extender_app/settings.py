@@ -20,6 +20,7 @@ from contracts.server import (
     MAX_CONNECTIONS,
     NODE_CACHE_OFF,
     NODE_CACHE_WATCH,
+    NODE_SELECTOR_BYTES_LIMIT,
     NODE_SELECTOR_TERMS_LIMIT,
     ROLE_EXTENDER,
     ROLE_WEBHOOK,
@@ -298,8 +299,8 @@ class ExtenderSettings:
             raise ValueError(f"max_job_size must be 1..{JOB_SIZE_LIMIT}")
         if not 1 <= self.max_node_selector_terms <= NODE_SELECTOR_TERMS_LIMIT:
             raise ValueError(f"max_node_selector_terms must be 1..{NODE_SELECTOR_TERMS_LIMIT}")
-        if self.max_node_selector_bytes < 1:
-            raise ValueError("max_node_selector_bytes must be at least 1")
+        if not 1 <= self.max_node_selector_bytes <= NODE_SELECTOR_BYTES_LIMIT:
+            raise ValueError(f"max_node_selector_bytes must be 1..{NODE_SELECTOR_BYTES_LIMIT}")
         if self.role == ROLE_EXTENDER and not self.client_ca:
             raise ValueError("client_ca must be a file path: the extender requires client certificates")
         if self.role == ROLE_WEBHOOK and self.node_cache != NODE_CACHE_OFF:

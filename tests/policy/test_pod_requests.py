@@ -1,5 +1,6 @@
 """Exact aggregated requests (the vectors check only the GPU's sign; these check values)."""
 
+import decimal
 import importlib
 from decimal import Decimal
 from typing import Any
@@ -134,7 +135,7 @@ def test_the_work_grows_with_the_pod_not_with_its_square(monkeypatch: pytest.Mon
     init = [container(f"s{i}", "Always", **{f"example.com/s{i}": "1"}) for i in range(size)]
     init += [container(f"i{i}", **{f"example.com/i{i}": "1"}) for i in range(size)]
     module = importlib.import_module("policy.pod_requests")
-    exact = module.EXACT
+    exact: decimal.Context = module.EXACT
     additions = 0
 
     class CountingContext:
