@@ -113,6 +113,7 @@ class AdmissionWebhook(pulumi.ComponentResource):
                 max_connections_per_source=settings.max_connections_per_source,
                 mode=mode,
                 max_node_selector_terms=settings.max_node_selector_terms,
+                max_node_selector_bytes=settings.max_node_selector_bytes,
             ),
             port=TLS_PORT,
             replicas=settings.replicas,

@@ -18,6 +18,10 @@ MAX_BODY_BYTES = 128 * 2**20
 NODE_SELECTOR_TERMS_LIMIT = 10_000
 """The largest ``--max-node-selector-terms`` the webhook accepts (and the stack's
 ``webhook.maxNodeSelectorTerms``): far past what a pod spec reasonably holds."""
+NODE_SELECTOR_BYTES_LIMIT = 16 * 2**20
+"""The largest ``--max-node-selector-bytes`` the webhook accepts (and the stack's
+``webhook.maxNodeSelectorBytes``): ten times what etcd stores in one object by default (1.5 MiB),
+and still a few answers of it within the webhook's memory limit."""
 
 MAX_CONNECTIONS = 256
 """The server's default ``--max-connections``; a per-source bound above it binds nothing, so the

@@ -20,6 +20,7 @@ from contracts.server import (
     MAX_CONNECTIONS,
     NODE_CACHE_OFF,
     NODE_CACHE_WATCH,
+    NODE_SELECTOR_BYTES_LIMIT,
     NODE_SELECTOR_TERMS_LIMIT,
     ROLE_EXTENDER,
     ROLE_WEBHOOK,
@@ -34,7 +35,7 @@ from contracts.server import (
 from policy import CapacityTypeSettings, PolicySettings
 from policy.capacity_type import CapacityChoice
 from policy.job_zone import JOB_SIZE_LIMIT, MAX_JOB_SIZE
-from policy.node_affinity import MAX_REQUIRED_TERMS
+from policy.node_affinity import MAX_REQUIRED_TERMS, MAX_REQUIRED_TERMS_BYTES
 
 BYTES_PER_REALISTIC_NODE = 20_523
 """Compact JSON size of testbed/eks_gpu_node.json (g5.2xlarge, GFD/NFD labels, 20 images,
@@ -249,6 +250,12 @@ class ExtenderSettings:
         " and capacity type are written as node affinity (each of the pod's own terms is multiplied by"
         " the label schemes: up to 20 terms for one of its own); a pod past it is refused with the counts",
     )
+    max_node_selector_bytes: int = setting(
+        MAX_REQUIRED_TERMS_BYTES,
+        "webhook role: the most bytes of JSON the required node-selector terms the webhook writes may"
+        " take (each of the pod's own terms is written once per label-scheme combination, so its size is"
+        " multiplied too); a pod past it is refused with the size, before any term is written",
+    )
     # The stack's schedulerMode: in plugin mode JobZone keeps a job in one zone, elsewhere the webhook's term.
     scheduler_mode: SchedulerMode = setting(
         "extender",
@@ -337,6 +344,8 @@ class ExtenderSettings:
             raise ValueError(f"max_job_size must be 1..{JOB_SIZE_LIMIT}")
         if not 1 <= self.max_node_selector_terms <= NODE_SELECTOR_TERMS_LIMIT:
             raise ValueError(f"max_node_selector_terms must be 1..{NODE_SELECTOR_TERMS_LIMIT}")
+        if not 1 <= self.max_node_selector_bytes <= NODE_SELECTOR_BYTES_LIMIT:
+            raise ValueError(f"max_node_selector_bytes must be 1..{NODE_SELECTOR_BYTES_LIMIT}")
         if self.role == ROLE_EXTENDER and not self.client_ca:
             raise ValueError("client_ca must be a file path: the extender requires client certificates")
         if self.role == ROLE_WEBHOOK and self.node_cache != NODE_CACHE_OFF:

@@ -35,14 +35,22 @@ Merge rules (Kubernetes semantics: terms are ORed, a term's expressions ANDed):
 - other expressions on the same labels (an administrator's own ``Gt``/``Lt``/``In``) stay:
   ANDed with ours, the stricter wins;
 - at most ``MAX_REQUIRED_TERMS`` required terms (configurable): a pod whose own terms would
-  multiply past it is refused with the counts;
+  multiply past it is refused with the counts. The terms are counted before any is written (each
+  of the pod's terms once per combination of the alternatives it lacks, before equal terms are
+  merged), so a pod with thousands of terms costs a count, not their product;
+- at most ``MAX_REQUIRED_TERMS_BYTES`` of JSON in the required terms written (configurable): each
+  of the pod's terms is copied once per combination, so a long term of its own would multiply
+  the patch; a pod past it is refused with the size, also before any term is written;
 - our preferred terms are appended to the preferred terms unless equal ones are there;
   the others, and ``spec.nodeSelector``, are untouched (nodeSelector is ANDed with the
   affinity by the scheduler anyway).
 """
 
 import itertools
-from collections.abc import Mapping, Sequence
+import json
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from policy.capacity_type import (
@@ -80,6 +88,19 @@ TOO_MANY_TERMS_FORMAT = (
     "the pod's {own} required node-selector terms would become {merged} with the GPU-memory and"
     " capacity-type alternatives, more than the limit of {limit}; write fewer terms of your own"
     " (or raise the webhook's --max-node-selector-terms)"
+)
+
+MAX_REQUIRED_TERMS_BYTES = 1024 * 1024
+"""The default bound on the JSON size of the required nodeSelectorTerms the patch writes (the
+webhook's ``--max-node-selector-bytes``). Each of the pod's own terms is written once per
+combination of alternatives (up to 20 times), so its size is multiplied too. A real pod stays far
+below: 64 terms of a few hundred bytes each, and the GPU table's instance types, come to tens of
+KiB, and etcd stores no object above 1.5 MiB (its default request limit), pod and all."""
+
+TERMS_TOO_LARGE_FORMAT = (
+    "the pod's required node-selector terms would take up to {size} bytes of JSON with the GPU-memory"
+    " and capacity-type alternatives written into each, more than the limit of {limit}; write shorter"
+    " terms of your own (or raise the webhook's --max-node-selector-bytes)"
 )
 
 EKS_ON_DEMAND_VALUES = ["ON_DEMAND", "CAPACITY_BLOCK"]
@@ -168,14 +189,16 @@ def node_affinity_patch(
     settings: PolicySettings = DEFAULT_SETTINGS,
     capacity: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS,
     max_terms: int = MAX_REQUIRED_TERMS,
+    max_bytes: int = MAX_REQUIRED_TERMS_BYTES,
 ) -> list[dict[str, Any]]:
     """The RFC 6902 JSON Patch that writes the pod's minimum and capacity-type choice into its node affinity.
 
     Empty when the pod declares neither or already carries what they write. Raises
     PolicyError as ``requirement_from_pod`` and ``capacity_choice`` do (an invalid
     annotation, a minimum without a GPU request), for affinity fields of the wrong JSON
-    type (the message names the field), and when the required terms would number more
-    than ``max_terms``.
+    type (the message names the field), and TermLimitError when the required terms would
+    number more than ``max_terms`` or take more than ``max_bytes`` of JSON (checked before
+    any term is written).
     """
     requirement = requirement_from_pod(pod, settings)
     choice = capacity_choice(pod, capacity)
@@ -202,12 +225,7 @@ def node_affinity_patch(
         required = mapping_field(node_affinity, REQUIRED_TERMS_FIELD, "spec.affinity.nodeAffinity")
         where = f"spec.affinity.nodeAffinity.{REQUIRED_TERMS_FIELD}"
         terms = list_field(required, "nodeSelectorTerms", where)
-        merged = _merged_terms(terms, conditions, f"{where}.nodeSelectorTerms")
-        if len(merged) > max_terms:
-            raise TermLimitError(
-                TOO_MANY_TERMS_FORMAT.format(own=len(terms), merged=len(merged), limit=max_terms)
-            )
-        required_terms = None if merged == list(terms) else merged
+        required_terms = _merged_terms(terms, conditions, f"{where}.nodeSelectorTerms", max_terms, max_bytes)
     preferred_terms = None
     if preferences:
         where = f"spec.affinity.nodeAffinity.{PREFERRED_TERMS_FIELD}"
@@ -218,40 +236,108 @@ def node_affinity_patch(
     return _set_deepest(spec, affinity, node_affinity, required_terms, preferred_terms)
 
 
-def _merged_terms(terms: Sequence[Any], conditions: list[list[Alternative]], where: str) -> list[Any]:
+@dataclass(frozen=True)
+class _OwnTerm:
+    """One of the pod's required terms and what the merge does with it."""
+
+    raw: Any
+    """The term as the pod has it (written back as is when kept)."""
+    term: Mapping[str, Any]
+    present: Sequence[Any]
+    """Its matchExpressions."""
+    unmet: list[list[Alternative]]
+    """The conditions it does not meet; empty when it is kept as is (it meets them all, or it
+    is empty and selects nothing)."""
+
+    @property
+    def written(self) -> int:
+        """How many terms it becomes: one per combination of the alternatives it lacks."""
+        return math.prod(len(alternatives) for alternatives in self.unmet)
+
+
+def _merged_terms(
+    terms: Sequence[Any], conditions: list[list[Alternative]], where: str, max_terms: int, max_bytes: int
+) -> list[Any] | None:
     """Each term ANDed with every condition (an OR of alternatives), as terms: a term times one
-    alternative of each condition it does not already meet; equal terms once."""
+    alternative of each condition it does not already meet; equal terms once. None when that is
+    the pod's own terms unchanged.
+
+    The terms, and then their JSON size, are counted before any is written: TermLimitError past
+    ``max_terms`` or ``max_bytes``, so the work stays proportional to the pod, not to the product.
+    """
+    own = [_own_term(raw, f"{where}[{index}]", conditions) for index, raw in enumerate(terms)]
     if not terms:
-        return _expanded({}, [], conditions)
-    merged: list[Any] = []
-    for index, raw in enumerate(terms):
-        term = element(raw, f"{where}[{index}]")
-        present = list_field(term, "matchExpressions", f"{where}[{index}]")
-        fields = list_field(term, "matchFields", f"{where}[{index}]")
-        unmet = [alternatives for alternatives in conditions if not _meets(present, alternatives)]
-        expanded = [raw] if (not present and not fields) or not unmet else _expanded(term, present, unmet)
-        merged.extend(candidate for candidate in expanded if candidate not in merged)
-    return merged
+        own = [_OwnTerm(None, {}, [], conditions)]
+    count = sum(term.written for term in own)
+    if count > max_terms:
+        raise TermLimitError(TOO_MANY_TERMS_FORMAT.format(own=len(terms), merged=count, limit=max_terms))
+    texts = [_canonical(term.raw) for term in own]
+    if terms and not any(term.unmet for term in own) and len(set(texts)) == len(texts):
+        return None
+    size = sum(_written_size(term, text) for term, text in zip(own, texts, strict=True))
+    if size > max_bytes:
+        raise TermLimitError(TERMS_TOO_LARGE_FORMAT.format(size=size, limit=max_bytes))
+    merged: dict[str, Any] = {}
+    for term, text in zip(own, texts, strict=True):
+        if not term.unmet:
+            merged.setdefault(text, term.raw)
+            continue
+        for written in _expanded(term.term, term.present, term.unmet):
+            merged.setdefault(_canonical(written), written)
+    return list(merged.values())
+
+
+def _own_term(raw: Any, where: str, conditions: list[list[Alternative]]) -> _OwnTerm:
+    """The pod's term at ``where``, read (PolicyError for fields of the wrong type), with the
+    conditions it does not meet."""
+    term = element(raw, where)
+    present = list_field(term, "matchExpressions", where)
+    fields = list_field(term, "matchFields", where)
+    if not present and not fields:
+        return _OwnTerm(raw, term, present, [])
+    unmet = [alternatives for alternatives in conditions if not _meets(present, alternatives)]
+    return _OwnTerm(raw, term, present, unmet)
+
+
+def _written_size(term: _OwnTerm, text: str) -> int:
+    """At most the JSON bytes the term's written copies take (``text``: the term as JSON), each
+    with a separator: the term once per combination plus, in each, the expressions of the
+    alternatives chosen, and a ``matchExpressions`` member if it had none."""
+    if not term.unmet:
+        return len(text) + 1
+    count = term.written
+    size = count * (len(text) + 1 + len('"matchExpressions":[],'))
+    for alternatives in term.unmet:
+        # Each alternative of a condition is in count / len(alternatives) of the combinations.
+        each = count // len(alternatives)
+        size += each * sum(
+            len(_canonical(expression)) + 1 for alternative in alternatives for expression in alternative
+        )
+    return size
 
 
 def _expanded(
     term: Mapping[str, Any], present: Sequence[Any], conditions: list[list[Alternative]]
-) -> list[Any]:
+) -> Iterator[dict[str, Any]]:
     """The term once per way of meeting every condition: its expressions, then one alternative
     of each condition (expressions it already has not repeated)."""
-    expanded = []
     for choice in itertools.product(*conditions):
         expressions = list(present)
         for expression in itertools.chain.from_iterable(choice):
             if expression not in expressions:
                 expressions.append(expression)
-        expanded.append({**term, "matchExpressions": expressions})
-    return expanded
+        yield {**term, "matchExpressions": expressions}
 
 
 def _meets(expressions: Sequence[Any], alternatives: list[Alternative]) -> bool:
     """True when the expressions hold every expression of one of the alternatives."""
     return any(all(expression in expressions for expression in alternative) for alternative in alternatives)
+
+
+def _canonical(value: object) -> str:
+    """``value`` as compact JSON with sorted keys and only ASCII: equal for equal JSON values,
+    hashable, and at least as long as the compact UTF-8 JSON the patch is written as."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def _at_least(label: str, minimum_mib: int) -> dict[str, Any]:

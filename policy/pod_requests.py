@@ -56,6 +56,10 @@ def _aggregate_containers(spec: Mapping[str, Any]) -> ResourceList:
         where = f"spec.containers[{index}]"
         _add(total, _requests_of(element(raw, where), where))
 
+    # An init container's need is its own requests plus every sidecar started before it (a
+    # sidecar's: the sidecars up to and including it). Only the resources a container names can
+    # set a new peak (a sidecar total it does not name peaked when it last grew), so each
+    # container touches its own resources alone and the work stays linear in the pod.
     sidecars: ResourceList = {}
     init_peak: ResourceList = {}
     for index, raw in enumerate(list_field(spec, "initContainers", "spec")):
@@ -65,10 +69,12 @@ def _aggregate_containers(spec: Mapping[str, Any]) -> ResourceList:
         if optional_string(container, "restartPolicy", where) == SIDECAR_RESTART_POLICY:
             _add(total, own)
             _add(sidecars, own)
-            need = dict(sidecars)
+            need = {name: sidecars[name] for name in own}
         else:
-            need = dict(own)
-            _add(need, sidecars)
+            need = {
+                name: EXACT.add(quantity, sidecars[name]) if name in sidecars else quantity
+                for name, quantity in own.items()
+            }
         _max(init_peak, need)
 
     _max(total, init_peak)

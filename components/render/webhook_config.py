@@ -176,13 +176,15 @@ def webhook_args(
     max_connections_per_source: int | None = None,
     mode: SchedulerMode = "extender",
     max_node_selector_terms: int | None = None,
+    max_node_selector_bytes: int | None = None,
 ) -> list[str]:
     """The container's flags: the extender image in its webhook role, server certificate only;
     ``disruption_protection``: pods with a minimum also get the autoscalers' opt-out annotations;
     ``choices``: the stack's policy choices (the largest same-zone job, the default choice);
     ``max_connections_per_source``: the server's bound per client address (None: its default);
     ``mode``: the stack's scheduler mode (what keeps a same-zone job in one zone);
-    ``max_node_selector_terms``: the most required terms a patched pod may have (None: its default)."""
+    ``max_node_selector_terms``: the most required terms a patched pod may have (None: its default);
+    ``max_node_selector_bytes``: the most bytes of JSON those terms may take (None: its default)."""
     limits = (
         []
         if max_connections_per_source is None
@@ -190,6 +192,8 @@ def webhook_args(
     )
     if max_node_selector_terms is not None:
         limits.append(flag("max_node_selector_terms", max_node_selector_terms))
+    if max_node_selector_bytes is not None:
+        limits.append(flag("max_node_selector_bytes", max_node_selector_bytes))
     return [
         flag("role", ROLE_WEBHOOK),
         *tls_flags(WEBHOOK_TLS_DIR, client_ca=False),

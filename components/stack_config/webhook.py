@@ -15,6 +15,7 @@ from components.stack_config.values import Resources, parse_resources
 from contracts.server import (
     INVALID_ANNOTATION_ACTIONS,
     MAX_CONNECTIONS,
+    NODE_SELECTOR_BYTES_LIMIT,
     NODE_SELECTOR_TERMS_LIMIT,
     InvalidAnnotation,
 )
@@ -45,13 +46,16 @@ class WebhookSettings:
     max_node_selector_terms: int | None = None
     """The server's ``--max-node-selector-terms`` (None: its default, 64): the most required
     node-selector terms a pod may have once its minimum and capacity type are written."""
+    max_node_selector_bytes: int | None = None
+    """The server's ``--max-node-selector-bytes`` (None: its default, 1 MiB): the most bytes of JSON
+    the required node-selector terms the webhook writes may take."""
 
 
 def parse_webhook(value: Value) -> WebhookSettings:
     fields = value.fields(
         {"enabled", "replicas", "failurePolicy", "timeoutSeconds", "invalidAnnotation"}
         | {"disruptionProtection", "allowedSourceCidrs", "resources", "maxConnectionsPerSource"}
-        | {"maxNodeSelectorTerms"}
+        | {"maxNodeSelectorTerms", "maxNodeSelectorBytes"}
     )
     default = WebhookSettings()
 
@@ -87,5 +91,10 @@ def parse_webhook(value: Value) -> WebhookSettings:
             "maxNodeSelectorTerms",
             default.max_node_selector_terms,
             lambda v: v.integer(1, NODE_SELECTOR_TERMS_LIMIT),
+        ),
+        max_node_selector_bytes=fields.read(
+            "maxNodeSelectorBytes",
+            default.max_node_selector_bytes,
+            lambda v: v.integer(1, NODE_SELECTOR_BYTES_LIMIT),
         ),
     )

@@ -45,7 +45,7 @@ from policy import (
 from policy.errors import TermLimitError
 from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings
 from policy.job_zone_affinity import ZONE_KEEPERS, ZoneKeeper, combined_affinity_patch, zone_affinity_patch
-from policy.node_affinity import MAX_REQUIRED_TERMS
+from policy.node_affinity import MAX_REQUIRED_TERMS, MAX_REQUIRED_TERMS_BYTES
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 ADMISSION_REVIEW = "AdmissionReview"
@@ -76,6 +76,8 @@ class AdmissionSettings:
     extender modes; such a member is refused)."""
     max_node_selector_terms: int = MAX_REQUIRED_TERMS
     """The most required node-selector terms a patched pod may have (``node_affinity_patch``)."""
+    max_node_selector_bytes: int = MAX_REQUIRED_TERMS_BYTES
+    """The most bytes of JSON the required node-selector terms written may take (``node_affinity_patch``)."""
     scheduler_name: str = SCHEDULER_NAME
     """``capacity.default_choice`` applies to pods of this scheduler only: the only pods the rule
     judges when scheduling (a DaemonSet's pods, which the default scheduler places, never get it)."""
@@ -152,7 +154,11 @@ def _pod_name(request: dict[str, Any]) -> str:
 def _pod_answer(pod: object, settings: AdmissionSettings) -> dict[str, Any]:
     try:
         memory_patch = node_affinity_patch(
-            pod, settings.policy, _capacity_settings(pod, settings), settings.max_node_selector_terms
+            pod,
+            settings.policy,
+            _capacity_settings(pod, settings),
+            settings.max_node_selector_terms,
+            settings.max_node_selector_bytes,
         )
         minimum = requirement_from_pod(pod, settings.policy).min_memory_mib
     except PolicyError as error:

@@ -12,7 +12,14 @@ import pytest
 import policy
 from extender_app.verbs.wire import WireError
 from extender_app.webhook.admission import AdmissionSettings, review
-from policy.node_affinity import capacity_alternatives, memory_alternatives
+from policy.node_affinity import (
+    MAX_REQUIRED_TERMS,
+    MAX_REQUIRED_TERMS_BYTES,
+    TERMS_TOO_LARGE_FORMAT,
+    TOO_MANY_TERMS_FORMAT,
+    capacity_alternatives,
+    memory_alternatives,
+)
 from testbed.admission_reviews import UID, admission_review
 from testbed.admission_reviews import gpu_pod as pod
 
@@ -239,3 +246,56 @@ def test_a_pod_of_another_scheduler_gets_no_default_choice() -> None:
     expressions = required_expressions(patched_pod(original, DEFAULT_ON_DEMAND))
     assert ON_DEMAND_CHOICE not in expressions
     assert [expression["key"] for expression in expressions] == [policy.NODE_MEMORY_LABEL]
+
+
+def with_terms(terms: list[Any]) -> dict[str, Any]:
+    """An annotated GPU pod choosing on-demand, with ``terms`` as its required node-selector terms."""
+    annotated = pod()
+    annotated["metadata"]["annotations"][policy.CAPACITY_TYPE_ANNOTATION] = "on-demand"
+    required = {"nodeSelectorTerms": terms}
+    annotated["spec"]["affinity"] = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}
+    }
+    return annotated
+
+
+def zone_terms(count: int) -> list[Any]:
+    return [
+        {
+            "matchExpressions": [
+                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [f"z-{index}"]}
+            ]
+        }
+        for index in range(count)
+    ]
+
+
+def test_a_pod_with_1600_terms_of_its_own_is_denied_with_the_counts() -> None:
+    denied = answer(admission_review(with_terms(zone_terms(1600))))
+    assert denied["allowed"] is False
+    merged = 1600 * len(memory_alternatives(40960)) * len(capacity_alternatives("on-demand"))
+    expected = TOO_MANY_TERMS_FORMAT.format(own=1600, merged=merged, limit=MAX_REQUIRED_TERMS)
+    assert denied["status"]["message"] == f"spec.affinity.nodeAffinity: {expected}"
+
+
+def test_a_term_with_20000_values_is_denied_for_its_size_not_answered_with_megabytes() -> None:
+    values = [f"r{index:06d}" for index in range(20_000)]
+    terms = [{"matchExpressions": [{"key": "example.com/rack", "operator": "In", "values": values}]}]
+    body = admission_review(with_terms(terms))
+    denied = answer(body)
+    assert denied["allowed"] is False
+    message = denied["status"]["message"]
+    prefix, _, rest = TERMS_TOO_LARGE_FORMAT.partition("{size}")
+    assert message.startswith(f"spec.affinity.nodeAffinity: {prefix}")
+    assert message.endswith(rest.format(limit=MAX_REQUIRED_TERMS_BYTES))
+    assert len(review(body, AdmissionSettings())) < 1024
+
+
+def test_the_size_bound_is_the_webhooks_setting() -> None:
+    body = admission_review(with_terms(zone_terms(1)))
+    assert "patch" in answer(body)
+    denied = answer(body, AdmissionSettings(max_node_selector_bytes=1000))
+    assert denied["allowed"] is False
+    assert denied["status"]["message"].endswith(
+        TERMS_TOO_LARGE_FORMAT.partition("{size}")[2].format(limit=1000)
+    )

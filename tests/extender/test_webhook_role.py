@@ -18,6 +18,7 @@ import policy
 from contracts.server import ROLE_WEBHOOK
 from extender_app.cli import settings_from
 from extender_app.settings import WEBHOOK_MAX_BODY_BYTES, ExtenderSettings
+from policy.node_affinity import MAX_REQUIRED_TERMS_BYTES
 from testbed.admission_reviews import UID, admission_review, gpu_pod
 from testbed.extender import (
     ThreadedExtender,
@@ -191,3 +192,8 @@ def test_role_flags_defaults_and_checks():
         settings_from(["--client-ca", ""], {})
     with pytest.raises(ValueError, match="node_cache must be off in the webhook role"):
         settings_from(["--role", "webhook", "--node-cache", "watch"], {})
+    assert webhook_settings.max_node_selector_bytes == MAX_REQUIRED_TERMS_BYTES
+    bound = settings_from(["--role", "webhook", "--max-node-selector-bytes", "4096"], {})
+    assert bound.max_node_selector_bytes == 4096
+    with pytest.raises(ValueError, match=r"max_node_selector_bytes must be 1\.\.16777216"):
+        settings_from(["--role", "webhook", "--max-node-selector-bytes", "0"], {})

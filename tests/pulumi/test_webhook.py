@@ -177,6 +177,7 @@ def test_the_settings_reach_the_objects() -> None:
                 "resources": {"limits": {"memory": "128Mi"}},
                 "maxConnectionsPerSource": 128,
                 "maxNodeSelectorTerms": 200,
+                "maxNodeSelectorBytes": 65536,
             },
         }
     )
@@ -189,6 +190,7 @@ def test_the_settings_reach_the_objects() -> None:
     assert "--disruption-protection=off" in container["args"]
     assert settings_from(container["args"], {}).max_connections_per_source == 128
     assert settings_from(container["args"], {}).max_node_selector_terms == 200
+    assert settings_from(container["args"], {}).max_node_selector_bytes == 65536
     assert container["resources"]["limits"] == {"memory": "128Mi"}
     [rule] = run.kubernetes_object("NetworkPolicy", WEBHOOK_SERVICE)["spec"]["ingress"]
     assert rule["from"] == [{"ipBlock": {"cidr": "10.0.0.0/16"}}, {"ipBlock": {"cidr": "192.168.4.0/24"}}]
@@ -220,6 +222,7 @@ def test_the_defaults() -> None:
         ({"maxConnectionsPerSource": 0}, "webhook.maxConnectionsPerSource", "must be 1..256"),
         ({"maxConnectionsPerSource": 257}, "webhook.maxConnectionsPerSource", "must be 1..256"),
         ({"maxNodeSelectorTerms": 0}, "webhook.maxNodeSelectorTerms", "must be 1..10000"),
+        ({"maxNodeSelectorBytes": 0}, "webhook.maxNodeSelectorBytes", "must be 1..16777216"),
         ({"port": 443}, "webhook", "unknown key 'port'"),
     ],
 )
