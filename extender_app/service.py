@@ -265,6 +265,7 @@ class ExtenderService:
                 job_zone=job_zone,
                 zone_keeper="affinity" if uses_extender(settings.scheduler_mode) else "plugin",
                 max_node_selector_terms=settings.max_node_selector_terms,
+                max_node_selector_bytes=settings.max_node_selector_bytes,
             )
             return {MUTATE_PATH: _mutate_endpoint(admission)}
         if self.node_cache is None:
