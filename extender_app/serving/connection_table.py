@@ -7,15 +7,15 @@ server holds. So a new connection is never refused while an idle one could make 
 
 1. its source (the peer's IP address) may hold at most ``max_per_source`` connections; at that
    bound the source's own least recently used idle connection is closed for the new one;
-2. the listener holds at most ``max_total``; at that bound the least recently used idle
-   connection of any source is closed for the new one;
-3. when every connection is busy (a request in progress, each bounded by the whole-request read
-   deadline, the queue and the write deadline), a source holding more connections than the
-   newcomer's source would after it (by more than one) gives up its longest-busy connection: a
-   request busy for long is a slow or stalled sender, since a real one is answered in
-   milliseconds. Open connections thus tend to an equal share per source: no set of sources can
-   keep a source that holds fewer (the API server sending its next review) out.
+2. the listener holds at most ``max_total``; at that bound the source holding the most
+   connections, if it holds more than the newcomer's source would after it (by more than one),
+   gives one up: its least recently used idle connection, else its longest-busy one (a request
+   busy for long is a slow or stalled sender, since a real one is answered in milliseconds);
+3. when every source holds about as many, the least recently used idle connection is closed,
+   the newcomer's source's own first.
 
+Open connections thus tend to an equal share per source: no set of sources, however fast it
+connects, can push out a source that holds fewer (the API server sending its next review).
 Only when no rule makes room is the new connection refused. Least recently used, because HTTP
 clients (Go's ``net/http``, which kube-apiserver and kube-scheduler use) reuse their most recently
 used idle connection first: the one closed is the one least likely to carry the client's next
@@ -78,10 +78,7 @@ class ConnectionTable:
                 return Admission(admitted=False)
             evicted += 1
         if len(self._open) >= self.max_total:
-            made_room = self._evict_least_recent(self._open.items()) or self._evict_for_fairness(
-                len(same_source) - evicted
-            )
-            if not made_room:
+            if not self._make_room(connection.source, len(same_source) - evicted):
                 return Admission(admitted=False, evicted=evicted)
             evicted += 1
         self._open[task] = connection
@@ -91,19 +88,27 @@ class ConnectionTable:
         """The connection served by ``task`` is closed (or was closed for room already)."""
         self._open.pop(task, None)
 
-    def _evict_for_fairness(self, newcomer_holds: int) -> bool:
-        """Close the longest-busy connection of the source holding the most, when it holds more than
-        ``newcomer_holds + 1`` (what the newcomer's source holds now); False when none does."""
-        by_source: dict[str, list[tuple[float, asyncio.Task[Any]]]] = {}
-        for task, connection in self._open.items():
-            by_source.setdefault(connection.source, []).append((connection.busy_since, task))
-        largest = max(by_source.values(), key=len, default=[])
-        if len(largest) <= newcomer_holds + 1:
-            return False
-        _, task = min(largest, key=lambda pair: pair[0])
-        del self._open[task]
-        task.cancel()
-        return True
+    def _make_room(self, source: str, newcomer_holds: int) -> bool:
+        """Close one connection for a newcomer from ``source``, which holds ``newcomer_holds``.
+
+        The source holding the most gives one up when it holds more than ``newcomer_holds + 1``:
+        its least recently used idle connection, else its longest-busy one. Otherwise (every source
+        holds about as many) the least recently used idle connection, the newcomer's own first.
+        """
+        by_source: dict[str, list[tuple[asyncio.Task[Any], Connection]]] = {}
+        for item in self._open.items():
+            by_source.setdefault(item[1].source, []).append(item)
+        largest = max(by_source.values(), key=len)
+        if len(largest) > newcomer_holds + 1:
+            if self._evict_least_recent(largest):
+                return True
+            task, _ = min(largest, key=lambda item: item[1].busy_since)
+            del self._open[task]
+            task.cancel()
+            return True
+        return self._evict_least_recent(by_source.get(source, [])) or self._evict_least_recent(
+            self._open.items()
+        )
 
     def _evict_least_recent(self, candidates: Iterable[tuple["asyncio.Task[Any]", Connection]]) -> bool:
         """Close the least recently used idle connection among ``candidates``; False when all are busy."""

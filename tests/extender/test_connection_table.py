@@ -60,19 +60,24 @@ def test_sources_at_an_equal_share_refuse_a_newcomer_rather_than_push_each_other
     assert run(scenario) is False
 
 
-def test_an_idle_connection_makes_room_before_any_busy_one() -> None:
-    async def scenario() -> tuple[bool, bool]:
-        table = ConnectionTable(max_total=3, max_per_source=3)
-        busy = [_entry("attacker", busy=True, since=float(i)) for i in range(2)]
-        idle = _entry("tenant", busy=False, since=5.0)
-        for task, connection in [*busy, idle]:
+def test_the_largest_source_gives_up_a_connection_before_a_smaller_source_loses_its_idle_one() -> None:
+    """Closing a client's idle keep-alive connection races with its next request on it, so the
+    smaller source's idle connection stays; the largest source's idle one goes first, else its busy."""
+
+    async def scenario() -> tuple[bool, bool, bool, bool]:
+        table = ConnectionTable(max_total=4, max_per_source=4)
+        busy = _entry("attacker", busy=True, since=1.0)
+        attacker_idle = _entry("attacker", busy=False, since=8.0)
+        busy_2 = _entry("attacker", busy=True, since=2.0)
+        tenant_idle = _entry("tenant", busy=False, since=0.0)
+        for task, connection in [busy, attacker_idle, busy_2, tenant_idle]:
             table.admit(task, connection)
         task, connection = _entry("api-server", busy=False, since=9.0)
         admitted = table.admit(task, connection).admitted
         await asyncio.sleep(0)
-        idle_closed = idle[0].cancelled()
-        for item, _ in [*busy, idle, (task, None)]:
+        closed = (attacker_idle[0].cancelled(), tenant_idle[0].cancelled(), busy[0].cancelled())
+        for item, _ in [busy, attacker_idle, busy_2, tenant_idle, (task, None)]:
             item.cancel()
-        return admitted, idle_closed
+        return (admitted, *closed)
 
-    assert run(scenario) == (True, True)
+    assert run(scenario) == (True, True, False, False)
