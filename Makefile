@@ -25,7 +25,7 @@ N ?= 10
 LOAD ?= 0
 CHECK_WORKERS ?= auto
 
-.PHONY: help setup lock lint check go-check binaries autoscaler-binaries charts otelcol pulumi-engine images test test-policy test-python test-engine test-repeat demo explain bench bench-gang bench-scale bench-scale-quick clean
+.PHONY: help setup lock lint check go-check binaries autoscaler-binaries charts otelcol pulumi-engine images test test-policy test-python adversarial test-engine test-repeat demo explain bench bench-gang bench-scale bench-scale-quick clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -51,7 +51,7 @@ lint: setup ## ruff (lint + format check) and mypy
 	$(VENV)/bin/mypy
 
 check: lint ## the inner loop: lint, types and every test that needs no Go build, no control-plane binaries and no Pulumi engine (all but the e2e marker), in CHECK_WORKERS processes (default auto: one per core; docs/testing.md#the-inner-loop-make-check)
-	$(PY) -m pytest tests -m "not e2e" -q -p no:cacheprovider -n $(CHECK_WORKERS) $(PYTEST_ARGS)
+	$(PY) -m pytest tests -m "not e2e and not adversarial" -q -p no:cacheprovider -n $(CHECK_WORKERS) $(PYTEST_ARGS)
 
 go-check: setup ## gofmt, go vet, hadolint and go test for the Go modules; prints how many shared vectors agreed
 	@out=$$(gofmt -l plugin bench/loadgen) && { [ -z "$$out" ] || { echo "gofmt: $$out"; exit 1; }; }
@@ -89,6 +89,9 @@ test-python: setup binaries autoscaler-binaries charts otelcol pulumi-engine ima
 	@# child forked (with preexec_fn) after that can abort in gRPC's fork handlers.
 	$(PY) -m pytest tests/pulumi_engine $(PYTEST_ARGS)
 	@$(PY) -m pytest tests/extender/test_cached_vectors.py -q -s -p no:cacheprovider | grep -E 'agrees on [0-9]+ of [0-9]+'
+
+adversarial: setup ## the adversarial suite alone: hostile pods from several loopback addresses against the real webhook and extender processes beside the API server's stream; prints each attack's figures (docs/security.md#listener-limits-and-the-adversarial-suite; make test runs it too)
+	$(PY) -m pytest tests/adversarial -p no:cacheprovider $(PYTEST_ARGS)
 
 test-engine: setup binaries pulumi-engine ## only the Pulumi engine suite (part of make test; docs/testing.md#the-end-to-end-suite-on-the-real-pulumi-engine)
 	$(PY) -m pytest tests/pulumi_engine $(PYTEST_ARGS)

@@ -6,7 +6,11 @@ loopback addresses against the real server process while kube-scheduler's addres
 calls over mutual TLS; every call must be answered.
 """
 
+import pytest
+
 from tests.adversarial.conftest import ATTACKERS, MEMORY_LIMIT_BYTES, Server, start_attack, under_attack
+
+pytestmark = pytest.mark.adversarial
 
 
 def test_connections_that_never_finish_or_fail_the_handshake(extender: Server) -> None:

@@ -9,6 +9,8 @@ alone, server CPU, peak memory) are printed at the end of the run. Each attack i
 connections and seconds and stops by itself.
 """
 
+import pytest
+
 from tests.adversarial.conftest import (
     ATTACKERS,
     MEMORY_LIMIT_BYTES,
@@ -17,6 +19,8 @@ from tests.adversarial.conftest import (
     start_attack,
     under_attack,
 )
+
+pytestmark = pytest.mark.adversarial
 
 MIB = 1024 * 1024
 
