@@ -1,4 +1,4 @@
-"""One version: CHANGELOG.md's newest release, what the extender's ``--version`` prints, and the
+"""One version: CHANGELOG.md's newest release (an ``Unreleased`` section above it is none), what the extender's ``--version`` prints, and the
 ``org.opencontainers.image.version`` label of both images."""
 
 import re
@@ -11,7 +11,7 @@ import pytest
 from contracts.release import VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
-RELEASE_HEADING = re.compile(r"^## (\S+)$", flags=re.MULTILINE)
+RELEASE_HEADING = re.compile(r"^## (?!Unreleased$)(\S+)$", flags=re.MULTILINE)
 VERSION_LABEL = re.compile(r'org\.opencontainers\.image\.version="([^"]+)"')
 
 
