@@ -22,7 +22,6 @@ from policy.capacity_type import (
     UNKNOWN_CAPACITY_TYPE,
     CapacityTypeSettings,
     capacity_choice,
-    capacity_extender_score,
     capacity_score_100,
     fits_capacity_type,
     node_capacity_type,
@@ -34,10 +33,9 @@ from policy.node_affinity import (
     capacity_alternatives,
     capacity_expression,
     memory_alternatives,
-    memory_expression,
     node_affinity_patch,
 )
-from policy.node_fit import BELOW_MINIMUM, extender_score, fits_memory, node_gpu_memory_mib, score_100
+from policy.node_fit import BELOW_MINIMUM, extender_score, fits_memory, score_100
 from policy.node_memory import (
     INVALID_MEMORY_LABEL,
     INVALID_NODE_LABEL,
@@ -126,18 +124,15 @@ __all__ = [
     "capacity_alternatives",
     "capacity_choice",
     "capacity_expression",
-    "capacity_extender_score",
     "capacity_score_100",
     "extender_score",
     "fits_capacity_type",
     "fits_memory",
     "memory_alternatives",
-    "memory_expression",
     "memory_labels",
     "memory_schemes",
     "node_affinity_patch",
     "node_capacity_type",
-    "node_gpu_memory_mib",
     "parse_go_int64",
     "parse_quantity",
     "pod_requests",

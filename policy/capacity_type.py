@@ -44,7 +44,7 @@ from policy.errors import PolicyError
 from policy.json_fields import element, list_field, map_entry, mapping_field, optional_string, time_is_set
 from policy.node_memory import MISSING_NODE
 from policy.requirement import MISSING_POD
-from policy.settings import MAX_EXTENDER_SCORE, MAX_SCORE
+from policy.settings import MAX_SCORE
 
 CAPACITY_TYPE_ANNOTATION = "training.example.com/capacity-type"
 """Pod annotation: the pod's capacity-type choice (``CAPACITY_CHOICES``)."""
@@ -239,13 +239,6 @@ def capacity_score_100(
     if DELETION_CANDIDATE_TAINT in _removal_facts(_node_mapping(node)).taint_keys:
         score //= DELETION_CANDIDATE_DIVISOR
     return score
-
-
-def capacity_extender_score(
-    choice: str, node: object, settings: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS
-) -> int:
-    """0..10: ``capacity_score_100`` in the extender API's range."""
-    return capacity_score_100(choice, node, settings) // (MAX_SCORE // MAX_EXTENDER_SCORE)
 
 
 def vendor_capacity_type(value: str) -> str:

@@ -112,11 +112,6 @@ Alternative = list[dict[str, Any]]
 """nodeSelectorRequirements that together show one way a node meets a condition (ANDed)."""
 
 
-def memory_expression(minimum_mib: int, settings: PolicySettings = DEFAULT_SETTINGS) -> dict[str, Any]:
-    """The nodeSelectorRequirement equivalent to "our label >= minimum_mib"."""
-    return _at_least(settings.node_memory_label, minimum_mib)
-
-
 def memory_alternatives(minimum_mib: int, settings: PolicySettings = DEFAULT_SETTINGS) -> list[Alternative]:
     """The ways a node shows at least ``minimum_mib`` per GPU, one per label scheme, in the
     order the rule reads them: each scheme's ``Gt`` guarded by ``DoesNotExist`` on every scheme

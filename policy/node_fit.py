@@ -1,6 +1,5 @@
 """Whether a node's GPUs fit a requirement, and how much a GPU pod prefers the node."""
 
-from policy.errors import PolicyError
 from policy.node_memory import read_node_memory
 from policy.requirement import Requirement
 from policy.settings import (
@@ -12,19 +11,6 @@ from policy.settings import (
 )
 
 BELOW_MINIMUM = "GPU memory label is below the required minimum"
-
-
-def node_gpu_memory_mib(node: object, settings: PolicySettings = DEFAULT_SETTINGS) -> int:
-    """The node's per-GPU memory in MiB, from the first GPU-memory label scheme it carries
-    (``policy.node_memory``).
-
-    Raises PolicyError with ``MISSING_NODE`` for a null node, else with the reason the node
-    cannot be judged (``policy.node_memory.INVALID_NODE_LABEL`` when it carries none of the labels).
-    """
-    memory, reason = _memory_or_reason(node, settings)
-    if reason:
-        raise PolicyError(reason)
-    return memory
 
 
 def fits_memory(

@@ -7,8 +7,7 @@ binary. Both read the KubeSchedulerConfiguration from the renderer the
 Pulumi program uses; only file paths, the extender URL and the kubeconfig differ.
 """
 
-import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from http import HTTPStatus
@@ -356,40 +355,6 @@ def launch_scheduler(
             also_check=raise_if_exited(process),
         )
     return LocalScheduler(mode=mode, process=process, config_path=config_path, extender=extender)
-
-
-@contextlib.contextmanager
-def running_custom_scheduler(
-    plane: ControlPlane,
-    bin_dir: Path,
-    mode: SchedulerMode,
-    choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
-) -> Iterator[LocalScheduler]:
-    """The scheduler's RBAC, then (extender modes) TLS + extender, then the scheduler; stopped on exit.
-
-    ``choices`` become the extender's flags in the extender modes and the plugins' args in plugin
-    mode, as on EKS.
-    """
-    grant_scheduler_rbac(plane)
-    extender = tls = None
-    if uses_extender(mode):
-        tls = extender_tls(plane.work_dir)
-        extender = start_extender_for(plane, mode, tls, tuple(choices.extender_flags()))
-    scheduler = start_scheduler(
-        plane,
-        bin_dir,
-        mode,
-        extender=extender,
-        client_tls=tls.client if tls else None,
-        extender_ca=tls.ca.ca_file if tls else None,
-        choices=choices,
-    )
-    try:
-        yield scheduler
-    finally:
-        scheduler.process.stop()
-        if scheduler.extender is not None:
-            scheduler.extender.process.stop()
 
 
 def lease_holder(plane: ControlPlane) -> str | None:

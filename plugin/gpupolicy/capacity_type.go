@@ -322,11 +322,6 @@ func (n NodeCapacity) Score100(choice CapacityChoice) int64 {
 	return score
 }
 
-// CapacityExtenderScore returns CapacityScore100 in the extender API's range.
-func CapacityExtenderScore(choice CapacityChoice, node *v1.Node, s CapacitySettings) int64 {
-	return CapacityScore100(choice, node, s) / (MaxScore / MaxExtenderScore)
-}
-
 // onDemandOrSpot is the type as this rule compares it: Reserved counts as OnDemand.
 func (n NodeCapacity) onDemandOrSpot() CapacityType {
 	if n.Type == Reserved {

@@ -61,9 +61,6 @@ func checkCapacityTypeCase(t *testing.T, c policyvectors.CapacityTypeCase) {
 	if got := gpupolicy.CapacityScore100(choice, node, s); got != *c.Expect.Score100 {
 		t.Errorf("CapacityScore100 = %d, want %d", got, *c.Expect.Score100)
 	}
-	if got := gpupolicy.CapacityExtenderScore(choice, node, s); got != *c.Expect.ExtenderScore {
-		t.Errorf("CapacityExtenderScore = %d, want %d", got, *c.Expect.ExtenderScore)
-	}
 	// The node read once (what a plugin may keep per node) answers the same.
 	read := gpupolicy.ReadNodeCapacity(node, s)
 	if fits, reason := read.Fits(choice); fits != *c.Expect.Fits || reason != *c.Expect.Reason {

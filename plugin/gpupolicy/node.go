@@ -1,7 +1,6 @@
 package gpupolicy
 
 import (
-	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -23,29 +22,6 @@ const (
 	// ReasonBelowMinimum: the node's memory label is below the pod's minimum.
 	ReasonBelowMinimum = "GPU memory label is below the required minimum"
 )
-
-var (
-	// ErrMissingNode is returned by NodeMemoryMiB for a nil node.
-	ErrMissingNode = errors.New(ReasonMissingNode)
-	// ErrInvalidNodeLabel is returned by NodeMemoryMiB for a node without any
-	// scheme's label.
-	ErrInvalidNodeLabel = errors.New(ReasonInvalidNodeLabel)
-)
-
-// NodeMemoryMiB returns the node's per-GPU memory in MiB (see ReadNodeMemory), or an
-// error whose text is the reason the node cannot be judged.
-func NodeMemoryMiB(node *v1.Node, s Settings) (int64, error) {
-	memory := ReadNodeMemory(node, s)
-	switch memory.Reason {
-	case "":
-		return memory.MiB, nil
-	case ReasonMissingNode:
-		return 0, ErrMissingNode
-	case ReasonInvalidNodeLabel:
-		return 0, ErrInvalidNodeLabel
-	}
-	return 0, errors.New(memory.Reason)
-}
 
 // NodeMemory is a node's memory as read once: the MiB per GPU, or the reason the
 // node cannot be judged. It lets a caller read a node's labels once per node update

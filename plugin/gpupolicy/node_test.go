@@ -22,7 +22,8 @@ func labelledNode(memory string) *v1.Node {
 // invalidOurs is the reason for a node whose own memory label is present but invalid.
 var invalidOurs = fmt.Sprintf(ReasonInvalidMemoryLabelFormat, NodeMemoryLabel)
 
-func TestNodeMemoryMiB(t *testing.T) {
+// TestReadNodeMemory: our label alone, read as the policy reads it, or the reason it cannot be.
+func TestReadNodeMemory(t *testing.T) {
 	tests := []struct {
 		name string
 		node *v1.Node
@@ -42,21 +43,11 @@ func TestNodeMemoryMiB(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := NodeMemoryMiB(tt.node, DefaultSettings())
-			message := ""
-			if err != nil {
-				message = err.Error()
-			}
-			if message != tt.err || got != tt.want {
-				t.Fatalf("NodeMemoryMiB = %d, %v; want %d, %q", got, err, tt.want, tt.err)
+			got := ReadNodeMemory(tt.node, DefaultSettings())
+			if got.Reason != tt.err || (tt.err == "" && got.MiB != tt.want) {
+				t.Fatalf("ReadNodeMemory = %+v; want %d, %q", got, tt.want, tt.err)
 			}
 		})
-	}
-	if _, err := NodeMemoryMiB(nil, DefaultSettings()); err != ErrMissingNode {
-		t.Errorf("a nil node: %v, want ErrMissingNode", err)
-	}
-	if _, err := NodeMemoryMiB(labelledNode("-"), DefaultSettings()); err != ErrInvalidNodeLabel {
-		t.Errorf("a node without any label: %v, want ErrInvalidNodeLabel", err)
 	}
 }
 

@@ -139,7 +139,6 @@ def test_properties_over_choices_and_nodes(
     score = policy.capacity_score_100(choice, node)
     assert fits == (reason == "")
     assert 0 <= score <= MAX_SCORE
-    assert policy.capacity_extender_score(choice, node) == score // 10
     if taints == ("karpenter.sh/disrupted",):
         assert reason == policy.NODE_BEING_REMOVED
     elif choice.startswith("prefer-"):

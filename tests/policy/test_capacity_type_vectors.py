@@ -65,4 +65,3 @@ def test_capacity_type_case(case: dict[str, Any]) -> None:
         assert policy.node_capacity_type(node, settings) == expect["capacity_type"]
     assert policy.fits_capacity_type(choice, node, settings) == (expect["fits"], expect["reason"])
     assert policy.capacity_score_100(choice, node, settings) == expect["score_100"]
-    assert policy.capacity_extender_score(choice, node, settings) == expect["extender_score"]

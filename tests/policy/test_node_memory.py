@@ -71,7 +71,6 @@ def test_the_reading_names_the_label_it_came_from(labels: dict[str, str], expect
     }
     mib, source = expected
     assert policy.read_node_memory(node_with(labels), WITH_TABLE) == policy.NodeMemory(mib, sources[source])
-    assert policy.node_gpu_memory_mib(node_with(labels), WITH_TABLE) == mib
 
 
 def test_a_present_invalid_label_decides_and_is_named() -> None:
@@ -79,8 +78,6 @@ def test_a_present_invalid_label_decides_and_is_named() -> None:
     reading = policy.read_node_memory(node_with(labels), WITH_TABLE)
     reason = "invalid GPU-memory label nvidia.com/gpu.memory (not 1..1048576 MiB)"
     assert reading == policy.NodeMemory(label=policy.GFD_GPU_MEMORY_LABEL, reason=reason)
-    with pytest.raises(policy.PolicyError, match=r"invalid GPU-memory label nvidia\.com/gpu\.memory"):
-        policy.node_gpu_memory_mib(node_with(labels), WITH_TABLE)
 
 
 def test_an_unknown_instance_type_is_a_reason_and_none_of_the_labels_keeps_the_old_one() -> None:

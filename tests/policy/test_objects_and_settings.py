@@ -29,7 +29,7 @@ def test_settings_override_every_key_and_the_scale() -> None:
     assert policy.fits_memory(requirement, node, settings) == (True, "")
     assert policy.score_100(requirement, node, settings) == 66
     assert policy.extender_score(requirement, node, settings) == 6
-    assert policy.node_gpu_memory_mib(node, settings) == 32768
+    assert policy.read_node_memory(node, settings).mib == 32768
     # The default keys see neither the annotation nor the GPU.
     assert policy.requirement_from_pod(GPU_POD) == policy.NO_REQUIREMENT
 
@@ -67,11 +67,9 @@ def test_the_default_strategy_is_prefer_larger_and_best_fit_is_chosen_by_name() 
 
 
 def test_node_gpu_memory_reads_the_label_or_says_why_not() -> None:
-    assert policy.node_gpu_memory_mib(node_with({policy.NODE_MEMORY_LABEL: "45776"})) == 45776
-    with pytest.raises(policy.PolicyError, match=policy.INVALID_NODE_LABEL):
-        policy.node_gpu_memory_mib(node_with({}))
-    with pytest.raises(policy.PolicyError, match=policy.MISSING_NODE):
-        policy.node_gpu_memory_mib(None)
+    assert policy.read_node_memory(node_with({policy.NODE_MEMORY_LABEL: "45776"})).mib == 45776
+    assert policy.read_node_memory(node_with({})).reason == policy.INVALID_NODE_LABEL
+    assert policy.read_node_memory(None).reason == policy.MISSING_NODE
 
 
 @pytest.mark.parametrize("node", ["gpu-node", 7, ["metadata"]])

@@ -55,14 +55,13 @@ type CapacityTypeCase struct {
 		DecodeError string `json:"decode_error"`
 		// Error is the exact error of reading the pod's choice.
 		Error *string `json:"error"`
-		// Choice, CapacityType (nil for a null node), Fits, Reason, Score100 and
-		// ExtenderScore are the verdict otherwise.
-		Choice        *string `json:"choice"`
-		CapacityType  *string `json:"capacity_type"`
-		Fits          *bool   `json:"fits"`
-		Reason        *string `json:"reason"`
-		Score100      *int64  `json:"score_100"`
-		ExtenderScore *int64  `json:"extender_score"`
+		// Choice, CapacityType (nil for a null node), Fits, Reason and Score100 are
+		// the verdict otherwise.
+		Choice       *string `json:"choice"`
+		CapacityType *string `json:"capacity_type"`
+		Fits         *bool   `json:"fits"`
+		Reason       *string `json:"reason"`
+		Score100     *int64  `json:"score_100"`
 	} `json:"expect"`
 	// Settings are the validated settings of this case; MustLoadCapacityType fills them.
 	Settings gpupolicy.CapacitySettings `json:"-"`
@@ -87,8 +86,8 @@ func (c CapacityTypeCase) check() error {
 		return fmt.Errorf("decode_error must be \"pod\" or \"node\", got %q", e.DecodeError)
 	case e.Error != nil:
 		return nil
-	case e.Choice == nil || e.Fits == nil || e.Reason == nil || e.Score100 == nil || e.ExtenderScore == nil:
-		return fmt.Errorf("expect needs error, decode_error, or choice, fits, reason, score_100 and extender_score")
+	case e.Choice == nil || e.Fits == nil || e.Reason == nil || e.Score100 == nil:
+		return fmt.Errorf("expect needs error, decode_error, or choice, fits, reason and score_100")
 	}
 	return nil
 }
