@@ -12,7 +12,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
-
 )
 
 // JobZone is the profile's preemption: it runs kube-scheduler's DefaultPreemption (the same
