@@ -125,9 +125,10 @@ def _uid(pod: Mapping[str, Any]) -> str:
 def _answer(
     args: PreemptArgs, victims: Mapping[str, Sequence[Mapping[str, Any]]], limits: VerbLimits
 ) -> VerbResult:
-    kept = preempt_candidates(
-        args.names, victims.get, lambda name: args.nodes[name].pdb_violations, pod_priority(args.pod), limits.job_zone
-    )
+    def violations(name: str) -> int:
+        return args.nodes[name].pdb_violations
+
+    kept = preempt_candidates(args.names, victims.get, violations, pod_priority(args.pod), limits.job_zone)
     metadata = args.pod.get("metadata")
     pod = ""
     if isinstance(metadata, Mapping):

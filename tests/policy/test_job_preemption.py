@@ -10,6 +10,7 @@ from policy.job_preemption import (
     OUTRANKED,
     WHOLE,
     Candidate,
+    JobVictims,
     pod_priority,
     preempt_candidates,
     whole_job_victims,
@@ -27,15 +28,21 @@ def names(pods: Any) -> list[str]:
     return [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods]
 
 
+def run_case(c: dict[str, Any]) -> JobVictims:
+    priority = c["preemptor_priority"]
+    return whole_job_victims(c["victims"], c["pods"], priority, settings_of(c), owner_jobs_of(c))
+
+
 def test_the_victim_vectors_cover_every_outcome() -> None:
     assert len({c["name"] for c in VICTIM_CASES}) == len(VICTIM_CASES)
     assert {c["expect"]["outcome"] for c in VICTIM_CASES} == {WHOLE, BREAKS_JOB, OUTRANKED}
-    assert any(len(c["expect"]["victims"]) > len(c["victims"]) for c in VICTIM_CASES), "a case grows its victims"
+    grown = [c for c in VICTIM_CASES if len(c["expect"]["victims"]) > len(c["victims"])]
+    assert grown, "a case grows its victims"
 
 
 @pytest.mark.parametrize("c", VICTIM_CASES, ids=lambda c: c["name"])
 def test_victim_vectors(c: dict[str, Any]) -> None:
-    result = whole_job_victims(c["victims"], c["pods"], c["preemptor_priority"], settings_of(c), owner_jobs_of(c))
+    result = run_case(c)
     assert (result.outcome, names(result.victims), result.broken) == (
         c["expect"]["outcome"],
         c["expect"]["victims"],
@@ -47,7 +54,7 @@ def test_no_label_keeps_a_member_from_a_higher_priority_pod() -> None:
     """Every case whose job the preemptor outranks gives up each chosen victim: a label can make a
     job bigger, never keep its member."""
     for c in VICTIM_CASES:
-        result = whole_job_victims(c["victims"], c["pods"], c["preemptor_priority"], settings_of(c), owner_jobs_of(c))
+        result = run_case(c)
         if result.outcome != OUTRANKED:
             assert names(result.victims)[: len(c["victims"])] == names(c["victims"]), c["name"]
 
