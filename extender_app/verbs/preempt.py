@@ -1,12 +1,18 @@
-"""POST /preempt: drop the candidate nodes whose victims include a member of a running job.
+"""POST /preempt: preemption that follows priority, breaking a job only when nothing else makes room.
 
-The rule is ``policy.job_preemption``. Without a node cache the scheduler sends the victim Pods
-themselves. With ``--node-cache watch`` it sends only their UIDs and the extender keeps no pods,
-so it lists the pods of each candidate node (``spec.nodeName`` field selector, metadata only)
-when, and only when, the scheduler preempts: preemption is rare, while a pod informer would hold
-every pod of the cluster in memory all the time. The lists run at most ``--node-lookup-concurrency``
-at once and all within ``--node-lookup-timeout``; a node whose pods cannot be read in time is
-dropped (its victims might include a member), and the scheduler tries the pod again later.
+The rule is ``policy.job_preemption``: every candidate node whose victims could be read is kept
+with its victims unchanged (a higher priority always gets in), and each victim whose same-zone job
+has members outside the node's victims counts as one PodDisruptionBudget violation in the answer.
+kube-scheduler ranks candidates by violations first, so it prefers a node whose victims break no
+job and breaks one only when every other node costs as many violations.
+
+Without a node cache the scheduler sends the victim Pods themselves. With ``--node-cache watch``
+it sends only their UIDs and the extender keeps no pods, so it lists the pods of each candidate
+node (``spec.nodeName`` field selector, metadata only) when, and only when, the scheduler
+preempts: preemption is rare, while a pod informer would hold every pod of the cluster in memory
+all the time. The lists run at most ``--node-lookup-concurrency`` at once and all within
+``--node-lookup-timeout``; a node whose pods cannot be read in time is dropped (its victims might
+break a job), and the scheduler tries the pod again later.
 """
 
 import asyncio
@@ -20,7 +26,7 @@ from extender_app.node_cache.lookup import PodLister
 from extender_app.verbs.handlers import AsyncVerbHandler, VerbHandler, VerbLimits, VerbResult
 from extender_app.verbs.wire import WireError
 from extender_app.verbs.wire_preempt import PreemptArgs, encode_preempt_result, parse_preempt_args
-from policy.job_preemption import kept_nodes, pod_priority
+from policy.job_preemption import pod_priority, preempt_candidates
 
 
 def preempt_verb(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
@@ -119,14 +125,17 @@ def _uid(pod: Mapping[str, Any]) -> str:
 def _answer(
     args: PreemptArgs, victims: Mapping[str, Sequence[Mapping[str, Any]]], limits: VerbLimits
 ) -> VerbResult:
-    kept = kept_nodes(args.names, victims.get, pod_priority(args.pod), limits.job_zone)
+    def violations(name: str) -> int:
+        return args.nodes[name].pdb_violations
+
+    kept = preempt_candidates(args.names, victims.get, violations, pod_priority(args.pod), limits.job_zone)
     metadata = args.pod.get("metadata")
     pod = ""
     if isinstance(metadata, Mapping):
         pod = f"{metadata.get('namespace') or ''}/{metadata.get('name') or ''}"
     return VerbResult(
         HTTPStatus.OK,
-        encode_preempt_result(args, kept),
+        encode_preempt_result(args, {candidate.name: candidate.violations for candidate in kept}),
         pod=pod,
         candidates=len(args.nodes),
         passed=len(kept),

@@ -6,8 +6,9 @@ dry run chose. Without a node cache they are full Pods
 (``{"NodeNameToVictims": {"n1": {"Pods": [...], "NumPDBViolations": 0}}}``); with
 ``nodeCacheCapable: true`` only their UIDs
 (``{"NodeNameToMetaVictims": {"n1": {"Pods": [{"UID": "..."}], "NumPDBViolations": 0}}}``). The
-answer is an ``ExtenderPreemptionResult``: the nodes kept, each with its victims as UIDs
-(``NodeNameToMetaVictims``); the scheduler refuses a node without victims or a UID not on the node.
+answer is an ``ExtenderPreemptionResult``: the nodes kept, each with its victims as UIDs and its
+``NumPDBViolations`` (``NodeNameToMetaVictims``), which the scheduler reads back and ranks nodes by
+first; it refuses a node without victims or a UID not on the node.
 
 Keys are matched as Go's decoder matches them; at most ``--max-nodes`` candidates.
 """
@@ -93,16 +94,17 @@ def parse_preempt_args(body: bytes | bytearray, max_nodes: int, meta: bool) -> P
     return PreemptArgs(pod, nodes)
 
 
-def encode_preempt_result(args: PreemptArgs, kept: Sequence[str]) -> bytes:
-    """``ExtenderPreemptionResult``: the kept nodes with their victims unchanged, as UIDs."""
+def encode_preempt_result(args: PreemptArgs, kept: Mapping[str, int]) -> bytes:
+    """``ExtenderPreemptionResult``: the kept nodes (name -> its disruption-budget violations, as
+    the extender counts them) with their victims unchanged, as UIDs."""
     return orjson.dumps(
         {
             ARGS_META_VICTIMS: {
                 name: {
                     VICTIMS_PODS: [{META_POD_UID: uid} for uid in args.nodes[name].uids],
-                    VICTIMS_PDB_VIOLATIONS: args.nodes[name].pdb_violations,
+                    VICTIMS_PDB_VIOLATIONS: violations,
                 }
-                for name in kept
+                for name, violations in kept.items()
             }
         }
     )

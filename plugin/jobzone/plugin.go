@@ -25,7 +25,8 @@
 //     the zone up for the job at once (held members rejected, the zone skipped for
 //     failedZoneDuration, the job requeued) and preempts nothing for one member of a job
 //     not yet placed. For every other pod it is the profile's preemption:
-//     DefaultPreemption, which never evicts a bound member of a job (preemption.go).
+//     DefaultPreemption, which follows priority and takes a lower-priority job whole, every
+//     member on every node, or none of it (preemption.go, whole_job_preemption.go).
 //   - Permit holds the job's pods until job-size members are reserved in the zone,
 //     then lets them all bind. After permitTimeout every held member is rejected and
 //     the zone is skipped for the job for failedZoneDuration, so the retry plans

@@ -1,8 +1,12 @@
 package zonepolicy_test
 
 import (
+	"encoding/json"
 	"maps"
+	"slices"
 	"testing"
+
+	v1 "k8s.io/api/core/v1"
 
 	"example.com/gpu-scheduler-eks/plugin/internal/policyvectors"
 	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
@@ -89,9 +93,21 @@ func checkPlanCase(t *testing.T, c policyvectors.ZonePlanCase) {
 }
 
 func checkVictimCase(t *testing.T, c policyvectors.ZoneVictimCase) {
-	victim, _ := policyvectors.MustDecodePod(t, c.Victim, "")
-	got := zonepolicy.ProtectedVictim(victim, c.PreemptorPriority, zonepolicy.DefaultSettings(), c.OwnerJobs)
-	if got != c.Expect.Protected {
-		t.Fatalf("ProtectedVictim = %v, want %v", got, c.Expect.Protected)
+	decode := func(raws []json.RawMessage) []*v1.Pod {
+		pods := make([]*v1.Pod, 0, len(raws))
+		for _, raw := range raws {
+			pod, _ := policyvectors.MustDecodePod(t, raw, "")
+			pods = append(pods, pod)
+		}
+		return pods
+	}
+	got := zonepolicy.WholeJobVictims(decode(c.Victims), decode(c.Pods), c.PreemptorPriority, zonepolicy.DefaultSettings(), c.OwnerJobs)
+	victims := []string{}
+	for _, pod := range got.Victims {
+		victims = append(victims, pod.Namespace+"/"+pod.Name)
+	}
+	if string(got.Outcome) != c.Expect.Outcome || !slices.Equal(victims, c.Expect.Victims) || got.Broken != c.Expect.Broken {
+		t.Fatalf("WholeJobVictims = %s %v broken %d, want %s %v broken %d",
+			got.Outcome, victims, got.Broken, c.Expect.Outcome, c.Expect.Victims, c.Expect.Broken)
 	}
 }

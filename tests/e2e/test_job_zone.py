@@ -611,83 +611,125 @@ def with_priority(manifest: dict[str, Any], priority_class_name: str) -> dict[st
     return manifest
 
 
-NO_VICTIM = "No preemption victims found"
-"""kube-scheduler's message when preemption's dry run finds no victim (JobZone's rule refused them)."""
-NO_CANDIDATE = "no candidate node for preemption"
-"""kube-scheduler's message when its extenders dropped every candidate node (the preempt verb)."""
+PREEMPTED_BY_SCHEDULER = "PreemptionByScheduler"
+"""The reason of the DisruptionTarget condition kube-scheduler writes on a victim before deleting it."""
 
 
-@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
-def test_preemption_never_takes_one_member_of_a_bound_job(
-    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
-) -> None:
-    """A low-priority job of 4 fills a-1's 4 GPUs. A high-priority pod in no job asks for a GPU:
-    kube-scheduler's DefaultPreemption would evict one member (stopping the whole job to free one
-    GPU); JobZone's preemption finds no victim and says so. Then b-1 is added, holding a
-    low-priority pod in no job: that pod is evicted, the high-priority pod is nominated to b-1,
-    and no member of the job was touched."""
-    preemption_keeps_the_job_whole(cluster, watch, tmp_path, NO_VICTIM)
+def evicted(core: kubernetes.client.CoreV1Api, name: str) -> bool:
+    """The pod is deleted or being deleted (no kubelet runs here to finish a deletion)."""
+    try:
+        pod: kubernetes.client.V1Pod = core.read_namespaced_pod(name, WORKLOAD_NAMESPACE)
+    except kubernetes.client.ApiException as error:
+        return bool(error.status == 404)
+    return pod.metadata.deletion_timestamp is not None
 
 
-@pytest.mark.parametrize("mode", ["extender-cached", "extender"], indirect=True)
-def test_the_extenders_preempt_verb_never_takes_one_member_of_a_bound_job(
-    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
-) -> None:
-    """The same scene in the extender modes: kube-scheduler's stock DefaultPreemption chooses one
-    member of the job on a-1 as the victim and asks the extender's preempt verb, which drops a-1
-    (extender-cached: after listing a-1's pods to learn what the victim's UID is); with no node
-    left kube-scheduler says so. The pod in no job on b-1 is evicted instead."""
-    preemption_keeps_the_job_whole(cluster, watch, tmp_path, NO_CANDIDATE)
-
-
-def preemption_keeps_the_job_whole(
-    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path, no_victim: str
-) -> None:
-    """The preemption scene above; ``no_victim`` is what the urgent pod is told while only the
-    job's members could make room."""
-    cluster.add_nodes(SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=4), ZONE_A))
+def preemption_scene(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path, *nodes: SimulatedNode, squatter_on: str = ""
+) -> tuple[list[str], str, kubernetes.client.CoreV1Api]:
+    """The nodes, a low-priority pod in no job bound to ``squatter_on`` (none when empty), then a
+    low-priority same-zone job of 2 bound whole: the job's members and the squatter's name."""
+    cluster.add_nodes(*nodes)
     start_webhook(cluster.plane, tmp_path / "webhook")
     cluster.start()
     low = priority_class(cluster, "training-low", 100)
-    high = priority_class(cluster, "urgent-high", 1000)
-    job = create(cluster, *(with_priority(member("llm", index, 4), low) for index in range(4)))
+    squatter = ""
+    if squatter_on:
+        manifest = with_priority(pod_manifest(PodSpecification("other", gpus=1)), low)
+        manifest["spec"]["nodeName"] = squatter_on
+        [squatter] = create(cluster, manifest)
+    job = create(cluster, *(with_priority(member("pair", index, 2), low) for index in range(2)))
     cluster.outcomes(job, bound_only=True, timeout=60)
-    assert set(watch.wait_for_bindings(job).values()) == {"a-1"}
+    watch.wait_for_bindings(job)
+    return job, squatter, kubernetes.client.CoreV1Api(cluster.api)
 
-    [urgent] = create(cluster, with_priority(pod_manifest(PodSpecification("urgent", gpus=1)), high))
-    wait_for(
-        lambda: any(no_victim in message for message in failed_scheduling(cluster, urgent)),
+
+def urgent_pod(cluster: E2ECluster, gpus: int) -> str:
+    high = priority_class(cluster, "urgent-high", 1000)
+    [urgent] = create(cluster, with_priority(pod_manifest(PodSpecification("urgent", gpus=gpus)), high))
+    return urgent
+
+
+def nominated(core: kubernetes.client.CoreV1Api, pod: str, nodes: set[str]) -> str:
+    node: str = wait_until(
+        lambda: core.read_namespaced_pod(pod, WORKLOAD_NAMESPACE).status.nominated_node_name,
+        lambda node: node in nodes,
         60,
-        "the urgent pod's preemption to find no victim",
-        interval=0.2,
+        f"the urgent pod nominated to one of {sorted(nodes)}",
     )
+    return node
 
-    # The victim is bound to b-1 before b-1 exists, so the urgent pod, retried when b-1 is added,
-    # finds it full: never free for a moment.
-    squatter = with_priority(pod_manifest(PodSpecification("other", gpus=1)), low)
-    squatter["spec"]["nodeName"] = "b-1"
-    [other] = create(cluster, squatter)
-    cluster.add_nodes(SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=1), ZONE_B))
-    core = kubernetes.client.CoreV1Api(cluster.api)
-    nominated = wait_until(
-        lambda: core.read_namespaced_pod(urgent, WORKLOAD_NAMESPACE).status.nominated_node_name,
-        lambda node: node == "b-1",
-        60,
-        "the urgent pod nominated to b-1, its victim's node",
+
+def assert_preempted_whole(core: kubernetes.client.CoreV1Api, job: list[str]) -> None:
+    """Every member of the job is evicted, each still there (bound: its deletion waits for a
+    kubelet) marked by kube-scheduler as its victim."""
+    wait_for(lambda: all(evicted(core, name) for name in job), 60, "every member evicted", interval=0.2)
+    pods = {pod.metadata.name: pod for pod in core.list_namespaced_pod(WORKLOAD_NAMESPACE).items}
+
+    def disruptions(name: str) -> set[str]:
+        return {c.reason for c in pods[name].status.conditions or () if c.type == "DisruptionTarget"}
+
+    assert {name: disruptions(name) for name in job} == {name: {PREEMPTED_BY_SCHEDULER} for name in job}
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_a_higher_priority_pod_preempts_a_lower_priority_job_whole(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """A low-priority job of 2 holds a-1's and a-2's one GPU each; a high-priority pod in no job asks
+    for one. kube-scheduler's dry run chooses one member on one node; JobZone adds the job's other
+    member, on the other node, to that node's victims, so kube-scheduler evicts both: the job is
+    taken whole, never one member alone, and no label keeps it from the higher priority."""
+    job, _, core = preemption_scene(
+        cluster,
+        watch,
+        tmp_path,
+        SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=1), ZONE_A),
+        SimulatedNode("a-2", shaped_like(BASE_TYPE, 81920, gpu_count=1), ZONE_A),
     )
-    assert nominated == "b-1"
+    placed = {core.read_namespaced_pod(name, WORKLOAD_NAMESPACE).spec.node_name for name in job}
+    assert placed == {"a-1", "a-2"}
+    urgent = urgent_pod(cluster, gpus=1)
+    nominated(core, urgent, {"a-1", "a-2"})
+    assert_preempted_whole(core, job)
 
-    def victim_deleted() -> bool:
-        try:
-            pod: kubernetes.client.V1Pod = core.read_namespaced_pod(other, WORKLOAD_NAMESPACE)
-            return pod.metadata.deletion_timestamp is not None
-        except kubernetes.client.ApiException as error:
-            return bool(error.status == 404)
 
-    wait_for(victim_deleted, 60, "the pod in no job on b-1 evicted", interval=0.2)
-    members = [core.read_namespaced_pod(name, WORKLOAD_NAMESPACE) for name in job]
-    assert [pod.metadata.name for pod in members if pod.metadata.deletion_timestamp] == []
-    assert {pod.spec.node_name for pod in members} == {"a-1"}
+@pytest.mark.parametrize("mode", ["plugin", "extender", "extender-cached"], indirect=True)
+def test_a_job_on_one_node_is_preempted_whole_for_a_pod_that_needs_all_of_it(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """A low-priority job of 2 fills a-1's 2 GPUs; a high-priority pod asks for 2. Every mode takes
+    the job whole: the dry run chooses both members, JobZone and the extender's preempt verb keep
+    them as victims (a member's job label protects nothing from a higher priority)."""
+    job, _, core = preemption_scene(
+        cluster, watch, tmp_path, SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=2), ZONE_A)
+    )
+    urgent = urgent_pod(cluster, gpus=2)
+    assert nominated(core, urgent, {"a-1"}) == "a-1"
+    assert_preempted_whole(core, job)
+
+
+@pytest.mark.parametrize("mode", ["plugin", "extender", "extender-cached"], indirect=True)
+def test_preemption_takes_a_pod_in_no_job_before_it_breaks_a_job(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """A low-priority job of 2 fills a-1's 2 GPUs; a pod in no job of the same priority fills b-1's
+    one. A high-priority pod asks for one GPU. JobZone counts the whole job as a-1's victims (two
+    pods against one); the extender's preempt verb counts a-1's single chosen member, whose job it
+    would break, as a disruption-budget violation. Either way kube-scheduler takes the pod in no
+    job on b-1 and no member of the job."""
+    job, squatter, core = preemption_scene(
+        cluster,
+        watch,
+        tmp_path,
+        SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=2), ZONE_A),
+        SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=1), ZONE_B),
+        squatter_on="b-1",
+    )
+    urgent = urgent_pod(cluster, gpus=1)
+    assert nominated(core, urgent, {"a-1", "b-1"}) == "b-1"
+    wait_for(lambda: evicted(core, squatter), 60, "the pod in no job on b-1 evicted", interval=0.2)
+    assert [name for name in job if evicted(core, name)] == []
 
 
 @pytest.mark.parametrize("mode", ["plugin"], indirect=True)

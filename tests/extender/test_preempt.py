@@ -23,13 +23,13 @@ from extender_app.verbs.preempt import (
 )
 from extender_app.verbs.wire_preempt import META_VICTIMS_REFUSED, VICTIMS_REFUSED
 from policy import PolicySettings
-from policy.job_preemption import SYSTEM_CRITICAL_PRIORITY
 from tests.policy.test_job_zone import DOCUMENT
 
-LIMITS = VerbLimits(max_nodes=3, policy=PolicySettings())
-VICTIMS = {case["name"]: case["victim"] for case in DOCUMENT["victims"]}
-MEMBER = VICTIMS["member-of-a-job-of-four"]
-PLAIN = VICTIMS["no-job"]
+LIMITS = VerbLimits(max_nodes=4, policy=PolicySettings())
+VICTIMS = {case["name"]: case["victims"] for case in DOCUMENT["victims"]}
+MEMBER = VICTIMS["member-alone-breaks-its-job"][0]
+PLAIN = VICTIMS["no-job"][0]
+PAIR = VICTIMS["whole-job-on-one-node"]
 
 
 def with_uid(pod: dict[str, Any], uid: str) -> dict[str, Any]:
@@ -39,7 +39,8 @@ def with_uid(pod: dict[str, Any], uid: str) -> dict[str, Any]:
 MEMBER_ON_A = with_uid(MEMBER, "uid-member-a")
 PLAIN_ON_A = with_uid(PLAIN, "uid-plain-a")
 PLAIN_ON_B = with_uid(PLAIN, "uid-plain-b")
-ON_NODE = {"a-1": [MEMBER_ON_A, PLAIN_ON_A], "b-1": [PLAIN_ON_B]}
+PAIR_ON_C = [with_uid(PAIR[0], "uid-pair-0"), with_uid(PAIR[1], "uid-pair-1")]
+ON_NODE = {"a-1": [MEMBER_ON_A, PLAIN_ON_A], "b-1": [PLAIN_ON_B], "c-1": PAIR_ON_C}
 
 
 def preemptor(priority: int = 1000) -> dict[str, Any]:
@@ -66,17 +67,17 @@ def kept(body: bytes) -> dict[str, Any]:
     return result
 
 
-def test_a_node_whose_victims_include_a_member_is_dropped_and_the_rest_kept_unchanged() -> None:
+def test_every_node_is_kept_and_a_victim_that_breaks_a_job_counts_as_a_budget_violation() -> None:
+    """a-1's victims are one member of a job of 2 (the other is not among them): kept, one
+    violation more than the scheduler counted. c-1's victims are a whole job: kept as sent."""
     result = preempt_verb(full_body(), LIMITS)
     assert result.status == HTTPStatus.OK
-    assert kept(result.body) == {"b-1": {"Pods": [{"UID": "uid-plain-b"}], "NumPDBViolations": 1}}
-    assert (result.pod, result.candidates) == ("ml/urgent", 2)
-
-
-def test_a_system_critical_preemptor_keeps_every_node() -> None:
-    result = preempt_verb(full_body(SYSTEM_CRITICAL_PRIORITY), LIMITS)
-    assert set(kept(result.body)) == {"a-1", "b-1"}
-    assert kept(result.body)["a-1"]["Pods"] == [{"UID": "uid-member-a"}, {"UID": "uid-plain-a"}]
+    assert kept(result.body) == {
+        "a-1": {"Pods": [{"UID": "uid-member-a"}, {"UID": "uid-plain-a"}], "NumPDBViolations": 1},
+        "b-1": {"Pods": [{"UID": "uid-plain-b"}], "NumPDBViolations": 1},
+        "c-1": {"Pods": [{"UID": "uid-pair-0"}, {"UID": "uid-pair-1"}], "NumPDBViolations": 0},
+    }
+    assert (result.pod, result.candidates, result.passed) == ("ml/urgent", 3, 3)
 
 
 def test_keys_are_matched_as_go_matches_them() -> None:
@@ -109,9 +110,9 @@ def test_keys_are_matched_as_go_matches_them() -> None:
             "NumPDBViolations must be an integer",
         ),
         (
-            orjson.dumps({"Pod": preemptor(), "NodeNameToVictims": {f"n{i}": {} for i in range(4)}}),
+            orjson.dumps({"Pod": preemptor(), "NodeNameToVictims": {f"n{i}": {} for i in range(5)}}),
             HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-            "4 candidate nodes exceed --max-nodes 3",
+            "5 candidate nodes exceed --max-nodes 4",
         ),
     ],
 )
@@ -152,8 +153,12 @@ def test_with_uids_the_candidate_nodes_pods_are_listed_and_the_same_rule_applies
     lister = Lister()
     result = run(listing_preempt_verb(listing(lister)), meta_body())
     assert result.status == HTTPStatus.OK
-    assert kept(result.body) == {"b-1": {"Pods": [{"UID": "uid-plain-b"}], "NumPDBViolations": 0}}
-    assert sorted(lister.asked) == ["a-1", "b-1"]
+    assert {name: node["NumPDBViolations"] for name, node in kept(result.body).items()} == {
+        "a-1": 1,
+        "b-1": 0,
+        "c-1": 0,
+    }
+    assert sorted(lister.asked) == ["a-1", "b-1", "c-1"]
 
 
 def test_with_uids_full_pods_are_refused() -> None:
@@ -163,14 +168,14 @@ def test_with_uids_full_pods_are_refused() -> None:
 
 def test_a_node_whose_pods_cannot_be_read_is_dropped() -> None:
     verb = listing_preempt_verb(listing(Lister(failing=frozenset({"b-1"}))))
-    assert kept(run(verb, meta_body(SYSTEM_CRITICAL_PRIORITY)).body).keys() == {"a-1"}
+    assert kept(run(verb, meta_body()).body).keys() == {"a-1", "c-1"}
 
 
 def test_a_node_whose_pods_are_not_read_in_time_is_dropped() -> None:
     verb = listing_preempt_verb(listing(Lister(stalled=frozenset({"a-1"})), timeout=0.2))
-    assert kept(run(verb, meta_body(SYSTEM_CRITICAL_PRIORITY)).body).keys() == {"b-1"}
+    assert kept(run(verb, meta_body()).body).keys() == {"b-1", "c-1"}
 
 
 def test_without_pod_lists_every_node_with_victims_is_dropped() -> None:
-    result = without_lister_preempt_verb()(meta_body(SYSTEM_CRITICAL_PRIORITY), LIMITS)
+    result = without_lister_preempt_verb()(meta_body(), LIMITS)
     assert (result.status, kept(result.body)) == (HTTPStatus.OK, {})

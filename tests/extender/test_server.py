@@ -89,7 +89,8 @@ def test_query_string_is_ignored_like_go(extender):
 
 
 def test_preempt_over_mutual_tls(extender):
-    """The stateless extender's /preempt: a node whose victim is a running job's member is dropped."""
+    """The stateless extender's /preempt: every node is kept, a victim that breaks a job counted as a
+    disruption-budget violation."""
     member = {
         "metadata": {
             "name": "llm-0",
@@ -111,7 +112,10 @@ def test_preempt_over_mutual_tls(extender):
     assert reply.status == 200
     assert reply.headers["content-type"] == "application/json"
     assert reply.json() == {
-        "NodeNameToMetaVictims": {"b-1": {"Pods": [{"UID": "uid-plain"}], "NumPDBViolations": 0}}
+        "NodeNameToMetaVictims": {
+            "a-1": {"Pods": [{"UID": "uid-member"}], "NumPDBViolations": 1},
+            "b-1": {"Pods": [{"UID": "uid-plain"}], "NumPDBViolations": 0},
+        }
     }
 
 

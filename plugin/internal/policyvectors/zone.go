@@ -86,16 +86,21 @@ type ZonePlanCase struct {
 	} `json:"expect"`
 }
 
-// ZoneVictimCase is a bound pod a preemptor's dry run chose as a victim, the preemptor's
-// priority, the Jobs the cluster holds, and whether the pod is protected (default settings).
+// ZoneVictimCase is the pods kube-scheduler's preemption chose on one node, the other pods
+// the caller sees, the preemptor's priority and the Jobs the cluster holds, with the outcome,
+// the victims grown to whole jobs (namespace/name) and how many victims break a job
+// (default settings).
 type ZoneVictimCase struct {
-	Name              string          `json:"name"`
-	Description       string          `json:"description"`
-	Victim            json.RawMessage `json:"victim"`
-	PreemptorPriority int32           `json:"preemptor_priority"`
-	Jobs              []batchv1.Job   `json:"jobs"`
+	Name              string            `json:"name"`
+	Description       string            `json:"description"`
+	Victims           []json.RawMessage `json:"victims"`
+	Pods              []json.RawMessage `json:"pods"`
+	PreemptorPriority int32             `json:"preemptor_priority"`
+	Jobs              []batchv1.Job     `json:"jobs"`
 	Expect            struct {
-		Protected bool `json:"protected"`
+		Outcome string   `json:"outcome"`
+		Victims []string `json:"victims"`
+		Broken  int      `json:"broken"`
 	} `json:"expect"`
 }
 
