@@ -6,9 +6,11 @@ add-on on EKS (``agents_values``: its single-replica cluster scraper) and the Op
 awsemf exporter of the local proof (``collector_config``). Pure: no Pulumi, no I/O.
 """
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from components.render.agent_translation import collector_declarations
 from components.render.metric_specs import (
     CLUSTER_DIMENSION,
     GPU_SCHEDULER_NAMESPACE,
@@ -27,14 +29,18 @@ AGENT_PROMETHEUS_CONFIG_PATH = "/etc/prometheusconfig/prometheus.yaml"
 NODE_AGENT = "cloudwatch-agent"
 """The add-on's agent DaemonSet: Container Insights and the DCGM exporter's GPU metrics, its
 default configuration left as it is."""
-SCRAPER_AGENT = "cloudwatch-agent-cluster-scraper"
-"""The add-on's single-replica agent Deployment; it scrapes our metrics (a DaemonSet would scrape
-every target once per node, and the sums would count each request once per node)."""
+SCRAPER_AGENT = "gpu-scheduler-scraper"
+"""Our single-replica agent Deployment; it scrapes our metrics (a DaemonSet would scrape every
+target once per node, and the sums would count each request once per node). Not the chart's
+``cloudwatch-agent-cluster-scraper``, which the chart skips unless OTel Container Insights is on
+(``cloudwatch_agent_facts.chart_creates_agent``)."""
 
 
 def agents_values(cluster_name: str, region: str) -> list[dict[str, Any]]:
-    """The add-on's ``agents`` value: the node agent as the add-on makes it, and the cluster
-    scraper with our scrape and EMF rules (the chart's ``agents`` list is replaced whole)."""
+    """The add-on's ``agents`` value: the node agent as the add-on makes it, and our scraper
+    with our scrape and EMF rules (the chart's ``agents`` list is replaced whole). Every other
+    setting of our scraper is the chart's ``agent`` default (its ServiceAccount, host network,
+    the Fargate exclusion)."""
     return [
         {"name": NODE_AGENT},
         {
@@ -46,9 +52,12 @@ def agents_values(cluster_name: str, region: str) -> list[dict[str, Any]]:
     ]
 
 
-def metric_declarations(specs: Iterable[MetricSpec] = METRIC_SPECS) -> list[dict[str, Any]]:
-    """One EMF rule per metric name of our namespace: its dimension sets and a selector matching
-    only that name. Everything else scraped is dropped."""
+def metric_declarations(
+    cluster_name: str, specs: Iterable[MetricSpec] = METRIC_SPECS
+) -> list[dict[str, Any]]:
+    """One EMF rule per metric name of our namespace, in the agent's format: its dimension sets,
+    a selector matching only that name, and the cluster label the scrape adds as the label the
+    rule must match (both ``source_labels`` and ``metric_selectors`` are required by the agent)."""
     by_name: dict[str, list[list[str]]] = {}
     for spec in specs:
         if spec.namespace != GPU_SCHEDULER_NAMESPACE:
@@ -57,7 +66,12 @@ def metric_declarations(specs: Iterable[MetricSpec] = METRIC_SPECS) -> list[dict
         if list(spec.dimensions) not in dimension_sets:
             dimension_sets.append(list(spec.dimensions))
     return [
-        {"dimensions": dimensions, "metric_name_selectors": [f"^{name}$"]}
+        {
+            "source_labels": [CLUSTER_DIMENSION],
+            "label_matcher": f"^{re.escape(cluster_name)}$",
+            "metric_selectors": [f"^{name}$"],
+            "dimensions": dimensions,
+        }
         for name, dimensions in by_name.items()
     ]
 
@@ -120,7 +134,7 @@ def agent_config(cluster_name: str, region: str) -> dict[str, Any]:
                     "prometheus_config_path": AGENT_PROMETHEUS_CONFIG_PATH,
                     "emf_processor": {
                         "metric_namespace": GPU_SCHEDULER_NAMESPACE,
-                        "metric_declaration": metric_declarations(),
+                        "metric_declaration": metric_declarations(cluster_name),
                     },
                 },
             }
@@ -176,7 +190,7 @@ def collector_config(
                 "log_group_name": log_group,
                 "log_stream_name": log_stream,
                 "dimension_rollup_option": "NoDimensionRollup",
-                "metric_declarations": metric_declarations(),
+                "metric_declarations": collector_declarations(metric_declarations(cluster_name)),
             }
         },
         "service": {

@@ -103,8 +103,8 @@ def test_the_dashboard_draws_only_spec_metrics_and_emf_keeps_each_of_ours() -> N
     specs = {(spec.namespace, spec.name, spec.dimensions) for spec in METRIC_SPECS}
     assert {(m.namespace, m.name, m.dimensions) for m in drawn_metrics(body)} == specs
     kept = {
-        (rule["metric_name_selectors"][0].strip("^$"), tuple(dimensions))
-        for rule in metric_declarations()
+        (rule["metric_selectors"][0].strip("^$"), tuple(dimensions))
+        for rule in metric_declarations("lab")
         for dimensions in rule["dimensions"]
     }
     ours = {
