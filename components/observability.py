@@ -21,9 +21,11 @@ import pulumi_aws as aws
 from components.cluster import Cluster
 from components.pod_identity import pod_identity_trust_policy
 from components.render.cloudwatch_alarms import alarm_definitions
-from components.render.cloudwatch_dashboard import dashboard_body
+from components.render.cloudwatch_dashboard import DASHBOARD_PERIOD_SECONDS, dashboard_body
 from components.render.dcgm_coverage import dcgm_affinity
 from components.render.emf_rules import agents_values
+from components.render.metric_queries import MetricQueryError, check_searches
+from components.render.metric_specs import METRIC_SPECS
 from components.stack_config.observability import (
     ADDON_VERSION,
     OBSERVABILITY_ADDON,
@@ -64,6 +66,15 @@ def addon_configuration(cluster_name: str, region: str, gpu_instance_types: Sequ
         },
         sort_keys=True,
     )
+
+
+def check_dashboard_searches(cluster_name: str, node_groups: Mapping[str, Sequence[str]]) -> None:
+    """Fail before anything is declared when a node group's dashboard search is longer than
+    CloudWatch accepts, naming the group (``metric_queries.SEARCH_EXPRESSION_LIMIT``)."""
+    try:
+        check_searches(cluster_name, node_groups, DASHBOARD_PERIOD_SECONDS, METRIC_SPECS)
+    except MetricQueryError as error:
+        raise StackConfigError(f"{PROJECT}:gpuNodeGroups: {error}") from error
 
 
 class Observability(pulumi.ComponentResource):
@@ -129,6 +140,7 @@ class Observability(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=waits_for),
         )
 
+        check_dashboard_searches(cluster.name, node_groups)
         self.dashboard = aws.cloudwatch.Dashboard(
             f"{name}-dashboard",
             dashboard_name=f"{cluster.name}-gpu-scheduler",
