@@ -20,7 +20,7 @@ from components.render.cloudwatch_agent_facts import (
     skipped_rules,
 )
 from components.render.cloudwatch_dashboard import drawn_metrics
-from components.render.dcgm_coverage import chart_allow_list, dcgm_instance_types
+from components.render.dcgm_coverage import chart_affinity, chart_allow_list, dcgm_instance_types
 from components.render.metric_specs import METRIC_SPECS, alarm_keys
 from components.stack import build_stack
 from components.stack_config import StackConfigError
@@ -121,9 +121,37 @@ def test_dcgm_runs_on_every_gpu_type_the_node_groups_and_node_pools_can_launch(
     launchable = group_types | pool_types
     assert {"g7e.2xlarge", "g7.2xlarge", "g5.xlarge", "g4dn.xlarge", "g6e.xlarge"} <= launchable
     assert launchable <= admitted
-    _, chart_types = chart_allow_list()
+    chart_types = chart_allow_list()
     assert not {"g7e.2xlarge", "g7.2xlarge"} & set(chart_types), "the chart lacks them: the stack adds them"
     assert set(chart_types) <= admitted, "the chart's own list is kept (a Helm list is replaced, not merged)"
+
+
+def test_the_dcgm_affinity_is_the_charts_whole_with_the_added_types_beside_its_own(
+    observed_run: StackRun,
+) -> None:
+    """The chart's affinity (6.4.0) also keeps the exporter off Fargate; replacing the value must
+    keep that expression and every other, changing only the instance-type list."""
+    values = json.loads(cloudwatch_addon(observed_run)["configurationValues"])
+    [term] = values["dcgmExporter"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    assert {"key": "eks.amazonaws.com/compute-type", "operator": "NotIn", "values": ["fargate"]} in (
+        term["matchExpressions"]
+    )
+    [chart_term] = chart_affinity()["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert len(term["matchExpressions"]) == len(chart_term["matchExpressions"]) == 2
+    for ours, charts in zip(term["matchExpressions"], chart_term["matchExpressions"], strict=True):
+        assert (ours["key"], ours["operator"]) == (charts["key"], charts["operator"])
+        assert ours["values"][: len(charts["values"])] == charts["values"], (
+            "the chart's own first, in its order"
+        )
+        added = ours["values"][len(charts["values"]) :]
+        if charts["key"] == "node.kubernetes.io/instance-type":
+            assert {"g7e.2xlarge", "g7.2xlarge"} <= set(added)
+        else:
+            assert added == []
 
 
 def test_one_agent_scrapes_our_metrics_into_the_namespace_the_dashboard_reads(observed_run: StackRun) -> None:
