@@ -76,13 +76,32 @@ def metric_declarations(
     ]
 
 
+HISTOGRAM_SAMPLE_SUFFIXES = ("_bucket", "_sum", "_count")
+"""The samples a Prometheus histogram is scraped as, besides its name (kept with it)."""
+
+
+def kept_metric_names(specs: Iterable[MetricSpec] = METRIC_SPECS) -> list[str]:
+    """The metric names of our namespace the specs name, in list order."""
+    return list(dict.fromkeys(spec.name for spec in specs if spec.namespace == GPU_SCHEDULER_NAMESPACE))
+
+
+def keep_rule(specs: Iterable[MetricSpec] = METRIC_SPECS) -> dict[str, Any]:
+    """The ``metric_relabel_configs`` rule that keeps only the samples of the metrics the specs
+    name (a histogram's ``_bucket``, ``_sum`` and ``_count`` with it): everything else a target
+    serves is dropped at scrape time, before it reaches the EMF log (Prometheus anchors the regex)."""
+    names = "|".join(re.escape(name) for name in kept_metric_names(specs))
+    suffixes = "|".join(HISTOGRAM_SAMPLE_SUFFIXES)
+    return {"source_labels": ["__name__"], "regex": f"({names})({suffixes})?", "action": "keep"}
+
+
 def _cluster_label(cluster_name: str) -> dict[str, Any]:
     return {"target_label": CLUSTER_DIMENSION, "replacement": cluster_name}
 
 
 def agent_scrape_config(cluster_name: str) -> dict[str, Any]:
     """The agent's Prometheus configuration: the extender's and the webhook's plain-HTTP health
-    port, and the scheduler's HTTPS port with the agent's ServiceAccount token."""
+    port, and the scheduler's HTTPS port with the agent's ServiceAccount token; of each, only the
+    metrics the specs name are kept (``keep_rule``)."""
     in_namespace = {"role": "pod", "namespaces": {"names": [NAMESPACE]}}
     return {
         "global": {"scrape_interval": SCRAPE_INTERVAL, "scrape_timeout": "10s"},
@@ -99,6 +118,7 @@ def agent_scrape_config(cluster_name: str) -> dict[str, Any]:
                     },
                     _cluster_label(cluster_name),
                 ],
+                "metric_relabel_configs": [keep_rule()],
             },
             {
                 "job_name": "gpu-scheduler",
@@ -116,6 +136,7 @@ def agent_scrape_config(cluster_name: str) -> dict[str, Any]:
                     },
                     _cluster_label(cluster_name),
                 ],
+                "metric_relabel_configs": [keep_rule()],
             },
         ],
     }

@@ -5,6 +5,7 @@ and with those dimensions: the specs held against the real extender's and webhoo
 
 import dataclasses
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -12,11 +13,12 @@ from typing import Any
 
 import orjson
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from components.observability import check_dashboard_searches
 from components.render.cloudwatch_alarms import alarm_definitions
 from components.render.cloudwatch_dashboard import dashboard_body, drawn_metrics
-from components.render.emf_rules import metric_declarations
+from components.render.emf_rules import keep_rule, metric_declarations
 from components.render.metric_queries import (
     SEARCH_EXPRESSION_LIMIT,
     MetricQueryError,
@@ -93,6 +95,31 @@ def test_the_extender_and_webhook_emit_every_metric_their_specs_name(servers) ->
     assert spec_problems(EXTENDER_SPECS, page) == []
     # The errors the alarms count are there, under the label values the queries exclude.
     assert page["gpu_extender_requests_total"].labels["status"] >= {"200", "400"}
+
+
+def test_the_scrape_keeps_only_the_samples_of_the_metrics_the_specs_name(servers) -> None:
+    """The keep rule (metric_relabel_configs, Prometheus anchors its regex) against the real
+    extender's and webhook's pages: every spec metric they serve is kept, nothing else is."""
+    rule = keep_rule()
+    assert (rule["source_labels"], rule["action"]) == (["__name__"], "keep")
+    pattern = re.compile(rule["regex"])
+    text = exercised_pages(*servers)
+    samples = {sample.name for family in text_string_to_metric_families(text) for sample in family.samples}
+    kept = {name for name in samples if pattern.fullmatch(name)}
+    spec_names = {spec.name for spec in EXTENDER_SPECS}
+    assert {
+        name.removesuffix(suffix)
+        for name in kept
+        for suffix in ("_bucket", "_sum", "_count", "")
+        if name.removesuffix(suffix) in spec_names
+    } == spec_names
+    histogram = "gpu_extender_request_duration_seconds"
+    assert {f"{histogram}_bucket", f"{histogram}_sum", f"{histogram}_count"} <= kept
+    dropped = samples - kept
+    assert "gpu_extender_candidate_nodes_total" in dropped, "a metric no spec names is dropped at scrape time"
+    assert "gpu_extender_requests_created" in dropped, "so are the client's _created samples"
+    for name in kept:
+        assert any(name == spec or name.startswith(f"{spec}_") for spec in spec_names), name
 
 
 def test_a_renamed_metric_or_label_is_caught(servers) -> None:
