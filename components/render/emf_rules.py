@@ -1,16 +1,16 @@
 """How our own metrics reach CloudWatch: the Prometheus scrape and the embedded-metric-format
 (EMF) rules that keep exactly the metrics and dimension sets the metric specs name.
 
-The same rules serve two writers: the CloudWatch agent of the ``amazon-cloudwatch-observability``
-add-on on EKS (``agents_values``: its single-replica cluster scraper) and the OpenTelemetry Collector's
-awsemf exporter of the local proof (``collector_config``). Pure: no Pulumi, no I/O.
+Rendered for the CloudWatch agent of the ``amazon-cloudwatch-observability`` add-on on EKS
+(``agents_values``: our single-replica scraper); the local proof runs the same configuration,
+translated for the OpenTelemetry Collector as the agent translates it
+(``agent_translation.collector_config_from_agent``). Pure: no Pulumi, no I/O.
 """
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
-from components.render.agent_translation import collector_declarations
 from components.render.metric_specs import (
     CLUSTER_DIMENSION,
     GPU_SCHEDULER_NAMESPACE,
@@ -76,6 +76,11 @@ def metric_declarations(
     ]
 
 
+SERVICES_JOB = "gpu-scheduler-services"
+"""The scrape job of the extender's and the webhook's plain-HTTP ``/metrics``."""
+SCHEDULER_JOB = "gpu-scheduler"
+"""The scrape job of the scheduler's HTTPS ``/metrics``."""
+SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"  # noqa: S105 (a path, not a secret)
 HISTOGRAM_SAMPLE_SUFFIXES = ("_bucket", "_sum", "_count")
 """The samples a Prometheus histogram is scraped as, besides its name (kept with it)."""
 
@@ -107,7 +112,7 @@ def agent_scrape_config(cluster_name: str) -> dict[str, Any]:
         "global": {"scrape_interval": SCRAPE_INTERVAL, "scrape_timeout": "10s"},
         "scrape_configs": [
             {
-                "job_name": "gpu-scheduler-services",
+                "job_name": SERVICES_JOB,
                 "metrics_path": METRICS_PATH,
                 "kubernetes_sd_configs": [in_namespace],
                 "relabel_configs": [
@@ -121,10 +126,10 @@ def agent_scrape_config(cluster_name: str) -> dict[str, Any]:
                 "metric_relabel_configs": [keep_rule()],
             },
             {
-                "job_name": "gpu-scheduler",
+                "job_name": SCHEDULER_JOB,
                 "metrics_path": METRICS_PATH,
                 "scheme": "https",
-                "authorization": {"credentials_file": "/var/run/secrets/kubernetes.io/serviceaccount/token"},
+                "authorization": {"credentials_file": SERVICE_ACCOUNT_TOKEN},
                 # kube-scheduler serves /metrics with a self-signed certificate it makes at start.
                 "tls_config": {"insecure_skip_verify": True},
                 "kubernetes_sd_configs": [in_namespace],
@@ -159,65 +164,5 @@ def agent_config(cluster_name: str, region: str) -> dict[str, Any]:
                     },
                 },
             }
-        },
-    }
-
-
-def collector_config(
-    *,
-    cluster_name: str,
-    region: str,
-    targets: Sequence[str],
-    logs_endpoint: str,
-    log_group: str,
-    log_stream: str,
-    scheduler_target: str = "",
-    scheduler_tls: dict[str, object] | None = None,
-    interval: str = SCRAPE_INTERVAL,
-) -> dict[str, Any]:
-    """The local collector's configuration: scrape ``targets`` (host:port of plain-HTTP
-    /metrics) and, if given, the scheduler's HTTPS /metrics with ``scheduler_tls`` (a client
-    certificate the scheduler authorizes); write EMF with the same rules to ``logs_endpoint``."""
-    jobs: list[dict[str, Any]] = [
-        {
-            "job_name": "gpu-scheduler-services",
-            "scrape_interval": interval,
-            "metrics_path": METRICS_PATH,
-            "static_configs": [{"targets": list(targets), "labels": {CLUSTER_DIMENSION: cluster_name}}],
-        }
-    ]
-    if scheduler_target:
-        jobs.append(
-            {
-                "job_name": "gpu-scheduler",
-                "scrape_interval": interval,
-                "metrics_path": METRICS_PATH,
-                "scheme": "https",
-                "tls_config": dict(scheduler_tls or {}),
-                "static_configs": [
-                    {"targets": [scheduler_target], "labels": {CLUSTER_DIMENSION: cluster_name}}
-                ],
-            }
-        )
-    return {
-        "receivers": {"prometheus": {"config": {"scrape_configs": jobs}}},
-        "processors": {"batch": {"timeout": "1s"}},
-        "exporters": {
-            "awsemf": {
-                "region": region,
-                "endpoint": logs_endpoint,
-                "local_mode": True,
-                "namespace": GPU_SCHEDULER_NAMESPACE,
-                "log_group_name": log_group,
-                "log_stream_name": log_stream,
-                "dimension_rollup_option": "NoDimensionRollup",
-                "metric_declarations": collector_declarations(metric_declarations(cluster_name)),
-            }
-        },
-        "service": {
-            "pipelines": {
-                "metrics": {"receivers": ["prometheus"], "processors": ["batch"], "exporters": ["awsemf"]}
-            },
-            "telemetry": {"metrics": {"level": "none"}},
         },
     }
