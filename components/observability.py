@@ -20,6 +20,7 @@ import pulumi_aws as aws
 
 from components.cluster import Cluster
 from components.pod_identity import pod_identity_trust_policy
+from components.render.cloudwatch_agent_facts import assumed_schema
 from components.render.cloudwatch_alarms import alarm_definitions
 from components.render.cloudwatch_dashboard import DASHBOARD_PERIOD_SECONDS, dashboard_body
 from components.render.dcgm_coverage import dcgm_affinity
@@ -109,6 +110,8 @@ class Observability(pulumi.ComponentResource):
             lambda args: check_offered(settings.addon_version, args[0], args[1], cluster.kubernetes_version)
         )
         gpu_types = [name for types in node_groups.values() for name in types]
+        matches, assumption = assumed_schema(settings.addon_version)
+        (pulumi.log.info if matches else pulumi.log.warn)(assumption, resource=self)
 
         self.role = aws.iam.Role(
             f"{name}-agent-role",

@@ -60,6 +60,28 @@ CHART_OTEL_CONTAINER_INSIGHTS_DEFAULT = False
 """The chart's ``otelContainerInsights.enabled`` default."""
 
 
+ADDON_CONFIGURATION_CHECK = "docs/observability.md#before-the-first-deploy"
+
+
+def assumed_schema(addon_version: str) -> tuple[bool, str]:
+    """(whether the pinned add-on is the one these facts were read from, the line ``pulumi
+    preview`` prints about it): the add-on version, the chart and agent versions the agent
+    configuration is written for, and how to check it against what EKS publishes."""
+    chart = addon_version.removeprefix("v").split("-", 1)[0]
+    matches = chart == CHART_VERSION
+    line = (
+        f"CloudWatch add-on {addon_version}: its agent configuration is written for chart "
+        f"amazon-cloudwatch-observability {CHART_VERSION} and CloudWatch agent v{AGENT_VERSION} "
+        "(components/render/cloudwatch_agent_facts.py)"
+    )
+    if not matches:
+        line += f"; the pinned add-on ships chart {chart}, so read its sources again before deploying"
+    return (
+        matches,
+        f"{line}; check the values with aws eks describe-addon-configuration ({ADDON_CONFIGURATION_CHECK})",
+    )
+
+
 class AgentConfigError(ValueError):
     """A configuration the agent would refuse at start; the message names the key's path."""
 

@@ -14,6 +14,7 @@ from components.render.cloudwatch_agent_facts import (
     METRIC_DECLARATION_REQUIRED,
     PROMETHEUS_KEYS,
     AgentConfigError,
+    assumed_schema,
     chart_creates_agent,
     check_agent_config,
     refused_keys,
@@ -209,6 +210,22 @@ def test_the_agent_configuration_has_only_keys_the_agent_schema_allows(observed_
     for rule in rules:
         assert set(rule) <= METRIC_DECLARATION_KEYS, rule
         assert set(METRIC_DECLARATION_REQUIRED) <= set(rule), rule
+
+
+def test_preview_says_which_addon_version_and_schema_it_assumed() -> None:
+    matches, line = assumed_schema(DEFAULT_ADDON_VERSION)
+    assert matches
+    assert line.startswith(
+        "CloudWatch add-on v6.4.0-eksbuild.1: its agent configuration is written for chart "
+        "amazon-cloudwatch-observability 6.4.0 and CloudWatch agent v1.300070.0"
+    )
+    assert line.endswith(
+        "check the values with aws eks describe-addon-configuration "
+        "(docs/observability.md#before-the-first-deploy)"
+    )
+    newer, warning = assumed_schema("v6.5.0-eksbuild.1")
+    assert not newer
+    assert "the pinned add-on ships chart 6.5.0, so read its sources again before deploying" in warning
 
 
 def test_the_facts_catch_the_collector_format_and_a_rule_without_its_required_keys() -> None:
