@@ -20,10 +20,13 @@ import pulumi_aws as aws
 
 from components.cluster import Cluster
 from components.observability_iam import AGENT_SERVICE_ACCOUNT, agent_identity
+from components.render.cloudwatch_agent_facts import assumed_schema
 from components.render.cloudwatch_alarms import alarm_definitions
-from components.render.cloudwatch_dashboard import dashboard_body
+from components.render.cloudwatch_dashboard import DASHBOARD_PERIOD_SECONDS, dashboard_body
 from components.render.dcgm_coverage import dcgm_affinity
 from components.render.emf_rules import agents_values
+from components.render.metric_queries import MetricQueryError, check_searches
+from components.render.metric_specs import METRIC_SPECS
 from components.stack_config.observability import (
     ADDON_VERSION,
     OBSERVABILITY_ADDON,
@@ -62,6 +65,15 @@ def addon_configuration(cluster_name: str, region: str, gpu_instance_types: Sequ
     )
 
 
+def check_dashboard_searches(cluster_name: str, node_groups: Mapping[str, Sequence[str]]) -> None:
+    """Fail before anything is declared when a node group's dashboard search is longer than
+    CloudWatch accepts, naming the group (``metric_queries.SEARCH_EXPRESSION_LIMIT``)."""
+    try:
+        check_searches(cluster_name, node_groups, DASHBOARD_PERIOD_SECONDS, METRIC_SPECS)
+    except MetricQueryError as error:
+        raise StackConfigError(f"{PROJECT}:gpuNodeGroups: {error}") from error
+
+
 class Observability(pulumi.ComponentResource):
     """The CloudWatch add-on with its agent's identity, the dashboard, the alarms."""
 
@@ -93,6 +105,8 @@ class Observability(pulumi.ComponentResource):
             lambda args: check_offered(settings.addon_version, args[0], args[1], cluster.kubernetes_version)
         )
         gpu_types = [name for types in node_groups.values() for name in types]
+        matches, assumption = assumed_schema(settings.addon_version)
+        (pulumi.log.info if matches else pulumi.log.warn)(assumption, resource=self)
 
         identity = agent_identity(name, cluster.name, self)
         self.role = identity.role
@@ -115,6 +129,7 @@ class Observability(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=waits_for),
         )
 
+        check_dashboard_searches(cluster.name, node_groups)
         self.dashboard = aws.cloudwatch.Dashboard(
             f"{name}-dashboard",
             dashboard_name=f"{cluster.name}-gpu-scheduler",

@@ -2,7 +2,8 @@
 ``aws.cloudwatch.MetricAlarm`` as plain data. Pure: no Pulumi, no I/O.
 
 An alarm on one spec reads a Metrics Insights query (the spec's metric in its exact dimension
-set, summed over what the spec does not fix). A gated alarm ("nothing scheduled while pods are
+set, summed over what the spec does not fix), or one query per value it keeps, added up in
+metric math (Metrics Insights has no ``OR``). A gated alarm ("nothing scheduled while pods are
 pending") adds up single series in metric math and counts a minute only while the gate's
 metric is above zero; a minute outside the gate reads a value that does not breach.
 """
@@ -11,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from components.render.metric_queries import insights_query, single_series
+from components.render.metric_queries import combined_expression, insights_parts, single_series
 from components.render.metric_specs import COMPARISONS, METRIC_SPECS, Alarm, MetricSpec, spec_by_key
 
 ALARM_PERIOD_SECONDS = 60
@@ -63,14 +64,25 @@ def alarm_definitions(
 
 
 def _insights_queries(spec: MetricSpec, cluster_name: str) -> list[dict[str, Any]]:
+    parts = insights_parts(spec, cluster_name)
+    if len(parts) == 1:
+        return [
+            {
+                "id": "q",
+                "expression": parts[0].query,
+                "period": ALARM_PERIOD_SECONDS,
+                "label": spec.label,
+                "return_data": True,
+            }
+        ]
+    ids = [f"q{index}" for index in range(len(parts))]
+    queries: list[dict[str, Any]] = [
+        {"id": query_id, "expression": part.query, "period": ALARM_PERIOD_SECONDS, "return_data": False}
+        for query_id, part in zip(ids, parts, strict=True)
+    ]
     return [
-        {
-            "id": "q",
-            "expression": insights_query(spec, cluster_name),
-            "period": ALARM_PERIOD_SECONDS,
-            "label": spec.label,
-            "return_data": True,
-        }
+        *queries,
+        {"id": "e", "expression": combined_expression(spec, ids), "label": spec.label, "return_data": True},
     ]
 
 

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from components.render.metric_queries import insights_query, search_expression
+from components.render.metric_queries import combined_expression, insights_parts, search_expression
 from components.render.metric_specs import METRIC_SPECS, SPLIT_BY_NODE_GROUP, MetricSpec
 
 DASHBOARD_PERIOD_SECONDS = 60
@@ -72,17 +72,25 @@ def _lines(
             {
                 "id": f"{spec.key}_{index}",
                 "label": f"{group} {spec.label}",
-                "expression": search_expression(spec, cluster_name, types, DASHBOARD_PERIOD_SECONDS),
+                "expression": search_expression(spec, cluster_name, types, DASHBOARD_PERIOD_SECONDS, group),
             }
             for index, (group, types) in enumerate(node_groups.items())
         ]
-    return [
-        {
-            "id": spec.key,
-            "label": spec.label,
-            "expression": insights_query(spec, cluster_name, group_by=spec.split),
-        }
+    split_by_value = any(name == spec.split for name, values in spec.select if len(values) > 1)
+    parts = insights_parts(spec, cluster_name, group_by="" if split_by_value else spec.split)
+    if len(parts) == 1:
+        return [{"id": spec.key, "label": spec.label, "expression": parts[0].query}]
+    ids = [f"{spec.key}_{index}" for index in range(len(parts))]
+    if split_by_value:
+        return [
+            {"id": query_id, "label": f"{part.values[spec.split]} {spec.label}", "expression": part.query}
+            for query_id, part in zip(ids, parts, strict=True)
+        ]
+    hidden: list[dict[str, object]] = [
+        {"id": query_id, "expression": part.query, "visible": False}
+        for query_id, part in zip(ids, parts, strict=True)
     ]
+    return [*hidden, {"id": spec.key, "label": spec.label, "expression": combined_expression(spec, ids)}]
 
 
 def drawn_metrics(body: str) -> list[DrawnMetric]:
@@ -98,7 +106,9 @@ def drawn_metrics(body: str) -> list[DrawnMetric]:
                 drawn.append(DrawnMetric(namespace, query["name"], tuple(dimensions)))
                 continue
             search = _SEARCH.search(expression)
-            assert search is not None, f"a dashboard line that is neither a query nor a search: {expression}"
+            if search is None:
+                continue  # metric math over the queries above
+
             namespace, *dimensions = search["schema"].split(",")
             drawn.append(DrawnMetric(namespace, search["name"], tuple(dimensions)))
     return drawn

@@ -23,6 +23,8 @@ GPU_DEVICE_DIMENSIONS = (CLUSTER_DIMENSION, "InstanceId", "InstanceType", "NodeN
 """Container Insights' per-GPU dimension set of its ``node_gpu_*`` metrics."""
 
 STATISTICS = ("Average", "Sum", "Maximum", "Minimum", "SampleCount")
+COMBINABLE_STATISTICS = ("Sum", "Maximum", "Minimum")
+"""Statistics whose value over several queries metric math can compute from each query's."""
 UNITS = ("Percent", "Count", "Seconds", "Bytes", "None")
 COMPARISONS = {
     ">": "GreaterThanThreshold",
@@ -294,8 +296,28 @@ def check_specs(specs: Iterable[MetricSpec]) -> None:
                 raise MetricSpecError(f"{where}: {name!r} is not one of its own dimensions with values")
         if spec.split not in ("", SPLIT_BY_NODE_GROUP, *spec.dimensions):
             raise MetricSpecError(f"{where}: split {spec.split!r} is not one of its dimensions")
+        _check_several_values(spec)
         if spec.alarm is not None:
             _check_alarm(spec, spec.alarm, {other.key: other for other in listed})
+
+
+def _check_several_values(spec: MetricSpec) -> None:
+    """A spec keeping several values of a dimension is read as one query per value (Metrics
+    Insights has no ``OR``): one line per value when split by that dimension, else combined."""
+    where = f"metric spec {spec.key!r}"
+    several = [name for name, values in spec.select if len(values) > 1]
+    if not several or spec.split in several:
+        return
+    if spec.split:
+        raise MetricSpecError(
+            f"{where}: split by {spec.split!r} while keeping several values of {', '.join(several)}: "
+            "split by that dimension or keep one value"
+        )
+    if spec.statistic not in COMBINABLE_STATISTICS:
+        raise MetricSpecError(
+            f"{where}: keeping several values of {', '.join(several)} adds up one query per value, "
+            f"which metric math can do for {', '.join(COMBINABLE_STATISTICS)}, not {spec.statistic}"
+        )
 
 
 def _check_alarm(spec: MetricSpec, alarm: Alarm, by_key: Mapping[str, MetricSpec]) -> None:

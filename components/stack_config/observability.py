@@ -9,7 +9,7 @@ from components.stack_config.validation import Value
 
 OBSERVABILITY_ADDON = "amazon-cloudwatch-observability"
 DEFAULT_ADDON_VERSION = "v6.4.0-eksbuild.1"
-"""The add-on version the stack pins; its chart's DCGM allow-list is render/dcgm_instance_types.json."""
+"""The add-on version the stack pins; its chart's DCGM allow-list is render/dcgm_affinity.json."""
 POD_IDENTITY_ADDON_VERSION = (3, 1, 0)
 """The first add-on version whose ``cloudwatch-agent`` ServiceAccount can use EKS Pod Identity."""
 ADDON_VERSION = re.compile(r"v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)-eksbuild\.[1-9][0-9]*")

@@ -9,7 +9,6 @@ with ``GetMetricData`` (``localcluster.services.cloudwatch_widgets``) and drawn 
 """
 
 import contextlib
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -23,6 +22,7 @@ from localcluster.services.cloudwatch_pipeline import COLLECTOR, LocalPipeline, 
 from localcluster.services.cloudwatch_widgets import Window, read_widgets
 from localcluster.services.custom_scheduler import scheduler_secure_port
 from localcluster.services.deployed_scheduler import DeployedRun
+from localcluster.services.emf_metrics import emf_metadata
 
 CLUSTER_NAME = "local-demo"
 """The ``ClusterName`` dimension the collector adds, as the agent adds the EKS cluster's name."""
@@ -104,11 +104,8 @@ def _wait_for_scrapes(pipeline: LocalPipeline, moment: datetime, scrapes: int, w
 
 def _stamp(message: str) -> float:
     """An EMF event's timestamp (milliseconds); 0 for a line that is not one."""
-    with contextlib.suppress(ValueError):
-        document = json.loads(message)
-        if isinstance(document, dict) and isinstance(document.get("_aws"), dict):
-            return float(document["_aws"].get("Timestamp", 0))
-    return 0.0
+    metadata = emf_metadata(message)
+    return metadata[0] if metadata is not None else 0.0
 
 
 def draw(observation: ObservedRun, mode: str, path: Path) -> Path:

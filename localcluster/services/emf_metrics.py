@@ -5,7 +5,9 @@ what the collector sent (``localcluster.services.cloudwatch_pipeline``).
 
 A value is a number, a list of numbers, or (a Prometheus histogram or summary) the statistic
 set ``{"Count", "Sum", "Min", "Max"}`` the awsemf exporter writes; EMF's format is AWS's
-"Embedded metric format specification".
+"Embedded metric format specification". Both layouts are read: version 1 (the directives under
+``_aws``) and version 0, which the CloudWatch agent writes for Prometheus metrics (the
+directives as ``CloudWatchMetrics`` at the top, the ``Timestamp`` a string of milliseconds).
 """
 
 import json
@@ -21,22 +23,38 @@ class EmfError(ValueError):
     """An event that declares a metric EMF's specification does not allow; names the event."""
 
 
+def emf_metadata(message: str) -> tuple[float, list[dict[str, Any]]] | None:
+    """(timestamp in milliseconds, metric directives) of an EMF event in either layout; None for
+    a line that is not one."""
+    try:
+        document = json.loads(message)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(document, dict):
+        return None
+    meta = document.get("_aws")
+    if isinstance(meta, dict):
+        return float(meta.get("Timestamp", 0)), list(meta.get("CloudWatchMetrics", []))
+    if isinstance(document.get("CloudWatchMetrics"), list):
+        return float(document.get("Timestamp", 0)), list(document["CloudWatchMetrics"])
+    return None
+
+
 def datums(messages: Iterable[str]) -> Iterator[tuple[str, dict[str, Any]]]:
     """(namespace, a PutMetricData ``MetricData`` entry) for every metric every EMF event
     declares; events that declare none (plain log lines) are skipped."""
     for message in messages:
-        try:
-            document = json.loads(message)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(document, dict) and isinstance(document.get("_aws"), dict):
-            yield from _event_datums(document, message)
+        metadata = emf_metadata(message)
+        if metadata is not None:
+            yield from _event_datums(json.loads(message), metadata, message)
 
 
-def _event_datums(document: dict[str, Any], message: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    meta = document["_aws"]
-    timestamp = datetime.fromtimestamp(meta.get("Timestamp", 0) / 1000, tz=UTC)
-    for directive in meta.get("CloudWatchMetrics", []):
+def _event_datums(
+    document: dict[str, Any], metadata: tuple[float, list[dict[str, Any]]], message: str
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    milliseconds, directives = metadata
+    timestamp = datetime.fromtimestamp(milliseconds / 1000, tz=UTC)
+    for directive in directives:
         namespace = directive.get("Namespace", "")
         for metric in directive.get("Metrics", []):
             name = metric.get("Name", "")

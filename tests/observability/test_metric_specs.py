@@ -4,6 +4,8 @@ and with those dimensions: the specs held against the real extender's and webhoo
 (tests/e2e/test_metric_specs.py). A renamed metric or label fails here, not on the dashboard."""
 
 import dataclasses
+import json
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -11,9 +13,18 @@ from typing import Any
 
 import orjson
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
+from components.observability import check_dashboard_searches
+from components.render.cloudwatch_alarms import alarm_definitions
 from components.render.cloudwatch_dashboard import dashboard_body, drawn_metrics
-from components.render.emf_rules import metric_declarations
+from components.render.emf_rules import keep_rule, metric_declarations
+from components.render.metric_queries import (
+    SEARCH_EXPRESSION_LIMIT,
+    MetricQueryError,
+    check_insights_query,
+    search_expression,
+)
 from components.render.metric_specs import (
     GPU_SCHEDULER_NAMESPACE,
     METRIC_SPECS,
@@ -22,6 +33,7 @@ from components.render.metric_specs import (
     check_specs,
     spec_by_key,
 )
+from components.stack_config import StackConfigError
 from contracts.server import ROLE_WEBHOOK
 from extender_app.cli import settings_from
 from testbed.admission_reviews import admission_review, gpu_pod
@@ -85,6 +97,31 @@ def test_the_extender_and_webhook_emit_every_metric_their_specs_name(servers) ->
     assert page["gpu_extender_requests_total"].labels["status"] >= {"200", "400"}
 
 
+def test_the_scrape_keeps_only_the_samples_of_the_metrics_the_specs_name(servers) -> None:
+    """The keep rule (metric_relabel_configs, Prometheus anchors its regex) against the real
+    extender's and webhook's pages: every spec metric they serve is kept, nothing else is."""
+    rule = keep_rule()
+    assert (rule["source_labels"], rule["action"]) == (["__name__"], "keep")
+    pattern = re.compile(rule["regex"])
+    text = exercised_pages(*servers)
+    samples = {sample.name for family in text_string_to_metric_families(text) for sample in family.samples}
+    kept = {name for name in samples if pattern.fullmatch(name)}
+    spec_names = {spec.name for spec in EXTENDER_SPECS}
+    assert {
+        name.removesuffix(suffix)
+        for name in kept
+        for suffix in ("_bucket", "_sum", "_count", "")
+        if name.removesuffix(suffix) in spec_names
+    } == spec_names
+    histogram = "gpu_extender_request_duration_seconds"
+    assert {f"{histogram}_bucket", f"{histogram}_sum", f"{histogram}_count"} <= kept
+    dropped = samples - kept
+    assert "gpu_extender_candidate_nodes_total" in dropped, "a metric no spec names is dropped at scrape time"
+    assert "gpu_extender_requests_created" in dropped, "so are the client's _created samples"
+    for name in kept:
+        assert any(name == spec or name.startswith(f"{spec}_") for spec in spec_names), name
+
+
 def test_a_renamed_metric_or_label_is_caught(servers) -> None:
     page = emitted(exercised_pages(*servers))
     latency = spec_by_key("extenderLatency")
@@ -103,8 +140,8 @@ def test_the_dashboard_draws_only_spec_metrics_and_emf_keeps_each_of_ours() -> N
     specs = {(spec.namespace, spec.name, spec.dimensions) for spec in METRIC_SPECS}
     assert {(m.namespace, m.name, m.dimensions) for m in drawn_metrics(body)} == specs
     kept = {
-        (rule["metric_name_selectors"][0].strip("^$"), tuple(dimensions))
-        for rule in metric_declarations()
+        (rule["metric_selectors"][0].strip("^$"), tuple(dimensions))
+        for rule in metric_declarations("lab")
         for dimensions in rule["dimensions"]
     }
     ours = {
@@ -139,6 +176,17 @@ def test_the_dashboard_draws_only_spec_metrics_and_emf_keeps_each_of_ours() -> N
             {"alarm": Alarm(threshold=0, comparison="<=", minutes=5, meaning="", gate="podsRefused")},
             "metric spec 'podsScheduled': a gated alarm adds up single series, so 'podsRefused' must fix",
         ),
+        (
+            "extenderLatency",
+            {"select": (("verb", ("filter", "prioritize")),), "split": ""},
+            "metric spec 'extenderLatency': keeping several values of verb adds up one query per value, "
+            "which metric math can do for Sum, Maximum, Minimum, not Average",
+        ),
+        (
+            "extenderErrors",
+            {"split": "status"},
+            "metric spec 'extenderErrors': split by 'status' while keeping several values of verb",
+        ),
     ],
 )
 def test_a_bad_spec_is_refused_naming_its_key(key: str, changes: dict[str, Any], message: str) -> None:
@@ -147,6 +195,62 @@ def test_a_bad_spec_is_refused_naming_its_key(key: str, changes: dict[str, Any],
     with pytest.raises(MetricSpecError) as raised:
         check_specs(specs)
     assert str(raised.value).startswith(message)
+
+
+def rendered_queries() -> list[str]:
+    """Every Metrics Insights query and search the dashboard and the alarms send CloudWatch."""
+    body = json.loads(
+        dashboard_body("lab", "us-west-2", {"t4": ["g4dn.xlarge"], "mixed": ["g5.xlarge", "g6.xlarge"]})
+    )
+    expressions = [
+        line["expression"] for widget in body["widgets"] for [line] in widget["properties"]["metrics"]
+    ]
+    for definition in alarm_definitions("lab", {}):
+        expressions += [
+            query["expression"] for query in definition.arguments["metric_queries"] if "expression" in query
+        ]
+    return expressions
+
+
+def test_no_metrics_insights_query_uses_or_and_each_is_in_the_language() -> None:
+    """The query language reference lists =, != and AND for WHERE; a SEARCH() takes OR."""
+    queries = [expression for expression in rendered_queries() if expression.startswith("SELECT ")]
+    assert len(queries) >= 10
+    for query in queries:
+        assert " OR " not in query, query
+        assert check_insights_query(query, "test") == query
+    errors = next(d for d in alarm_definitions("lab", {}) if d.key == "extenderErrors").arguments
+    verbs = [q["expression"].split("verb = ")[1].split(" ")[0] for q in errors["metric_queries"][:-1]]
+    assert verbs == ["'filter'", "'prioritize'", "'preempt'"]
+    assert errors["metric_queries"][-1]["expression"] == "FILL(q0, 0) + FILL(q1, 0) + FILL(q2, 0)"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT SUM(x) FROM SCHEMA(\"GPUScheduler\", ClusterName, verb) WHERE ClusterName = 'a' AND "
+        "(verb = 'filter' OR verb = 'prioritize')",
+        "SELECT SUM(x) FROM SCHEMA(\"GPUScheduler\", ClusterName, verb) WHERE verb IN ('filter')",
+        "SELECT SUM(x) FROM SCHEMA(\"GPUScheduler\", ClusterName) WHERE ClusterName LIKE 'a%'",
+    ],
+)
+def test_a_query_the_language_does_not_define_is_refused(query: str) -> None:
+    with pytest.raises(
+        MetricQueryError, match=r"^metric spec 'x': not a Metrics Insights query CloudWatch accepts"
+    ):
+        check_insights_query(query, "metric spec 'x'")
+
+
+def test_a_search_over_the_limit_is_refused_naming_its_node_group() -> None:
+    types = [f"g{generation}.{size}xlarge" for generation in range(4, 9) for size in range(2, 10)]
+    spec = spec_by_key("gpuUtilization")
+    assert len(search_expression(spec, "lab", types[:5], 60, "small")) <= SEARCH_EXPRESSION_LIMIT
+    with pytest.raises(
+        MetricQueryError, match=r"^node group 'wide': the dashboard's SEARCH\(\) over its 40 "
+    ):
+        search_expression(spec, "lab", types, 60, "wide")
+    with pytest.raises(StackConfigError, match=r"^gpu-scheduler-eks:gpuNodeGroups: node group 'wide': "):
+        check_dashboard_searches("lab", {"small": types[:5], "wide": types})
 
 
 def test_an_unknown_spec_key_lists_the_known_ones() -> None:

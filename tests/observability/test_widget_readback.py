@@ -129,6 +129,23 @@ def test_events_that_declare_no_metric_are_skipped_and_a_broken_one_is_refused()
         list(datums([emf(1, "scheduler_jobzone_jobs_held_total", "many")]))
 
 
+def test_the_agents_version_0_layout_gives_the_same_data() -> None:
+    """The agent writes Prometheus EMF as version 0: the directives at the top of the event and
+    the timestamp a string of milliseconds."""
+    event = json.loads(emf(1, "scheduler_jobzone_jobs_held_total", 3.0))
+    meta = event.pop("_aws")
+    version_0 = json.dumps(
+        {
+            **event,
+            "Version": "0",
+            "CloudWatchMetrics": meta["CloudWatchMetrics"],
+            "Timestamp": str(meta["Timestamp"]),
+        }
+    )
+    assert list(datums([version_0])) == list(datums([emf(1, "scheduler_jobzone_jobs_held_total", 3.0)]))
+    assert len(list(datums([version_0]))) == 1
+
+
 def test_every_widget_is_drawn_into_one_png(cloudwatch: Any, tmp_path: Path) -> None:
     put_all(cloudwatch, [emf(1, "scheduler_jobzone_jobs_held_total", 1.0)])
     widgets = read_widgets(

@@ -7,8 +7,20 @@ from typing import Any
 import pytest
 from moto import mock_aws
 
+from components.render.cloudwatch_agent_facts import (
+    EMF_PROCESSOR_KEYS,
+    METRIC_DECLARATION_KEYS,
+    METRIC_DECLARATION_REQUIRED,
+    PROMETHEUS_KEYS,
+    AgentConfigError,
+    assumed_schema,
+    chart_creates_agent,
+    check_agent_config,
+    refused_keys,
+    skipped_rules,
+)
 from components.render.cloudwatch_dashboard import drawn_metrics
-from components.render.dcgm_coverage import chart_allow_list, dcgm_instance_types
+from components.render.dcgm_coverage import chart_affinity, chart_allow_list, dcgm_instance_types
 from components.render.metric_specs import METRIC_SPECS, alarm_keys
 from components.stack import build_stack
 from components.stack_config import StackConfigError
@@ -101,23 +113,51 @@ def test_dcgm_runs_on_every_gpu_type_the_node_groups_and_node_pools_can_launch(
     launchable = group_types | pool_types
     assert {"g7e.2xlarge", "g7.2xlarge", "g5.xlarge", "g4dn.xlarge", "g6e.xlarge"} <= launchable
     assert launchable <= admitted
-    _, chart_types = chart_allow_list()
+    chart_types = chart_allow_list()
     assert not {"g7e.2xlarge", "g7.2xlarge"} & set(chart_types), "the chart lacks them: the stack adds them"
     assert set(chart_types) <= admitted, "the chart's own list is kept (a Helm list is replaced, not merged)"
+
+
+def test_the_dcgm_affinity_is_the_charts_whole_with_the_added_types_beside_its_own(
+    observed_run: StackRun,
+) -> None:
+    """The chart's affinity (6.4.0) also keeps the exporter off Fargate; replacing the value must
+    keep that expression and every other, changing only the instance-type list."""
+    values = json.loads(cloudwatch_addon(observed_run)["configurationValues"])
+    [term] = values["dcgmExporter"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    assert {"key": "eks.amazonaws.com/compute-type", "operator": "NotIn", "values": ["fargate"]} in (
+        term["matchExpressions"]
+    )
+    [chart_term] = chart_affinity()["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert len(term["matchExpressions"]) == len(chart_term["matchExpressions"]) == 2
+    for ours, charts in zip(term["matchExpressions"], chart_term["matchExpressions"], strict=True):
+        assert (ours["key"], ours["operator"]) == (charts["key"], charts["operator"])
+        assert ours["values"][: len(charts["values"])] == charts["values"], (
+            "the chart's own first, in its order"
+        )
+        added = ours["values"][len(charts["values"]) :]
+        if charts["key"] == "node.kubernetes.io/instance-type":
+            assert {"g7e.2xlarge", "g7.2xlarge"} <= set(added)
+        else:
+            assert added == []
 
 
 def test_one_agent_scrapes_our_metrics_into_the_namespace_the_dashboard_reads(observed_run: StackRun) -> None:
     values = json.loads(cloudwatch_addon(observed_run)["configurationValues"])
     node_agent, scraper = values["agents"]
     assert node_agent == {"name": "cloudwatch-agent"}, "the node agent keeps the add-on's own configuration"
-    assert (scraper["name"], scraper["mode"]) == ("cloudwatch-agent-cluster-scraper", "deployment")
+    assert (scraper["name"], scraper["mode"]) == ("gpu-scheduler-scraper", "deployment")
     assert "replicas" not in scraper, "one replica (the chart's default): each target scraped once"
     prometheus = scraper["config"]["logs"]["metrics_collected"]["prometheus"]
     assert prometheus["emf_processor"]["metric_namespace"] == "GPUScheduler"
     declared = {
         (selector.strip("^$"), tuple(dimensions))
         for rule in prometheus["emf_processor"]["metric_declaration"]
-        for selector in rule["metric_name_selectors"]
+        for selector in rule["metric_selectors"]
         for dimensions in rule["dimensions"]
     }
     drawn = {
@@ -131,6 +171,72 @@ def test_one_agent_scrapes_our_metrics_into_the_namespace_the_dashboard_reads(ob
     assert drawn <= declared
     jobs = {job["job_name"] for job in scraper["prometheus"]["config"]["scrape_configs"]}
     assert jobs == {"gpu-scheduler-services", "gpu-scheduler"}
+
+
+def test_the_chart_creates_every_agent_the_stack_renders(observed_run: StackRun) -> None:
+    """The chart's template (6.4.0) skips ``cloudwatch-agent-cluster-scraper`` unless OTel
+    Container Insights is on; the stack leaves it off, so no agent of ours may have that name."""
+    values = json.loads(cloudwatch_addon(observed_run)["configurationValues"])
+    assert "otelContainerInsights" not in values, "the chart's default (off) is kept"
+    names = [agent["name"] for agent in values["agents"]]
+    assert [name for name in names if not chart_creates_agent(name)] == []
+    assert not chart_creates_agent("cloudwatch-agent-cluster-scraper"), "the rule itself, as the chart has it"
+    assert chart_creates_agent("cloudwatch-agent-cluster-scraper", otel_container_insights=True)
+
+
+def test_the_agent_configuration_has_only_keys_the_agent_schema_allows(observed_run: StackRun) -> None:
+    """Held to the keys of agent v1.300070.0 (translator/config/schema.json) and the two keys its
+    translation requires of a rule (translator/translate/otel/exporter/awsemf/prometheus.go), as
+    written down in components/render/cloudwatch_agent_facts.py."""
+    values = json.loads(cloudwatch_addon(observed_run)["configurationValues"])
+    [scraper] = [agent for agent in values["agents"] if "config" in agent]
+    config = scraper["config"]
+    assert refused_keys(config) == []
+    assert skipped_rules(config) == []
+    prometheus = config["logs"]["metrics_collected"]["prometheus"]
+    assert set(prometheus) <= PROMETHEUS_KEYS
+    assert set(prometheus["emf_processor"]) <= EMF_PROCESSOR_KEYS
+    rules = prometheus["emf_processor"]["metric_declaration"]
+    assert rules
+    for rule in rules:
+        assert set(rule) <= METRIC_DECLARATION_KEYS, rule
+        assert set(METRIC_DECLARATION_REQUIRED) <= set(rule), rule
+
+
+def test_preview_says_which_addon_version_and_schema_it_assumed() -> None:
+    matches, line = assumed_schema(DEFAULT_ADDON_VERSION)
+    assert matches
+    assert line.startswith(
+        "CloudWatch add-on v6.4.0-eksbuild.1: its agent configuration is written for chart "
+        "amazon-cloudwatch-observability 6.4.0 and CloudWatch agent v1.300070.0"
+    )
+    assert line.endswith(
+        "check the values with aws eks describe-addon-configuration "
+        "(docs/observability.md#before-the-first-deploy)"
+    )
+    newer, warning = assumed_schema("v6.5.0-eksbuild.1")
+    assert not newer
+    assert "the pinned add-on ships chart 6.5.0, so read its sources again before deploying" in warning
+
+
+def test_the_facts_catch_the_collector_format_and_a_rule_without_its_required_keys() -> None:
+    """The controls: the collector's spelling of a rule is refused, a rule lacking a required key
+    is one the agent skips."""
+    collector_rule = {"dimensions": [["ClusterName"]], "metric_name_selectors": ["^x$"]}
+    no_source = {"metric_selectors": ["^x$"], "dimensions": [["ClusterName"]]}
+    config = {
+        "logs": {
+            "metrics_collected": {
+                "prometheus": {"emf_processor": {"metric_declaration": [collector_rule, no_source]}}
+            }
+        }
+    }
+    assert refused_keys(config) == [
+        "logs.metrics_collected.prometheus.emf_processor.metric_declaration[0].metric_name_selectors"
+    ]
+    assert skipped_rules(config) == [0, 1]
+    with pytest.raises(AgentConfigError, match=r"metric_declaration\[0\]\.metric_name_selectors"):
+        check_agent_config(config)
 
 
 def test_the_dashboard_draws_each_node_group_and_every_spec(observed_run: StackRun) -> None:
