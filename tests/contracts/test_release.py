@@ -1,5 +1,6 @@
-"""One version: CHANGELOG.md's newest release (an ``Unreleased`` section above it is none), what the extender's ``--version`` prints, and the
-``org.opencontainers.image.version`` label of both images."""
+"""One version: CHANGELOG.md's newest release (an ``Unreleased`` section above it is none), what
+the extender's ``--version`` prints, and the ``org.opencontainers.image.version`` label of both
+images."""
 
 import re
 import subprocess
