@@ -1,4 +1,4 @@
-"""etcd and kube-apiserver on loopback, with real PKI, RBAC and admission (incl. PodSecurity)."""
+"""etcd and kube-apiserver on loopback, with real PKI, RBAC and EKS's admission plugins."""
 
 import contextlib
 import http.client
@@ -32,6 +32,37 @@ grants (``localcluster.custom_scheduler.grant_scheduler_rbac``), not the built-i
 ``system:kube-scheduler``."""
 SCHEDULER_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}")
 """The groups the API server gives a ServiceAccount of NAMESPACE."""
+
+EKS_ADMISSION_PLUGINS = (
+    "NodeRestriction",
+    "ExtendedResourceToleration",
+    "NamespaceLifecycle",
+    "LimitRanger",
+    "ServiceAccount",
+    "TaintNodesByCondition",
+    "PodSecurity",
+    "Priority",
+    "DefaultTolerationSeconds",
+    "DefaultStorageClass",
+    "StorageObjectInUseProtection",
+    "PersistentVolumeClaimResize",
+    "RuntimeClass",
+    "CertificateApproval",
+    "CertificateSigning",
+    "CertificateSubjectRestriction",
+    "DefaultIngressClass",
+    "MutatingAdmissionWebhook",
+    "ValidatingAdmissionWebhook",
+    "ResourceQuota",
+)
+"""The admission plugins EKS enables on every 1.35 platform version (the EKS user guide's
+"platform versions" page), passed to ``--enable-admission-plugins`` so a pod is admitted here as
+on EKS. Two of them are off by default in kube-apiserver: ``NodeRestriction`` (limits what a
+kubelet's identity may change; no kubelet runs here) and ``ExtendedResourceToleration``, which
+gives a pod requesting an extended resource such as ``nvidia.com/gpu`` a toleration for the taint
+of that name, so a GPU pod tolerates the stack's GPU taint without writing one. The rest of
+kube-apiserver's default plugins (ValidatingAdmissionPolicy among them) stay on; EKS's page lists
+only the plugins it sets."""
 
 
 @dataclass(frozen=True)
@@ -214,6 +245,7 @@ def _apiserver_argv(
         f"--tls-private-key-file={serving.key}",
         f"--client-ca-file={ca.ca_file}",
         "--authorization-mode=RBAC",
+        f"--enable-admission-plugins={','.join(EKS_ADMISSION_PLUGINS)}",
         "--anonymous-auth=false",
         f"--service-account-key-file={signing_key.cert}",
         f"--service-account-signing-key-file={signing_key.key}",

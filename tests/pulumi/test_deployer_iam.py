@@ -84,6 +84,8 @@ ACTIONS: dict[str, list[str]] = {
         *("eks:DescribePodIdentityAssociation", "eks:UpdatePodIdentityAssociation", "iam:PassRole"),
     ],
     "aws:iam/role:Role": ROLES,
+    # Kept on destroy (retain_on_delete): created and read, never deleted by the stack.
+    "aws:iam/serviceLinkedRole:ServiceLinkedRole": ["iam:CreateServiceLinkedRole", "iam:GetRole"],
     "aws:iam/rolePolicy:RolePolicy": ["iam:PutRolePolicy", "iam:GetRolePolicy", "iam:DeleteRolePolicy"],
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": ["iam:AttachRolePolicy", "iam:DetachRolePolicy"],
     "aws:ecr/repository:Repository": [
@@ -172,6 +174,45 @@ def allowed(action: str) -> bool:
 
 
 EKS_CASES = [case for case in STACK_CASES if case.autoscaler is not None]
+EVERY_OPTIONAL_KEY = {
+    "karpenter": {"createSpotServiceLinkedRole": True},
+    "observability": {"enabled": True, "alarmTopic": True},
+}
+"""Set on top of the largest example stack with Karpenter: the optional keys that make the
+program declare more AWS resources than any example stack does."""
+
+
+@functools.cache
+def every_optional_key() -> frozenset[str]:
+    """What the prod example with Karpenter declares with ``EVERY_OPTIONAL_KEY`` set (merged
+    into its own sections)."""
+    [case] = [case for case in EKS_CASES if case.id == "prod-karpenter"]
+    values, secret_keys = case.values()
+    for section, keys in EVERY_OPTIONAL_KEY.items():
+        values[section] = json.dumps({**json.loads(values.get(section, "{}")), **keys})
+    run = run_with(values, secret_keys)
+    service_names = {
+        resource.inputs["awsServiceName"]
+        for resource in run.of_type("aws:iam/serviceLinkedRole:ServiceLinkedRole")
+    }
+    return frozenset(
+        {r.type for r in run.resources if r.type.startswith(AWS_TYPES)}
+        | {call.token for call in run.calls}
+        | {f"service-linked-role:{name}" for name in service_names}
+    )
+
+
+def service_linked_roles_allowed() -> set[str]:
+    """The services whose service-linked role the page lets the deployer create."""
+    names: set[str] = set()
+    for statement in page_policy():
+        actions = statement["Action"]
+        assert isinstance(actions, list)
+        if statement["Effect"] == "Allow" and "iam:CreateServiceLinkedRole" in actions:
+            condition = statement.get("Condition", {})
+            assert isinstance(condition, dict)
+            names |= set(condition["StringEquals"]["iam:AWSServiceName"])
+    return names
 
 
 @pytest.mark.parametrize("case", EKS_CASES, ids=lambda case: case.id)
@@ -191,3 +232,20 @@ def test_the_policy_grants_no_service_wide_wildcard() -> None:
         actions = statement["Action"]
         assert isinstance(actions, list)
         assert not [action for action in actions if action == "*" or action.endswith(":*")], statement
+
+
+def test_a_stack_with_every_optional_key_declares_only_what_the_page_covers() -> None:
+    declared_types = {name for name in every_optional_key() if not name.startswith("service-linked-role:")}
+    assert "aws:iam/serviceLinkedRole:ServiceLinkedRole" in declared_types, "the keys took effect"
+    assert "aws:sns/topic:Topic" in declared_types, "the keys took effect"
+    assert sorted(declared_types - set(ACTIONS)) == []
+
+
+def test_the_page_lets_the_deployer_create_every_service_linked_role_the_stack_declares() -> None:
+    wanted = {
+        name.removeprefix("service-linked-role:")
+        for name in every_optional_key()
+        if name.startswith("service-linked-role:")
+    }
+    assert wanted == {"spot.amazonaws.com"}
+    assert wanted <= service_linked_roles_allowed()
