@@ -8,7 +8,6 @@ client goes away: a request whose client left is never judged.
 """
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable
 
 from extender_app.serving.body_budget import BodyBudget, Cut
@@ -67,7 +66,12 @@ class RequestHold:
         if not self._reading:
             self._reading = True
             self._budget.reading(self._source, self._cut)
-        if not await self._unless_gone(self._budget.reserve(size, self._queue_timeout, self._source)):
+        return await self._unless_gone(self._reserve(size))
+
+    async def _reserve(self, size: int) -> bool:
+        """The reservation, counted in this hold the moment it is granted (so it is given back at
+        the end of the request however the request ends)."""
+        if not await self._budget.reserve(size, self._queue_timeout, self._source):
             return False
         self._bytes += size
         return True
@@ -95,28 +99,35 @@ class RequestHold:
         """A concurrent-work slot within the queue timeout; False if none came or the client left."""
         if self._gate is None:
             return not self.client_gone
-        self._slot = await self._unless_gone(self._acquire_slot())
-        return self._slot
+        return await self._unless_gone(self._acquire_slot())
 
     async def _acquire_slot(self) -> bool:
+        """The slot, counted in this hold the moment it is acquired."""
         assert self._gate is not None
         try:
             async with asyncio.timeout(self._queue_timeout):
                 await self._gate.acquire()
         except TimeoutError:
             return False
+        self._slot = True
         return True
 
     async def _unless_gone(self, wanted: Awaitable[bool]) -> bool:
-        """What ``wanted`` got, or False as soon as the client is gone (then nothing is kept)."""
+        """What ``wanted`` got, or False as soon as the client is gone.
+
+        ``wanted`` counts what it takes in this hold itself, and is always settled before this
+        returns or raises (also when the request is cancelled: a connection cut for room, a
+        shutdown), so nothing it was granted outlives the request uncounted.
+        """
         if self.client_gone:
             if asyncio.iscoroutine(wanted):
                 wanted.close()
             return False
         attempt = asyncio.ensure_future(wanted)
-        await asyncio.wait((attempt, self._client_gone), return_when=asyncio.FIRST_COMPLETED)
-        if not attempt.done():
-            attempt.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await attempt
+        try:
+            await asyncio.wait((attempt, self._client_gone), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not attempt.done():
+                attempt.cancel()
+                await asyncio.wait((attempt,))
         return not attempt.cancelled() and attempt.result()
