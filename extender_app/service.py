@@ -30,6 +30,7 @@ from extender_app.node_cache.lookup import LookupSettings, NodeLookup, NodeReade
 from extender_app.node_cache.sync import NodeSync, SyncSettings
 from extender_app.serving.http_server import HttpServer
 from extender_app.serving.responses import RequestRecord, Response, Route, ServerLimits, text_response
+from extender_app.serving.source_budget import SourceBudget
 from extender_app.serving.tls_material import ReloadingTlsContext, TlsPaths
 from extender_app.settings import ExtenderSettings
 from extender_app.verbs.cached_handlers import cached_verbs, verifying_verbs
@@ -122,7 +123,7 @@ class ExtenderService:
             self._record,
             self.log,
             tls_context=lambda: self.tls.context,
-            gate=asyncio.Semaphore(settings.max_concurrent_requests),
+            gate=SourceBudget(settings.max_concurrent_requests),
             on_rejected_connection=self.metrics.rejected_connections.inc,
             on_evicted_connection=self.metrics.evicted_connections.inc,
             on_tls_failure=self._tls_failure,

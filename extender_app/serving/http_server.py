@@ -19,7 +19,6 @@ from http import HTTPStatus
 
 import h11
 
-from extender_app.serving.body_budget import BodyBudget
 from extender_app.serving.connection_io import (
     CLOSE_TIMEOUT,
     NO_ROOM,
@@ -47,6 +46,7 @@ from extender_app.serving.responses import (
     ServerLimits,
     text_response,
 )
+from extender_app.serving.source_budget import SourceBudget
 
 WRITE_CHUNK_BYTES = 256 * 1024
 """Bytes handed to the transport per write; the write deadline is checked between them."""
@@ -63,7 +63,7 @@ class HttpServer:
         logger: logging.Logger,
         *,
         tls_context: Callable[[], ssl.SSLContext] | None = None,
-        gate: asyncio.Semaphore | None = None,
+        gate: SourceBudget | None = None,
         on_rejected_connection: Callable[[], None] = lambda: None,
         on_evicted_connection: Callable[[], None] = lambda: None,
         on_tls_failure: Callable[[str], None] = lambda _: None,
@@ -74,7 +74,7 @@ class HttpServer:
         self._log = logger
         self._tls_context = tls_context
         self._gate = gate
-        self._bodies = BodyBudget(limits.max_buffered_body_bytes, limits.max_buffered_body_bytes_per_source)
+        self._bodies = SourceBudget(limits.max_buffered_body_bytes, limits.max_buffered_body_bytes_per_source)
         self._on_rejected = on_rejected_connection
         self._on_evicted = on_evicted_connection
         self._on_tls_failure = on_tls_failure

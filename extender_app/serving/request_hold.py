@@ -10,7 +10,7 @@ client goes away: a request whose client left is never judged.
 import asyncio
 from collections.abc import Awaitable
 
-from extender_app.serving.body_budget import BodyBudget, Cut
+from extender_app.serving.source_budget import Cut, SourceBudget
 
 
 class RequestHold:
@@ -22,8 +22,8 @@ class RequestHold:
 
     def __init__(
         self,
-        budget: BodyBudget,
-        gate: asyncio.Semaphore | None,
+        budget: SourceBudget,
+        gate: SourceBudget | None,
         queue_timeout: float,
         client_gone: "asyncio.Future[None]",
         *,
@@ -48,7 +48,7 @@ class RequestHold:
         self._budget.release(self._bytes, self._source)
         self._bytes = 0
         if self._slot and self._gate is not None:
-            self._gate.release()
+            self._gate.release(1, self._source)
         self._slot = False
 
     @property
@@ -102,12 +102,9 @@ class RequestHold:
         return await self._unless_gone(self._acquire_slot())
 
     async def _acquire_slot(self) -> bool:
-        """The slot, counted in this hold the moment it is acquired."""
+        """The slot, counted in this hold the moment it is granted; sources with less in progress first."""
         assert self._gate is not None
-        try:
-            async with asyncio.timeout(self._queue_timeout):
-                await self._gate.acquire()
-        except TimeoutError:
+        if not await self._gate.reserve(1, self._queue_timeout, self._source):
             return False
         self._slot = True
         return True

@@ -4,13 +4,13 @@ and the room or slot is granted in the same turn of the loop."""
 
 import asyncio
 
-from extender_app.serving.body_budget import BodyBudget
 from extender_app.serving.request_hold import RequestHold
+from extender_app.serving.source_budget import SourceBudget
 
 
 def test_a_request_cancelled_as_its_body_room_is_granted_keeps_nothing() -> None:
     async def scenario() -> tuple[int, int]:
-        budget = BodyBudget(100)
+        budget = SourceBudget(100)
         assert await budget.reserve(100, 1.0, "other")
         gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -29,20 +29,20 @@ def test_a_request_cancelled_as_its_body_room_is_granted_keeps_nothing() -> None
 
 
 def test_a_request_cancelled_as_its_work_slot_is_granted_gives_the_slot_back() -> None:
-    async def scenario() -> bool:
-        gate = asyncio.Semaphore(1)
-        await gate.acquire()
+    async def scenario() -> int:
+        gate = SourceBudget(1)
+        assert await gate.reserve(1, 1.0, "other")
         gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
         async def request() -> None:
-            with RequestHold(BodyBudget(100), gate, 5.0, gone) as hold:
+            with RequestHold(SourceBudget(100), gate, 5.0, gone) as hold:
                 await hold.take_slot()
 
         task = asyncio.create_task(request())
         await asyncio.sleep(0.01)  # waiting for the slot
-        gate.release()
+        gate.release(1, "other")
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        return gate.locked()
+        return gate.in_use
 
-    assert asyncio.run(scenario()) is False
+    assert asyncio.run(scenario()) == 0

@@ -411,7 +411,9 @@ def test_a_declared_length_reserves_nothing_until_its_bytes_arrive(pki):
         wait_for(lambda: server.verb_server.requests_in_flight == len(holders), "the heads read")
         assert server.verb_server.buffered_body_bytes == 0
         assert request(server.ports.port, scheduler_context(pki), "/filter", body).status == 200
-        assert server.verb_server.requests_in_flight == len(holders)  # still held: no deadline passed
+        # still held (no deadline passed) once the answered request has left the count
+        wait_for(lambda: server.verb_server.requests_in_flight == len(holders), "the answered request done")
+        assert server.verb_server.buffered_body_bytes == 0
     finally:
         for holder in holders:
             holder.close()

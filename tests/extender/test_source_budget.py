@@ -4,7 +4,7 @@ the head of the line, and nothing kept by a wait that ended."""
 import asyncio
 import functools
 
-from extender_app.serving.body_budget import BodyBudget
+from extender_app.serving.source_budget import SourceBudget
 
 
 def run(coroutine):
@@ -13,7 +13,7 @@ def run(coroutine):
 
 def test_a_source_past_its_share_is_refused_at_once_while_others_still_get_room() -> None:
     async def scenario() -> tuple[bool, bool, int]:
-        budget = BodyBudget(100, per_source=40)
+        budget = SourceBudget(100, per_source=40)
         assert await budget.reserve(40, 1.0, "attacker")
         refused = await budget.reserve(1, 60.0, "attacker")  # would wait a minute if it queued
         other = await budget.reserve(40, 1.0, "api-server")
@@ -24,7 +24,7 @@ def test_a_source_past_its_share_is_refused_at_once_while_others_still_get_room(
 
 def test_freed_bytes_go_to_the_waiter_whose_source_holds_least() -> None:
     async def scenario() -> list[str]:
-        budget = BodyBudget(100, per_source=100)
+        budget = SourceBudget(100, per_source=100)
         assert await budget.reserve(60, 1.0, "heavy")
         assert await budget.reserve(40, 1.0, "light-holder")
         order: list[str] = []
@@ -48,7 +48,7 @@ def test_freed_bytes_go_to_the_waiter_whose_source_holds_least() -> None:
 
 def test_a_large_waiter_is_not_passed_by_smaller_ones_behind_it() -> None:
     async def scenario() -> tuple[bool, bool]:
-        budget = BodyBudget(100)
+        budget = SourceBudget(100)
         assert await budget.reserve(90, 1.0, "a")
         large = asyncio.create_task(budget.reserve(50, 5.0, "b"))
         await asyncio.sleep(0)
@@ -62,7 +62,7 @@ def test_a_large_waiter_is_not_passed_by_smaller_ones_behind_it() -> None:
 
 def test_a_wait_that_times_out_or_is_cancelled_keeps_nothing() -> None:
     async def scenario() -> tuple[bool, int, int]:
-        budget = BodyBudget(100)
+        budget = SourceBudget(100)
         assert await budget.reserve(100, 1.0, "a")
         timed_out = await budget.reserve(10, 0.01, "b")
         cancelled = asyncio.create_task(budget.reserve(10, 5.0, "c"))
@@ -77,7 +77,7 @@ def test_a_wait_that_times_out_or_is_cancelled_keeps_nothing() -> None:
 
 def test_a_waiter_whose_source_took_its_share_meanwhile_is_refused() -> None:
     async def scenario() -> bool:
-        budget = BodyBudget(100, per_source=50)
+        budget = SourceBudget(100, per_source=50)
         assert await budget.reserve(50, 1.0, "a")
         assert await budget.reserve(30, 1.0, "a2")
         waiting = asyncio.create_task(budget.reserve(30, 5.0, "b"))
@@ -91,7 +91,7 @@ def test_a_waiter_whose_source_took_its_share_meanwhile_is_refused() -> None:
 
 def test_a_lighter_source_that_must_wait_cuts_the_heaviest_body_still_being_read() -> None:
     async def scenario() -> tuple[list[str], bool]:
-        budget = BodyBudget(100, per_source=100)
+        budget = SourceBudget(100, per_source=100)
         cuts: list[str] = []
 
         def cutter(source: str, size: int):
@@ -113,7 +113,7 @@ def test_a_lighter_source_that_must_wait_cuts_the_heaviest_body_still_being_read
 
 def test_a_source_at_its_share_cuts_nobody() -> None:
     async def scenario() -> tuple[list[str], bool]:
-        budget = BodyBudget(100, per_source=100)
+        budget = SourceBudget(100, per_source=100)
         cuts: list[str] = []
         for source in ("a", "b"):
             budget.reading(source, functools.partial(cuts.append, source))
@@ -122,3 +122,28 @@ def test_a_source_at_its_share_cuts_nobody() -> None:
         return cuts, got
 
     assert run(scenario()) == ([], False)
+
+
+def test_work_slots_go_first_to_a_source_with_nothing_in_progress() -> None:
+    """One slot: the source that holds it asks for another, then a second source asks; when the slot
+    frees, the second source's request is judged first, and no source is refused for waiting."""
+
+    async def scenario() -> list[str]:
+        slots = SourceBudget(1)
+        assert await slots.reserve(1, 1.0, "fast-sender")
+        order: list[str] = []
+
+        async def wait(source: str) -> None:
+            if await slots.reserve(1, 5.0, source):
+                order.append(source)
+                slots.release(1, source)
+
+        again = asyncio.create_task(wait("fast-sender"))
+        await asyncio.sleep(0)
+        other = asyncio.create_task(wait("api-server"))
+        await asyncio.sleep(0)
+        slots.release(1, "fast-sender")
+        await asyncio.gather(again, other)
+        return order
+
+    assert run(scenario()) == ["api-server", "fast-sender"]

@@ -1,9 +1,11 @@
-"""A bound on request-body and answer bytes held in memory at once, shared fairly between sources.
+"""What a listener shares between client addresses: request-body and answer bytes held in memory
+at once, or the slots of concurrent work.
 
-A body reserves its bytes as they arrive, never on the strength of a declared Content-Length: a
-client that declares 4 MiB and sends nothing holds nothing. Once judged, a request holds its
-answer's bytes instead, and gives them back when the answer is written (``request_hold``). Two
-rules keep one client address from taking the budget from the others:
+Units are granted by the rules below, whatever they count. For bytes: a body reserves its bytes as
+they arrive, never on the strength of a declared Content-Length: a client that declares 4 MiB and
+sends nothing holds nothing. Once judged, a request holds its answer's bytes instead, and gives
+them back when the answer is written (``request_hold``). Three rules keep one client address from
+taking the budget from the others:
 
 - a source (the peer's IP address) holds at most ``per_source`` bytes at once; past that its
   reservation is refused at once, whatever room is left for the others;
@@ -15,6 +17,10 @@ rules keep one client address from taking the budget from the others:
   being read of the source holding the most, if that one holds more than its share: a body still
   arriving is a request nobody is waiting on yet, and the sender that holds most is the one that
   costs the others their room. Answers and bodies already judged are never cut.
+
+For work slots (one unit a request, no cutting: a judged request is never cut), the same order
+means a request from a source with nothing in progress goes before the next of a source that
+sends as fast as it is answered.
 
 Only the webhook role meets several sources with bodies (any pod may connect; the API server's
 reviews are a few KiB); the extender role's bodies come from kube-scheduler alone (mutual TLS).
@@ -39,12 +45,13 @@ class _Waiter:
     granted: "asyncio.Future[bool]" = field(compare=False)
 
 
-class BodyBudget:
-    """Bytes of request bodies and their answers the server may hold at once, in all and per source."""
+class SourceBudget:
+    """Units (bytes, or work slots) the server may hand out at once, in all and per source."""
 
     def __init__(self, capacity: int, per_source: int | None = None) -> None:
         self.capacity = capacity
-        self.per_source = capacity if per_source is None else min(per_source, capacity)
+        self.per_source = None if per_source is None else min(per_source, capacity)
+        """None: no source is refused for what it holds (work slots: a source waits its turn)."""
         self._free = capacity
         self._held: dict[str, int] = {}
         self._waiters: list[_Waiter] = []
@@ -62,9 +69,10 @@ class BodyBudget:
     async def reserve(self, size: int, timeout: float, source: str = "") -> bool:
         """Take ``size`` bytes for ``source``, waiting up to ``timeout`` seconds; False if they never came.
 
-        Refused at once when the source would hold more than ``per_source``.
+        Refused at once when the source would hold more than ``per_source``, or when ``size`` is
+        more than the whole capacity.
         """
-        if self.held_by(source) + size > self.per_source:
+        if size > self.capacity or self._past_share(source, size):
             return False
         if not self._waiters and self._free >= size:
             self._take(source, size)
@@ -138,6 +146,9 @@ class BodyBudget:
         granted.cancel()
         self._grant()  # a head that left may have held back smaller waiters behind it
 
+    def _past_share(self, source: str, size: int) -> bool:
+        return self.per_source is not None and self.held_by(source) + size > self.per_source
+
     def _take(self, source: str, size: int) -> None:
         self._free -= size
         self._held[source] = self._held.get(source, 0) + size
@@ -155,7 +166,7 @@ class BodyBudget:
             if self._free < head.size:
                 return
             heapq.heappop(self._waiters)
-            if self.held_by(head.source) + head.size > self.per_source:
+            if self._past_share(head.source, head.size):
                 head.granted.set_result(False)  # its source took its share while it waited
                 continue
             self._take(head.source, head.size)
