@@ -228,8 +228,8 @@ SCORING_STRATEGY_SETTING = ChoiceSetting[ScoringStrategy](
     field="scoring_strategy",
     default=SCORING_STRATEGY,
     choices=SCORING_STRATEGIES,
-    help="how GPU pods rank the nodes that fit: prefer-larger (larger GPUs first) or best-fit"
-    " (smallest sufficient GPU first)",
+    help="how GPU pods rank the nodes that fit: larger GPUs first (prefer-larger) or the smallest"
+    " sufficient GPU first (best-fit)",
     flag_roles=("extender",),
     plugin_args=(PluginArg(GPU_SCHEDULER_PLUGIN, "scoringStrategy"),),
 )
@@ -300,7 +300,7 @@ CLIENT_QPS_SETTING = IntegerSetting(
     " Bindings and status updates, in every mode; above kube-scheduler's own 50/100 because a burst of"
     " same-zone jobs makes two writes per held member and at 50/100 bound in about 2.1x the time of"
     " the same pods in no job, at 1000 in 1.16-1.34x (bench/RESULTS.md)",
-    rendered_as="clientConnection.qps and clientConnection.burst",
+    rendered_as="`clientConnection.qps` and `burst`",
 )
 
 STACK_SETTINGS: tuple[StackSetting[Any], ...] = (
