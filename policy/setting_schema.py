@@ -10,6 +10,7 @@ A pure module: no I/O, no import outside ``policy``.
 """
 
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
@@ -91,7 +92,7 @@ class PluginArg:
 
 
 @dataclass(frozen=True)
-class StackSetting(Generic[ValueT]):
+class StackSetting(ABC, Generic[ValueT]):
     """A setting: where it is read and written, its default and what it means."""
 
     stack_key: str
@@ -123,9 +124,9 @@ class StackSetting(Generic[ValueT]):
         """The stack holds it as JSON (a list), not as plain text."""
         return False
 
+    @abstractmethod
     def check(self, raw: object) -> ValueT:
         """The value as the stack holds it (JSON, or Pulumi's text), checked; raises SettingError."""
-        raise NotImplementedError
 
     def parse_text(self, text: str) -> ValueT:
         """The value a flag's text gives, checked; raises SettingError."""
@@ -135,9 +136,9 @@ class StackSetting(Generic[ValueT]):
         """The value as a flag carries it."""
         return str(value)
 
+    @abstractmethod
     def bounds(self) -> str:
         """What the check allows, for the docs."""
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)
