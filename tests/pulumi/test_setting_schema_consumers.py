@@ -3,9 +3,12 @@ of the extender program (and of explain) where it has one, the plugin args it na
 pluginConfig the stack renders, and a row of docs/configuration.md's generated table; a value set
 on the stack reaches each of them unchanged."""
 
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from components.render.policy_choices import PolicyChoices
 from components.render.scheduler_config import SchedulerConfig, render_scheduler_config
@@ -31,6 +34,8 @@ CHOSEN: dict[str, object] = {
 """A valid value other than the default for each setting."""
 
 IDS = [setting.stack_key for setting in STACK_SETTINGS]
+SHARED_ARGS = Path(__file__).resolve().parents[1] / "vectors" / "schema_plugin_args.yaml"
+"""The pluginConfig for CHOSEN that the plugins' Go tests decode (``args_schema_test.go``)."""
 
 
 def test_every_setting_has_a_chosen_value_here() -> None:
@@ -118,3 +123,16 @@ def test_the_docs_table_has_a_row_per_setting_and_is_the_rendered_one() -> None:
     )
     rows = [line for line in render().splitlines() if line.startswith("| `")]
     assert [row.split("`")[1] for row in rows] == IDS
+
+
+def test_the_plugins_go_tests_decode_the_args_the_stack_renders() -> None:
+    values: dict[str, Any] = {}
+    for key, value in CHOSEN.items():
+        section, _, name = key.rpartition(".")
+        (values.setdefault(section, {}) if section else values)[name] = value
+    choices = replace(stack_config(values).policy_choices, instance_type_gpu_memory_mib={"g5.xlarge": 22888})
+    shared = yaml.safe_load(SHARED_ARGS.read_text(encoding="utf-8"))
+    assert shared == choices.plugin_config(), f"regenerate {SHARED_ARGS.name} from the renderer"
+    named = {(entry["name"], arg) for entry in shared for arg in entry["args"]}
+    for setting in STACK_SETTINGS:
+        assert {(arg.plugin, arg.arg) for arg in setting.plugin_args} <= named, setting.stack_key
