@@ -108,6 +108,8 @@ class StackSetting(ABC, Generic[ValueT]):
     """The plugin args it is rendered into in plugin mode."""
     rendered_as: str = ""
     """Where else it is rendered (a KubeSchedulerConfiguration field), for the docs."""
+    example: ValueT | None = None
+    """A valid value other than the default: the one the tests set to follow it to every consumer."""
 
     @property
     def section(self) -> str:
@@ -225,6 +227,7 @@ class LabelListSetting(StackSetting[tuple[str, ...]]):
 
 
 SCORING_STRATEGY_SETTING = ChoiceSetting[ScoringStrategy](
+    example="best-fit",
     stack_key="scoringStrategy",
     field="scoring_strategy",
     default=SCORING_STRATEGY,
@@ -235,6 +238,7 @@ SCORING_STRATEGY_SETTING = ChoiceSetting[ScoringStrategy](
     plugin_args=(PluginArg(GPU_SCHEDULER_PLUGIN, "scoringStrategy"),),
 )
 DEFAULT_CAPACITY_TYPE_SETTING = ChoiceSetting[CapacityChoice | Literal[""]](
+    example="prefer-spot",
     stack_key="defaultCapacityType",
     field="default_capacity_type",
     default=UNSET,
@@ -248,6 +252,7 @@ DEFAULT_CAPACITY_TYPE_SETTING = ChoiceSetting[CapacityChoice | Literal[""]](
     ),
 )
 VENDOR_MEMORY_LABELS_SETTING = LabelListSetting(
+    example=("example.com/vram-mib",),
     stack_key="vendorGpuMemoryLabels",
     field="vendor_memory_labels",
     default=VENDOR_MEMORY_LABELS,
@@ -262,6 +267,7 @@ VENDOR_MEMORY_LABELS_SETTING = LabelListSetting(
     ),
 )
 PERMIT_TIMEOUT_SETTING = IntegerSetting(
+    example=60,
     stack_key="scheduler.jobPermitTimeoutSeconds",
     field="permit_timeout_seconds",
     default=PERMIT_TIMEOUT_SECONDS,
@@ -272,6 +278,7 @@ PERMIT_TIMEOUT_SETTING = IntegerSetting(
     plugin_args=(PluginArg(JOB_ZONE_PLUGIN, "permitTimeout", unit="s"),),
 )
 FAILED_ZONE_SETTING = IntegerSetting(
+    example=120,
     stack_key="scheduler.failedZoneSeconds",
     field="failed_zone_seconds",
     default=FAILED_ZONE_SECONDS,
@@ -281,6 +288,7 @@ FAILED_ZONE_SETTING = IntegerSetting(
     plugin_args=(PluginArg(JOB_ZONE_PLUGIN, "failedZoneDuration", unit="s"),),
 )
 MAX_JOB_SIZE_SETTING = IntegerSetting(
+    example=64,
     stack_key="scheduler.maxJobSize",
     field="max_job_size",
     default=MAX_JOB_SIZE,
@@ -292,6 +300,7 @@ MAX_JOB_SIZE_SETTING = IntegerSetting(
     plugin_args=(PluginArg(JOB_ZONE_PLUGIN, "maxJobSize"),),
 )
 CLIENT_QPS_SETTING = IntegerSetting(
+    example=250,
     stack_key="scheduler.clientQps",
     field="client_qps",
     default=CLIENT_QPS,

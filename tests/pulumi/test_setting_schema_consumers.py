@@ -23,23 +23,20 @@ from policy.setting_schema import STACK_SETTINGS, UNSET, StackSetting
 from tests.pulumi.conftest import stack_config
 
 CHOSEN: dict[str, object] = {
-    "scoringStrategy": "best-fit",
-    "defaultCapacityType": "prefer-spot",
-    "vendorGpuMemoryLabels": ["example.com/vram-mib"],
-    "scheduler.jobPermitTimeoutSeconds": 60,
-    "scheduler.failedZoneSeconds": 120,
-    "scheduler.maxJobSize": 64,
-    "scheduler.clientQps": 250,
+    setting.stack_key: list(setting.example) if isinstance(setting.example, tuple) else setting.example
+    for setting in STACK_SETTINGS
 }
-"""A valid value other than the default for each setting."""
+"""Each setting's example (a valid value other than its default), as a stack holds it."""
 
 IDS = [setting.stack_key for setting in STACK_SETTINGS]
 SHARED_ARGS = Path(__file__).resolve().parents[1] / "vectors" / "schema_plugin_args.yaml"
 """The pluginConfig for CHOSEN that the plugins' Go tests decode (``args_schema_test.go``)."""
 
 
-def test_every_setting_has_a_chosen_value_here() -> None:
-    assert set(CHOSEN) == set(IDS), "add a non-default value for the new setting to CHOSEN"
+def test_every_setting_has_an_example_other_than_its_default() -> None:
+    for setting in STACK_SETTINGS:
+        assert setting.example is not None, setting.stack_key
+        assert setting.check(setting.example) == setting.example != setting.default
 
 
 def stack_with(setting: StackSetting[Any]) -> StackConfig:
