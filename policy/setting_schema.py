@@ -18,6 +18,7 @@ from policy.capacity_type import CAPACITY_CHOICES, CapacityChoice
 from policy.job_zone import JOB_SIZE_ANNOTATION, JOB_SIZE_LIMIT, MAX_JOB_SIZE
 from policy.setting_text import label_list_text, parse_label_list
 from policy.settings import (
+    GFD_GPU_MEMORY_LABEL,
     INSTANCE_TYPE_LABEL,
     NODE_MEMORY_LABEL,
     SCORING_STRATEGIES,
@@ -203,7 +204,7 @@ class LabelListSetting(StackSetting[tuple[str, ...]]):
                 raise SettingError("must be a non-empty string")
             if not LABEL_KEY.fullmatch(item):
                 raise SettingError(
-                    f"{item!r} is not valid: a Kubernetes label key such as {NODE_MEMORY_LABEL}"
+                    f"{item!r} is not valid: a Kubernetes label key such as {GFD_GPU_MEMORY_LABEL}"
                 )
         if len(set(raw)) != len(raw):
             raise SettingError("must not repeat a value")
