@@ -117,6 +117,7 @@ class CustomScheduler(pulumi.ComponentResource):
                 ),
                 percentage_of_nodes_to_score=settings.percentage_of_nodes_to_score,
                 capacity_type_weight=settings.capacity_type_weight,
+                client_qps=settings.client_qps,
                 policy=choices,
             )
         )

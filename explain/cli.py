@@ -21,13 +21,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 from components.render.ec2_catalogue import snapshot_gpu_memory_table
+from contracts.server import option
 from explain.answers import nodes_answer, pod_answer
 from explain.cluster import ClusterReader, api_client
 from explain.errors import ExplainError
 from explain.render import nodes_json, nodes_text, pod_json, pod_text
 from explain.settings import DEFAULT_SCHEDULER_NAME, EXIT, REQUEST_TIMEOUT_SECONDS
-from policy import CAPACITY_CHOICES, CapacityTypeSettings, PolicySettings
+from policy import CapacityTypeSettings, PolicySettings
 from policy.job_zone import JobZoneSettings
+from policy.setting_schema import DEFAULT_CAPACITY_TYPE_SETTING, flag_setting
 from policy.setting_text import flag_type, label_list_text, parse_label_list, parse_table, table_text
 
 OUTPUT_FORMATS = ("table", "json")
@@ -65,12 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_settings_flags(
         common, PolicySettings, POLICY_FLAG_PREFIX, "policy settings (as the custom scheduler is configured)"
     )
+    capacity = DEFAULT_CAPACITY_TYPE_SETTING
     common.add_argument(
-        "--default-capacity-type",
-        choices=CAPACITY_CHOICES,
-        default="",
-        help="the stack's defaultCapacityType: the capacity-type choice of a pod without the annotation"
-        " (default: none)",
+        option(capacity.field),
+        choices=capacity.choices,
+        default=capacity.default,
+        help=f"the stack's {capacity.stack_key}: {capacity.help} (default: none)",
     )
     _add_settings_flags(
         common,
@@ -168,6 +170,8 @@ def _add_settings_flags(
         choices = typing.get_args(kind) if typing.get_origin(kind) is Literal else None
         parse, shown = _TEXT_FORMS.get(typing.get_origin(kind), (int if kind is int else str, str))
         default = DEFAULTS_SHOWN.get(field.name) or shown(getattr(defaults, field.name)) or "empty"
+        entry = flag_setting(field.name)
+        meaning = "" if entry is None else f"the stack's {entry.stack_key}: {entry.help}; "
         group.add_argument(
             _flag(field.name),
             dest=prefix + field.name,
@@ -175,7 +179,7 @@ def _add_settings_flags(
             type=parse,
             choices=choices,
             default=None,
-            help=f"default {default}",
+            help=f"{meaning}default {default}",
         )
 
 

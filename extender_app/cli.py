@@ -21,7 +21,8 @@ from extender_app.service import ExtenderService, install_signal_handlers
 from extender_app.serving.tls_material import TlsMaterialError
 from extender_app.settings import WEBHOOK_DEFAULTS, ExtenderSettings, value_type
 from policy import PolicySettings
-from policy.setting_text import flag_type, label_list_text, parse_label_list, parse_table, table_text
+from policy.setting_schema import SCORING_STRATEGY_SETTING, VENDOR_MEMORY_LABELS_SETTING, StackSetting
+from policy.setting_text import flag_type, label_list_text, parse_table, table_text
 
 ENV_PREFIX = "EXTENDER_"
 EXIT_CONFIG_ERROR = 2
@@ -55,12 +56,11 @@ POLICY_FLAGS = (
     Flag(
         "score_scale_mib", int, "label MiB that scores 100 (best-fit: spare MiB that scores 50)", policy=True
     ),
-    Flag("scoring_strategy", str, "prefer-larger or best-fit (smallest sufficient GPU first)", policy=True),
+    Flag("scoring_strategy", str, SCORING_STRATEGY_SETTING.help, policy=True),
     Flag(
         "vendor_memory_labels",
-        flag_type(parse_label_list, "label list"),
-        "node labels of MiB per GPU read, in order, on a node without --node-memory-label"
-        " (comma-separated; empty = none)",
+        flag_type(VENDOR_MEMORY_LABELS_SETTING.parse_text, "label list"),
+        f"{VENDOR_MEMORY_LABELS_SETTING.help}; comma-separated",
         policy=True,
         metavar="LABEL,...",
         shown=label_list_text,
@@ -84,13 +84,18 @@ def _settings_flags() -> tuple[Flag, ...]:
     return tuple(
         Flag(
             item.name,
-            value_type(item.type),
+            _schema_kind(item.metadata["schema"]) if "schema" in item.metadata else value_type(item.type),
             item.metadata["help"],
             metavar=item.metadata["metavar"],
         )
         for item in fields(ExtenderSettings)
         if "help" in item.metadata
     )
+
+
+def _schema_kind(entry: StackSetting[Any]) -> Callable[[str], Any]:
+    """A schema setting's flag type: its text read and checked by the schema."""
+    return flag_type(entry.parse_text, type(entry.default).__name__)
 
 
 FLAGS = (*_settings_flags(), *POLICY_FLAGS)

@@ -34,8 +34,13 @@ from contracts.server import (
 )
 from policy import CapacityTypeSettings, PolicySettings
 from policy.capacity_type import CapacityChoice
-from policy.job_zone import JOB_SIZE_LIMIT, MAX_JOB_SIZE
 from policy.node_affinity import MAX_REQUIRED_TERMS, MAX_REQUIRED_TERMS_BYTES
+from policy.setting_schema import (
+    DEFAULT_CAPACITY_TYPE_SETTING,
+    MAX_JOB_SIZE_SETTING,
+    SettingError,
+    StackSetting,
+)
 
 BYTES_PER_REALISTIC_NODE = 20_523
 """Compact JSON size of testbed/eks_gpu_node.json (g5.2xlarge, GFD/NFD labels, 20 images,
@@ -78,6 +83,12 @@ are cut sooner."""
 def setting(default: Any, description: str, *, metavar: str = "") -> Any:
     """A settings field and its one description: the flag's ``--help``, the docs' flag table."""
     return field(default=default, metadata={"help": description, "metavar": metavar})
+
+
+def schema_setting(entry: StackSetting[Any], *, metavar: str = "") -> Any:
+    """A settings field the stack sets (``policy.setting_schema``): its default, help and check are
+    the schema's."""
+    return field(default=entry.default, metadata={"help": entry.help, "metavar": metavar, "schema": entry})
 
 
 @dataclass(frozen=True)
@@ -238,12 +249,7 @@ class ExtenderSettings:
         " cluster-autoscaler.kubernetes.io/safe-to-evict=false (their node stays while they run)",
         metavar="on|off",
     )
-    # The JobZone plugin's maxJobSize (the stack's scheduler.maxJobSize).
-    max_job_size: int = setting(
-        MAX_JOB_SIZE,
-        "webhook role: the largest job-size annotation a same-zone pod may declare (the scheduler's"
-        " JobZone maxJobSize)",
-    )
+    max_job_size: int = schema_setting(MAX_JOB_SIZE_SETTING)
     max_node_selector_terms: int = setting(
         MAX_REQUIRED_TERMS,
         "webhook role: the most required node-selector terms a pod may have once its GPU-memory minimum"
@@ -265,12 +271,8 @@ class ExtenderSettings:
         " (kube-scheduler would find no pod matching both)",
         metavar="extender|extender-cached|plugin",
     )
-    default_capacity_type: CapacityChoice | Literal[""] = setting(
-        "",
-        "the capacity-type choice of a pod without the capacity-type annotation: on-demand, spot,"
-        " prefer-on-demand or prefer-spot; empty = none (such pods are not judged by the rule). Webhook"
-        " role: applied to pods of the custom scheduler only",
-        metavar="CHOICE",
+    default_capacity_type: CapacityChoice | Literal[""] = schema_setting(
+        DEFAULT_CAPACITY_TYPE_SETTING, metavar="CHOICE"
     )
     policy: PolicySettings = field(default_factory=PolicySettings)
     """Keys and scale of the GPU-memory policy."""
@@ -340,8 +342,6 @@ class ExtenderSettings:
             )
 
     def _check_role(self) -> None:
-        if not 1 <= self.max_job_size <= JOB_SIZE_LIMIT:
-            raise ValueError(f"max_job_size must be 1..{JOB_SIZE_LIMIT}")
         if not 1 <= self.max_node_selector_terms <= NODE_SELECTOR_TERMS_LIMIT:
             raise ValueError(f"max_node_selector_terms must be 1..{NODE_SELECTOR_TERMS_LIMIT}")
         if not 1 <= self.max_node_selector_bytes <= NODE_SELECTOR_BYTES_LIMIT:
@@ -406,9 +406,16 @@ def value_type(kind: object) -> type:
 
 
 def _check_types(settings: ExtenderSettings) -> None:
-    """Each field holds its declared type, and a ``Literal`` field one of its values."""
+    """Each field holds its declared type, and a ``Literal`` field one of its values; a field the
+    stack sets, what its schema entry allows."""
     for item in fields(settings):
         value = getattr(settings, item.name)
+        entry = item.metadata.get("schema")
+        if entry is not None and value != entry.default:
+            try:
+                entry.check(value)
+            except SettingError as error:
+                raise ValueError(f"{item.name} {error}") from None
         if allowed := choices(item.type):
             if value not in allowed or isinstance(value, bool):
                 listed = ", ".join(repr(choice) if choice == "" else str(choice) for choice in allowed)

@@ -1,43 +1,36 @@
 """The policy's choices a stack makes, as one value: read once from the stack configuration and
 handed whole to every renderer. It renders itself as each consumer takes it (the plugins'
-``pluginConfig``, the extender's flags, the webhook's flags), so a new choice is a field here and
-a line in each rendering, not an argument threaded through every component.
+``pluginConfig``, the extender's flags, the webhook's flags) from the schema of the settings
+(``policy.setting_schema``): which plugin arg and which role's flag each setting becomes is
+written there, once, so a new choice is a field here and a row in the schema.
 
 A pure module (no Pulumi import), shared with the local run and the tests.
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from components.render.ec2_catalogue import snapshot_gpu_memory_table
 from contracts.server import flag
-from policy import (
-    CAPACITY_CHOICES,
-    SCORING_STRATEGIES,
-    SCORING_STRATEGY,
-    VENDOR_MEMORY_LABELS,
-    PolicySettings,
-    ScoringStrategy,
-)
+from policy import PolicySettings, ScoringStrategy
 from policy.capacity_type import CapacityChoice
-from policy.job_zone import JOB_SIZE_LIMIT, MAX_JOB_SIZE
-from policy.setting_text import label_list_text, table_text
-
-PLUGIN_NAME = "GPUScheduler"
-"""Plugin mode: the GPU-memory rule's plugin."""
-CAPACITY_PLUGIN_NAME = "CapacityType"
-"""Plugin mode: the capacity-type rule's plugin (on-demand or spot as the pod's choice)."""
-JOB_ZONE_PLUGIN = "JobZone"
-"""Plugin mode: keeps each same-zone job in one zone chosen for the whole job (plugin/jobzone)."""
-
-PERMIT_TIMEOUT_SECONDS = 15 * 60
-"""JobZone's ``permitTimeout``: how long a job's members are held for the rest (longer than a GPU
-node launch; kube-scheduler caps any Permit wait at 15 minutes)."""
-MAX_PERMIT_TIMEOUT_SECONDS = 15 * 60
-FAILED_ZONE_SECONDS = 10 * 60
-"""JobZone's ``failedZoneDuration``: how long a zone where a job timed out is skipped for that job."""
-MAX_FAILED_ZONE_SECONDS = 24 * 3600
+from policy.setting_schema import (
+    DEFAULT_CAPACITY_TYPE_SETTING,
+    FAILED_ZONE_SETTING,
+    GPU_SCHEDULER_PLUGIN,
+    JOB_ZONE_PLUGIN,
+    MAX_JOB_SIZE_SETTING,
+    PERMIT_TIMEOUT_SETTING,
+    SCORING_STRATEGY_SETTING,
+    STACK_SETTINGS,
+    UNSET,
+    VENDOR_MEMORY_LABELS_SETTING,
+    FlagRole,
+    SettingError,
+    StackSetting,
+)
+from policy.setting_text import table_text
 
 
 @dataclass(frozen=True)
@@ -45,26 +38,13 @@ class JobZoneArgs:
     """Same-zone jobs: JobZone's pluginConfig args (plugin mode); the webhook admits jobs up to
     ``max_job_size`` in every mode."""
 
-    permit_timeout_seconds: int = PERMIT_TIMEOUT_SECONDS
-    failed_zone_seconds: int = FAILED_ZONE_SECONDS
-    max_job_size: int = MAX_JOB_SIZE
+    permit_timeout_seconds: int = PERMIT_TIMEOUT_SETTING.default
+    failed_zone_seconds: int = FAILED_ZONE_SETTING.default
+    max_job_size: int = MAX_JOB_SIZE_SETTING.default
 
     def __post_init__(self) -> None:
-        for name, high in (
-            ("permit_timeout_seconds", MAX_PERMIT_TIMEOUT_SECONDS),
-            ("failed_zone_seconds", MAX_FAILED_ZONE_SECONDS),
-            ("max_job_size", JOB_SIZE_LIMIT),
-        ):
-            if not 1 <= getattr(self, name) <= high:
-                raise ValueError(f"job zone {name} must be 1..{high}")
-
-    def render(self) -> dict[str, Any]:
-        """The args as the plugin reads them."""
-        return {
-            "permitTimeout": f"{self.permit_timeout_seconds}s",
-            "failedZoneDuration": f"{self.failed_zone_seconds}s",
-            "maxJobSize": self.max_job_size,
-        }
+        for setting in (PERMIT_TIMEOUT_SETTING, FAILED_ZONE_SETTING, MAX_JOB_SIZE_SETTING):
+            _check(setting, getattr(self, setting.field), "job zone")
 
 
 @dataclass(frozen=True)
@@ -73,13 +53,13 @@ class PolicyChoices:
     reads a node's memory (the vendor labels, the instance-type table), the capacity-type rule's
     default, the same-zone jobs' timeouts and size."""
 
-    scoring_strategy: ScoringStrategy = SCORING_STRATEGY
+    scoring_strategy: ScoringStrategy = SCORING_STRATEGY_SETTING.default
     """How GPU pods rank the nodes that fit."""
-    default_capacity_type: CapacityChoice | Literal[""] = ""
+    default_capacity_type: CapacityChoice | Literal[""] = DEFAULT_CAPACITY_TYPE_SETTING.default
     """The capacity-type choice of a pod of the custom scheduler without the annotation ("" for
     none)."""
     job_zone: JobZoneArgs = field(default_factory=JobZoneArgs)
-    vendor_memory_labels: tuple[str, ...] = VENDOR_MEMORY_LABELS
+    vendor_memory_labels: tuple[str, ...] = VENDOR_MEMORY_LABELS_SETTING.default
     """The per-GPU MiB labels read, in order, on a node without ours."""
     instance_type_gpu_memory_mib: Mapping[str, int] = field(default_factory=snapshot_gpu_memory_table)
     """Instance type -> MiB per GPU, for a node with none of the labels: EC2's GPU data."""
@@ -89,56 +69,72 @@ class PolicyChoices:
             vendor_memory_labels=self.vendor_memory_labels,
             instance_type_gpu_memory_mib=self.instance_type_gpu_memory_mib,
         )
-        object.__setattr__(self, "vendor_memory_labels", memory.vendor_memory_labels)
         object.__setattr__(self, "instance_type_gpu_memory_mib", memory.instance_type_gpu_memory_mib)
-        if self.scoring_strategy not in SCORING_STRATEGIES:
-            choices = ", ".join(SCORING_STRATEGIES)
-            raise ValueError(f"scoring strategy must be one of {choices}, not {self.scoring_strategy!r}")
-        if self.default_capacity_type and self.default_capacity_type not in CAPACITY_CHOICES:
-            choices = ", ".join(CAPACITY_CHOICES)
-            raise ValueError(
-                f"default capacity type must be empty or one of {choices}, not {self.default_capacity_type!r}"
-            )
+        for setting in (
+            SCORING_STRATEGY_SETTING,
+            DEFAULT_CAPACITY_TYPE_SETTING,
+            VENDOR_MEMORY_LABELS_SETTING,
+        ):
+            object.__setattr__(self, setting.field, _check(setting, self.value(setting), "policy"))
 
-    def _default_flag(self) -> list[str]:
-        if not self.default_capacity_type:
-            return []
-        return [flag("default_capacity_type", self.default_capacity_type)]
+    def value(self, setting: StackSetting[Any]) -> Any:
+        """The chosen value of a schema setting of the policy (the job-zone ones in ``job_zone``)."""
+        holder = self.job_zone if setting.field in _JOB_ZONE_FIELDS else self
+        return getattr(holder, setting.field)
 
-    def _memory_args(self) -> dict[str, Any]:
-        """Where GPUScheduler and JobZone read a node's memory, as their args."""
-        return {
-            "vendorMemoryLabels": list(self.vendor_memory_labels),
-            "instanceTypeGPUMemoryMiB": dict(self.instance_type_gpu_memory_mib),
-        }
-
-    def _memory_flags(self) -> list[str]:
-        """Where the extender and the webhook read a node's memory, as their flags."""
-        return [
-            flag("vendor_memory_labels", label_list_text(self.vendor_memory_labels)),
-            flag("instance_type_gpu_memory_mib", table_text(self.instance_type_gpu_memory_mib)),
+    def _chosen(self) -> list[tuple[StackSetting[Any], Any]]:
+        """The policy settings the schema renders and their values, those left unset left out."""
+        chosen = [
+            (setting, self.value(setting)) for setting in STACK_SETTINGS if setting.field in _POLICY_FIELDS
         ]
+        return [(setting, value) for setting, value in chosen if value != UNSET]
 
     def plugin_config(self) -> list[dict[str, Any]]:
-        """Plugin mode's ``pluginConfig``: GPUScheduler's, CapacityType's (with a default choice)
-        and JobZone's args."""
-        gpu_args = {"scoringStrategy": self.scoring_strategy, **self._memory_args()}
-        args: list[tuple[str, dict[str, Any]]] = [(PLUGIN_NAME, gpu_args)]
-        job_zone_args = {**self.job_zone.render(), **self._memory_args()}
-        if self.default_capacity_type:
-            args.append((CAPACITY_PLUGIN_NAME, {"defaultChoice": self.default_capacity_type}))
-            job_zone_args["defaultCapacityChoice"] = self.default_capacity_type
-        args.append((JOB_ZONE_PLUGIN, job_zone_args))
-        return [{"name": name, "args": plugin_args} for name, plugin_args in args]
+        """Plugin mode's ``pluginConfig``: each setting as the plugin args the schema names, and where
+        GPUScheduler and JobZone read a node's memory (the instance-type table); a plugin given no
+        arg (CapacityType without a default choice) gets no entry."""
+        args: dict[str, dict[str, Any]] = {}
+        for setting, value in self._chosen():
+            for arg in setting.plugin_args:
+                args.setdefault(arg.plugin, {})[arg.arg] = arg.rendered(value)
+        for plugin in (GPU_SCHEDULER_PLUGIN, JOB_ZONE_PLUGIN):
+            args.setdefault(plugin, {})["instanceTypeGPUMemoryMiB"] = dict(self.instance_type_gpu_memory_mib)
+        order = [arg.plugin for setting in STACK_SETTINGS for arg in setting.plugin_args]
+        return [{"name": name, "args": args[name]} for name in sorted(args, key=order.index)]
+
+    def _flags(self, role: FlagRole) -> list[str]:
+        """The flags of the extender program's ``role`` for these choices, and the instance-type table."""
+        flags = [
+            flag(setting.field, setting.text(value))
+            for setting, value in self._chosen()
+            if role in setting.flag_roles
+        ]
+        return [*flags, flag("instance_type_gpu_memory_mib", table_text(self.instance_type_gpu_memory_mib))]
 
     def extender_flags(self) -> list[str]:
         """The extender's flags for these choices (both extender modes)."""
-        return [flag("scoring_strategy", self.scoring_strategy), *self._memory_flags(), *self._default_flag()]
+        return self._flags("extender")
 
     def webhook_flags(self) -> list[str]:
         """The webhook's flags for these choices (every mode)."""
-        size = flag("max_job_size", self.job_zone.max_job_size)
-        return [size, *self._memory_flags(), *self._default_flag()]
+        return self._flags("webhook")
+
+
+_JOB_ZONE_FIELDS = frozenset(item.name for item in fields(JobZoneArgs))
+_POLICY_FIELDS = frozenset(item.name for item in fields(PolicyChoices)) | _JOB_ZONE_FIELDS
+"""The schema settings a ``PolicyChoices`` holds (the scheduler's own, such as its client rate, are
+rendered by the scheduler's configuration)."""
+
+
+def _check(setting: StackSetting[Any], value: object, what: str) -> Any:
+    """``value`` as the schema checks it (the default, unset included, as it is); a ValueError
+    naming the field."""
+    if value == setting.default:
+        return setting.default
+    try:
+        return setting.check(value)
+    except SettingError as error:
+        raise ValueError(f"{what} {setting.field} {error}") from None
 
 
 DEFAULT_POLICY_CHOICES = PolicyChoices()

@@ -11,10 +11,16 @@ from typing import Any
 
 import yaml
 
-from components.render.policy_choices import CAPACITY_PLUGIN_NAME, JOB_ZONE_PLUGIN, PLUGIN_NAME, PolicyChoices
+from components.render.policy_choices import PolicyChoices
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
 from contracts.modes import SCHEDULER_MODES, SchedulerMode, node_cache_capable, uses_extender
 from contracts.server import FILTER_PATH, PREEMPT_PATH, PRIORITIZE_PATH, TLS_PORT
+from policy.setting_schema import (
+    CAPACITY_TYPE_PLUGIN,
+    CLIENT_QPS_SETTING,
+    GPU_SCHEDULER_PLUGIN,
+    JOB_ZONE_PLUGIN,
+)
 
 CAPACITY_TYPE_WEIGHT = 20
 """CapacityType's score weight: twice GPUScheduler's, so a pod that prefers a capacity type
@@ -79,13 +85,19 @@ class SchedulerConfig:
     extender's flags)."""
     percentage_of_nodes_to_score: int | None = None
     """The profile's ``percentageOfNodesToScore`` (1..100); None = kube-scheduler's adaptive default."""
-    client_qps: int | None = None
+    client_qps: int | None = CLIENT_QPS_SETTING.default
     """``clientConnection.qps`` and ``burst`` (both this value): the rate kube-scheduler's client
-    sends Bindings and status updates at; None = kube-scheduler's defaults, 50 and 100."""
+    sends Bindings and status updates at; the stack's ``scheduler.clientQps`` by default, None =
+    kube-scheduler's own defaults, 50 and 100."""
 
     def __post_init__(self) -> None:
-        if self.client_qps is not None and self.client_qps < 1:
-            raise ValueError("client_qps must be at least 1 or None (kube-scheduler's default 50/100)")
+        if (
+            self.client_qps is not None
+            and not CLIENT_QPS_SETTING.low <= self.client_qps <= CLIENT_QPS_SETTING.high
+        ):
+            raise ValueError(
+                f"client_qps must be {CLIENT_QPS_SETTING.bounds()} or None (kube-scheduler's default 50/100)"
+            )
         if (
             self.percentage_of_nodes_to_score is not None
             and not 1 <= self.percentage_of_nodes_to_score <= 100
@@ -141,7 +153,7 @@ def plugin_mode_plugins(weight: int, capacity_type_weight: int = CAPACITY_TYPE_W
     PrioritySort's order for every other pod; ``disabled: *`` there keeps ``multiPoint`` from adding
     PrioritySort beside it.
     """
-    ours = [(PLUGIN_NAME, weight), (CAPACITY_PLUGIN_NAME, capacity_type_weight)]
+    ours = [(GPU_SCHEDULER_PLUGIN, weight), (CAPACITY_TYPE_PLUGIN, capacity_type_weight)]
     return {
         "queueSort": {"enabled": [{"name": JOB_ZONE_PLUGIN}], "disabled": [{"name": "*"}]},
         "multiPoint": {

@@ -8,7 +8,8 @@ from typing import Any
 
 import yaml
 
-from components.stack_config.validation import LABEL_KEY, LABEL_VALUE, Value, parse_cidr_blocks
+from components.stack_config.validation import LABEL_VALUE, Value, parse_cidr_blocks
+from policy.setting_schema import LABEL_KEY
 
 _PRINCIPAL_ARN = re.compile(r"arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}")
 

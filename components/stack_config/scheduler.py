@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 
-from components.render.policy_choices import MAX_FAILED_ZONE_SECONDS, MAX_PERMIT_TIMEOUT_SECONDS, JobZoneArgs
+from components.render.policy_choices import JobZoneArgs
 from components.render.scheduler_config import (
     CAPACITY_TYPE_WEIGHT,
     EXTENDER_HTTP_TIMEOUT_SECONDS,
@@ -10,9 +10,15 @@ from components.render.scheduler_config import (
     MIN_EXTENDER_HTTP_TIMEOUT_SECONDS,
     ExtenderEndpoint,
 )
-from components.stack_config.validation import IMAGE_REFERENCE, Value
+from components.stack_config.validation import IMAGE_REFERENCE, Value, read_setting
 from components.stack_config.values import Resources, parse_resources
-from policy.job_zone import JOB_SIZE_LIMIT
+from policy.setting_schema import (
+    CLIENT_QPS_SETTING,
+    FAILED_ZONE_SETTING,
+    MAX_JOB_SIZE_SETTING,
+    PERMIT_TIMEOUT_SETTING,
+    section_settings,
+)
 
 DEFAULT_KUBE_SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler:v1.35.8"
 MAX_SCHEDULER_REPLICAS = 5
@@ -45,16 +51,17 @@ class SchedulerSettings:
     """Both extender modes: kube-scheduler's ``httpTimeout`` for each extender call."""
     percentage_of_nodes_to_score: int | None = None
     """The profile's ``percentageOfNodesToScore``; None = kube-scheduler's adaptive default."""
+    client_qps: int = CLIENT_QPS_SETTING.default
+    """Every mode: the scheduler's ``clientConnection.qps`` and ``burst``."""
 
 
 def parse_scheduler(value: Value) -> SchedulerSettings:
     fields = value.fields(
         {"replicas", "kubeSchedulerImage", "resources", "extenderWeight", "capacityTypeWeight"}
-        | {"jobPermitTimeoutSeconds", "failedZoneSeconds", "maxJobSize"}
         | {"extenderHttpTimeoutSeconds", "percentageOfNodesToScore"}
+        | {setting.key for setting in section_settings("scheduler")}
     )
     default = SchedulerSettings()
-    zone = default.job_zone
     return SchedulerSettings(
         replicas=fields.read("replicas", default.replicas, lambda v: v.integer(1, MAX_SCHEDULER_REPLICAS)),
         kube_scheduler_image=fields.read(
@@ -82,14 +89,9 @@ def parse_scheduler(value: Value) -> SchedulerSettings:
             "percentageOfNodesToScore", default.percentage_of_nodes_to_score, lambda v: v.integer(1, 100)
         ),
         job_zone=JobZoneArgs(
-            permit_timeout_seconds=fields.read(
-                "jobPermitTimeoutSeconds",
-                zone.permit_timeout_seconds,
-                lambda v: v.integer(1, MAX_PERMIT_TIMEOUT_SECONDS),
-            ),
-            failed_zone_seconds=fields.read(
-                "failedZoneSeconds", zone.failed_zone_seconds, lambda v: v.integer(1, MAX_FAILED_ZONE_SECONDS)
-            ),
-            max_job_size=fields.read("maxJobSize", zone.max_job_size, lambda v: v.integer(1, JOB_SIZE_LIMIT)),
+            permit_timeout_seconds=read_setting(fields, PERMIT_TIMEOUT_SETTING),
+            failed_zone_seconds=read_setting(fields, FAILED_ZONE_SETTING),
+            max_job_size=read_setting(fields, MAX_JOB_SIZE_SETTING),
         ),
+        client_qps=read_setting(fields, CLIENT_QPS_SETTING),
     )

@@ -55,7 +55,7 @@ from components.stack_config.node_groups import (
 )
 from components.stack_config.observability import ObservabilitySettings, parse_observability
 from components.stack_config.scheduler import SchedulerSettings, parse_scheduler
-from components.stack_config.validation import LABEL_KEY, PROJECT, Fields, Value
+from components.stack_config.validation import PROJECT, Fields, Value, read_setting
 from components.stack_config.webhook import WebhookSettings, parse_webhook
 from contracts.modes import (
     AUTOSCALERS,
@@ -65,15 +65,14 @@ from contracts.modes import (
     SchedulerMode,
     uses_extender,
 )
-from policy import (
-    CAPACITY_CHOICES,
-    INSTANCE_TYPE_LABEL,
-    SCORING_STRATEGIES,
-    SCORING_STRATEGY,
-    VENDOR_MEMORY_LABELS,
-    ScoringStrategy,
-)
+from policy import ScoringStrategy
 from policy.capacity_type import CapacityChoice
+from policy.setting_schema import (
+    DEFAULT_CAPACITY_TYPE_SETTING,
+    SCORING_STRATEGY_SETTING,
+    VENDOR_MEMORY_LABELS_SETTING,
+    section_settings,
+)
 
 DEFAULT_KUBERNETES_VERSION = "1.35"
 
@@ -106,12 +105,11 @@ class StackConfig:
     network: NewVpc | ExistingNetwork = field(default_factory=NewVpc)
     system_node_group: SystemNodeGroup = field(default_factory=SystemNodeGroup)
     scheduler_mode: SchedulerMode = RECOMMENDED_MODE
-    scoring_strategy: ScoringStrategy = SCORING_STRATEGY
-    """How GPU pods rank the nodes that fit: the extender's flag or the plugin's arg."""
-    default_capacity_type: CapacityChoice | Literal[""] = ""
-    """The capacity-type choice of a pod of the custom scheduler without the annotation ("" for
-    none): CapacityType's and JobZone's args, the extender's and the webhook's flag."""
-    vendor_gpu_memory_labels: tuple[str, ...] = VENDOR_MEMORY_LABELS
+    scoring_strategy: ScoringStrategy = SCORING_STRATEGY_SETTING.default
+    """How GPU pods rank the nodes that fit (``policy.setting_schema``)."""
+    default_capacity_type: CapacityChoice | Literal[""] = DEFAULT_CAPACITY_TYPE_SETTING.default
+    """The capacity-type choice of a pod without the annotation ("" for none)."""
+    vendor_gpu_memory_labels: tuple[str, ...] = VENDOR_MEMORY_LABELS_SETTING.default
     """The per-GPU MiB labels of other schemes read, in order, on a node without ours."""
     gpu_taint: bool = True
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
@@ -159,19 +157,15 @@ class StackConfig:
 
 _STRUCTURED_KEYS = frozenset(
     {"network", "systemNodeGroup", "gpuNodeGroups", "scheduler", "extender", "certificates", "images"}
-    | {"vendorGpuMemoryLabels"}
     | {"devicePlugin", "existingCluster", "webhook", "karpenter", "clusterAutoscaler", "clusterAccess"}
     | {"observability"}
+    | {setting.key for setting in section_settings("") if setting.structured}
 )
-TOP_LEVEL_KEYS = _STRUCTURED_KEYS | {
-    "clusterName",
-    "kubernetesVersion",
-    "gpuTaint",
-    "schedulerMode",
-    "scoringStrategy",
-    "defaultCapacityType",
-    "autoscaling",
-}
+TOP_LEVEL_KEYS = (
+    _STRUCTURED_KEYS
+    | {"clusterName", "kubernetesVersion", "gpuTaint", "schedulerMode", "autoscaling"}
+    | {setting.key for setting in section_settings("")}
+)
 EKS_ONLY_KEYS = (
     "clusterName",
     "network",
@@ -223,15 +217,9 @@ def parse_stack_config(
         gpu_node_groups=top.read("gpuNodeGroups", default.gpu_node_groups, parse_gpu_node_groups),
         gpu_taint=top.read("gpuTaint", default.gpu_taint, Value.boolean),
         scheduler_mode=top.read("schedulerMode", default.scheduler_mode, lambda v: v.choice(SCHEDULER_MODES)),
-        scoring_strategy=top.read(
-            "scoringStrategy", default.scoring_strategy, lambda v: v.choice(SCORING_STRATEGIES)
-        ),
-        default_capacity_type=top.read(
-            "defaultCapacityType", default.default_capacity_type, lambda v: v.choice(CAPACITY_CHOICES)
-        ),
-        vendor_gpu_memory_labels=top.read(
-            "vendorGpuMemoryLabels", default.vendor_gpu_memory_labels, _vendor_gpu_memory_labels
-        ),
+        scoring_strategy=read_setting(top, SCORING_STRATEGY_SETTING),
+        default_capacity_type=read_setting(top, DEFAULT_CAPACITY_TYPE_SETTING),
+        vendor_gpu_memory_labels=read_setting(top, VENDOR_MEMORY_LABELS_SETTING),
         scheduler=top.read("scheduler", default.scheduler, parse_scheduler),
         extender=top.read("extender", default.extender, parse_extender),
         webhook=top.read("webhook", default.webhook, parse_webhook),
@@ -302,16 +290,6 @@ def _cluster_name(value: Value) -> str:
         "1-100 lowercase letters, digits, and single '-' or '_' between them (it is also the ECR"
         " repositories' namespace, which refuses uppercase and leading, trailing or doubled separators)",
     )
-
-
-def _vendor_gpu_memory_labels(value: Value) -> tuple[str, ...]:
-    labels = value.string_list(LABEL_KEY, "a Kubernetes label key such as nvidia.com/gpu.memory", minimum=0)
-    if INSTANCE_TYPE_LABEL in labels:
-        value.fail(
-            f"must not list {INSTANCE_TYPE_LABEL}: the instance type is always read last, "
-            "through EC2's GPU data"
-        )
-    return labels
 
 
 def _kubernetes_version(value: Value) -> str:

@@ -8,16 +8,12 @@ from collections.abc import Callable, Iterable
 from typing import Any, NoReturn, TypeVar
 
 from policy import PolicyError, parse_quantity
+from policy.setting_schema import SettingError, StackSetting
 
 PROJECT = "gpu-scheduler-eks"
 """The Pulumi project name (Pulumi.yaml) and so the namespace of every key below."""
 CHART_VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 IMAGE_REFERENCE = re.compile(r"[a-z0-9][a-z0-9._/:-]*[a-z0-9](@sha256:[0-9a-f]{64})?")
-LABEL_KEY = re.compile(
-    r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
-)
-"""A Kubernetes label key: an optional DNS-subdomain prefix and ``/``, then a name of at most 63
-letters, digits, ``-``, ``_`` and ``.``, beginning and ending with a letter or digit."""
 LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 """A Kubernetes label value: empty, or at most 63 such characters."""
 
@@ -135,3 +131,15 @@ def parse_cidr_blocks(value: Value) -> tuple[str, ...]:
         except ValueError:
             Value(f"{value.path}[{index}]", block).fail(f"{block!r} is not a CIDR block such as 10.0.0.0/16")
     return blocks
+
+
+def read_setting(fields: Fields, setting: StackSetting[_T]) -> _T:
+    """A schema setting from the fields of its section: its default when unset, else the value as
+    the schema checks it, a refusal naming the key."""
+    if setting.key not in fields:
+        return setting.default
+    value = fields[setting.key]
+    try:
+        return setting.check(value.raw)
+    except SettingError as error:
+        value.fail(str(error))

@@ -22,14 +22,9 @@ import (
 // Unknown or repeated fields, empty keys and an unknown default choice stop the
 // scheduler at start with an error naming the field.
 type Args struct {
-	// Annotation is the pod annotation holding the pod's choice.
-	Annotation *string `json:"annotation,omitempty"`
-	// NodeLabel is our node label with the node's capacity type, read before EKS's
-	// and Karpenter's labels.
-	NodeLabel *string `json:"nodeLabel,omitempty"`
-	// DefaultChoice is the choice of a pod without the annotation ("" for none: such
-	// pods are not judged).
-	DefaultChoice *string `json:"defaultChoice,omitempty"`
+	// CapacityArgs are the annotation, the node label and the default choice, which
+	// JobZone takes too (under names of its own) and applies alike.
+	pluginargs.CapacityArgs
 }
 
 func settingsFromArgs(obj runtime.Object) (gpupolicy.CapacitySettings, error) {
@@ -37,16 +32,7 @@ func settingsFromArgs(obj runtime.Object) (gpupolicy.CapacitySettings, error) {
 	if err := pluginargs.Decode(obj, &args); err != nil {
 		return gpupolicy.CapacitySettings{}, fmt.Errorf("%s args: %w", Name, err)
 	}
-	settings := gpupolicy.DefaultCapacitySettings()
-	if args.Annotation != nil {
-		settings.Annotation = *args.Annotation
-	}
-	if args.NodeLabel != nil {
-		settings.NodeLabel = *args.NodeLabel
-	}
-	if args.DefaultChoice != nil {
-		settings.DefaultChoice = gpupolicy.CapacityChoice(*args.DefaultChoice)
-	}
+	settings := args.Apply(gpupolicy.DefaultCapacitySettings())
 	if err := settings.Validate(); err != nil {
 		return gpupolicy.CapacitySettings{}, fmt.Errorf("%s args: %w", Name, err)
 	}

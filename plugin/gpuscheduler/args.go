@@ -3,7 +3,6 @@ package gpuscheduler
 import (
 	"fmt"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"example.com/gpu-scheduler-eks/plugin/gpupolicy"
@@ -30,24 +29,14 @@ import (
 // Unknown or repeated fields, empty strings, an out-of-range scale or table entry
 // and an unknown strategy stop the scheduler at start with an error naming the field.
 type Args struct {
-	// MinMemoryAnnotation is the pod annotation with the minimum per-GPU memory in MiB.
-	MinMemoryAnnotation *string `json:"minMemoryAnnotation,omitempty"`
-	// NodeMemoryLabel is the node label with the per-GPU memory in MiB.
-	NodeMemoryLabel *string `json:"nodeMemoryLabel,omitempty"`
-	// GPUResource is the extended resource that makes a pod a GPU pod.
-	GPUResource *string `json:"gpuResource,omitempty"`
+	// MemoryArgs are the fields JobZone takes too: the annotation, the label, the
+	// resource and where a node's per-GPU memory is read.
+	pluginargs.MemoryArgs
 	// ScoreScaleMiB is the score's scale (1..1048576): the label that scores 100
 	// under prefer-larger, the spare MiB per GPU that scores 50 under best-fit.
 	ScoreScaleMiB *int64 `json:"scoreScaleMiB,omitempty"`
 	// ScoringStrategy is prefer-larger (the default) or best-fit.
 	ScoringStrategy *string `json:"scoringStrategy,omitempty"`
-	// VendorMemoryLabels are the per-GPU MiB labels read, in order, on a node
-	// without nodeMemoryLabel; omitted: Karpenter's, EKS Auto Mode's and GPU feature
-	// discovery's; [] reads none.
-	VendorMemoryLabels *[]string `json:"vendorMemoryLabels,omitempty"`
-	// InstanceTypeGPUMemoryMiB maps instance types to MiB per GPU, for a node with
-	// none of those labels but node.kubernetes.io/instance-type; omitted: empty.
-	InstanceTypeGPUMemoryMiB map[string]int64 `json:"instanceTypeGPUMemoryMiB,omitempty"`
 }
 
 // settingsFromArgs turns what the framework passes New into validated settings: nil
@@ -65,26 +54,12 @@ func settingsFromArgs(obj runtime.Object) (gpupolicy.Settings, error) {
 }
 
 func (a Args) apply(s gpupolicy.Settings) gpupolicy.Settings {
-	if a.MinMemoryAnnotation != nil {
-		s.MinMemoryAnnotation = *a.MinMemoryAnnotation
-	}
-	if a.NodeMemoryLabel != nil {
-		s.NodeMemoryLabel = *a.NodeMemoryLabel
-	}
-	if a.GPUResource != nil {
-		s.GPUResource = v1.ResourceName(*a.GPUResource)
-	}
+	s = a.MemoryArgs.Apply(s)
 	if a.ScoreScaleMiB != nil {
 		s.ScoreScaleMiB = *a.ScoreScaleMiB
 	}
 	if a.ScoringStrategy != nil {
 		s.ScoringStrategy = *a.ScoringStrategy
-	}
-	if a.VendorMemoryLabels != nil {
-		s.VendorMemoryLabels = *a.VendorMemoryLabels
-	}
-	if a.InstanceTypeGPUMemoryMiB != nil {
-		s.InstanceTypeGPUMemoryMiB = a.InstanceTypeGPUMemoryMiB
 	}
 	return s
 }

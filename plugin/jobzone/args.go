@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	schedulerconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -57,10 +56,10 @@ const (
 //	    defaultCapacityChoice: ""
 //
 // minMemoryAnnotation, nodeMemoryLabel, gpuResource, vendorMemoryLabels and
-// instanceTypeGPUMemoryMiB must match GPUScheduler's, and
-// the capacityType* fields and defaultCapacityChoice CapacityType's annotation,
-// nodeLabel and defaultChoice: the zone plan counts only nodes those plugins let the
-// pod onto. minCandidateNodesPercentage and minCandidateNodesAbsolute are DefaultPreemption's
+// instanceTypeGPUMemoryMiB are GPUScheduler's (pluginargs.MemoryArgs), and the
+// capacityType* fields and defaultCapacityChoice CapacityType's annotation, nodeLabel
+// and defaultChoice (read through pluginargs.CapacityArgs): the stack renders the same
+// values into each, since the zone plan counts only nodes those plugins let the pod onto. minCandidateNodesPercentage and minCandidateNodesAbsolute are DefaultPreemption's
 // args of the same names and defaults: JobZone runs the profile's preemption (preemption.go).
 // Unknown fields and out-of-range values stop the
 // scheduler at start with an error naming the field.
@@ -76,13 +75,10 @@ type Args struct {
 	ZonePolicyAnnotation *string `json:"zonePolicyAnnotation,omitempty"`
 	JobSizeAnnotation    *string `json:"jobSizeAnnotation,omitempty"`
 	ZoneLabel            *string `json:"zoneLabel,omitempty"`
-	MinMemoryAnnotation  *string `json:"minMemoryAnnotation,omitempty"`
-	NodeMemoryLabel      *string `json:"nodeMemoryLabel,omitempty"`
-	GPUResource          *string `json:"gpuResource,omitempty"`
-	// VendorMemoryLabels and InstanceTypeGPUMemoryMiB are GPUScheduler's args of
-	// the same names: where a node's per-GPU memory is read from.
-	VendorMemoryLabels       *[]string        `json:"vendorMemoryLabels,omitempty"`
-	InstanceTypeGPUMemoryMiB map[string]int64 `json:"instanceTypeGPUMemoryMiB,omitempty"`
+	// MemoryArgs are GPUScheduler's args of the same names (minMemoryAnnotation,
+	// nodeMemoryLabel, gpuResource, vendorMemoryLabels, instanceTypeGPUMemoryMiB),
+	// embedded from the one struct both plugins share.
+	pluginargs.MemoryArgs
 	// CapacityTypeAnnotation, CapacityTypeNodeLabel and DefaultCapacityChoice are
 	// CapacityType's annotation, nodeLabel and defaultChoice.
 	CapacityTypeAnnotation *string `json:"capacityTypeAnnotation,omitempty"`
@@ -122,22 +118,12 @@ func configFromArgs(obj runtime.Object) (config, error) {
 	setString(&c.zone.ZonePolicyAnnotation, args.ZonePolicyAnnotation)
 	setString(&c.zone.JobSizeAnnotation, args.JobSizeAnnotation)
 	setString(&c.zone.ZoneLabel, args.ZoneLabel)
-	setString(&c.gpu.MinMemoryAnnotation, args.MinMemoryAnnotation)
-	setString(&c.gpu.NodeMemoryLabel, args.NodeMemoryLabel)
-	if args.GPUResource != nil {
-		c.gpu.GPUResource = v1.ResourceName(*args.GPUResource)
-	}
-	if args.VendorMemoryLabels != nil {
-		c.gpu.VendorMemoryLabels = *args.VendorMemoryLabels
-	}
-	if args.InstanceTypeGPUMemoryMiB != nil {
-		c.gpu.InstanceTypeGPUMemoryMiB = args.InstanceTypeGPUMemoryMiB
-	}
-	setString(&c.capacity.Annotation, args.CapacityTypeAnnotation)
-	setString(&c.capacity.NodeLabel, args.CapacityTypeNodeLabel)
-	if args.DefaultCapacityChoice != nil {
-		c.capacity.DefaultChoice = gpupolicy.CapacityChoice(*args.DefaultCapacityChoice)
-	}
+	c.gpu = args.MemoryArgs.Apply(c.gpu)
+	c.capacity = pluginargs.CapacityArgs{
+		Annotation:    args.CapacityTypeAnnotation,
+		NodeLabel:     args.CapacityTypeNodeLabel,
+		DefaultChoice: args.DefaultCapacityChoice,
+	}.Apply(c.capacity)
 	if args.MaxJobSize != nil {
 		c.zone.MaxJobSize = *args.MaxJobSize
 	}

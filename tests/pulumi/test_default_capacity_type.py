@@ -50,7 +50,7 @@ def test_a_bad_choice_fails_naming_the_key(value: str) -> None:
 
 
 def test_the_renderer_refuses_an_unknown_choice() -> None:
-    with pytest.raises(ValueError, match="default capacity type must be empty or one of on-demand"):
+    with pytest.raises(ValueError, match="policy default_capacity_type must be one of on-demand"):
         PolicyChoices(default_capacity_type="SPOT")  # type: ignore[arg-type]
 
 

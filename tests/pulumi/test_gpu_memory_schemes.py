@@ -10,12 +10,13 @@ import yaml
 from components.custom_scheduler import CONFIG_FILE
 from components.extender import extender_args
 from components.render.ec2_catalogue import snapshot_gpu_memory_table
-from components.render.policy_choices import JOB_ZONE_PLUGIN, PLUGIN_NAME, PolicyChoices
+from components.render.policy_choices import PolicyChoices
 from components.render.webhook_config import webhook_args
 from components.stack_config import PROJECT, ExtenderDeploymentSettings, StackConfigError
 from contracts.cluster import EXTENDER_SERVICE, SCHEDULER_NAME, WEBHOOK_SERVICE
 from extender_app.cli import settings_from
 from policy import GFD_GPU_MEMORY_LABEL, VENDOR_MEMORY_LABELS, PolicySettings
+from policy.setting_schema import GPU_SCHEDULER_PLUGIN, JOB_ZONE_PLUGIN
 from tests.pulumi.conftest import SINGLE_GROUP, run_with, stack_config
 from tests.pulumi.test_default_capacity_type import container_args
 
@@ -94,7 +95,7 @@ def test_plugin_mode_gives_the_same_schemes_to_gpu_scheduler_and_job_zone() -> N
     data = run.kubernetes_object("ConfigMap", f"{SCHEDULER_NAME}-config")["data"]
     [profile] = yaml.safe_load(data[CONFIG_FILE])["profiles"]
     plugin_args: dict[str, Any] = {entry["name"]: entry["args"] for entry in profile["pluginConfig"]}
-    for plugin in (PLUGIN_NAME, JOB_ZONE_PLUGIN):
+    for plugin in (GPU_SCHEDULER_PLUGIN, JOB_ZONE_PLUGIN):
         assert plugin_args[plugin]["vendorMemoryLabels"] == [GFD_GPU_MEMORY_LABEL], plugin
         assert plugin_args[plugin]["instanceTypeGPUMemoryMiB"] == dict(snapshot_gpu_memory_table()), plugin
     webhook = settings_from(container_args(run, WEBHOOK_SERVICE), {})

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from components.custom_scheduler import CONFIG_FILE
-from components.render.policy_choices import JOB_ZONE_PLUGIN, JobZoneArgs
+from components.render.policy_choices import JobZoneArgs
 from components.render.scheduler_config import (
     SchedulerConfig,
     render_scheduler_config,
@@ -14,6 +14,7 @@ from components.render.scheduler_config import (
 from components.stack_config import PROJECT, StackConfigError
 from contracts.cluster import SCHEDULER_NAME, WEBHOOK_SERVICE
 from extender_app.cli import settings_from
+from policy.setting_schema import JOB_ZONE_PLUGIN
 from tests.pulumi.conftest import SINGLE_GROUP, run_with, stack_config
 from tests.pulumi.test_scoring_strategy import MEMORY_ARGS
 

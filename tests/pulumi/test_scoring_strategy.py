@@ -60,7 +60,9 @@ def test_plugin_mode_names_the_strategy_and_extender_mode_has_no_plugin_config()
 
 
 def test_the_renderer_refuses_an_unknown_strategy() -> None:
-    with pytest.raises(ValueError, match="scoring strategy must be one of prefer-larger, best-fit, not 'x'"):
+    with pytest.raises(
+        ValueError, match="policy scoring_strategy must be one of prefer-larger, best-fit, not 'x'"
+    ):
         PolicyChoices(scoring_strategy="x")  # type: ignore[arg-type]
 
 
