@@ -77,7 +77,8 @@ class ScalePlan:
     extender_pods: int = 200
     """GPU pods per extender-mode run: at a few pods/s on 2 cores, 500 would take minutes per size."""
     qps: tuple[int | None, ...] = (None, 1000)
-    """kube-scheduler client QPS/burst settings: None = the default 50/100 (as deployed), then lifted."""
+    """kube-scheduler client QPS/burst settings: None = kube-scheduler's default 50/100, then 1000/1000
+    (the stack's ``scheduler.clientQps`` default, as deployed)."""
     modes: tuple[Mode, ...] = RUN_ORDER
     """The modes run at each size and QPS (in this order in the first round, then rotated)."""
     percentage_of_nodes_to_score: int | None = None

@@ -9,8 +9,8 @@ of 8 GPUs and plugin mode's scheduler (through the admission webhook, as deploye
   every job, then member 1, ...), so every job is incomplete until the last round of creates;
 - **plain**: the same number of one-GPU pods in no job;
 
-each pair at every client QPS setting asked for (kube-scheduler's default 50/100, as deployed, and
-lifted to 1000/1000, as ``bench.scale --qps 1000`` runs): at the default rate the scheduler's own
+each pair at every client QPS setting asked for (kube-scheduler's default 50/100, and 1000/1000,
+the stack's ``scheduler.clientQps`` default, as deployed and as ``bench.scale --qps 1000`` runs): at the default rate the scheduler's own
 client throttles its Bindings, so the last Bindings drain at its rate, not at the plugin's. With
 ``without_nominations``, each round at a lifted rate runs the jobs a third time with
 kube-scheduler's ``NOMINATIONS_GATE`` off: what its status write per held member costs.

@@ -86,7 +86,8 @@ def render_gang_section(document: GangDocument) -> list[str]:
         "- times from the first create (or the last) to the last Binding, by a watch on the namespace; "
         "GPU-seconds held at Permit from the same watch; timeouts from JobZone's log",
         "- each pair of runs at every client QPS setting of the scheduler, in turn within each round: "
-        "kube-scheduler's default 50/100 (as deployed) and lifted; at the default the scheduler's own "
+        "kube-scheduler's default 50/100 and lifted to the stack's scheduler.clientQps default (as "
+        "deployed); at 50/100 the scheduler's own "
         "client paces the last Bindings (see FINDINGS.md), so the target, every job bound within "
         f"{TARGET_RATIO}x the time of the same pods in no job, is judged with the client QPS lifted",
     ]
