@@ -247,6 +247,7 @@ class ExtenderService:
             max_body_bytes=max_body_bytes,
             max_connections=max_connections[0],
             max_connections_per_source=max_connections[1],
+            connection_rate_per_source=settings.connection_rate_per_source,
             max_buffered_body_bytes=max_buffered[0],
             max_buffered_body_bytes_per_source=max_buffered[1],
         )

@@ -164,6 +164,14 @@ class ExtenderSettings:
         "seconds from accept to a complete request head on the health port (probes and scrapes send no"
         " body and are answered without reading one)",
     )
+    # A new connection costs a TLS handshake; a cut slow sender reconnects at once:
+    # docs/serving.md#connections-idle-holders-and-sources.
+    connection_rate_per_source: float = setting(
+        20.0,
+        "new connections a second one client IP address may open, after --max-connections-per-source"
+        " (--health-max-connections-per-source on the health port) at once; past it a new connection is"
+        " closed at accept, before TLS; 0 = no limit",
+    )
     handshake_timeout: float = setting(
         1.0, "seconds from accept to a completed TLS handshake (within --header-timeout)"
     )
@@ -330,7 +338,8 @@ class ExtenderSettings:
         self._check_node_cache()
 
     def _check_budget(self) -> None:
-        """Each budget holds at least one whole body, else a body of the allowed size is never read."""
+        """Each budget holds at least one whole body, else a body of the allowed size is never read;
+        a connection rate is not negative."""
         if self.max_buffered_body_bytes and self.max_buffered_body_bytes < self.max_body_bytes:
             raise ValueError(
                 "max_buffered_body_bytes must be 0 (twice max_body_bytes) or at least max_body_bytes"
@@ -340,6 +349,8 @@ class ExtenderSettings:
             raise ValueError(
                 "max_buffered_body_bytes_per_source must be 0 (max_body_bytes) or at least max_body_bytes"
             )
+        if self.connection_rate_per_source < 0:
+            raise ValueError("connection_rate_per_source must be 0 (no limit) or more")
 
     def _check_role(self) -> None:
         if not 1 <= self.max_node_selector_terms <= NODE_SELECTOR_TERMS_LIMIT:

@@ -35,6 +35,7 @@ from extender_app.serving.connection_io import (
     too_large,
     until_closed,
 )
+from extender_app.serving.connection_rate import ConnectionRate
 from extender_app.serving.connection_table import Connection, ConnectionTable
 from extender_app.serving.request_hold import RequestHold
 from extender_app.serving.responses import (
@@ -79,6 +80,7 @@ class HttpServer:
         self._on_evicted = on_evicted_connection
         self._on_tls_failure = on_tls_failure
         self._connections = ConnectionTable(limits.max_connections, limits.max_connections_per_source)
+        self._rate = ConnectionRate(limits.connection_rate_per_source, limits.max_connections_per_source)
         self._server: asyncio.Server | None = None
         self._stopping = False
         self._waiting_for_slot = 0
@@ -133,7 +135,10 @@ class HttpServer:
             closed=asyncio.ensure_future(until_closed(writer)),
             idle_since=asyncio.get_running_loop().time(),
         )
-        admission = None if self._stopping else self._connections.admit(task, connection)
+        too_fast = self._limits.connection_rate_per_source and not self._rate.allow(
+            connection.source, connection.idle_since
+        )
+        admission = None if self._stopping or too_fast else self._connections.admit(task, connection)
         for _ in range(admission.evicted if admission else 0):
             self._on_evicted()
         if admission is None or not admission.admitted:

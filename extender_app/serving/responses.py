@@ -59,6 +59,9 @@ class ServerLimits:
     max_body_bytes: int
     max_connections: int
     max_connections_per_source: int
+    connection_rate_per_source: float
+    """New connections a second one source may open after ``max_connections_per_source`` at once
+    (0: no limit)."""
     max_buffered_body_bytes: int
     max_buffered_body_bytes_per_source: int
 

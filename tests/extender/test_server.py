@@ -558,3 +558,19 @@ def test_a_client_gone_mid_body_leaves_no_frames_holding_its_body(extender):
         assert _request_frames() == []
     finally:
         gc.enable()
+
+
+def test_a_source_opening_connections_too_fast_is_closed_at_accept_before_tls(pki):
+    """Past its burst, a source's new connection is closed before the handshake; another source
+    still connects."""
+    settings = settings_for(pki, connection_rate_per_source=0.01, max_connections_per_source=3)
+    server = ThreadedExtender(settings, pki).start()
+    try:
+        held = [tls_socket(server.ports.port, scheduler_context(pki), "127.0.0.2") for _ in range(3)]
+        assert refusal(lambda: tls_socket(server.ports.port, scheduler_context(pki), "127.0.0.2")) is not None
+        body = extender_body(make_pod(), make_nodes(1))
+        assert request(server.ports.port, scheduler_context(pki), "/filter", body).status == 200
+        for sock in held:
+            sock.close()
+    finally:
+        server.stop()
