@@ -10,7 +10,9 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	schedulerconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
+	preemptionpkg "k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 )
 
@@ -40,7 +42,49 @@ func (pl *JobZone) newPreemption(ctx context.Context) (*defaultpreemption.Defaul
 	}
 	preemption.IsEligiblePod = pl.mayEvict
 	preemption.Evaluator.Interface = &wholeJobPreemption{DefaultPreemption: preemption, pl: pl}
+	evict := preemption.Evaluator.PreemptPod
+	preemption.Evaluator.PreemptPod = func(ctx context.Context, c preemptionpkg.Candidate, preemptor, victim *v1.Pod, plugin string) error {
+		if pl.rejectHeldVictim(ctx, preemptor, victim, c.Name()) {
+			return nil
+		}
+		return evict(ctx, c, preemptor, victim, plugin)
+	}
 	return preemption, nil
+}
+
+// rejectHeldVictim ends, under the plugin's lock, the hold of a victim that waits at Permit in
+// a job's hold: every held member is rejected under JobZone's name and the job's members are
+// requeued, so the job is planned again at once, in another zone if this one no longer holds
+// it. It reports whether it did; a victim in no hold is left to DefaultPreemption (a waiting
+// pod is rejected, a placed one deleted).
+func (pl *JobZone) rejectHeldVictim(ctx context.Context, preemptor, victim *v1.Pod, nodeName string) bool {
+	job, err := pl.declaredJob(victim)
+	if err != nil || job == nil {
+		return false
+	}
+	key := jobKey(victim, job)
+	logger := klog.FromContext(ctx)
+	now := pl.clock.Now()
+	pl.mu.Lock()
+	g := pl.gangs[key]
+	if g == nil {
+		pl.mu.Unlock()
+		return false
+	}
+	if _, held := g.held[victim.UID]; !held {
+		pl.mu.Unlock()
+		return false
+	}
+	message := fmt.Sprintf(PreemptedFormat, key, klog.KObj(victim), klog.KObj(preemptor))
+	pl.endHoldLocked(key, victim.Namespace, job, g, message, HoldRejected, now)
+	pl.mu.Unlock()
+	logger.V(2).Info("preemption took a held member; the job is placed again", "job", key, "member", klog.KObj(victim),
+		"preemptor", klog.KObj(preemptor), "node", nodeName)
+	if recorder := pl.handle.EventRecorder(); recorder != nil {
+		recorder.Eventf(victim, preemptor, v1.EventTypeNormal, "Preempted", "Preempting", "Preempted by pod %v on node %v", preemptor.UID, nodeName)
+	}
+	pl.activateMembers(logger, victim.Namespace, job, "")
+	return true
 }
 
 // preempt runs DefaultPreemption for a pod JobZone does not end the attempt for; a status
