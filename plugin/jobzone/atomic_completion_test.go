@@ -169,9 +169,14 @@ func TestPreemptingAHeldMemberRejectsItsWholeJobAndRequeuesIt(t *testing.T) {
 			t.Errorf("%s not sent back to the active queue; activated %v", name, h.activator.names())
 		}
 	}
-	// A victim in no hold is left to DefaultPreemption.
-	if h.plugin.rejectHeldVictim(context.Background(), preemptor, member("llm", 2, 3, ""), "b1") {
-		t.Fatal("a member in no hold was taken by JobZone")
+	// A member already given up holds nothing: it is not deleted. A bound member and a pod in no
+	// job are DefaultPreemption's.
+	if !h.plugin.rejectHeldVictim(context.Background(), preemptor, member("llm", 0, 3, "b1"), "b1") {
+		t.Fatal("a member given up was left to DefaultPreemption, which deletes it")
+	}
+	h.plugin.pods = podsLister(t, first, member("llm", 1, 3, "b1"), third)
+	if h.plugin.rejectHeldVictim(context.Background(), preemptor, member("llm", 1, 3, "b1"), "b1") {
+		t.Fatal("a bound member was taken by JobZone")
 	}
 	if h.plugin.rejectHeldVictim(context.Background(), preemptor, filler("plain", "b1", 1), "b1") {
 		t.Fatal("a pod in no job was taken by JobZone")

@@ -52,14 +52,16 @@ func (pl *JobZone) newPreemption(ctx context.Context) (*defaultpreemption.Defaul
 	return preemption, nil
 }
 
-// rejectHeldVictim ends, under the plugin's lock, the hold of a victim that waits at Permit in
-// a job's hold: every held member is rejected under JobZone's name and the job's members are
-// requeued, so the job is planned again at once, in another zone if this one no longer holds
-// it. It reports whether it did; a victim in no hold is left to DefaultPreemption (a waiting
-// pod is rejected, a placed one deleted).
+// rejectHeldVictim takes a victim that is a member of a same-zone job not bound in the API (it
+// was only assumed by this scheduler: held at Permit, or already given up). When it is in its
+// job's hold, the hold ends under the plugin's lock: every held member is rejected under
+// JobZone's name and the job's members are requeued, so the job is planned again at once, in
+// another zone if this one no longer holds it. A member already given up holds nothing and is
+// not deleted. It reports whether it took the victim; any other victim is DefaultPreemption's
+// (a waiting pod is rejected, a placed one deleted).
 func (pl *JobZone) rejectHeldVictim(ctx context.Context, preemptor, victim *v1.Pod, nodeName string) bool {
 	job, err := pl.declaredJob(victim)
-	if err != nil || job == nil {
+	if err != nil || job == nil || pl.boundInAPI(victim) {
 		return false
 	}
 	key := jobKey(victim, job)
@@ -69,11 +71,11 @@ func (pl *JobZone) rejectHeldVictim(ctx context.Context, preemptor, victim *v1.P
 	g := pl.gangs[key]
 	if g == nil {
 		pl.mu.Unlock()
-		return false
+		return true
 	}
 	if _, held := g.held[victim.UID]; !held {
 		pl.mu.Unlock()
-		return false
+		return true
 	}
 	message := fmt.Sprintf(PreemptedFormat, key, klog.KObj(victim), klog.KObj(preemptor))
 	pl.endHoldLocked(key, victim.Namespace, job, g, message, HoldRejected, now)
@@ -85,6 +87,16 @@ func (pl *JobZone) rejectHeldVictim(ctx context.Context, preemptor, victim *v1.P
 	}
 	pl.activateMembers(logger, victim.Namespace, job, "")
 	return true
+}
+
+// boundInAPI reports whether the pod informer has the pod bound to a node (true without an
+// informer, when that cannot be told).
+func (pl *JobZone) boundInAPI(pod *v1.Pod) bool {
+	if pl.pods == nil {
+		return pod.Spec.NodeName != "" && pl.handle.GetWaitingPod(pod.UID) == nil
+	}
+	current, err := pl.pods.Pods(pod.Namespace).Get(pod.Name)
+	return err == nil && current.UID == pod.UID && current.Spec.NodeName != ""
 }
 
 // preempt runs DefaultPreemption for a pod JobZone does not end the attempt for; a status
