@@ -28,11 +28,12 @@
 //     DefaultPreemption, which follows priority and takes a lower-priority job whole, every
 //     member on every node, or none of it (preemption.go, whole_job_preemption.go).
 //   - Permit holds the job's pods until job-size members are reserved in the zone,
-//     then lets them all bind. After permitTimeout every held member is rejected and
-//     the zone is skipped for the job for failedZoneDuration, so the retry plans
-//     elsewhere. When a held member's node is deleted or taken away meanwhile, every
-//     held member is rejected at once, and the job completing checks every held
-//     member's node first.
+//     then lets them all bind, in one decision under the plugin's lock that counts the
+//     members still waiting and checks every member's node (gang.go). After permitTimeout
+//     JobZone rejects every held member and skips the zone for the job for
+//     failedZoneDuration, so the retry plans elsewhere. When a held member's node is
+//     deleted or taken away meanwhile, or preemption takes a held member, every held
+//     member is rejected at once. Every release requeues the job's members (hold.go).
 //
 // The rules (which pods form a job, which zone wins) live in package zonepolicy; this
 // package adapts them to the framework's extension points. It follows the semantics

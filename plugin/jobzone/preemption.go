@@ -24,8 +24,8 @@ import (
 //   - preemption follows priority, never a label: a job's priority is its highest member's;
 //     a pod that outranks a job may take its GPUs by evicting every placed member of it, on
 //     every node, and a pod that does not takes none of them;
-//   - a member held at Permit is a victim on the same terms: preemption rejects it at
-//     Permit, which releases the whole job's hold (Unreserve);
+//   - a member held at Permit is a victim on the same terms: its eviction ends the whole
+//     job's hold under JobZone's lock and requeues the job (rejectHeldVictim);
 //   - a member of a job not yet placed preempts nothing for itself (PostFilter ends its
 //     attempt before preemption: failover.go), while the rest of its job cannot fit.
 
