@@ -6,14 +6,14 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedulerconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
-	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
-	preemptionpkg "k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	preemptionpkg "k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 )
 
 // JobZone is the profile's preemption: it runs kube-scheduler's DefaultPreemption (the same
