@@ -784,7 +784,8 @@ def test_a_preempted_held_members_job_is_whole_elsewhere_within_seconds(
     held = create(cluster, *(member("llm", index, 8) for index in range(7)))
 
     def held_on_a() -> bool:
-        return {event.pod for event in watch.snapshot() if event.kind == "held" and event.node == "a-1"} >= set(held)
+        events = watch.snapshot()
+        return {event.pod for event in events if event.kind == "held" and event.node == "a-1"} >= set(held)
 
     wait_for(held_on_a, 60, "seven members held at Permit on a-1", interval=0.1)
     top = priority_class(cluster, "urgent-top", 1_000_000)
