@@ -3,7 +3,6 @@ package jobzone
 import (
 	"context"
 	"fmt"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -57,33 +56,23 @@ func (pl *JobZone) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1
 		return pl.preempt(ctx, state, pod, m, fmt.Sprintf(BoundZoneFullFormat, key, s.zone))
 	}
 	now := pl.clock.Now()
+	logger := klog.FromContext(ctx)
+	message := fmt.Sprintf(ZoneRefusedFormat, key, s.zone, pl.config.failedZoneDuration)
 	pl.mu.Lock()
 	g := pl.gangs[key]
-	delete(pl.gangs, key)
-	pl.release(key)
-	if pl.failed[key] == nil {
-		pl.failed[key] = map[string]time.Time{}
-	}
-	pl.failed[key][s.zone] = now.Add(pl.config.failedZoneDuration)
+	pl.skipZoneLocked(logger, key, pod.Namespace, s.job, s.zone, now)
+	pl.endHoldLocked(key, pod.Namespace, s.job, g, message, HoldRejected, now)
 	pl.mu.Unlock()
 
-	message := fmt.Sprintf(ZoneRefusedFormat, key, s.zone, pl.config.failedZoneDuration)
-	holdEnded(g, HoldRejected, now)
-	logger := klog.FromContext(ctx)
 	held, gpuSeconds := 0, 0.0
 	if g != nil {
 		held, gpuSeconds = len(g.held), g.gpuSeconds(now)
 	}
 	logger.V(2).Info("no node in the job's zone passed the filters; the job is planned again", "job", key,
 		"zone", s.zone, "member", klog.KObj(pod), "held", held, "gpuSecondsHeld", gpuSeconds)
-	pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
-		if isMember(wp.GetPod(), pod.Namespace, s.job, pl.config.zone) {
-			wp.Reject(Name, message)
-		}
-	})
-	pl.activatePending(logger, pod, s.job)
-	// The pod is still in its scheduling cycle: activating it makes the queue send it back
-	// after its backoff instead of waiting for a cluster event.
+	pl.activateMembers(logger, pod.Namespace, s.job, pod.UID)
+	// The pod itself is still in its scheduling cycle: activating it makes the queue send it
+	// back after its backoff instead of waiting for a cluster event.
 	pl.handle.Activate(logger, map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod})
 	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, message)
 }

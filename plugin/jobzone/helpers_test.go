@@ -3,6 +3,7 @@ package jobzone
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -138,6 +139,8 @@ type harness struct {
 type recordingActivator struct {
 	mu        sync.Mutex
 	activated []string
+	// changed is signalled (without blocking) after each activation, for waitFor.
+	changed chan struct{}
 }
 
 func (a *recordingActivator) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
@@ -146,6 +149,30 @@ func (a *recordingActivator) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
 	for name := range pods {
 		a.activated = append(a.activated, name)
 	}
+	select {
+	case a.changed <- struct{}{}:
+	default:
+	}
+}
+
+// waitFor waits until the named pod was activated; the test fails if it never is.
+func (a *recordingActivator) waitFor(t testing.TB, name string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for !slices.Contains(a.names(), name) {
+		select {
+		case <-a.changed:
+		case <-deadline:
+			t.Fatalf("%s was never activated; activated %v", name, a.names())
+		}
+	}
+}
+
+// clear forgets the pods activated so far.
+func (a *recordingActivator) clear() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.activated = nil
 }
 
 func (a *recordingActivator) names() []string {
@@ -161,7 +188,7 @@ func newHarness(t testing.TB, args runtime.Object) *harness {
 	t.Cleanup(cancel)
 	h := &harness{
 		t: t, lister: &swappableLister{}, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
-		activator: &recordingActivator{},
+		activator: &recordingActivator{changed: make(chan struct{}, 1)},
 	}
 	h.lister.set(nil, nil)
 	factory := func(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
@@ -201,6 +228,20 @@ func (h *harness) permit(pod *v1.Pod, nodeName string) *fwk.Status {
 	assumed := pod.DeepCopy()
 	assumed.Spec.NodeName = nodeName
 	return h.fw.RunPermitPlugins(context.Background(), framework.NewCycleState(), assumed, nodeName)
+}
+
+// permitKeeping runs the framework's Permit for pod on nodeName like permit, and returns the
+// cycle's state too, for a later unreserveKeeping of the same cycle.
+func (h *harness) permitKeeping(pod *v1.Pod, nodeName string) (*fwk.Status, fwk.CycleState) {
+	assumed := pod.DeepCopy()
+	assumed.Spec.NodeName = nodeName
+	state := framework.NewCycleState()
+	return h.fw.RunPermitPlugins(context.Background(), state, assumed, nodeName), state
+}
+
+// unreserveKeeping runs Unreserve for pod in the cycle whose state permitKeeping returned.
+func (h *harness) unreserveKeeping(state fwk.CycleState, pod *v1.Pod, nodeName string) {
+	h.fw.RunReservePluginsUnreserve(context.Background(), state, pod, nodeName)
 }
 
 // waitResult starts the framework's WaitOnPermit for a held pod, as a binding cycle does.

@@ -88,8 +88,7 @@ func TestATimedOutJobCountsAsTimedOut(t *testing.T) {
 	first := member("llm", 0, 8, "")
 	h.permit(first, "b1")
 	done := h.waitResult(first)
-	h.clock.Step(DefaultPermitTimeout)
-	h.fw.GetWaitingPod(first.UID).Reject(Name, "rejected due to timeout")
+	h.clock.Step(DefaultPermitTimeout) // JobZone's own timer ends the hold
 	receive(t, "first", done)
 	h.unreserve(first, "b1")
 	expectHolds(t, before, 1, HoldTimedOut, DefaultPermitTimeout.Seconds())

@@ -28,11 +28,12 @@
 //     DefaultPreemption, which follows priority and takes a lower-priority job whole, every
 //     member on every node, or none of it (preemption.go, whole_job_preemption.go).
 //   - Permit holds the job's pods until job-size members are reserved in the zone,
-//     then lets them all bind. After permitTimeout every held member is rejected and
-//     the zone is skipped for the job for failedZoneDuration, so the retry plans
-//     elsewhere. When a held member's node is deleted or taken away meanwhile, every
-//     held member is rejected at once, and the job completing checks every held
-//     member's node first.
+//     then lets them all bind, in one decision under the plugin's lock that counts the
+//     members still waiting and checks every member's node (gang.go). After permitTimeout
+//     JobZone rejects every held member and skips the zone for the job for
+//     failedZoneDuration, so the retry plans elsewhere. When a held member's node is
+//     deleted or taken away meanwhile, or preemption takes a held member, every held
+//     member is rejected at once. Every release requeues the job's members (hold.go).
 //
 // The rules (which pods form a job, which zone wins) live in package zonepolicy; this
 // package adapts them to the framework's extension points. It follows the semantics
@@ -49,6 +50,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -88,11 +90,15 @@ const (
 type JobZone struct {
 	config config
 	handle fwk.Handle
-	clock  clock.Clock
+	clock  clock.WithDelayedExecution
 
 	mu sync.Mutex
 	// gangs are the jobs with members held at Permit, by namespace/name.
 	gangs map[string]*gang
+	// generation is the last hold's generation (hold.go).
+	generation uint64
+	// released are the members JobZone rejected at Permit whose Unreserve has not come yet.
+	released map[types.UID]struct{}
 	// failed are, by job, the zones where the job timed out and until when they are skipped.
 	failed map[string]map[string]time.Time
 	// reservations are the planned jobs' holds on their zones, by namespace/name (ledger.go).
@@ -102,6 +108,9 @@ type JobZone struct {
 	// pods is the scheduler's pod informer's lister, for counting a job's members
 	// (siblings.go); nil without an informer factory.
 	pods corelisters.PodLister
+	// nodes is the scheduler's node informer's lister, for the nodes' state when a job
+	// completes; nil without an informer factory (the cycle's snapshot is read instead).
+	nodes corelisters.NodeLister
 	// jobs is the scheduler's Job informer's lister, for an Indexed Job's size (its
 	// spec.completions); nil without an informer factory.
 	jobs batchlisters.JobLister
@@ -128,7 +137,7 @@ func New(ctx context.Context, args runtime.Object, handle fwk.Handle) (fwk.Plugi
 	return newWithClock(ctx, args, handle, clock.RealClock{})
 }
 
-func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, clk clock.Clock) (*JobZone, error) {
+func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, clk clock.WithDelayedExecution) (*JobZone, error) {
 	c, err := configFromArgs(args)
 	if err != nil {
 		return nil, err
@@ -141,7 +150,7 @@ func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, c
 		"failedZoneDuration", c.failedZoneDuration, "maxJobSize", c.zone.MaxJobSize, "zoneLabel", c.zone.ZoneLabel)
 	pl := &JobZone{
 		config: c, handle: handle, clock: clk,
-		gangs: map[string]*gang{}, failed: map[string]map[string]time.Time{}, reservations: map[string]reservation{},
+		gangs: map[string]*gang{}, released: map[types.UID]struct{}{}, failed: map[string]map[string]time.Time{}, reservations: map[string]reservation{},
 		order: newJobOrder(),
 	}
 	preemption, err := pl.newPreemption(ctx)
@@ -157,6 +166,7 @@ func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, c
 			return nil, fmt.Errorf("%s: indexing pods by namespace: %w", Name, err)
 		}
 		pl.pods = informers.Core().V1().Pods().Lister()
+		pl.nodes = informers.Core().V1().Nodes().Lister()
 		pl.jobs = informers.Batch().V1().Jobs().Lister()
 		pl.volumes = &volumeListers{
 			claims:  informers.Core().V1().PersistentVolumeClaims().Lister(),

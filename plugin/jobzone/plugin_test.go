@@ -251,8 +251,9 @@ func TestPermitWaitsOnlyUntilTheJobsDeadline(t *testing.T) {
 	first := member("llm", 0, 3, "")
 	state := framework.NewCycleState()
 	status, wait := h.plugin.Permit(context.Background(), state, first, "b1")
-	if status.Code() != fwk.Wait || wait != DefaultPermitTimeout {
-		t.Fatalf("first member: %v for %s, want Wait for %s", status, wait, DefaultPermitTimeout)
+	// The framework's own timer is set past the deadline: JobZone ends the hold at the deadline.
+	if status.Code() != fwk.Wait || wait != DefaultPermitTimeout+deadlineGrace {
+		t.Fatalf("first member: %v for %s, want Wait for %s", status, wait, DefaultPermitTimeout+deadlineGrace)
 	}
 	if want := fmt.Sprintf(WaitingFormat, 1, 3, "ml/llm", "us-east-1b"); status.Message() != want {
 		t.Fatalf("message %q, want %q", status.Message(), want)
@@ -260,8 +261,8 @@ func TestPermitWaitsOnlyUntilTheJobsDeadline(t *testing.T) {
 	h.clock.Step(10 * time.Minute)
 	h.lister.set(append(pods, member("llm", 0, 3, "b1")), nodes)
 	_, wait = h.plugin.Permit(context.Background(), state, member("llm", 1, 3, ""), "b1")
-	if wait != DefaultPermitTimeout-10*time.Minute {
-		t.Fatalf("a later member waits %s, want the %s left of the job's", wait, DefaultPermitTimeout-10*time.Minute)
+	if wait != DefaultPermitTimeout-10*time.Minute+deadlineGrace {
+		t.Fatalf("a later member waits %s, want the %s left of the job's", wait, DefaultPermitTimeout-10*time.Minute+deadlineGrace)
 	}
 }
 
@@ -280,19 +281,16 @@ func TestTimeoutRejectsEveryHeldMemberAndSkipsTheZone(t *testing.T) {
 	h.permit(second, "b1")
 	secondDone := h.waitResult(second)
 
-	// The job's time runs out: the framework rejects the first member and the
-	// scheduler unreserves it; the plugin rejects the other.
+	// The job's time runs out: JobZone's timer rejects both held members at once, and the
+	// scheduler unreserves the first.
 	h.clock.Step(DefaultPermitTimeout)
-	h.fw.GetWaitingPod(first.UID).Reject(Name, "rejected due to timeout")
-	if status := receive(t, "first", firstDone); status.IsSuccess() {
-		t.Fatal("first member allowed")
+	want := fmt.Sprintf(TimedOutFormat, "ml/llm", 8, "us-east-1b", DefaultPermitTimeout, DefaultFailedZoneDuration)
+	for what, done := range map[string]<-chan *fwk.Status{"first": firstDone, "second": secondDone} {
+		if status := receive(t, what, done); status.IsSuccess() || !strings.Contains(status.Message(), want) {
+			t.Fatalf("%s member: %v, want rejected with %q", what, status, want)
+		}
 	}
 	h.unreserve(first, "b1")
-	status := receive(t, "second", secondDone)
-	want := fmt.Sprintf(TimedOutFormat, "ml/llm", 8, "us-east-1b", DefaultPermitTimeout, DefaultFailedZoneDuration)
-	if status.IsSuccess() || !strings.Contains(status.Message(), want) {
-		t.Fatalf("second member: %v, want rejected with %q", status, want)
-	}
 	// Before the scheduler has unreserved the second member, it is still assumed in b: a
 	// member planned now must not follow it there.
 	h.lister.set(append(pods, member("llm", 1, 8, "b1")), nodes)

@@ -52,6 +52,7 @@ func (pl *JobZone) releaseJobsOn(logger klog.Logger, nodeName string, node *v1.N
 		job                    *zonepolicy.Job
 	}
 	var releases []release
+	seen := map[string]bool{}
 	pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		pod := wp.GetPod()
 		if pod.Spec.NodeName != nodeName {
@@ -61,19 +62,21 @@ func (pl *JobZone) releaseJobsOn(logger klog.Logger, nodeName string, node *v1.N
 		if err != nil || job == nil {
 			return
 		}
-		if why := takenFrom(node, pod); why != "" {
+		if why := takenFrom(node, pod); why != "" && !seen[pod.Namespace+"/"+job.Name] {
+			seen[pod.Namespace+"/"+job.Name] = true
 			releases = append(releases, release{pod.Namespace, klog.KObj(pod).String(), why, job})
 		}
 	})
 	for _, r := range releases {
-		message := fmt.Sprintf(NodeTakenFormat, r.namespace+"/"+r.job.Name, nodeName, r.member, r.why)
-		logger.V(2).Info("a held member's node was taken away; releasing its job", "job", r.namespace+"/"+r.job.Name,
+		key := r.namespace + "/" + r.job.Name
+		message := fmt.Sprintf(NodeTakenFormat, key, nodeName, r.member, r.why)
+		logger.V(2).Info("a held member's node was taken away; releasing its job", "job", key,
 			"node", nodeName, "member", r.member, "why", r.why)
-		pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
-			if isMember(wp.GetPod(), r.namespace, r.job, pl.config.zone) {
-				wp.Reject(Name, message)
-			}
-		})
+		now := pl.clock.Now()
+		pl.mu.Lock()
+		pl.endHoldLocked(key, r.namespace, r.job, pl.gangs[key], message, HoldRejected, now)
+		pl.mu.Unlock()
+		pl.activateMembers(logger, r.namespace, r.job, "")
 	}
 }
 

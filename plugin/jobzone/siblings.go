@@ -90,6 +90,6 @@ func (pl *JobZone) activateWhenComplete(pod *v1.Pod) {
 		return
 	}
 	if exist >= job.Size {
-		pl.activatePending(logger, pod, job)
+		pl.activateMembers(logger, pod.Namespace, job, pod.UID)
 	}
 }

@@ -761,3 +761,39 @@ def test_a_higher_priority_job_is_placed_before_an_older_one(cluster: E2ECluster
     )
     core = kubernetes.client.CoreV1Api(cluster.api)
     assert [name for name in older if core.read_namespaced_pod(name, WORKLOAD_NAMESPACE).spec.node_name] == []
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_a_preempted_held_members_job_is_whole_elsewhere_within_seconds(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """A job of 8 is planned on A's one node of 8 GPUs (the tightest fit; B has 12) and seven
+    members are held there at Permit (the eighth exists, gated). A priority-1,000,000 pod that
+    must run on a-1 and needs 2 GPUs preempts held members. JobZone ends the whole hold under its
+    own name and requeues every member at once, so when the eighth member is let in the job binds
+    whole in B within seconds: not at the permit timeout (600 s here) nor at kube-scheduler's
+    5-minute flush of unschedulable pods."""
+    cluster.add_nodes(
+        SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_A),
+        SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=6), ZONE_B),
+        SimulatedNode("b-2", shaped_like(BASE_TYPE, 81920, gpu_count=6), ZONE_B),
+    )
+    start_webhook(cluster.plane, tmp_path / "webhook")
+    cluster.start(choices=PolicyChoices(job_zone=JobZoneArgs(permit_timeout_seconds=600)))
+    [last] = create(cluster, gated(member("llm", 7, 8)))
+    held = create(cluster, *(member("llm", index, 8) for index in range(7)))
+
+    def held_on_a() -> bool:
+        events = watch.snapshot()
+        return {event.pod for event in events if event.kind == "held" and event.node == "a-1"} >= set(held)
+
+    wait_for(held_on_a, 60, "seven members held at Permit on a-1", interval=0.1)
+    top = priority_class(cluster, "urgent-top", 1_000_000)
+    [urgent] = create(cluster, with_priority(pinned_filler("urgent", "a-1", 2), top))
+    assert cluster.outcomes([urgent], bound_only=True, timeout=60)[urgent].node == "a-1"
+    ungate(cluster, last)
+    names = [*held, last]
+    outcomes = cluster.outcomes(names, bound_only=True, timeout=60)
+    bindings = watch.wait_for_bindings(names)
+    assert zones_of(cluster, bindings) == Counter({ZONE_B: 8}), bindings
+    assert all(outcome.node in {"b-1", "b-2"} for outcome in outcomes.values())
