@@ -49,6 +49,12 @@ from extender_app.serving.responses import (
 )
 from extender_app.serving.source_budget import SourceBudget
 
+LISTEN_BACKLOG = 1024
+"""Connections the kernel queues before the loop accepts them (capped by ``net.core.somaxconn``).
+asyncio's default, 100, overflows when many clients connect at once, such as a pod reconnecting as
+fast as it is closed, and a legitimate client whose connection is dropped there waits a second for
+TCP to retry."""
+
 WRITE_CHUNK_BYTES = 256 * 1024
 """Bytes handed to the transport per write; the write deadline is checked between them."""
 
@@ -87,7 +93,9 @@ class HttpServer:
 
     async def start(self, host: str, port: int) -> int:
         """Listen; returns the bound port (useful when ``port`` is 0)."""
-        self._server = await asyncio.start_server(self._accept, host, port, limit=READ_CHUNK_BYTES)
+        self._server = await asyncio.start_server(
+            self._accept, host, port, limit=READ_CHUNK_BYTES, backlog=LISTEN_BACKLOG
+        )
         return int(self._server.sockets[0].getsockname()[1])
 
     @property
