@@ -24,8 +24,13 @@ TESTS ?= tests/e2e tests/localcluster
 N ?= 10
 LOAD ?= 0
 CHECK_WORKERS ?= auto
+REGISTRY ?=
+TAG ?=
+PLATFORMS ?= linux/amd64
+BASES ?= public
+TLS_VERIFY ?= true
 
-.PHONY: help setup lock lint check go-check binaries autoscaler-binaries charts otelcol pulumi-engine images test test-policy test-python adversarial test-engine test-repeat demo explain bench bench-gang bench-scale bench-scale-quick clean
+.PHONY: help setup lock lint check go-check binaries autoscaler-binaries charts otelcol pulumi-engine images push-images test test-policy test-python adversarial test-engine test-repeat demo explain bench bench-gang bench-scale bench-scale-quick clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -79,6 +84,9 @@ pulumi-engine: ## build the Pulumi CLI and the Kubernetes provider into .cache/p
 
 images: setup ## build the extender and gpu-scheduler images from their unmodified Dockerfiles with buildah on local Debian bases, into .cache/images (docs/images.md; installs buildah, podman, mmdebstrap, docker-registry, runc with apt)
 	@images/build.sh $(CURDIR)/.cache/images
+
+push-images: setup ## build both images for PLATFORMS (default linux/amd64; linux/amd64,linux/arm64 for both), tag them TAG (default the release, contracts/release.py) and push them to REGISTRY (host[/namespace]; log in first, docs/images.md#pushing-the-images-to-your-registry); BASES=local pushes the make images build instead, TLS_VERIFY=false for a plain-HTTP registry
+	@PLATFORMS='$(PLATFORMS)' BASES='$(BASES)' TLS_VERIFY='$(TLS_VERIFY)' images/push.sh '$(REGISTRY)' '$(TAG)'
 
 test-policy: setup ## the policy tests, with 100% branch coverage enforced
 	$(PY) -m pytest tests/policy --cov --cov-report=term $(PYTEST_ARGS)

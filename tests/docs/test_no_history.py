@@ -64,3 +64,37 @@ def test_a_page_tells_no_history(page: Path) -> None:
         if (match := pattern.search(line))
     ]
     assert not found, "\n".join(found)
+
+
+PAGES_WITHOUT_STORIES = ("docs/testing.md", "docs/images.md", "docs/deploy-eks.md", "docs/capacity-type.md")
+"""Pages held to the stricter patterns below as well."""
+STORIES = {
+    "the writer's machine": re.compile(r"\bthis (?:\d+-core )?(?:machine|sandbox)\b", re.IGNORECASE),
+    "a change story": re.compile(
+        r"\b(?:no longer (?:depends|needs|uses|runs|has)|used to (?:be|run|take|have)|added later)"
+        r"|\*\*Fixed\*\*",
+        re.IGNORECASE,
+    ),
+}
+"""How a figure's or a behaviour's past creeps in: the machine a page was written on, what changed."""
+
+
+def test_the_story_patterns_catch_what_they_name() -> None:
+    assert STORIES["the writer's machine"].search("On this 2-core machine, shared")
+    assert STORIES["a change story"].search("Races the suite no longer depends on")
+    assert STORIES["a change story"].search("(runc added later, seconds)")
+    assert STORIES["a change story"].search("| pinned by tag | **Fixed**: every FROM |")
+    for text in ("a CA not yet or no longer valid", "the key used to sign", "on 2 cores, load 6"):
+        assert not any(pattern.search(text) for pattern in STORIES.values()), text
+
+
+@pytest.mark.parametrize("name", PAGES_WITHOUT_STORIES)
+def test_a_page_tells_no_story_of_its_writing(name: str) -> None:
+    page = REPO / name
+    found = [
+        f"{name}:{number}: {kind}: {match.group(0)!r}"
+        for number, line in enumerate(page.read_text().splitlines(), start=1)
+        for kind, pattern in STORIES.items()
+        if (match := pattern.search(line))
+    ]
+    assert not found, "\n".join(found)

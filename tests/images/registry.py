@@ -2,9 +2,11 @@
 path: no authentication, storage in the test's directory, a port from ``localcluster.host.ports``."""
 
 import http.client
+import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -16,6 +18,9 @@ READY_SECONDS = 30.0
 """How long the registry may take to answer ``GET /v2/``."""
 MANIFEST_TYPES = (
     "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json"
+)
+INDEX_TYPES = (
+    "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json"
 )
 
 
@@ -40,6 +45,20 @@ class LocalRegistry:
             if response.status != 200:
                 raise AssertionError(f"registry answered {response.status} for {repository}:{reference}")
             return response.getheader("Docker-Content-Digest", "")
+        finally:
+            conn.close()
+
+    def get_json(self, path: str, accept: str = MANIFEST_TYPES) -> tuple[dict[str, Any], str]:
+        """``GET /v2/<path>``: the JSON document and its ``Docker-Content-Digest``."""
+        conn = http.client.HTTPConnection(LOOPBACK, self.port, timeout=READY_SECONDS)
+        try:
+            conn.request("GET", f"/v2/{path}", headers={"Accept": accept})
+            response = conn.getresponse()
+            body = response.read()
+            if response.status != 200:
+                raise AssertionError(f"registry answered {response.status} for /v2/{path}")
+            document: dict[str, Any] = json.loads(body)
+            return document, response.getheader("Docker-Content-Digest", "")
         finally:
             conn.close()
 
