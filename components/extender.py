@@ -89,8 +89,8 @@ def api_server_egress(mode: SchedulerMode) -> list[k8s.networking.v1.NetworkPoli
 
 
 @dataclass(frozen=True)
-class ExtenderArgs:
-    """What the extender component is made from."""
+class ExtenderComponentArgs:
+    """What the extender component is made from (``ExtenderArgs`` is kube-scheduler's request)."""
 
     mode: SchedulerMode
     """An extender mode (``extender`` or ``extender-cached``); plugin mode runs no extender."""
@@ -117,7 +117,9 @@ class Extender(pulumi.ComponentResource):
     deployment: k8s.apps.v1.Deployment
     service: k8s.core.v1.Service
 
-    def __init__(self, name: str, args: ExtenderArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self, name: str, args: ExtenderComponentArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
         """Declare the extender's objects from ``args``."""
         super().__init__("gpu-scheduler-eks:index:Extender", name, None, opts)
         mode, settings, object_annotations = args.mode, args.settings, args.object_annotations

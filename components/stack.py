@@ -24,7 +24,7 @@ from components.container_image import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, Cont
 from components.custom_scheduler import CustomScheduler
 from components.device_plugin import DevicePlugin
 from components.existing_cluster import ExistingCluster
-from components.extender import Extender, ExtenderArgs
+from components.extender import Extender, ExtenderComponentArgs
 from components.gpu_node_group import GpuNodeGroup
 from components.karpenter import Karpenter
 from components.kubernetes_await import await_annotations
@@ -131,7 +131,7 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
     if extender_mode:
         Extender(
             "extender",
-            ExtenderArgs(
+            ExtenderComponentArgs(
                 mode=config.scheduler_mode,
                 settings=config.extender,
                 choices=config.policy_choices,

@@ -8,7 +8,7 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from components.certificates import SERVER_SECRET
-from components.extender import Extender, ExtenderArgs, extender_args
+from components.extender import Extender, ExtenderComponentArgs, extender_args
 from components.render.node_reader import NODE_READER_ROLE
 from components.render.scheduler_config import EXTENDER_PORT
 from components.stack_config import EXTENDER_RESOURCES, ExtenderDeploymentSettings
@@ -187,7 +187,7 @@ def test_extender_pdb_service_and_network_policy(any_extender_run: StackRun) -> 
 
 
 def test_the_component_is_made_from_its_args_alone() -> None:
-    """Every input arrives through ``ExtenderArgs``: the image, the annotations on every object, the
+    """Every input arrives through ``ExtenderComponentArgs``: the image, the annotations on every object, the
     node selector, the mode's flags, the provider and what the objects wait for."""
     annotations = {"example.com/owner": "platform"}
 
@@ -196,7 +196,7 @@ def test_the_component_is_made_from_its_args_alone() -> None:
         waited_for = k8s.core.v1.Namespace("waited-for")
         Extender(
             "extender",
-            ExtenderArgs(
+            ExtenderComponentArgs(
                 mode="extender-cached",
                 settings=ExtenderDeploymentSettings(max_nodes=300),
                 image="registry.example.com/extender:v1",
@@ -227,7 +227,7 @@ def test_the_component_is_made_from_its_args_alone() -> None:
 def test_plugin_mode_has_no_extender_args() -> None:
     def program() -> dict[str, Any]:
         with pytest.raises(ValueError, match="plugin mode runs no extender"):
-            ExtenderArgs(
+            ExtenderComponentArgs(
                 mode="plugin", settings=ExtenderDeploymentSettings(), image="x", provider=k8s.Provider("p")
             )
         return {}
