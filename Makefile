@@ -96,7 +96,7 @@ test-python: setup binaries autoscaler-binaries charts otelcol pulumi-engine ima
 	@# The engine suite in a process of its own: the Automation API runs gRPC in-process, and a
 	@# child forked (with preexec_fn) after that can abort in gRPC's fork handlers.
 	$(PY) -m pytest tests/pulumi_engine $(PYTEST_ARGS)
-	@$(PY) -m pytest tests/extender/test_cached_vectors.py -q -s -p no:cacheprovider | grep -E 'agrees on [0-9]+ of [0-9]+'
+	@$(PY) -m pytest tests/extender/verbs/test_cached_vectors.py -q -s -p no:cacheprovider | grep -E 'agrees on [0-9]+ of [0-9]+'
 
 adversarial: setup ## the adversarial suite alone: hostile pods from several loopback addresses against the real webhook and extender processes beside the API server's stream; prints each attack's figures (docs/security.md#listener-limits-and-the-adversarial-suite; make test runs it too)
 	$(PY) -m pytest tests/adversarial -p no:cacheprovider $(PYTEST_ARGS)

@@ -13,6 +13,7 @@ NetworkPolicy lets it out on TCP 443 only (see ``api_server_egress``).
 """
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -87,6 +88,29 @@ def api_server_egress(mode: SchedulerMode) -> list[k8s.networking.v1.NetworkPoli
     ]
 
 
+@dataclass(frozen=True)
+class ExtenderComponentArgs:
+    """What the extender component is made from (``ExtenderArgs`` is kube-scheduler's request)."""
+
+    mode: SchedulerMode
+    """An extender mode (``extender`` or ``extender-cached``); plugin mode runs no extender."""
+    settings: ExtenderDeploymentSettings
+    image: pulumi.Input[str]
+    provider: k8s.Provider
+    depends_on: tuple[pulumi.Resource, ...] = ()
+    object_annotations: Mapping[str, str] | None = None
+    """Put on every object (``kubernetes_await.await_annotations``)."""
+    choices: PolicyChoices = DEFAULT_POLICY_CHOICES
+    """The stack's policy choices, as the extender's flags."""
+    metrics_sources: pulumi.Input[list[str]] | None = None
+    """The CIDRs the NetworkPolicy lets scrape /metrics (the CloudWatch agent's nodes), or none."""
+    node_selector: Mapping[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        if not uses_extender(self.mode):
+            raise ValueError(f"{self.mode} mode runs no extender")
+
+
 class Extender(pulumi.ComponentResource):
     """The extender's workload and the objects that expose and fence it."""
 
@@ -94,27 +118,12 @@ class Extender(pulumi.ComponentResource):
     service: k8s.core.v1.Service
 
     def __init__(
-        self,
-        name: str,
-        *,
-        mode: SchedulerMode,
-        settings: ExtenderDeploymentSettings,
-        image: pulumi.Input[str],
-        provider: k8s.Provider,
-        depends_on: list[pulumi.Resource],
-        object_annotations: Mapping[str, str] | None = None,
-        choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
-        metrics_sources: pulumi.Input[list[str]] | None = None,
-        node_selector: Mapping[str, str] | None = None,
-        opts: pulumi.ResourceOptions | None = None,
+        self, name: str, args: ExtenderComponentArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        """``object_annotations`` go on every object (``kubernetes_await.await_annotations``);
-        ``choices``: the stack's policy choices, as the extender's flags; ``metrics_sources``: the
-        CIDRs the NetworkPolicy lets scrape /metrics (the CloudWatch agent's nodes), or none."""
-        if not uses_extender(mode):
-            raise ValueError(f"{mode} mode runs no extender")
+        """Declare the extender's objects from ``args``."""
         super().__init__("gpu-scheduler-eks:index:Extender", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on)
+        mode, settings, object_annotations = args.mode, args.settings, args.object_annotations
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on))
         labels = {APP_LABEL: EXTENDER_SERVICE}
         selector = k8s.meta.v1.LabelSelectorArgs(match_labels=labels)
 
@@ -133,8 +142,8 @@ class Extender(pulumi.ComponentResource):
             metadata=metadata(),
             labels=labels,
             container="extender",
-            image=image,
-            args=extender_args(settings, mode, choices),
+            image=args.image,
+            args=extender_args(settings, mode, args.choices),
             port=EXTENDER_PORT,
             replicas=settings.replicas,
             resources=settings.resources,
@@ -142,7 +151,7 @@ class Extender(pulumi.ComponentResource):
             automount_token=token,
             tls_secret=SERVER_SECRET,
             tls_dir=EXTENDER_TLS_DIR,
-            node_selector=node_selector,
+            node_selector=args.node_selector,
             opts=child,
         )
         disruption_budget(f"{name}-pdb", metadata=metadata(), labels=labels, opts=child)
@@ -169,7 +178,7 @@ class Extender(pulumi.ComponentResource):
                         ],
                         ports=[k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP", port=EXTENDER_PORT)],
                     ),
-                    *metrics_ingress(metrics_sources, HEALTH_PORT),
+                    *metrics_ingress(args.metrics_sources, HEALTH_PORT),
                 ],
                 egress=api_server_egress(mode),
             ),

@@ -24,7 +24,7 @@ from components.container_image import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, Cont
 from components.custom_scheduler import CustomScheduler
 from components.device_plugin import DevicePlugin
 from components.existing_cluster import ExistingCluster
-from components.extender import Extender
+from components.extender import Extender, ExtenderComponentArgs
 from components.gpu_node_group import GpuNodeGroup
 from components.karpenter import Karpenter
 from components.kubernetes_await import await_annotations
@@ -38,7 +38,7 @@ from components.stack_config import (
     check_zonal_names,
     check_zonal_pool_names,
 )
-from components.webhook import AdmissionWebhook
+from components.webhook import AdmissionWebhook, AdmissionWebhookArgs
 from components.workload_parts import system_node_selector, system_pool_selector
 from contracts.cluster import NAMESPACE
 from contracts.modes import uses_extender
@@ -115,29 +115,33 @@ def build_stack(config: StackConfig) -> dict[str, Any]:
     if webhook:
         AdmissionWebhook(
             "webhook",
-            settings=config.webhook,
-            image=extender_image,
-            certificates=certificates,
-            provider=target.provider,
-            depends_on=workload_dependencies,
-            object_annotations=object_annotations,
-            choices=config.policy_choices,
-            mode=config.scheduler_mode,
-            metrics_sources=target.metrics_sources,
-            node_selector=target.node_selector,
+            AdmissionWebhookArgs(
+                settings=config.webhook,
+                image=extender_image,
+                certificates=certificates,
+                provider=target.provider,
+                depends_on=tuple(workload_dependencies),
+                object_annotations=object_annotations,
+                choices=config.policy_choices,
+                mode=config.scheduler_mode,
+                metrics_sources=target.metrics_sources,
+                node_selector=target.node_selector,
+            ),
         )
     if extender_mode:
         Extender(
             "extender",
-            mode=config.scheduler_mode,
-            settings=config.extender,
-            choices=config.policy_choices,
-            image=extender_image,
-            provider=target.provider,
-            depends_on=[*workload_dependencies, certificates.server_secret],
-            object_annotations=object_annotations,
-            metrics_sources=target.metrics_sources,
-            node_selector=target.node_selector,
+            ExtenderComponentArgs(
+                mode=config.scheduler_mode,
+                settings=config.extender,
+                choices=config.policy_choices,
+                image=extender_image,
+                provider=target.provider,
+                depends_on=(*workload_dependencies, certificates.server_secret),
+                object_annotations=object_annotations,
+                metrics_sources=target.metrics_sources,
+                node_selector=target.node_selector,
+            ),
         )
         scheduler_runs = config.scheduler.kube_scheduler_image
         scheduler_dependencies = [*workload_dependencies, certificates.client_secret]

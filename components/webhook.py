@@ -18,6 +18,7 @@ computed from what it sent, with no side effects.
 """
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -58,6 +59,29 @@ def webhook_ingress(settings: WebhookSettings) -> list[k8s.networking.v1.Network
     ]
 
 
+@dataclass(frozen=True)
+class AdmissionWebhookArgs:
+    """What the webhook component is made from."""
+
+    settings: WebhookSettings
+    image: pulumi.Input[str]
+    """The extender's image (the webhook is its ``--role=webhook``)."""
+    certificates: Certificates
+    provider: k8s.Provider
+    depends_on: tuple[pulumi.Resource, ...] = ()
+    object_annotations: Mapping[str, str] | None = None
+    """Put on every object (``kubernetes_await.await_annotations``)."""
+    choices: PolicyChoices = DEFAULT_POLICY_CHOICES
+    """The stack's policy choices, as the webhook's flags (a default capacity-type choice also sends
+    every pod of the custom scheduler to the webhook)."""
+    mode: SchedulerMode = "extender"
+    """The scheduler mode (in plugin mode a same-zone pod with its own required pod affinity gets
+    no zone term)."""
+    metrics_sources: pulumi.Input[list[str]] | None = None
+    """The CIDRs the NetworkPolicy lets scrape /metrics, or none."""
+    node_selector: Mapping[str, str] | None = None
+
+
 class AdmissionWebhook(pulumi.ComponentResource):
     """The webhook's workload, the objects that expose and fence it, and its registration."""
 
@@ -66,29 +90,14 @@ class AdmissionWebhook(pulumi.ComponentResource):
     configuration: k8s.admissionregistration.v1.MutatingWebhookConfiguration
 
     def __init__(
-        self,
-        name: str,
-        *,
-        settings: WebhookSettings,
-        image: pulumi.Input[str],
-        certificates: Certificates,
-        provider: k8s.Provider,
-        depends_on: list[pulumi.Resource],
-        object_annotations: Mapping[str, str] | None = None,
-        choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
-        mode: SchedulerMode = "extender",
-        metrics_sources: pulumi.Input[list[str]] | None = None,
-        node_selector: Mapping[str, str] | None = None,
-        opts: pulumi.ResourceOptions | None = None,
+        self, name: str, args: AdmissionWebhookArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        """``object_annotations`` go on every object (``kubernetes_await.await_annotations``);
-        ``choices``: the stack's policy choices, as the webhook's flags (a default capacity-type
-        choice also sends every pod of the custom scheduler to the webhook); ``mode``: the scheduler
-        mode (in plugin mode a same-zone pod with its own required pod affinity gets no zone term);
-        ``metrics_sources``: the CIDRs the NetworkPolicy lets scrape /metrics, or none."""
+        """Declare the webhook's objects and its registration from ``args``."""
         super().__init__("gpu-scheduler-eks:index:AdmissionWebhook", name, None, opts)
+        settings, certificates, choices = args.settings, args.certificates, args.choices
+        object_annotations = args.object_annotations
         child = pulumi.ResourceOptions(
-            parent=self, provider=provider, depends_on=[*depends_on, certificates.webhook_secret]
+            parent=self, provider=args.provider, depends_on=[*args.depends_on, certificates.webhook_secret]
         )
         labels = {APP_LABEL: WEBHOOK_SERVICE}
 
@@ -105,13 +114,13 @@ class AdmissionWebhook(pulumi.ComponentResource):
             metadata=metadata(),
             labels=labels,
             container="webhook",
-            image=image,
+            image=args.image,
             args=webhook_args(
                 settings.invalid_annotation,
                 settings.disruption_protection,
                 choices,
                 max_connections_per_source=settings.max_connections_per_source,
-                mode=mode,
+                mode=args.mode,
                 max_node_selector_terms=settings.max_node_selector_terms,
                 max_node_selector_bytes=settings.max_node_selector_bytes,
             ),
@@ -122,7 +131,7 @@ class AdmissionWebhook(pulumi.ComponentResource):
             automount_token=False,
             tls_secret=WEBHOOK_TLS_SECRET,
             tls_dir=WEBHOOK_TLS_DIR,
-            node_selector=node_selector,
+            node_selector=args.node_selector,
             opts=child,
         )
         disruption_budget(f"{name}-pdb", metadata=metadata(), labels=labels, opts=child)
@@ -135,7 +144,7 @@ class AdmissionWebhook(pulumi.ComponentResource):
             spec=k8s.networking.v1.NetworkPolicySpecArgs(
                 pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
                 policy_types=["Ingress", "Egress"],
-                ingress=[*webhook_ingress(settings), *metrics_ingress(metrics_sources, HEALTH_PORT)],
+                ingress=[*webhook_ingress(settings), *metrics_ingress(args.metrics_sources, HEALTH_PORT)],
                 egress=[],
             ),
             opts=child,

@@ -7,7 +7,7 @@ the scheduler extender (``--role extender``, the default) and the pod admission 
 """
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Literal, TypeVar, Union, get_args, get_origin
 
 from contracts.modes import SchedulerMode
 from contracts.server import (
@@ -80,12 +80,17 @@ the body cap follows the API server's own request limit, and idle connections an
 are cut sooner."""
 
 
-def setting(default: Any, description: str, *, metavar: str = "") -> Any:
-    """A settings field and its one description: the flag's ``--help``, the docs' flag table."""
+SettingValue = TypeVar("SettingValue")
+
+
+def setting(default: SettingValue, description: str, *, metavar: str = "") -> SettingValue:
+    """A settings field and its one description: the flag's ``--help``, the docs' flag table.
+
+    The default is checked against the field's declared type."""
     return field(default=default, metadata={"help": description, "metavar": metavar})
 
 
-def schema_setting(entry: StackSetting[Any], *, metavar: str = "") -> Any:
+def schema_setting(entry: StackSetting[SettingValue], *, metavar: str = "") -> SettingValue:
     """A settings field the stack sets (``policy.setting_schema``): its default, help and check are
     the schema's."""
     return field(default=entry.default, metadata={"help": entry.help, "metavar": metavar, "schema": entry})

@@ -12,9 +12,8 @@ resolvably (``FailedNodes``, so the scheduler tries again later) with a reason s
 taught it the candidates that passed); a candidate it does not know scores 0.
 """
 
-from collections import ChainMap
-from collections.abc import Mapping
-from typing import cast
+from collections.abc import Iterator, Mapping
+from typing import TypeVar
 
 from contracts.server import FILTER_PATH, PRIORITIZE_PATH
 from extender_app.metrics import NodeCacheMetrics
@@ -96,9 +95,9 @@ def verifying_verbs(
                 refusals = {name: reason for name, reason in outcomes.items() if isinstance(reason, str)}
                 # Read-only layers: what the lookups read, over the cache as it is now (after the wait).
                 found = {name: node.label for name, node in nodes.items()}
-                labels = ChainMap(found, cast(dict[str, MemoryLabel | None], cache.labels))
+                labels = LayeredView(found, cache.labels)
                 found_capacity = {name: node.capacity for name, node in nodes.items()}
-                capacity = ChainMap(found_capacity, cast(dict[str, CapacityFacts], cache.capacity))
+                capacity = LayeredView(found_capacity, cache.capacity)
 
         def compute(args: NamesArgs, ask: PodAsk, limits: VerbLimits) -> Computed:
             return filter_by_labels(args, ask, limits, labels, capacity, refusals=refusals)
@@ -110,6 +109,30 @@ def verifying_verbs(
         return plain[PRIORITIZE_PATH](body, limits)
 
     return {FILTER_PATH: filter_names, PRIORITIZE_PATH: prioritize_names}
+
+
+Value = TypeVar("Value")
+
+
+class LayeredView(Mapping[str, Value]):
+    """``top`` over ``below``, read-only and copying neither: a name in ``top`` hides the same
+    name below (``ChainMap`` without its writes, so it takes the cache's read-only mappings)."""
+
+    def __init__(self, top: Mapping[str, Value], below: Mapping[str, Value]) -> None:
+        self._top = top
+        self._below = below
+
+    def __getitem__(self, name: str) -> Value:
+        if name in self._top:
+            return self._top[name]
+        return self._below[name]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._top
+        yield from (name for name in self._below if name not in self._top)
+
+    def __len__(self) -> int:
+        return len(self._top) + sum(1 for name in self._below if name not in self._top)
 
 
 def _counted(metrics: NodeCacheMetrics | None, result: VerbResult) -> VerbResult:

@@ -22,7 +22,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import orjson
@@ -341,10 +341,14 @@ def read_pod(raw: Raw | None) -> Mapping[str, Any]:
     return pod
 
 
-def go_fields(obj: Mapping[str, Raw], names: tuple[str, ...], where: str) -> dict[str, Raw]:
+FieldValue = TypeVar("FieldValue")
+"""What an object's values are: undecoded (``Raw``) at the top of a request, decoded below."""
+
+
+def go_fields(obj: Mapping[str, FieldValue], names: tuple[str, ...], where: str) -> dict[str, FieldValue]:
     """The values of ``names`` in ``obj``, matched as Go matches struct fields."""
     wanted = {go_fold(name): name for name in names}
-    found: dict[str, Raw] = {}
+    found: dict[str, FieldValue] = {}
     spelled: dict[str, str] = {}
     for key, value in obj.items():
         name = wanted.get(go_fold(key))

@@ -16,7 +16,7 @@ Keys are matched as Go's decoder matches them; at most ``--max-nodes`` candidate
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any, cast
+from typing import Any
 
 import orjson
 from msgspec import Raw
@@ -154,4 +154,4 @@ def _uid(pod: object, meta: bool) -> str:
 
 def _go_keys(obj: Mapping[str, Any], names: tuple[str, ...], where: str) -> dict[str, Any]:
     """``go_fields`` over decoded values."""
-    return cast(dict[str, Any], go_fields(obj, names, where))
+    return go_fields(obj, names, where)

@@ -2,8 +2,13 @@
 its own parser), the API token and the node-reader RBAC only in extender-cached mode, its
 PodDisruptionBudget, Service and NetworkPolicy."""
 
+from typing import Any
+
+import pulumi_kubernetes as k8s
+import pytest
+
 from components.certificates import SERVER_SECRET
-from components.extender import extender_args
+from components.extender import Extender, ExtenderComponentArgs, extender_args
 from components.render.node_reader import NODE_READER_ROLE
 from components.render.scheduler_config import EXTENDER_PORT
 from components.stack_config import EXTENDER_RESOURCES, ExtenderDeploymentSettings
@@ -11,7 +16,7 @@ from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
 from contracts.server import HEALTH_PORT, NODE_CACHE_WATCH_FLAG
 from extender_app.cli import build_parser, settings_from
 from tests.pulumi.conftest import run_with
-from tests.pulumi.mocks import StackRun
+from tests.pulumi.mocks import StackRun, run_stack
 from tests.pulumi.pod_specs import assert_restricted, containers, pod_template
 
 
@@ -179,3 +184,52 @@ def test_extender_pdb_service_and_network_policy(any_extender_run: StackRun) -> 
     scheduler_labels = pod_template(run, SCHEDULER_NAME)["metadata"]["labels"]
     assert peer["podSelector"]["matchLabels"] == {"app": SCHEDULER_NAME}
     assert peer["podSelector"]["matchLabels"].items() <= scheduler_labels.items()
+
+
+def test_the_component_is_made_from_its_args_alone() -> None:
+    """Every input arrives through ``ExtenderComponentArgs``: the image, the annotations on every object, the
+    node selector, the mode's flags, the provider and what the objects wait for."""
+    annotations = {"example.com/owner": "platform"}
+
+    def program() -> dict[str, Any]:
+        provider = k8s.Provider("cluster")
+        waited_for = k8s.core.v1.Namespace("waited-for")
+        Extender(
+            "extender",
+            ExtenderComponentArgs(
+                mode="extender-cached",
+                settings=ExtenderDeploymentSettings(max_nodes=300),
+                image="registry.example.com/extender:v1",
+                provider=provider,
+                depends_on=(waited_for,),
+                object_annotations=annotations,
+                node_selector={"pool": "system"},
+            ),
+        )
+        return {}
+
+    run = run_stack(program)
+    deployment = run.kubernetes_object("Deployment", EXTENDER_SERVICE)
+    [container] = containers(deployment)
+    assert container["image"] == "registry.example.com/extender:v1"
+    assert container["args"] == extender_args(ExtenderDeploymentSettings(max_nodes=300), "extender-cached")
+    assert deployment["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "system"}
+    kubernetes = [resource for resource in run.resources if resource.type.startswith("kubernetes:")]
+    assert {resource.plain["kind"] for resource in kubernetes} >= {"Deployment", "Service", "ClusterRole"}
+    for resource in kubernetes:
+        if resource.name == "waited-for":
+            continue
+        assert resource.plain["metadata"]["annotations"] == annotations, resource.name
+        assert ("kubernetes:core/v1:Namespace", "waited-for") in resource.depends_on, resource.name
+        assert resource.provider.endswith("::cluster"), resource.name
+
+
+def test_plugin_mode_has_no_extender_args() -> None:
+    def program() -> dict[str, Any]:
+        with pytest.raises(ValueError, match="plugin mode runs no extender"):
+            ExtenderComponentArgs(
+                mode="plugin", settings=ExtenderDeploymentSettings(), image="x", provider=k8s.Provider("p")
+            )
+        return {}
+
+    run_stack(program)

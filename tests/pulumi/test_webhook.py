@@ -4,8 +4,10 @@ registered with the stack's CA, and shaped by its stack settings."""
 import base64
 from typing import Any
 
+import pulumi_kubernetes as k8s
 import pytest
 
+from components.certificates import Certificates
 from components.render.policy_choices import JobZoneArgs, PolicyChoices
 from components.render.webhook_config import (
     WEBHOOK_NAME,
@@ -14,7 +16,8 @@ from components.render.webhook_config import (
     WEBHOOK_TLS_SECRET,
     webhook_args,
 )
-from components.stack_config import StackConfigError, WebhookSettings
+from components.stack_config import CertificateSettings, StackConfigError, WebhookSettings
+from components.webhook import AdmissionWebhook, AdmissionWebhookArgs
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, WEBHOOK_SERVICE
 from contracts.server import (
     HEALTH_PORT,
@@ -28,7 +31,8 @@ from extender_app.settings import WEBHOOK_MAX_BODY_BYTES
 from policy import CAPACITY_TYPE_ANNOTATION, MIN_MEMORY_ANNOTATION
 from policy.job_zone import JOB_SIZE_ANNOTATION, ZONE_POLICY_ANNOTATION
 from tests.pulumi.conftest import run_with, stack_config
-from tests.pulumi.mocks import StackRun
+from tests.pulumi.mocks import StackRun, run_stack
+from tests.pulumi.pod_specs import containers
 
 CONFIGURATION = "kubernetes:admissionregistration.k8s.io/v1:MutatingWebhookConfiguration"
 
@@ -232,3 +236,61 @@ def test_bad_settings_fail_naming_the_key(webhook: dict[str, object], key: str, 
     message = str(raised.value)
     assert message.startswith(f"gpu-scheduler-eks:{key}: "), message
     assert problem in message, message
+
+
+def test_the_component_is_made_from_its_args_alone() -> None:
+    """Every input arrives through ``AdmissionWebhookArgs``: the image, the settings and choices as
+    flags, the annotations on every object, the node selector, the provider and what the objects wait for."""
+    annotations = {"example.com/owner": "platform"}
+    settings = WebhookSettings(max_node_selector_terms=7)
+    choices = PolicyChoices(default_capacity_type="on-demand")
+
+    def program() -> dict[str, Any]:
+        provider = k8s.Provider("cluster")
+        namespace = k8s.core.v1.Namespace("waited-for")
+        certificates = Certificates(
+            "tls", CertificateSettings(), provider, namespace, extender=False, webhook=True
+        )
+        AdmissionWebhook(
+            "webhook",
+            AdmissionWebhookArgs(
+                settings=settings,
+                image="registry.example.com/extender:v1",
+                certificates=certificates,
+                provider=provider,
+                depends_on=(namespace,),
+                object_annotations=annotations,
+                choices=choices,
+                mode="plugin",
+                node_selector={"pool": "system"},
+            ),
+        )
+        return {}
+
+    run = run_stack(program)
+    deployment = run.kubernetes_object("Deployment", WEBHOOK_SERVICE)
+    [container] = containers(deployment)
+    assert container["image"] == "registry.example.com/extender:v1"
+    assert container["args"] == webhook_args(
+        settings.invalid_annotation,
+        settings.disruption_protection,
+        choices,
+        max_connections_per_source=settings.max_connections_per_source,
+        mode="plugin",
+        max_node_selector_terms=7,
+        max_node_selector_bytes=settings.max_node_selector_bytes,
+    )
+    assert deployment["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "system"}
+    webhook_objects = [
+        resource for resource in run.resources if "AdmissionWebhook" in "".join(resource.parents)
+    ]
+    assert {resource.plain["kind"] for resource in webhook_objects} >= {
+        "Deployment",
+        "Service",
+        "NetworkPolicy",
+        "MutatingWebhookConfiguration",
+    }
+    for resource in webhook_objects:
+        assert resource.plain["metadata"]["annotations"] == annotations, resource.name
+        assert ("kubernetes:core/v1:Namespace", "waited-for") in resource.depends_on, resource.name
+        assert resource.provider.endswith("::cluster"), resource.name
