@@ -16,10 +16,10 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from components.network import Network
-from components.render.gpu_memory import InstanceGpus, require_architecture
 from components.stack_config import PROJECT, ClusterSettings
 from policy import CAPACITY_TYPE_LABEL
 from policy.capacity_type import ON_DEMAND
+from render.gpu_memory import InstanceGpus, require_architecture
 
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 SYSTEM_AMI_ARCHITECTURE = "x86_64"

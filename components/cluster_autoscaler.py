@@ -12,7 +12,7 @@ counts as not ready until its GPUs are advertised), the GPU taint, ``nvidia.com/
 group), and on each zone's group of a ``perZone`` GPU group its zone. EKS puts the node group's
 tags on the node group, not its ASG, hence ``aws.autoscaling.Tag`` resources on the ASG itself.
 The ``priority`` expander prefers the group with the smallest GPU memory that fits
-(components/render/autoscaler_template.py).
+(render/autoscaler_template.py).
 """
 
 import json
@@ -29,18 +29,18 @@ from components.cluster import NODE_POOL_LABEL, SYSTEM_POOL, Cluster
 from components.gpu_node_group import GPU_TAINT_KEY, GPU_TAINT_VALUE, GpuNodeGroup, group_key
 from components.pod_identity import pod_identity_role
 from components.pod_security import container_security_context_values, pod_security_context_values
-from components.render.accelerator_label import ACCELERATOR_LABEL
-from components.render.autoscaler_template import (
-    EXPANDER,
-    TemplateShape,
-    expander_priorities,
-    mixed_template_warning,
-)
 from components.stack_config import ClusterAutoscalerSettings
 from components.stack_config.charts import CLUSTER_AUTOSCALER
 from contracts.cluster import GPU_PRESENT_LABEL
 from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL
 from policy.job_zone import ZONE_LABEL
+from render.accelerator_label import ACCELERATOR_LABEL
+from render.autoscaler_template import (
+    EXPANDER,
+    TemplateShape,
+    expander_priorities,
+    mixed_template_warning,
+)
 
 CHART = CLUSTER_AUTOSCALER.name
 CHART_REPOSITORY = CLUSTER_AUTOSCALER.repository

@@ -9,19 +9,19 @@ import pulumi
 import pulumi_aws as aws
 
 from components.cluster import AUTOSCALED_FIELDS, NODE_POOL_LABEL, Cluster
-from components.render.accelerator_label import ACCELERATOR_LABEL, accelerator_name
-from components.render.autoscaler_template import TemplateShape
-from components.render.gpu_memory import (
+from components.stack_config import GpuNodeGroupSettings
+from contracts.cluster import GPU_PRESENT_LABEL
+from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL, vendor_capacity_type
+from render.accelerator_label import ACCELERATOR_LABEL, accelerator_name
+from render.autoscaler_template import TemplateShape
+from render.gpu_memory import (
     NVIDIA_AMI_ARCHITECTURE,
     Gpu,
     InstanceGpus,
     group_gpu_memory_mib,
     require_architecture,
 )
-from components.render.karpenter_pools import memory_class_name
-from components.stack_config import GpuNodeGroupSettings
-from contracts.cluster import GPU_PRESENT_LABEL
-from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL, vendor_capacity_type
+from render.karpenter_pools import memory_class_name
 
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 """EKS-optimised Amazon Linux 2023 with the NVIDIA driver and container toolkit."""

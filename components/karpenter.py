@@ -33,8 +33,12 @@ from components.gpu_node_group import (
     instance_gpus_from_invoke,
 )
 from components.pod_identity import pod_identity_role
-from components.render.karpenter_iam import controller_policy, queue_policy
-from components.render.karpenter_pools import (
+from components.stack_config import KarpenterSettings, Resources
+from components.stack_config.charts import KARPENTER, KARPENTER_CRD
+from contracts.cluster import GPU_PRESENT_LABEL
+from policy import CAPACITY_TYPE_LABEL, NODE_MEMORY_LABEL
+from render.karpenter_iam import controller_policy, queue_policy
+from render.karpenter_pools import (
     DISCOVERY_TAG,
     NODE_CLASS_API,
     NODE_CLASS_NAME,
@@ -45,10 +49,6 @@ from components.render.karpenter_pools import (
     node_pool_manifest,
     node_pool_name,
 )
-from components.stack_config import KarpenterSettings, Resources
-from components.stack_config.charts import KARPENTER, KARPENTER_CRD
-from contracts.cluster import GPU_PRESENT_LABEL
-from policy import CAPACITY_TYPE_LABEL, NODE_MEMORY_LABEL
 
 CHART = f"{KARPENTER.repository}/{KARPENTER.name}"
 CRD_CHART = f"{KARPENTER_CRD.repository}/{KARPENTER_CRD.name}"

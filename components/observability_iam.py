@@ -24,7 +24,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.pod_identity import POD_IDENTITY_ACTIONS, POD_IDENTITY_PRINCIPAL
-from components.render.metric_specs import CONTAINER_INSIGHTS_NAMESPACE, GPU_SCHEDULER_NAMESPACE
+from render.metric_specs import CONTAINER_INSIGHTS_NAMESPACE, GPU_SCHEDULER_NAMESPACE
 
 AGENT_NAMESPACE = "amazon-cloudwatch"
 """The add-on's namespace."""

@@ -30,7 +30,6 @@ from components.karpenter import Karpenter
 from components.kubernetes_await import await_annotations
 from components.network import Network
 from components.observability import Observability
-from components.render.karpenter_pools import DISCOVERY_TAG
 from components.stack_config import (
     ClusterAutoscalerSettings,
     KarpenterSettings,
@@ -42,6 +41,7 @@ from components.webhook import AdmissionWebhook
 from components.workload_parts import system_node_selector, system_pool_selector
 from contracts.cluster import NAMESPACE
 from contracts.modes import uses_extender
+from render.karpenter_pools import DISCOVERY_TAG
 
 POD_SECURITY_LEVEL = "restricted"
 POD_SECURITY_MODES = ("enforce", "audit", "warn")

@@ -33,8 +33,6 @@ from bench.fleet.cluster_load import (
 from bench.load import process_cpu
 from bench.load.bind_watch import BindWatch
 from bench.load.extender_server import rss_mib
-from components.render.scheduler_config import ExtenderEndpoint, SchedulerConfig
-from components.render.scheduler_config import render_scheduler_config as render
 from contracts.cluster import NAMESPACE, SCHEDULER_NAME
 from contracts.modes import SchedulerMode
 from localcluster.host.probes import LOOPBACK
@@ -48,6 +46,8 @@ from localcluster.services.custom_scheduler import (
     scheduler_process_flags,
     start_extender_for,
 )
+from render.scheduler_config import ExtenderEndpoint, SchedulerConfig
+from render.scheduler_config import render_scheduler_config as render
 
 Mode = Literal["vanilla", "vanilla-affinity", "extender", "extender-cached", "plugin"]
 VANILLA_AFFINITY: Mode = "vanilla-affinity"

@@ -30,11 +30,11 @@ from typing import Any
 
 import kubernetes.client
 
-from components.render.policy_choices import JobZoneArgs, PolicyChoices
 from localcluster.demo.zone_scene import BASE_TYPE, same_zone_member
 from localcluster.plane.nodes import SimulatedNode
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification, pod_manifest
 from localcluster.services.webhook import start_webhook
+from render.policy_choices import JobZoneArgs, PolicyChoices
 from testbed.bindings import BindingWatch, gpu_seconds_held
 from testbed.e2e_cluster import E2ECluster, e2e_cluster, shaped_like
 

@@ -9,17 +9,17 @@ from dataclasses import dataclass, field
 from components.kubernetes_versions import (
     release_tag_minor,
 )
-from components.render.karpenter_pools import (
-    CONSOLIDATION_POLICIES,
-    MAX_NODE_POOL_NAME,
-    NodePoolSettings,
-    longest_node_pool_name,
-)
 from components.stack_config.charts import CLUSTER_AUTOSCALER, KARPENTER
 from components.stack_config.node_groups import parse_disk_size
 from components.stack_config.validation import CHART_VERSION, Value
 from components.stack_config.values import Resources, parse_resources
 from contracts.modes import Autoscaler
+from render.karpenter_pools import (
+    CONSOLIDATION_POLICIES,
+    MAX_NODE_POOL_NAME,
+    NodePoolSettings,
+    longest_node_pool_name,
+)
 
 DEFAULT_KARPENTER_CHART_VERSION = KARPENTER.version
 """Karpenter (AWS provider) chart and CRDs: the release whose core the local kwok build runs

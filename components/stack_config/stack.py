@@ -18,10 +18,6 @@ from components.kubernetes_versions import (
     plugin_kubernetes_version,
     release_tag_minor,
 )
-from components.render.policy_choices import PolicyChoices
-from components.render.webhook_config import (
-    WEBHOOK_SERVICE_HOST,
-)
 from components.stack_config.access import (
     ClusterAccess,
     ExistingClusterSettings,
@@ -72,6 +68,10 @@ from policy.setting_schema import (
     SCORING_STRATEGY_SETTING,
     VENDOR_MEMORY_LABELS_SETTING,
     section_settings,
+)
+from render.policy_choices import PolicyChoices
+from render.webhook_config import (
+    WEBHOOK_SERVICE_HOST,
 )
 
 DEFAULT_KUBERNETES_VERSION = "1.35"

@@ -19,11 +19,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from components.render.scheduler_config import EXTENDER_SERVICE_HOST
-from components.render.webhook_config import WEBHOOK_SERVICE_HOST
 from contracts.cluster import SCHEDULER_NAME
 from localcluster.host.pki import CertificateAuthority, KeyPair, private_key_pem
 from localcluster.host.probes import LOOPBACK
+from render.scheduler_config import EXTENDER_SERVICE_HOST
+from render.webhook_config import WEBHOOK_SERVICE_HOST
 
 VALIDITY = datetime.timedelta(days=1)
 BACKDATE = datetime.timedelta(minutes=5)

@@ -1,8 +1,8 @@
 """The CloudWatch pipeline on one machine: moto's server stands in for CloudWatch, and the
 OpenTelemetry Collector (``make otelcol``: Prometheus receiver, awsemf exporter) scrapes the
 running services and writes embedded-metric-format (EMF) events to it. It runs the configuration
-the stack renders for the CloudWatch agent on EKS (``components/render/emf_rules.py``),
-translated as the agent translates it (``components/render/agent_translation.py``); only where
+the stack renders for the CloudWatch agent on EKS (``render/emf_rules.py``),
+translated as the agent translates it (``render/agent_translation.py``); only where
 the targets are and how the scheduler is authenticated differ (``local_scrape_config``).
 
 ``emf_metrics`` reads the events back through moto's Logs API and says which metrics with
@@ -22,11 +22,11 @@ import boto3
 import yaml
 from moto.server import ThreadedMotoServer
 
-from components.render.agent_translation import collector_config_from_agent
-from components.render.emf_rules import SCHEDULER_JOB, SERVICES_JOB, agent_config, agent_scrape_config
 from localcluster.host.probes import LOOPBACK
 from localcluster.plane.control_plane import ControlPlane
 from localcluster.services.emf_metrics import emf_metadata, put_all
+from render.agent_translation import collector_config_from_agent
+from render.emf_rules import SCHEDULER_JOB, SERVICES_JOB, agent_config, agent_scrape_config
 
 COLLECTOR = "otelcol-emf"
 REGION = "us-west-2"

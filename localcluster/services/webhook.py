@@ -7,7 +7,7 @@ address, so the configuration's ``clientConfig`` is a URL here instead of the Se
 difference from the cluster; its certificate therefore also names 127.0.0.1).
 
 ``start_webhook`` is everything at once for tests and demos without ``pulumi up`` (its own CA
-and certificate, the configuration rendered by ``components.render.webhook_config``).
+and certificate, the configuration rendered by ``render.webhook_config``).
 ``localcluster.services.deployed_scheduler`` runs the Deployment ``pulumi up`` created instead, and
 points the deployed configuration at it with ``point_configuration_at``. Both wait, with
 ``wait_until_called``, until the API server really sends pods to the webhook.
@@ -20,16 +20,6 @@ from typing import Any
 
 import kubernetes.client
 
-from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
-from components.render.webhook_config import (
-    DEFAULT_FAILURE_POLICY,
-    DEFAULT_TIMEOUT_SECONDS,
-    FailurePolicy,
-    ca_bundle,
-    mutating_webhook,
-    mutating_webhook_configuration,
-    url_client_config,
-)
 from contracts.cluster import WEBHOOK_SERVICE
 from contracts.modes import SchedulerMode
 from contracts.server import INVALID_ANNOTATION, MUTATE_PATH, ROLE_WEBHOOK, InvalidAnnotation, flag
@@ -43,6 +33,16 @@ from localcluster.plane.workloads import WORKLOAD_NAMESPACE, ensure_namespace
 from localcluster.services.custom_scheduler import RunningExtender, launch_extender
 from policy import GPU_RESOURCE, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
 from policy.node_affinity import REQUIRED_TERMS_FIELD
+from render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
+from render.webhook_config import (
+    DEFAULT_FAILURE_POLICY,
+    DEFAULT_TIMEOUT_SECONDS,
+    FailurePolicy,
+    ca_bundle,
+    mutating_webhook,
+    mutating_webhook_configuration,
+    url_client_config,
+)
 
 REGISTRATION_SECONDS = 30.0
 """How long the API server may take to start calling a configuration it was just given (its

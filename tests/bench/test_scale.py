@@ -18,8 +18,8 @@ from bench.measurements.e2e_throughput import admitted_with_affinity
 from bench.report.scale_report import SCALE_HEADING, render_scale_section, splice_scale_section
 from bench.report.scale_results import ScaleDocument, ScaleRow, SizeInfo, VerbLatency, load, percentile, save
 from bench.scale import QUICK, ScalePlan, build_parser, check_plan, plan_from, round_settings
-from components.render.ec2_catalogue import load_snapshot
 from policy import NODE_MEMORY_LABEL, node_affinity_patch
+from render.ec2_catalogue import load_snapshot
 
 
 def test_fleet_types_carry_the_ec2_snapshot_figures() -> None:

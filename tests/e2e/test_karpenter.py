@@ -22,14 +22,6 @@ import kubernetes.client
 import pytest
 
 from components.karpenter import pool_labels
-from components.render.ec2_catalogue import load_snapshot
-from components.render.gpu_memory import instance_gpus_from_ec2
-from components.render.karpenter_pools import (
-    GpuGroupTypes,
-    NodePoolSettings,
-    memory_classes,
-    node_pool_manifest,
-)
 from localcluster.demo.karpenter_zone_scene import (
     JOB,
     JOB_SIZE,
@@ -69,6 +61,14 @@ from localcluster.services.webhook import created_affinity, start_webhook
 from policy import CAPACITY_TYPE_LABEL, KARPENTER_GPU_MEMORY_LABEL, NODE_MEMORY_LABEL, read_node_memory
 from policy.job_identity import JOB_CONTROLLER_UID_LABEL, JOB_NAME_LABEL
 from policy.job_zone import ZONE_LABEL
+from render.ec2_catalogue import load_snapshot
+from render.gpu_memory import instance_gpus_from_ec2
+from render.karpenter_pools import (
+    GpuGroupTypes,
+    NodePoolSettings,
+    memory_classes,
+    node_pool_manifest,
+)
 from testbed.bindings import BindingWatch
 from testbed.e2e_cluster import INVENTORY, E2ECluster
 

@@ -14,6 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGES = (
     "policy",
     "contracts",
+    "render",
     "extender_app",
     "components",
     "explain",

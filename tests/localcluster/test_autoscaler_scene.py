@@ -4,7 +4,6 @@ tests/localcluster/test_demo.py)."""
 
 import pytest
 
-from components.render.webhook_config import WEBHOOK_NAME
 from localcluster.demo.autoscaler_scene import AutoscalerPod, Observation, check, demo_pods, report
 from localcluster.demo.karpenter_zone_scene import (
     JOB,
@@ -24,6 +23,7 @@ from localcluster.plane.workloads import PodSpecification
 from localcluster.services.karpenter_instance_types import KARPENTER_INSTANCE_TYPES
 from policy import BELOW_MINIMUM, GPU_RESOURCE, INVALID_MIN_MEMORY, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
 from policy.job_zone import JOB_LABEL, JOB_SIZE_ANNOTATION, SAME_ZONE, ZONE_POLICY_ANNOTATION
+from render.webhook_config import WEBHOOK_NAME
 
 POD_40 = AutoscalerPod(PodSpecification("min-40gib", "40960"), "bound")
 STUCK_40 = AutoscalerPod(PodSpecification("min-40gib", "40960"), "stuck")

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from components.render.agent_translation import NOTHING_MATCHES, collector_config_from_agent
-from components.render.cloudwatch_agent_facts import AgentConfigError
-from components.render.emf_rules import (
+from localcluster.services.cloudwatch_pipeline import SCRAPE_INTERVAL, local_scrape_config
+from render.agent_translation import NOTHING_MATCHES, collector_config_from_agent
+from render.cloudwatch_agent_facts import AgentConfigError
+from render.emf_rules import (
     SCHEDULER_JOB,
     SERVICES_JOB,
     agent_config,
@@ -19,7 +20,6 @@ from components.render.emf_rules import (
     keep_rule,
     metric_declarations,
 )
-from localcluster.services.cloudwatch_pipeline import SCRAPE_INTERVAL, local_scrape_config
 
 ENDPOINT = "http://127.0.0.1:1"
 

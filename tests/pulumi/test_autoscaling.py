@@ -14,9 +14,9 @@ import pytest
 
 from components.cluster_autoscaler import NODE_TEMPLATE, SCALING_ACTIONS
 from components.karpenter import INTERRUPTION_EVENTS, NODE_POLICIES
-from components.render.karpenter_pools import DISCOVERY_TAG
 from components.stack_config import DEFAULT_KARPENTER_CHART_VERSION
 from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL
+from render.karpenter_pools import DISCOVERY_TAG
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, run_with
 from tests.pulumi.mocks import (
     EKS_SECURITY_GROUP,

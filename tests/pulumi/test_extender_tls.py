@@ -17,10 +17,10 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from components.certificates import CLIENT_SECRET, SERVER_DNS_NAMES, SERVER_SECRET
-from components.render.scheduler_config import EXTENDER_SERVICE_HOST
 from contracts.cluster import SCHEDULER_NAME
 from extender_app.settings import ExtenderSettings
 from policy import NODE_MEMORY_LABEL, extender_score, requirement_from_pod
+from render.scheduler_config import EXTENDER_SERVICE_HOST
 from testbed.extender import DEADLINE, LOOPBACK, REFUSED, ThreadedExtender, read_response
 from tests.pulumi.mocks import StackRun
 

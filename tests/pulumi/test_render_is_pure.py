@@ -1,4 +1,4 @@
-"""components/render/ holds what the local run shares with the program: none of it may need Pulumi."""
+"""render/ holds what the local run shares with the program: none of it may need Pulumi."""
 
 import subprocess
 import sys
@@ -6,16 +6,14 @@ from pathlib import Path
 
 import pytest
 
-import components.render
+import render
 
-RENDER_DIR = Path(components.render.__file__).parent
-MODULES = sorted(
-    f"components.render.{path.stem}" for path in RENDER_DIR.glob("*.py") if path.stem != "__init__"
-)
+RENDER_DIR = Path(render.__file__).parent
+MODULES = sorted(f"render.{path.stem}" for path in RENDER_DIR.glob("*.py") if path.stem != "__init__")
 
 
 def test_the_package_holds_the_shared_modules() -> None:
-    assert {"components.render.scheduler_config", "components.render.gpu_memory"} <= set(MODULES)
+    assert {"render.scheduler_config", "render.gpu_memory"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -24,7 +22,7 @@ def test_imports_without_pulumi(module: str) -> None:
     blocked = "import sys; sys.modules.update(dict.fromkeys(['pulumi', 'pulumi_aws', 'pulumi_kubernetes']))"
     result = subprocess.run(
         [sys.executable, "-c", f"{blocked}; import {module}"],
-        cwd=RENDER_DIR.parents[1],
+        cwd=RENDER_DIR.parent,
         capture_output=True,
         text=True,
         check=False,

@@ -10,8 +10,6 @@ from typing import Any
 import pytest
 import yaml
 
-from components.render.policy_choices import PolicyChoices
-from components.render.scheduler_config import SchedulerConfig, render_scheduler_config
 from components.stack_config import StackConfig
 from components.stack_config.setting_table import BEGIN, DOCS_PAGE, END, render, replace_table
 from components.stack_config.stack import TOP_LEVEL_KEYS
@@ -20,6 +18,8 @@ from explain.cli import build_parser as explain_parser
 from extender_app.cli import FLAGS, settings_from
 from extender_app.settings import ExtenderSettings
 from policy.setting_schema import STACK_SETTINGS, UNSET, StackSetting
+from render.policy_choices import PolicyChoices
+from render.scheduler_config import SchedulerConfig, render_scheduler_config
 from tests.pulumi.conftest import stack_config
 
 CHOSEN: dict[str, object] = {

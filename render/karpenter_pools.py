@@ -17,15 +17,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from components.render.gpu_memory import (
+from policy import GPU_RESOURCE, INSTANCE_TYPE_LABEL, MAX_GPU_MEMORY_MIB
+from policy.job_zone import ZONE_LABEL
+from render.gpu_memory import (
     NVIDIA_AMI_ARCHITECTURE,
     GpuMemoryError,
     InstanceGpus,
     group_gpu_memory_mib,
     require_architecture,
 )
-from policy import GPU_RESOURCE, INSTANCE_TYPE_LABEL, MAX_GPU_MEMORY_MIB
-from policy.job_zone import ZONE_LABEL
 
 KARPENTER_API = "karpenter.sh/v1"
 NODE_CLASS_API = "karpenter.k8s.aws/v1"

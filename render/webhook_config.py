@@ -26,7 +26,6 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
 from contracts.cluster import NAMESPACE, NAMESPACE_NAME_LABEL, SCHEDULER_NAME, WEBHOOK_SERVICE
 from contracts.modes import SchedulerMode
 from contracts.server import (
@@ -44,6 +43,7 @@ from contracts.server import (
 )
 from policy import CAPACITY_TYPE_ANNOTATION, MIN_MEMORY_ANNOTATION
 from policy.job_zone import JOB_SIZE_ANNOTATION, ZONE_POLICY_ANNOTATION
+from render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
 
 WEBHOOK_SERVICE_HOST = f"{WEBHOOK_SERVICE}.{NAMESPACE}.svc"
 """The name kube-apiserver verifies in the server certificate when it calls the Service."""
