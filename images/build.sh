@@ -22,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cache=$(realpath -m "${1:-.cache/images}")
 python=${PYTHON_FOR_TAGS:-.venv/bin/python}
-platform=linux/amd64          # components/container_image.py PLATFORM
+platform=linux/amd64          # render/image_sources.py IMAGE_PLATFORM
 suite=bookworm                # the distroless pins are -debian12 images
 # A base's revision: bump it when its recipe in make_base changes, and it is made again.
 declare -A base_revision=([python-builder]=1 [python-runtime]=1 [go-builder]=1 [static]=2)

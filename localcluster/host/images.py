@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from components.container_image import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, ImageSource, image_tag
+from render.image_sources import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, ImageSource, image_tag
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 IMAGE_STORE = REPO_ROOT / ".cache" / "images"

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from components.container_image import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, PROJECT_ROOT, ImageSource
-from components.content_tag import content_tag, source_files
+from render.content_tag import content_tag, source_files
+from render.image_sources import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, PROJECT_ROOT, ImageSource
 
 
 @pytest.fixture

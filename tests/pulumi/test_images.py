@@ -7,11 +7,11 @@ import json
 import boto3
 from moto import mock_aws
 
-from components.container_image import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, PROJECT_ROOT
-from components.content_tag import content_tag
 from components.stack import build_stack
 from contracts.cluster import EXTENDER_SERVICE, SCHEDULER_NAME
 from contracts.modes import uses_extender
+from render.content_tag import content_tag
+from render.image_sources import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, PROJECT_ROOT
 from tests.pulumi.conftest import run_with, stack_config
 from tests.pulumi.mocks import REGION, StackRun, is_secret, moto_registry_credentials, run_stack
 from tests.pulumi.pod_specs import containers
