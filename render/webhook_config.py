@@ -177,6 +177,9 @@ def webhook_args(
     mode: SchedulerMode = "extender",
     max_node_selector_terms: int | None = None,
     max_node_selector_bytes: int | None = None,
+    tls_dir: str = WEBHOOK_TLS_DIR,
+    port: int = TLS_PORT,
+    health_port: int = HEALTH_PORT,
 ) -> list[str]:
     """The container's flags: the extender image in its webhook role, server certificate only;
     ``disruption_protection``: pods with a minimum also get the autoscalers' opt-out annotations;
@@ -184,7 +187,9 @@ def webhook_args(
     ``max_connections_per_source``: the server's bound per client address (None: its default);
     ``mode``: the stack's scheduler mode (what keeps a same-zone job in one zone);
     ``max_node_selector_terms``: the most required terms a patched pod may have (None: its default);
-    ``max_node_selector_bytes``: the most bytes of JSON those terms may take (None: its default)."""
+    ``max_node_selector_bytes``: the most bytes of JSON those terms may take (None: its default);
+    ``tls_dir``, ``port``, ``health_port``: where its certificate lies and what it listens on (the
+    container's by default; the local run gives its own folder and loopback ports)."""
     limits = (
         []
         if max_connections_per_source is None
@@ -196,9 +201,9 @@ def webhook_args(
         limits.append(flag("max_node_selector_bytes", max_node_selector_bytes))
     return [
         flag("role", ROLE_WEBHOOK),
-        *tls_flags(WEBHOOK_TLS_DIR, client_ca=False),
-        flag("port", TLS_PORT),
-        flag("health_port", HEALTH_PORT),
+        *tls_flags(tls_dir, client_ca=False),
+        flag("port", port),
+        flag("health_port", health_port),
         flag("invalid_annotation", invalid_annotation),
         flag(
             "disruption_protection",
