@@ -36,7 +36,7 @@ from components.workload_parts import (
     spread,
     system_pool_selector,
 )
-from contracts.cluster import NAMESPACE, SCHEDULER_NAME
+from contracts.cluster import NAMESPACE, SCHEDULER_NAME, SYSTEM_NAMESPACE
 from contracts.modes import SchedulerMode, uses_extender
 from render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
 from render.scheduler_config import (
@@ -54,7 +54,6 @@ from render.scheduler_rbac import (
     LEADER_ELECTION_RULES,
     SCHEDULER_ROLE,
     SCHEDULER_RULES,
-    SYSTEM_NAMESPACE,
 )
 
 CONFIG_DIR = "/etc/kubernetes/custom-scheduler"

@@ -8,7 +8,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from components.cluster import AUTOSCALED_FIELDS, NODE_POOL_LABEL, Cluster
+from components.cluster import AUTOSCALED_FIELDS, MAX_UNAVAILABLE_NODES, NODE_POOL_LABEL, Cluster
 from components.stack_config import GpuNodeGroupSettings
 from contracts.cluster import GPU_PRESENT_LABEL
 from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL, vendor_capacity_type
@@ -29,9 +29,8 @@ GPU_AMI_ARCHITECTURE = NVIDIA_AMI_ARCHITECTURE
 """The device plugin chart's node affinity matches this label (NFD is not installed)."""
 GPU_TAINT_KEY = GPU_RESOURCE
 GPU_TAINT_VALUE = "true"
-GPU_TAINT_EFFECT = "NO_SCHEDULE"
+EKS_GPU_TAINT_EFFECT = "NO_SCHEDULE"
 """EKS API spelling of NoSchedule."""
-MAX_UNAVAILABLE_NODES = 1
 
 
 def instance_gpus_from_invoke(instance_type: str, result: Any) -> InstanceGpus:
@@ -139,7 +138,11 @@ class GpuNodeGroup(pulumi.ComponentResource):
             lambda described: min(sum(gpu.count for gpu in item.gpus) for item in described)
         )
         taints = (
-            [aws.eks.NodeGroupTaintArgs(key=GPU_TAINT_KEY, value=GPU_TAINT_VALUE, effect=GPU_TAINT_EFFECT)]
+            [
+                aws.eks.NodeGroupTaintArgs(
+                    key=GPU_TAINT_KEY, value=GPU_TAINT_VALUE, effect=EKS_GPU_TAINT_EFFECT
+                )
+            ]
             if gpu_taint
             else []
         )

@@ -6,11 +6,10 @@ The Pulumi program builds and pushes these images (``components/container_image.
 """
 
 from dataclasses import dataclass
-from pathlib import Path
 
+from contracts.release import REPO_ROOT
 from render.content_tag import content_tag
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 IMAGE_PLATFORM = "linux/amd64"
 """The platform every image is built for: the node groups run x86_64 AMIs."""
 
@@ -42,4 +41,4 @@ GPU_SCHEDULER_IMAGE = ImageSource(
 
 def image_tag(source: ImageSource) -> str:
     """The content tag of ``source``: its files, its Dockerfile and the platform built for."""
-    return content_tag(PROJECT_ROOT, source.sources, build_inputs=(source.dockerfile, IMAGE_PLATFORM))
+    return content_tag(REPO_ROOT, source.sources, build_inputs=(source.dockerfile, IMAGE_PLATFORM))

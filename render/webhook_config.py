@@ -26,7 +26,13 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from contracts.cluster import NAMESPACE, NAMESPACE_NAME_LABEL, SCHEDULER_NAME, WEBHOOK_SERVICE
+from contracts.cluster import (
+    NAMESPACE,
+    NAMESPACE_NAME_LABEL,
+    SCHEDULER_NAME,
+    SYSTEM_NAMESPACE,
+    WEBHOOK_SERVICE,
+)
 from contracts.modes import SchedulerMode
 from contracts.server import (
     DISRUPTION_PROTECTION_OFF,
@@ -52,7 +58,7 @@ WEBHOOK_NAME = "gpu-memory.training.example.com"
 WEBHOOK_SERVICE_PORT = 443
 """The Service port the configuration names (kube-apiserver's default for a service reference)."""
 WEBHOOK_TLS_SECRET = "gpu-memory-webhook-tls"  # noqa: S105 - the name of a Secret, not a credential
-EXCLUDED_NAMESPACES = ("kube-system",)
+EXCLUDED_NAMESPACES = (SYSTEM_NAMESPACE,)
 
 FailurePolicy = Literal["Fail", "Ignore"]
 FAILURE_POLICIES: tuple[FailurePolicy, ...] = ("Fail", "Ignore")

@@ -18,6 +18,7 @@ import kubernetes.client
 
 from contracts.cluster import NAMESPACE, SCHEDULER_NAME
 from contracts.modes import SchedulerMode, uses_extender
+from contracts.release import REPO_ROOT
 from contracts.server import NODE_CACHE_WATCH_FLAG, flag
 from localcluster.host.images import LocalImages
 from localcluster.host.pki import CertFiles, CertificateAuthority
@@ -93,10 +94,6 @@ def extender_tls(work_dir: Path) -> ExtenderTLS:
     server = ca.issue(work_dir, "extender-server", "scheduler-extender", server_names=(LOOPBACK, "localhost"))
     client = ca.issue(work_dir, "extender-client", SCHEDULER_NAME, client=True)
     return ExtenderTLS(ca=ca, server=server, client=client)
-
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-"""Where ``python -m extender_app`` finds the package (the container's entry point)."""
 
 
 def start_extender(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from localcluster.services.cloudwatch_pipeline import SCRAPE_INTERVAL, local_scrape_config
+from localcluster.services.cloudwatch_pipeline import LOCAL_SCRAPE_INTERVAL, local_scrape_config
 from render.agent_translation import NOTHING_MATCHES, collector_config_from_agent
 from render.cloudwatch_agent_facts import AgentConfigError
 from render.emf_rules import (
@@ -118,7 +118,7 @@ def test_the_local_scrape_is_the_rendered_one_with_local_targets() -> None:
     local = local_scrape_config(
         rendered, {SERVICES_JOB: ["127.0.0.1:1"], SCHEDULER_JOB: ["127.0.0.1:2"]}, tls
     )
-    assert local["global"]["scrape_interval"] == SCRAPE_INTERVAL
+    assert local["global"]["scrape_interval"] == LOCAL_SCRAPE_INTERVAL
     by_name = {job["job_name"]: job for job in local["scrape_configs"]}
     for job in rendered["scrape_configs"]:
         ours = by_name[job["job_name"]]

@@ -35,13 +35,13 @@ from components.custom_scheduler import (
 )
 from components.kubernetes_await import SKIP_AWAIT_ANNOTATION
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
+from contracts.release import REPO_ROOT
 from localcluster.host.pki import KeyPair
 from localcluster.host.team_pki import TeamPki, client_leaf, key_pem, pem
 from localcluster.plane.control_plane import ControlPlane
 from localcluster.services.pulumi_stack import (
     LOCAL_STACK,
     LOCAL_STACK_FILE,
-    REPO_ROOT,
     Engine,
     Kubeconfig,
     LocalProject,
