@@ -8,8 +8,8 @@ the gang section of bench/RESULTS.md.
 
 The default cases: 30 nodes (the jobs ask for two thirds of the GPUs) and 501 nodes (the plan's
 cost over many nodes), each at kube-scheduler's default client QPS (50/100) and at 1000/1000, the
-stack's ``scheduler.clientQps`` default (as deployed); the jobs-over-plain target is judged there. At the lifted
-rate each round also runs the jobs with kube-scheduler's nominations of held pods off
+stack's ``scheduler.clientQps`` default (as deployed); the jobs-over-plain target is judged there.
+At the lifted rate each round also runs the jobs with kube-scheduler's nominations of held pods off
 (``NominatedNodeNameForExpectation=false``), to show what those status writes cost.
 """
 

@@ -9,11 +9,12 @@ of 8 GPUs and plugin mode's scheduler (through the admission webhook, as deploye
   every job, then member 1, ...), so every job is incomplete until the last round of creates;
 - **plain**: the same number of one-GPU pods in no job;
 
-each pair at every client QPS setting asked for (kube-scheduler's default 50/100, and 1000/1000,
-the stack's ``scheduler.clientQps`` default, as deployed and as ``bench.scale --qps 1000`` runs): at the default rate the scheduler's own
-client throttles its Bindings, so the last Bindings drain at its rate, not at the plugin's. With
-``without_nominations``, each round at a lifted rate runs the jobs a third time with
-kube-scheduler's ``NOMINATIONS_GATE`` off: what its status write per held member costs.
+each pair at every client QPS setting asked for (kube-scheduler's default 50/100, and 1000/1000, the
+stack's ``scheduler.clientQps`` default, as deployed and as ``bench.scale --qps 1000`` runs): at the
+default rate the scheduler's own client throttles its Bindings, so the last Bindings drain at its
+rate, not at the plugin's. With ``without_nominations``, each round at a lifted rate runs the jobs a
+third time with kube-scheduler's ``NOMINATIONS_GATE`` off: what its status write per held member
+costs.
 
 With 10 nodes a zone, 20 jobs of 8 ask for two thirds of the GPUs (160 of 240): every job fits,
 and two zones could hold them all. Per run: seconds from the first create to the last bind (a
