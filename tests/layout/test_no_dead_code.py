@@ -31,6 +31,8 @@ GO_TEST_SUPPORT = ("plugin/internal/policyvectors", "plugin/internal/plugintest"
 ALLOWED = {
     "render/cloudwatch_dashboard.py:drawn_metrics": "reads a dashboard body back into the"
     " metrics it draws: the renderer's own inverse, beside it so the two change together",
+    "render/dcgm_coverage.py:dcgm_instance_types": "reads a rendered DCGM affinity back into"
+    " the instance types it admits: the renderer's own inverse, beside it",
     "explain/job_volumes.py:volume_reads": "the volume reads over objects in memory, the twin of the"
     " API reads explain makes: what explain's own tests and a user's saved objects feed it",
     "localcluster/services/karpenter.py:labelled_nodes": "waits for Karpenter's nodes to carry labels:"
