@@ -8,7 +8,7 @@ the keys and docs/deploy-eks.md for what gets created.
 import pulumi
 
 from components.stack import build_stack
-from components.stack_config import load_stack_config
+from components.stack_config.pulumi_config import load_stack_config
 
 for name, value in build_stack(load_stack_config()).items():
     pulumi.export(name, value)

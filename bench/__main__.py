@@ -29,8 +29,8 @@ from bench.measurements.node_cache_bench import node_cache_benchmark
 from bench.report.gang_report import GANG_RESULTS
 from bench.report.gang_report import save as save_gang
 from bench.report.results_md import render_report
+from contracts.release import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ("extender", "cache", "memory", "soak", "e2e", "gang")
 
 
@@ -58,7 +58,7 @@ class Plan:
     gang_rounds: int = GANG_ROUNDS
 
 
-QUICK = Plan(
+QUICK_BENCH = Plan(
     latency_rounds=1,
     latency_seconds=1.0,
     soak_seconds=5.0,
@@ -87,7 +87,7 @@ def e2e_settings(plan: Plan, round_index: int) -> list[Setting]:
 
 
 def plan_from(arguments: argparse.Namespace) -> Plan:
-    plan = QUICK if arguments.quick else Plan()
+    plan = QUICK_BENCH if arguments.quick else Plan()
     if arguments.extender_rounds is not None:
         plan = dataclasses.replace(plan, extender_rounds=arguments.extender_rounds)
     if arguments.plugin_variants:

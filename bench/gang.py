@@ -32,7 +32,7 @@ from bench.report.gang_report import (
     save,
     splice_gang_section,
 )
-from bench.report.results_md import RESULTS
+from bench.report.results_md import RESULTS_FILE
 
 NODES_PER_ZONE = (10, 167)
 ROUNDS = 5
@@ -130,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
             without_nominations=arguments.without_nominations,
         )
         save(document, GANG_RESULTS)
-    RESULTS.write_text(splice_gang_section(RESULTS.read_text(), render_gang_section(document)))
-    print(f"wrote {GANG_RESULTS} and the gang section of {RESULTS}")
+    RESULTS_FILE.write_text(splice_gang_section(RESULTS_FILE.read_text(), render_gang_section(document)))
+    print(f"wrote {GANG_RESULTS} and the gang section of {RESULTS_FILE}")
     return 0
 
 

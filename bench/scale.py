@@ -44,7 +44,6 @@ from bench.fleet.scale_fleet import (
 )
 from bench.load.machine import describe_machine
 from bench.measurements.e2e_throughput import (
-    EXTENDER_MODES,
     VANILLA_AFFINITY,
     ExtenderLink,
     Mode,
@@ -55,11 +54,12 @@ from bench.measurements.e2e_throughput import (
 from bench.report.results_md import FINDINGS_LINK
 from bench.report.scale_report import draw_plots, render_scale_section, splice_scale_section
 from bench.report.scale_results import ScaleDocument, SizeInfo, load, row_from_run, save
+from contracts.modes import EXTENDER_MODES
+from contracts.release import REPO_ROOT
 from localcluster.plane.control_plane import ControlPlane, start_control_plane
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE, ensure_namespace, restricted_namespace_labels
 from localcluster.services.custom_scheduler import extender_tls, grant_scheduler_rbac, start_extender_for
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = REPO_ROOT / "bench"
 QUICK_DIR = REPO_ROOT / ".cache" / "bench" / "scale"
 RUN_ORDER: tuple[Mode, ...] = ("vanilla", VANILLA_AFFINITY, "extender", "extender-cached", "plugin")
@@ -89,7 +89,7 @@ class ScalePlan:
     """Rounds that also run extender mode (a run takes about a minute at a few pods/s)."""
 
 
-QUICK = ScalePlan(sizes=(200, 500), pods=300, extender_pods=60, qps=(None, 1000), rounds=2)
+QUICK_SCALE = ScalePlan(sizes=(200, 500), pods=300, extender_pods=60, qps=(None, 1000), rounds=2)
 
 
 def _parse_sizes(text: str) -> tuple[int, ...]:
@@ -159,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help=f"200 and 500 nodes, fewer pods, {QUICK.rounds} rounds;"
+        help=f"200 and 500 nodes, fewer pods, {QUICK_SCALE.rounds} rounds;"
         f" output into {QUICK_DIR.relative_to(REPO_ROOT)}",
     )
     parser.add_argument(
@@ -181,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def plan_from(arguments: argparse.Namespace) -> ScalePlan:
-    plan = QUICK if arguments.quick else ScalePlan()
+    plan = QUICK_SCALE if arguments.quick else ScalePlan()
     overrides = {
         key: value
         for key, value in (

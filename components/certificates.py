@@ -18,10 +18,10 @@ import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 
 from components.provided_certificates import ProvidedCertificates
-from components.render.scheduler_config import EXTENDER_SERVICE_HOST
-from components.render.webhook_config import WEBHOOK_SERVICE_HOST, WEBHOOK_TLS_SECRET
 from components.stack_config import CertificateSettings
 from contracts.cluster import NAMESPACE, SCHEDULER_NAME
+from render.scheduler_config import EXTENDER_SERVICE_HOST
+from render.webhook_config import WEBHOOK_SERVICE_HOST, WEBHOOK_TLS_SECRET
 
 SERVER_SECRET = "extender-server-tls"  # noqa: S105 - the name of a Secret, not a credential
 CLIENT_SECRET = "extender-client-tls"  # noqa: S105 - the name of a Secret, not a credential

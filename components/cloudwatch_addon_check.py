@@ -15,8 +15,8 @@ from typing import Any
 import jsonschema
 
 from components.observability import addon_configuration
-from components.render.cloudwatch_agent_facts import assumed_schema, refused_keys, skipped_rules
 from components.stack_config.observability import DEFAULT_ADDON_VERSION
+from render.cloudwatch_agent_facts import assumed_schema, refused_keys, skipped_rules
 
 
 def schema_problems(values: dict[str, Any], schema: dict[str, Any]) -> list[str]:

@@ -16,17 +16,17 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from components.network import Network
-from components.render.gpu_memory import InstanceGpus, require_architecture
 from components.stack_config import PROJECT, ClusterSettings
 from policy import CAPACITY_TYPE_LABEL
 from policy.capacity_type import ON_DEMAND
+from render.gpu_memory import InstanceGpus, require_architecture
 
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 SYSTEM_AMI_ARCHITECTURE = "x86_64"
 NODE_POOL_LABEL = "training.example.com/node-pool"
 """Node label naming the node group's role; the extender and scheduler select ``system``."""
 SYSTEM_POOL = "system"
-NODE_POLICIES = (
+NODE_POLICY_ARNS = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
@@ -139,7 +139,7 @@ class Cluster(pulumi.ComponentResource):
                 policy_arn=policy,
                 opts=child,
             )
-            for policy in NODE_POLICIES
+            for policy in NODE_POLICY_ARNS
         ]
         self.node_role_arn = role.arn
         # Node groups name the cluster by its physical name; depending on the cluster and

@@ -12,7 +12,7 @@ counts as not ready until its GPUs are advertised), the GPU taint, ``nvidia.com/
 group), and on each zone's group of a ``perZone`` GPU group its zone. EKS puts the node group's
 tags on the node group, not its ASG, hence ``aws.autoscaling.Tag`` resources on the ASG itself.
 The ``priority`` expander prefers the group with the smallest GPU memory that fits
-(components/render/autoscaler_template.py).
+(render/autoscaler_template.py).
 """
 
 import json
@@ -29,28 +29,27 @@ from components.cluster import NODE_POOL_LABEL, SYSTEM_POOL, Cluster
 from components.gpu_node_group import GPU_TAINT_KEY, GPU_TAINT_VALUE, GpuNodeGroup, group_key
 from components.pod_identity import pod_identity_role
 from components.pod_security import container_security_context_values, pod_security_context_values
-from components.render.accelerator_label import ACCELERATOR_LABEL
-from components.render.autoscaler_template import (
+from components.stack_config import ClusterAutoscalerSettings
+from components.stack_config.charts import CLUSTER_AUTOSCALER
+from contracts.cluster import GPU_PRESENT_LABEL, SYSTEM_NAMESPACE
+from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL
+from policy.job_zone import ZONE_LABEL
+from render.accelerator_label import ACCELERATOR_LABEL
+from render.autoscaler_template import (
     EXPANDER,
     TemplateShape,
     expander_priorities,
     mixed_template_warning,
 )
-from components.stack_config import ClusterAutoscalerSettings
-from components.stack_config.charts import CLUSTER_AUTOSCALER
-from contracts.cluster import GPU_PRESENT_LABEL
-from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL
-from policy.job_zone import ZONE_LABEL
 
-CHART = CLUSTER_AUTOSCALER.name
-CHART_REPOSITORY = CLUSTER_AUTOSCALER.repository
-NAMESPACE = "kube-system"
-SERVICE_ACCOUNT = "cluster-autoscaler"
+AUTOSCALER_CHART = CLUSTER_AUTOSCALER.name
+AUTOSCALER_CHART_REPOSITORY = CLUSTER_AUTOSCALER.repository
+AUTOSCALER_SERVICE_ACCOUNT = "cluster-autoscaler"
 IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
 TAG_PREFIX = "k8s.io/cluster-autoscaler"
 NODE_TEMPLATE = f"{TAG_PREFIX}/node-template"
 EPHEMERAL_STORAGE = "ephemeral-storage"
-DESCRIBE_ACTIONS = (
+AUTOSCALER_DESCRIBE_ACTIONS = (
     "autoscaling:DescribeAutoScalingGroups",
     "autoscaling:DescribeAutoScalingInstances",
     "autoscaling:DescribeLaunchConfigurations",
@@ -69,7 +68,7 @@ def autoscaler_policy(cluster_name: str) -> dict[str, Any]:
     return {
         "Version": "2012-10-17",
         "Statement": [
-            {"Effect": "Allow", "Action": list(DESCRIBE_ACTIONS), "Resource": "*"},
+            {"Effect": "Allow", "Action": list(AUTOSCALER_DESCRIBE_ACTIONS), "Resource": "*"},
             {
                 "Effect": "Allow",
                 "Action": list(SCALING_ACTIONS),
@@ -129,7 +128,7 @@ def autoscaler_values(
         "awsRegion": region,
         "autoDiscovery": {"clusterName": cluster_name},
         "image": {"repository": IMAGE, "tag": settings.image_tag},
-        "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
+        "rbac": {"serviceAccount": {"create": True, "name": AUTOSCALER_SERVICE_ACCOUNT}},
         "nodeSelector": {NODE_POOL_LABEL: SYSTEM_POOL},
         # The chart sets no security context of its own: Pod Security "restricted", as our pods.
         # The image is distroless and needs no writable path, no capability and no root.
@@ -214,8 +213,8 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         identity = pod_identity_role(
             f"{name}-controller",
             cluster_name=cluster.name,
-            namespace=NAMESPACE,
-            service_account=SERVICE_ACCOUNT,
+            namespace=SYSTEM_NAMESPACE,
+            service_account=AUTOSCALER_SERVICE_ACCOUNT,
             policy=json.dumps(autoscaler_policy(cluster.name)),
             parent=self,
             depends_on=[*agent, cluster.coredns, *cluster.node_group_dependencies],
@@ -231,11 +230,11 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         ).apply(lambda asgs: expander_priorities([asgs[0]], [(asg, int(memory)) for asg, memory in asgs[1:]]))
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
-            name=CHART,
-            chart=CHART,
+            name=AUTOSCALER_CHART,
+            chart=AUTOSCALER_CHART,
             version=settings.chart_version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=CHART_REPOSITORY),
-            namespace=NAMESPACE,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=AUTOSCALER_CHART_REPOSITORY),
+            namespace=SYSTEM_NAMESPACE,
             values=pulumi.Output.all(region, priorities).apply(
                 lambda args: autoscaler_values(cluster.name, args[0], settings, args[1])
             ),

@@ -14,51 +14,18 @@ ImageTagAlreadyExistsException until someone deleted the image by hand
 """
 
 import json
-from dataclasses import dataclass
-from pathlib import Path
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_docker_build as docker_build
 
-from components.content_tag import content_tag
 from components.stack_config import ImageSettings
+from render.image_sources import IMAGE_PLATFORM, ImageSource, image_tag
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-PLATFORM = docker_build.Platform.LINUX_AMD64
-"""The node groups run x86_64 AMIs."""
+PLATFORM = docker_build.Platform(IMAGE_PLATFORM)
+"""The node groups run x86_64 AMIs (``render/image_sources.py`` names the platform once)."""
 TAG_MUTABILITY = "MUTABLE"
 """A rerun after an interrupted push may push the tag again; what runs is pinned by digest."""
-
-
-@dataclass(frozen=True)
-class ImageSource:
-    """Where an image is built from; paths are relative to the project root."""
-
-    repository: str
-    context: str
-    dockerfile: str
-    sources: tuple[str, ...]
-    """Everything the Dockerfile copies in; their bytes make the tag."""
-
-
-EXTENDER_IMAGE = ImageSource(
-    repository="scheduler-extender",
-    context=".",
-    dockerfile="extender_app/Dockerfile",
-    sources=("extender_app", "contracts", "policy"),
-)
-GPU_SCHEDULER_IMAGE = ImageSource(
-    repository="gpu-scheduler",
-    context="plugin",
-    dockerfile="plugin/Dockerfile",
-    sources=("plugin",),
-)
-
-
-def image_tag(source: ImageSource) -> str:
-    """The content tag of ``source``: its files, its Dockerfile and the platform built for."""
-    return content_tag(PROJECT_ROOT, source.sources, build_inputs=(source.dockerfile, str(PLATFORM.value)))
 
 
 def lifecycle_policy(keep_images: int) -> str:

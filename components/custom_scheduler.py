@@ -1,7 +1,7 @@
 """The secondary scheduler ``custom-scheduler``: identity, RBAC, configuration, Deployment,
 NetworkPolicy.
 
-RBAC is the scheduler's own (``components/render/scheduler_rbac.py``): a ClusterRole with what
+RBAC is the scheduler's own (``render/scheduler_rbac.py``): a ClusterRole with what
 kube-scheduler 1.35 reads and writes, a Role in the stack's namespace for its own Lease, and the
 built-in ``extension-apiserver-authentication-reader`` in kube-system for its secure port's
 delegated authentication. Not the built-in ``system:kube-scheduler``, which may renew the
@@ -25,24 +25,6 @@ import pulumi_kubernetes as k8s
 
 from components.certificates import CLIENT_SECRET
 from components.pod_security import container_security_context, pod_security_context
-from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
-from components.render.scheduler_config import (
-    EXTENDER_CLIENT_DIR,
-    ExtenderEndpoint,
-    SchedulerConfig,
-    config_checksum,
-    scheduler_config_yaml,
-    scheduler_mode_flags,
-)
-from components.render.scheduler_rbac import (
-    AUTHENTICATION_READER_BINDING,
-    AUTHENTICATION_READER_ROLE,
-    LEADER_ELECTION_ROLE,
-    LEADER_ELECTION_RULES,
-    SCHEDULER_ROLE,
-    SCHEDULER_RULES,
-    SYSTEM_NAMESPACE,
-)
 from components.stack_config import SchedulerSettings
 from components.workload_parts import (
     APP_LABEL,
@@ -54,8 +36,25 @@ from components.workload_parts import (
     spread,
     system_pool_selector,
 )
-from contracts.cluster import NAMESPACE, SCHEDULER_NAME
+from contracts.cluster import NAMESPACE, SCHEDULER_NAME, SYSTEM_NAMESPACE
 from contracts.modes import SchedulerMode, uses_extender
+from render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
+from render.scheduler_config import (
+    EXTENDER_CLIENT_DIR,
+    ExtenderEndpoint,
+    SchedulerConfig,
+    config_checksum,
+    scheduler_config_yaml,
+    scheduler_mode_flags,
+)
+from render.scheduler_rbac import (
+    AUTHENTICATION_READER_BINDING,
+    AUTHENTICATION_READER_ROLE,
+    LEADER_ELECTION_ROLE,
+    LEADER_ELECTION_RULES,
+    SCHEDULER_ROLE,
+    SCHEDULER_RULES,
+)
 
 CONFIG_DIR = "/etc/kubernetes/custom-scheduler"
 CONFIG_FILE = "config.yaml"

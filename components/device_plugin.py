@@ -10,11 +10,10 @@ import pulumi_kubernetes as k8s
 
 from components.gpu_node_group import GPU_TAINT_KEY
 from components.stack_config.charts import NVIDIA_DEVICE_PLUGIN
-from contracts.cluster import GPU_PRESENT_LABEL
+from contracts.cluster import GPU_PRESENT_LABEL, SYSTEM_NAMESPACE
 
-CHART = NVIDIA_DEVICE_PLUGIN.name
-CHART_REPOSITORY = NVIDIA_DEVICE_PLUGIN.repository
-RELEASE_NAMESPACE = "kube-system"
+DEVICE_PLUGIN_CHART = NVIDIA_DEVICE_PLUGIN.name
+DEVICE_PLUGIN_CHART_REPOSITORY = NVIDIA_DEVICE_PLUGIN.repository
 RELEASE_NAME = "nvidia-device-plugin"
 
 
@@ -43,10 +42,10 @@ class DevicePlugin(pulumi.ComponentResource):
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name=RELEASE_NAME,
-            chart=CHART,
+            chart=DEVICE_PLUGIN_CHART,
             version=chart_version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=CHART_REPOSITORY),
-            namespace=RELEASE_NAMESPACE,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=DEVICE_PLUGIN_CHART_REPOSITORY),
+            namespace=SYSTEM_NAMESPACE,
             values=device_plugin_values(),
             atomic=True,
             opts=pulumi.ResourceOptions(parent=self, provider=provider),

@@ -8,7 +8,7 @@ pods labelled ``app=custom-scheduler`` in the scheduler namespace may connect, o
 all. ``extender-cached`` mode: the extender watches the Nodes itself (``--node-cache=watch``),
 so its ServiceAccount's token is mounted, a ClusterRole lets it get, list and watch Nodes and
 list Pods (its preempt verb reads a candidate node's pods; the grant reads every Pod of every
-namespace in full, ``components/render/node_reader.py``) and nothing else, and the
+namespace in full, ``render/node_reader.py``) and nothing else, and the
 NetworkPolicy lets it out on TCP 443 only (see ``api_server_egress``).
 """
 
@@ -19,9 +19,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.certificates import SERVER_SECRET
-from components.render.node_reader import NODE_READER_ROLE, NODE_READER_RULES
-from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
-from components.render.scheduler_config import EXTENDER_PORT
 from components.stack_config import ExtenderDeploymentSettings
 from components.tls_server_workload import (
     disruption_budget,
@@ -32,6 +29,9 @@ from components.workload_parts import APP_LABEL, metrics_ingress, object_metadat
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, NAMESPACE_NAME_LABEL, SCHEDULER_NAME
 from contracts.modes import SchedulerMode, node_cache_capable, uses_extender
 from contracts.server import EXTENDER_TLS_DIR, HEALTH_PORT, NODE_CACHE_WATCH_FLAG, flag, tls_flags
+from render.node_reader import NODE_READER_ROLE, NODE_READER_RULES
+from render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
+from render.scheduler_config import EXTENDER_PORT
 
 API_SERVER_PORT = 443
 """The port of the ``kubernetes`` Service on EKS, and of its endpoints (the API server)."""

@@ -8,20 +8,20 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from components.cluster import AUTOSCALED_FIELDS, NODE_POOL_LABEL, Cluster
-from components.render.accelerator_label import ACCELERATOR_LABEL, accelerator_name
-from components.render.autoscaler_template import TemplateShape
-from components.render.gpu_memory import (
+from components.cluster import AUTOSCALED_FIELDS, MAX_UNAVAILABLE_NODES, NODE_POOL_LABEL, Cluster
+from components.stack_config import GpuNodeGroupSettings
+from contracts.cluster import GPU_PRESENT_LABEL
+from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL, vendor_capacity_type
+from render.accelerator_label import ACCELERATOR_LABEL, accelerator_name
+from render.autoscaler_template import TemplateShape
+from render.gpu_memory import (
     NVIDIA_AMI_ARCHITECTURE,
     Gpu,
     InstanceGpus,
     group_gpu_memory_mib,
     require_architecture,
 )
-from components.render.karpenter_pools import memory_class_name
-from components.stack_config import GpuNodeGroupSettings
-from contracts.cluster import GPU_PRESENT_LABEL
-from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL, vendor_capacity_type
+from render.karpenter_pools import memory_class_name
 
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 """EKS-optimised Amazon Linux 2023 with the NVIDIA driver and container toolkit."""
@@ -29,9 +29,8 @@ GPU_AMI_ARCHITECTURE = NVIDIA_AMI_ARCHITECTURE
 """The device plugin chart's node affinity matches this label (NFD is not installed)."""
 GPU_TAINT_KEY = GPU_RESOURCE
 GPU_TAINT_VALUE = "true"
-GPU_TAINT_EFFECT = "NO_SCHEDULE"
+EKS_GPU_TAINT_EFFECT = "NO_SCHEDULE"
 """EKS API spelling of NoSchedule."""
-MAX_UNAVAILABLE_NODES = 1
 
 
 def instance_gpus_from_invoke(instance_type: str, result: Any) -> InstanceGpus:
@@ -139,7 +138,11 @@ class GpuNodeGroup(pulumi.ComponentResource):
             lambda described: min(sum(gpu.count for gpu in item.gpus) for item in described)
         )
         taints = (
-            [aws.eks.NodeGroupTaintArgs(key=GPU_TAINT_KEY, value=GPU_TAINT_VALUE, effect=GPU_TAINT_EFFECT)]
+            [
+                aws.eks.NodeGroupTaintArgs(
+                    key=GPU_TAINT_KEY, value=GPU_TAINT_VALUE, effect=EKS_GPU_TAINT_EFFECT
+                )
+            ]
             if gpu_taint
             else []
         )

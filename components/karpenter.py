@@ -33,8 +33,12 @@ from components.gpu_node_group import (
     instance_gpus_from_invoke,
 )
 from components.pod_identity import pod_identity_role
-from components.render.karpenter_iam import controller_policy, queue_policy
-from components.render.karpenter_pools import (
+from components.stack_config import KarpenterSettings, Resources
+from components.stack_config.charts import KARPENTER, KARPENTER_CRD
+from contracts.cluster import GPU_PRESENT_LABEL, SYSTEM_NAMESPACE
+from policy import CAPACITY_TYPE_LABEL, NODE_MEMORY_LABEL
+from render.karpenter_iam import controller_policy, queue_policy
+from render.karpenter_pools import (
     DISCOVERY_TAG,
     NODE_CLASS_API,
     NODE_CLASS_NAME,
@@ -45,17 +49,12 @@ from components.render.karpenter_pools import (
     node_pool_manifest,
     node_pool_name,
 )
-from components.stack_config import KarpenterSettings, Resources
-from components.stack_config.charts import KARPENTER, KARPENTER_CRD
-from contracts.cluster import GPU_PRESENT_LABEL
-from policy import CAPACITY_TYPE_LABEL, NODE_MEMORY_LABEL
 
-CHART = f"{KARPENTER.repository}/{KARPENTER.name}"
+KARPENTER_CHART = f"{KARPENTER.repository}/{KARPENTER.name}"
 CRD_CHART = f"{KARPENTER_CRD.repository}/{KARPENTER_CRD.name}"
 """The CRDs as a chart of their own: Helm upgrades templates, never a chart's crds/ folder."""
-NAMESPACE = "kube-system"
-SERVICE_ACCOUNT = "karpenter"
-NODE_POLICIES = (
+KARPENTER_SERVICE_ACCOUNT = "karpenter"
+KARPENTER_NODE_POLICIES = (
     "AmazonEKS_CNI_Policy",
     "AmazonEKSWorkerNodePolicy",
     "AmazonEC2ContainerRegistryPullOnly",
@@ -86,7 +85,7 @@ def karpenter_values(cluster_name: str, queue_name: str, resources: Resources) -
     the controller's requests and memory limit (the chart sets none)."""
     return {
         "settings": {"clusterName": cluster_name, "interruptionQueue": queue_name},
-        "serviceAccount": {"name": SERVICE_ACCOUNT},
+        "serviceAccount": {"name": KARPENTER_SERVICE_ACCOUNT},
         "nodeSelector": {NODE_POOL_LABEL: SYSTEM_POOL},
         "controller": {"resources": {"requests": resources.requests, "limits": resources.limits}},
     }
@@ -178,7 +177,7 @@ class Karpenter(pulumi.ComponentResource):
         discovery tag on the security group EKS creates (the one managed nodes get)."""
         name, cluster, child = self._name, self._cluster, pulumi.ResourceOptions(parent=self)
         node_role = aws.iam.Role(f"{name}-node-role", assume_role_policy=NODE_TRUST_POLICY, opts=child)
-        for managed in NODE_POLICIES:
+        for managed in KARPENTER_NODE_POLICIES:
             aws.iam.RolePolicyAttachment(
                 f"{name}-node-{managed}",
                 role=node_role.name,
@@ -260,8 +259,8 @@ class Karpenter(pulumi.ComponentResource):
         controller_identity = pod_identity_role(
             f"{name}-controller",
             cluster_name=cluster_name,
-            namespace=NAMESPACE,
-            service_account=SERVICE_ACCOUNT,
+            namespace=SYSTEM_NAMESPACE,
+            service_account=KARPENTER_SERVICE_ACCOUNT,
             policy=policy,
             parent=self,
             depends_on=[*agent, cluster.coredns, *cluster.node_group_dependencies],
@@ -272,16 +271,16 @@ class Karpenter(pulumi.ComponentResource):
             name="karpenter-crd",
             chart=CRD_CHART,
             version=settings.chart_version,
-            namespace=NAMESPACE,
+            namespace=SYSTEM_NAMESPACE,
             atomic=True,
             opts=kubernetes,
         )
         controller = k8s.helm.v3.Release(
             f"{name}-controller",
             name="karpenter",
-            chart=CHART,
+            chart=KARPENTER_CHART,
             version=settings.chart_version,
-            namespace=NAMESPACE,
+            namespace=SYSTEM_NAMESPACE,
             skip_crds=True,
             values=queue.name.apply(
                 lambda queue_name: karpenter_values(cluster_name, queue_name, settings.resources)

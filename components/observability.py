@@ -8,7 +8,7 @@
   (and the NodePools made from them) can launch, and add our own metrics to the agent: the
   extender's, the webhook's and the scheduler's ``/metrics``, written as EMF into the
   ``GPUScheduler`` namespace with the dimension sets the metric specs name.
-- A dashboard and one alarm per metric spec with an alarm (components/render/metric_specs.py),
+- A dashboard and one alarm per metric spec with an alarm (render/metric_specs.py),
   optionally sending to an SNS topic.
 """
 
@@ -20,13 +20,6 @@ import pulumi_aws as aws
 
 from components.cluster import Cluster
 from components.observability_iam import AGENT_SERVICE_ACCOUNT, agent_identity
-from components.render.cloudwatch_agent_facts import assumed_schema
-from components.render.cloudwatch_alarms import alarm_definitions
-from components.render.cloudwatch_dashboard import DASHBOARD_PERIOD_SECONDS, dashboard_body
-from components.render.dcgm_coverage import dcgm_affinity
-from components.render.emf_rules import agents_values
-from components.render.metric_queries import MetricQueryError, check_searches
-from components.render.metric_specs import METRIC_SPECS
 from components.stack_config.observability import (
     ADDON_VERSION,
     OBSERVABILITY_ADDON,
@@ -34,6 +27,13 @@ from components.stack_config.observability import (
     addon_version_tuple,
 )
 from components.stack_config.validation import PROJECT, StackConfigError
+from render.cloudwatch_agent_facts import assumed_schema
+from render.cloudwatch_alarms import alarm_definitions
+from render.cloudwatch_dashboard import DASHBOARD_PERIOD_SECONDS, dashboard_body
+from render.dcgm_coverage import dcgm_affinity
+from render.emf_rules import agents_values
+from render.metric_queries import MetricQueryError, check_searches
+from render.metric_specs import METRIC_SPECS
 
 
 def check_offered(pinned: str, newest_offered: str, region: str, kubernetes_version: str) -> str:

@@ -24,7 +24,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.pod_identity import POD_IDENTITY_ACTIONS, POD_IDENTITY_PRINCIPAL
-from components.render.metric_specs import CONTAINER_INSIGHTS_NAMESPACE, GPU_SCHEDULER_NAMESPACE
+from render.metric_specs import CONTAINER_INSIGHTS_NAMESPACE, GPU_SCHEDULER_NAMESPACE
 
 AGENT_NAMESPACE = "amazon-cloudwatch"
 """The add-on's namespace."""
@@ -45,7 +45,7 @@ LOG_LIST_ACTIONS = ("logs:DescribeLogGroups",)
 """A list call: IAM authorizes it on the account's log groups as a whole (``log-group:*``), not on
 a name prefix. It reveals log groups' names and settings, no events. The agent uses it to read a
 group's retention before setting it."""
-DESCRIBE_ACTIONS = ("ec2:DescribeTags", "ec2:DescribeVolumes")
+AGENT_DESCRIBE_ACTIONS = ("ec2:DescribeTags", "ec2:DescribeVolumes")
 """Read-only EC2 calls the agent makes about its own node: DescribeTags to label Container Insights
 metrics with the instance's Auto Scaling group and cluster, DescribeVolumes to name the EBS volumes
 of the disk metrics. EC2 grants Describe calls on ``Resource: "*"`` only. The agent makes no EKS
@@ -64,7 +64,7 @@ def cluster_arn(*, partition: str, region: str, account: str, cluster: str) -> s
 
 def agent_policy(*, partition: str, region: str, account: str, cluster: str) -> dict[str, Any]:
     """The agent's permissions: metrics into METRIC_NAMESPACES, logs into this cluster's Container
-    Insights log groups, and the read-only calls DESCRIBE_ACTIONS and LOG_LIST_ACTIONS."""
+    Insights log groups, and the read-only calls AGENT_DESCRIBE_ACTIONS and LOG_LIST_ACTIONS."""
     log_groups = f"arn:{partition}:logs:{region}:{account}:log-group:"
     return {
         "Version": "2012-10-17",
@@ -92,7 +92,7 @@ def agent_policy(*, partition: str, region: str, account: str, cluster: str) -> 
             {
                 "Sid": "DescribeItsNode",
                 "Effect": "Allow",
-                "Action": list(DESCRIBE_ACTIONS),
+                "Action": list(AGENT_DESCRIBE_ACTIONS),
                 "Resource": "*",
             },
         ],

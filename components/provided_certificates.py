@@ -18,8 +18,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from components.render.scheduler_config import EXTENDER_SERVICE_HOST
-from components.render.webhook_config import WEBHOOK_SERVICE_HOST
+from render.scheduler_config import EXTENDER_SERVICE_HOST
+from render.webhook_config import WEBHOOK_SERVICE_HOST
 
 CA_CERT = "caCert"
 SERVER_CERT = "serverCert"

@@ -20,7 +20,7 @@ from components.availability_zones import node_zones
 from components.certificates import Certificates
 from components.cluster import Cluster
 from components.cluster_autoscaler import ClusterAutoscaler
-from components.container_image import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, ContainerImage
+from components.container_image import ContainerImage
 from components.custom_scheduler import CustomScheduler
 from components.device_plugin import DevicePlugin
 from components.existing_cluster import ExistingCluster
@@ -30,7 +30,6 @@ from components.karpenter import Karpenter
 from components.kubernetes_await import await_annotations
 from components.network import Network
 from components.observability import Observability
-from components.render.karpenter_pools import DISCOVERY_TAG
 from components.stack_config import (
     ClusterAutoscalerSettings,
     KarpenterSettings,
@@ -42,6 +41,8 @@ from components.webhook import AdmissionWebhook, AdmissionWebhookArgs
 from components.workload_parts import system_node_selector, system_pool_selector
 from contracts.cluster import NAMESPACE
 from contracts.modes import uses_extender
+from render.image_sources import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE
+from render.karpenter_pools import DISCOVERY_TAG
 
 POD_SECURITY_LEVEL = "restricted"
 POD_SECURITY_MODES = ("enforce", "audit", "warn")

@@ -17,7 +17,7 @@ from components.workload_parts import container_resources, http_probe, spread, s
 from contracts.server import HEALTH_PORT, HEALTHZ_PATH, READYZ_PATH
 
 TLS_FILE_MODE = 0o440
-PROBE_TIMEOUT_SECONDS = 3
+HEALTH_PROBE_TIMEOUT_SECONDS = 3
 """The health port waits while a 5,000-node request is parsed (up to 1.5 s measured)."""
 MIN_AVAILABLE = 1
 """The PodDisruptionBudget keeps one replica serving through a node drain."""
@@ -27,7 +27,7 @@ SPREAD = (("topology.kubernetes.io/zone", "ScheduleAnyway"), ("kubernetes.io/hos
 
 def health_probe(path: str) -> k8s.core.v1.ProbeArgs:
     """An HTTP GET of ``path`` on the container's ``health`` port."""
-    return http_probe(path, "health", "HTTP", timeout_seconds=PROBE_TIMEOUT_SECONDS)
+    return http_probe(path, "health", "HTTP", timeout_seconds=HEALTH_PROBE_TIMEOUT_SECONDS)
 
 
 def tls_server_deployment(

@@ -24,15 +24,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.certificates import Certificates
-from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
-from components.render.webhook_config import (
-    WEBHOOK_SERVICE_PORT,
-    WEBHOOK_TLS_SECRET,
-    ca_bundle,
-    mutating_webhook,
-    service_client_config,
-    webhook_args,
-)
 from components.stack_config import WebhookSettings
 from components.tls_server_workload import (
     disruption_budget,
@@ -43,6 +34,15 @@ from components.workload_parts import APP_LABEL, metrics_ingress, object_metadat
 from contracts.cluster import NAMESPACE, WEBHOOK_SERVICE
 from contracts.modes import SchedulerMode
 from contracts.server import HEALTH_PORT, TLS_PORT, WEBHOOK_TLS_DIR
+from render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
+from render.webhook_config import (
+    WEBHOOK_SERVICE_PORT,
+    WEBHOOK_TLS_SECRET,
+    ca_bundle,
+    mutating_webhook,
+    service_client_config,
+    webhook_args,
+)
 
 
 def webhook_ingress(settings: WebhookSettings) -> list[k8s.networking.v1.NetworkPolicyIngressRuleArgs]:

@@ -6,4 +6,9 @@ gpu-scheduler's own ``--version`` reports the Kubernetes release it is built fro
 kube-scheduler does). A test holds the three together.
 """
 
+from pathlib import Path
+
 VERSION = "0.2.0"
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+"""The root of this tree: where the local run, the test bed and the benchmarks find its files."""

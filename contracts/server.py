@@ -13,7 +13,9 @@ ROLE_WEBHOOK: Role = "webhook"
 """``POST /mutate`` (pod admission webhook) over TLS, client certificate optional."""
 ROLES: tuple[Role, ...] = (ROLE_EXTENDER, ROLE_WEBHOOK)
 
-MAX_BODY_BYTES = 128 * 2**20
+MIB = 2**20
+"""Bytes in a MiB: the server's limits are set in bytes and written about in MiB."""
+MAX_BODY_BYTES = 128 * MIB
 """The extender's default ``--max-body-bytes``: 5,000 realistic nodes (~98 MiB) plus 30% headroom."""
 NODE_SELECTOR_TERMS_LIMIT = 10_000
 """The largest ``--max-node-selector-terms`` the webhook accepts (and the stack's

@@ -4,7 +4,6 @@ import functools
 
 import kubernetes.client
 
-from components.render.ec2_catalogue import snapshot_gpu_memory_table
 from explain.cluster import ClusterReader
 from explain.ec2_gpu_data import Ec2GpuData, load_table, lookup_region
 from explain.job_volumes import VolumeReads
@@ -20,6 +19,7 @@ from policy import (
     PolicySettings,
 )
 from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings, job_from_pod
+from render.ec2_catalogue import snapshot_gpu_memory_table
 
 
 def pod_answer(

@@ -20,7 +20,6 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
-from components.render.ec2_catalogue import snapshot_gpu_memory_table
 from contracts.server import option
 from explain.answers import nodes_answer, pod_answer
 from explain.cluster import ClusterReader, api_client
@@ -31,6 +30,7 @@ from policy import CapacityTypeSettings, PolicySettings
 from policy.job_zone import JobZoneSettings
 from policy.setting_schema import DEFAULT_CAPACITY_TYPE_SETTING, flag_setting
 from policy.setting_text import flag_type, label_list_text, parse_label_list, parse_table, table_text
+from render.ec2_catalogue import snapshot_gpu_memory_table
 
 OUTPUT_FORMATS = ("table", "json")
 POLICY_FLAG_PREFIX = "policy_"

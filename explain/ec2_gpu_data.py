@@ -1,11 +1,11 @@
 """EC2's GPU data per instance type, and the memory label each type should carry.
 
 The label a node should carry is derived from EC2 ``DescribeInstanceTypes`` GpuInfo by the
-Pulumi program's own rule (``components/render/gpu_memory.py``). Two sources:
+Pulumi program's own rule (``render/gpu_memory.py``). Two sources:
 
 - the shipped table: the GPU types of the project's one EC2 snapshot
-  (``components/render/ec2_instance_types.json``, every GPU type of moto's EC2 instance-type
-  catalogue, refreshed by ``python -m components.render.ec2_catalogue --refresh``). A type
+  (``render/ec2_instance_types.json``, every GPU type of moto's EC2 instance-type
+  catalogue, refreshed by ``python -m render.ec2_catalogue --refresh``). A type
   missing from it is a type without GPUs or one newer than the snapshot;
 - ``--ec2-region REGION``: DescribeInstanceTypes through boto3 (your AWS credentials) for
   exactly the types the cluster's nodes name.
@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.render.ec2_catalogue import SNAPSHOT_FILE, Snapshot, load_snapshot
-from components.render.gpu_memory import GpuMemoryError, group_gpu_memory_mib, instance_gpus_from_ec2
 from explain.errors import ExplainError
 from explain.settings import EC2_FILTER_CHUNK
+from render.ec2_catalogue import SNAPSHOT_FILE, Snapshot, load_snapshot
+from render.gpu_memory import GpuMemoryError, group_gpu_memory_mib, instance_gpus_from_ec2
 
 NO_GPU = "EC2 lists no GPU for this type"
 

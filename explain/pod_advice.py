@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from decimal import Decimal
 
+from contracts.server import MIB
 from explain.ec2_gpu_data import Ec2GpuData
 from explain.job_zone_advice import job_changes, job_fix
 from explain.job_zone_report import JobZoneReport
@@ -27,8 +28,6 @@ from policy import (
     parse_quantity,
 )
 from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings
-
-MIB = 1024 * 1024
 
 
 def advice(

@@ -18,6 +18,7 @@ from contracts.server import (
     INVALID_ANNOTATION,
     MAX_BODY_BYTES,
     MAX_CONNECTIONS,
+    MIB,
     NODE_CACHE_OFF,
     NODE_CACHE_WATCH,
     NODE_SELECTOR_BYTES_LIMIT,
@@ -50,7 +51,6 @@ docs/serving.md#sizing-the-limits."""
 MAX_CLUSTER_NODES = 5_000
 """The largest cluster kube-scheduler supports; a candidate list can never be longer."""
 
-MIB = 1024 * 1024
 
 PodErrorStatus = Literal[200, 400]
 

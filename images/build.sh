@@ -3,7 +3,7 @@
 # (make images; docs/images.md):
 #   scheduler-extender  extender_app/Dockerfile, context: the repository root
 #   gpu-scheduler       plugin/Dockerfile, context: plugin/
-# with the context, platform and ignore file that components/container_image.py declares.
+# with the context, platform and ignore file that render/image_sources.py declares.
 #
 # The public base images cannot be pulled here, so each `FROM` reference of a Dockerfile
 # (tag and digest as written) is answered by a local base image through a buildah named
@@ -22,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cache=$(realpath -m "${1:-.cache/images}")
 python=${PYTHON_FOR_TAGS:-.venv/bin/python}
-platform=linux/amd64          # components/container_image.py PLATFORM
+platform=linux/amd64          # render/image_sources.py IMAGE_PLATFORM
 suite=bookworm                # the distroless pins are -debian12 images
 # A base's revision: bump it when its recipe in make_base changes, and it is made again.
 declare -A base_revision=([python-builder]=1 [python-runtime]=1 [go-builder]=1 [static]=2)
@@ -185,7 +185,7 @@ build_image() { # repository dockerfile context ignorefile [buildah options]
     contexts+=(--build-context "$ref=container-image://$(base_image "$kind")")
     bases+=("$(podman image inspect --format '{{.Id}}' "$(base_image "$kind")")")
   done
-  tag=$("$python" -c "import sys; from components.container_image import image_tag, EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE as G; print(image_tag({s.repository: s for s in (EXTENDER_IMAGE, G)}[sys.argv[1]]))" "$repository")
+  tag=$("$python" -c "import sys; from render.image_sources import image_tag, EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE as G; print(image_tag({s.repository: s for s in (EXTENDER_IMAGE, G)}[sys.argv[1]]))" "$repository")
   # The content tag covers the sources, the Dockerfile and the platform; the stamp adds the
   # bases. Both unchanged and the image present: nothing to do, not even buildah's own layer
   # check (which starts a working container from every stage's base).

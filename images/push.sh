@@ -61,7 +61,7 @@ build_public() { # repository dockerfile context ignorefile list: every platform
 
 add_local() { # repository list: the image `make images` built for the current sources
   local repository=$1 list=$2 built
-  built=$("$python" -c "import sys; from components.container_image import image_tag, EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE as G; print(image_tag({s.repository: s for s in (EXTENDER_IMAGE, G)}[sys.argv[1]]))" "$repository")
+  built=$("$python" -c "import sys; from render.image_sources import image_tag, EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE as G; print(image_tag({s.repository: s for s in (EXTENDER_IMAGE, G)}[sys.argv[1]]))" "$repository")
   buildah manifest add "$list" "containers-storage:localhost/$repository:$built" >/dev/null
   echo "  $(printf '%-18s' "$repository") localhost/$repository:$built (local bases, linux/$(host_arch))"
 }

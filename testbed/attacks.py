@@ -33,12 +33,12 @@ from dataclasses import asdict, dataclass
 
 import orjson
 
+from contracts.server import MAX_CONNECTIONS
 from testbed.admission_reviews import admission_review, gpu_pod
 
 TARGET = "127.0.0.1"
 """The only address an attack connects to."""
 MAX_SECONDS = 60.0
-MAX_CONNECTIONS = 256
 READY = "attacking"
 """The line printed once every connection slot has connected (or at the end, if some never could)."""
 TRICKLE_SECONDS = 0.3

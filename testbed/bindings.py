@@ -13,7 +13,7 @@ from kubernetes.client.rest import ApiException
 
 from localcluster.host.waiting import wait_for
 
-WATCH_SECONDS = 5
+BINDING_WATCH_SECONDS = 5
 """Each watch request's server-side timeout; the watcher reopens it until stopped."""
 
 
@@ -57,7 +57,7 @@ class BindingWatch:
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(WATCH_SECONDS + 5)
+            self._thread.join(BINDING_WATCH_SECONDS + 5)
 
     def snapshot(self) -> list[PodEvent]:
         with self._lock:
@@ -87,7 +87,7 @@ class BindingWatch:
                     core.list_namespaced_pod,
                     self.namespace,
                     resource_version=version,
-                    timeout_seconds=WATCH_SECONDS,
+                    timeout_seconds=BINDING_WATCH_SECONDS,
                 ):
                     pod = change["object"]
                     version = pod.metadata.resource_version

@@ -12,7 +12,6 @@ from typing import Any
 
 import kubernetes.client
 
-from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
 from contracts.modes import SchedulerMode, uses_extender
 from localcluster.host.images import LocalImages
 from localcluster.host.pki import CertFiles
@@ -39,6 +38,7 @@ from localcluster.services.custom_scheduler import (
     start_scheduler,
 )
 from policy import NODE_MEMORY_LABEL
+from render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
 
 INVENTORY = load_inventory()
 

@@ -19,17 +19,17 @@ from typing import Any
 
 import orjson
 
+from contracts.release import REPO_ROOT
 from extender_app.json_log import JsonLineFormatter
 from extender_app.node_cache.lookup import NodeReader
 from extender_app.service import BoundPorts, ExtenderService
 from extender_app.serving.http_server import HttpServer
 from extender_app.settings import ExtenderSettings
+from localcluster.host.probes import LOOPBACK
 from testbed.pki import Pki
 
-LOOPBACK = "127.0.0.1"
 DEADLINE = 20.0
 """Seconds any wait in these tests may take before it counts as stalled."""
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def settings_for(pki: Pki, **overrides: object) -> ExtenderSettings:
@@ -193,7 +193,7 @@ def read_response(sock: socket.socket) -> tuple[int, bytes]:
     return response.status, response.read()
 
 
-REFUSED = (ssl.SSLError, ConnectionError, OSError)
+TLS_REFUSALS = (ssl.SSLError, ConnectionError, OSError)
 """How a refused TLS client fails: an alert, a reset, or EOF (http.client's RemoteDisconnected)."""
 
 
@@ -201,7 +201,7 @@ def refusal(attempt: Callable[[], object]) -> BaseException | None:
     """The error ``attempt`` failed with, or None (then it was answered: a failure for the caller)."""
     try:
         attempt()
-    except REFUSED as error:
+    except TLS_REFUSALS as error:
         return error
     return None
 

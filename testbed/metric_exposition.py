@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from components.render.metric_specs import CLUSTER_DIMENSION, MetricSpec
 from contracts.server import METRICS_PATH
+from render.metric_specs import CLUSTER_DIMENSION, MetricSpec
 
 SCRAPE_SECONDS = 10.0
 

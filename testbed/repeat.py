@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from contracts.release import REPO_ROOT
+
 LINKED = (".venv", ".cache")
 """Linked into the copy instead of copied: the environment and the builds the tests use."""
 MESSAGE_CHARACTERS = 160

@@ -6,6 +6,8 @@ import orjson
 
 from testbed.eks_nodes import extender_body, make_nodes, make_pod
 
+EXTENDER_VERBS = ("filter", "prioritize")
+"""The extender's two verbs every latency measurement runs, in this order."""
 FILTER_MIN_MEMORY_MIB = 40960
 """The pod's minimum in the latency runs: half of the fixture's instance types pass (a mid-size answer)."""
 

@@ -1,6 +1,6 @@
 """The scale run's fleet and workload: GPU nodes of real EC2 types, pods whose every one must fit.
 
-The instance types come from the project's EC2 snapshot (components/render/), read through the
+The instance types come from the project's EC2 snapshot (render/), read through the
 same rule the Pulumi program uses for the memory label; each node is the realistic fixture
 node (GFD/NFD labels, 20 cached images, conditions, the GPU taint) made over for its type.
 A pod "fits" here in the strongest sense: whatever order the scheduler places the pods in and
@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from bench.fleet.cluster_load import GpuPod
-from components.render.ec2_catalogue import Snapshot, load_snapshot
 from localcluster.plane.inventory import instance_type_from_ec2
+from render.ec2_catalogue import Snapshot, load_snapshot
 from testbed.eks_nodes import GpuInstanceType
 
 SCALE_INSTANCE_TYPES = (

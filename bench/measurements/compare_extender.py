@@ -29,15 +29,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench.fleet.bodies import write_body
+from bench.fleet.bodies import EXTENDER_VERBS, write_body
 from bench.load import process_cpu
 from bench.load.extender_server import ExtenderUnderTest, running_extender, wait_quiet
 from bench.load.loadgen import build_loadgen, run_load
 from bench.load.machine import describe_machine
+from contracts.release import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-VERBS = ("filter", "prioritize")
-SETTLE_SECONDS = 0.2
+PAUSE_BETWEEN_RUNS_SECONDS = 0.2
 """Pause between runs, so one run's log lines and sockets are done before the next starts."""
 
 
@@ -69,7 +68,7 @@ def measure_once(
     mark = server.log_mark()
     cpu_before = process_cpu.cpu_seconds(server.pid)
     load = run_load(loadgen, server, verb=verb, body=body, concurrency=1, seconds=seconds)
-    wait_quiet(SETTLE_SECONDS)
+    wait_quiet(PAUSE_BETWEEN_RUNS_SECONDS)
     cpu = process_cpu.cpu_seconds(server.pid) - cpu_before
     durations = server.durations_ms(mark, verb)
     served = len(server.request_lines(mark))  # the warm-up requests too: they used CPU
@@ -134,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             for round_index in range(arguments.rounds):
                 order = ("base", "this") if round_index % 2 == 0 else ("this", "base")
                 for version in order:
-                    for verb in VERBS:
+                    for verb in EXTENDER_VERBS:
                         cell = cells.setdefault((nodes, verb, version), VersionCell())
                         measure_once(
                             loadgen, servers[version], verb, body, seconds=arguments.seconds, cell=cell

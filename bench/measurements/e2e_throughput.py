@@ -33,10 +33,8 @@ from bench.fleet.cluster_load import (
 from bench.load import process_cpu
 from bench.load.bind_watch import BindWatch
 from bench.load.extender_server import rss_mib
-from components.render.scheduler_config import ExtenderEndpoint, SchedulerConfig
-from components.render.scheduler_config import render_scheduler_config as render
 from contracts.cluster import NAMESPACE, SCHEDULER_NAME
-from contracts.modes import SchedulerMode
+from contracts.modes import EXTENDER_MODES, SchedulerMode
 from localcluster.host.probes import LOOPBACK
 from localcluster.plane.control_plane import ControlPlane, start_control_plane
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE, ensure_namespace, restricted_namespace_labels
@@ -48,6 +46,8 @@ from localcluster.services.custom_scheduler import (
     scheduler_process_flags,
     start_extender_for,
 )
+from render.scheduler_config import ExtenderEndpoint, SchedulerConfig
+from render.scheduler_config import render_scheduler_config as render
 
 Mode = Literal["vanilla", "vanilla-affinity", "extender", "extender-cached", "plugin"]
 VANILLA_AFFINITY: Mode = "vanilla-affinity"
@@ -67,7 +67,6 @@ def admitted_with_affinity(mode: Mode) -> bool:
 
 """The baselines: kube-scheduler as shipped, without ``extenders``."""
 MODES: tuple[Mode, ...] = ("vanilla", VANILLA_AFFINITY, "extender", "extender-cached", "plugin")
-EXTENDER_MODES: tuple[SchedulerMode, ...] = ("extender", "extender-cached")
 BINARIES: dict[Mode, str] = {
     "vanilla": "kube-scheduler",
     VANILLA_AFFINITY: "kube-scheduler",
@@ -77,7 +76,7 @@ BINARIES: dict[Mode, str] = {
 }
 RAISED_QPS = 1000
 """clientConnection.qps and burst of the runs that lift kube-scheduler's client rate limit (50/100)."""
-BIND_TIMEOUT_SECONDS = 600.0
+RUN_BIND_TIMEOUT_SECONDS = 600.0
 """A run that has not bound every pod by then has failed."""
 SCHEDULER_VERBOSITY = 0
 """kube-scheduler's default, as the Deployment runs it."""
@@ -152,7 +151,7 @@ class RunResult:
     extender_errors: int = 0
     """Verb requests the extender answered with a status other than 200 (its log)."""
     complete: bool = True
-    """Every pod bound within BIND_TIMEOUT_SECONDS."""
+    """Every pod bound within RUN_BIND_TIMEOUT_SECONDS."""
     failure: str = ""
     """What went wrong when not complete: bound count, the watch's state, the scheduler's log tail."""
 
@@ -285,7 +284,7 @@ def run_once(  # noqa: PLR0917 - mirrors one run's inputs
 ) -> RunResult:
     """Create ``pods``, start a fresh scheduler for ``setting``, time the binds, clean up.
 
-    A run that does not bind every pod within BIND_TIMEOUT_SECONDS returns with ``complete``
+    A run that does not bind every pod within RUN_BIND_TIMEOUT_SECONDS returns with ``complete``
     False and the scheduler's log tail in ``failure`` (callers decide whether that ends them).
     """
     api = plane.api_client()
@@ -312,9 +311,9 @@ def run_once(  # noqa: PLR0917 - mirrors one run's inputs
     failure = ""
     try:
         measured = {**others, "scheduler": process.popen.pid}
-        complete = watch.wait_for(1, BIND_TIMEOUT_SECONDS, process.running)
+        complete = watch.wait_for(1, RUN_BIND_TIMEOUT_SECONDS, process.running)
         cpu_at_first_bind = process_cpu.snapshot(measured)
-        complete = complete and watch.wait_for(len(pods), BIND_TIMEOUT_SECONDS, process.running)
+        complete = complete and watch.wait_for(len(pods), RUN_BIND_TIMEOUT_SECONDS, process.running)
         cpu_used = process_cpu.spent(cpu_before, process_cpu.snapshot(measured))
         memory = _resident_memory(measured)
         if not complete:

@@ -15,16 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.fleet.bodies import write_body, write_padded_body
+from bench.fleet.bodies import EXTENDER_VERBS, write_body, write_padded_body
 from bench.load.extender_server import rss_mib, running_extender
 from bench.load.loadgen import LoadResult, codec_timings, run_load
 from extender_app.settings import ExtenderSettings
 
 NODE_COUNTS = (100, 250, 500)
 CONCURRENCY = (1, 4, 16)
-VERBS = ("filter", "prioritize")
 RSS_SAMPLE_SECONDS = 0.5
-MIB = 1024 * 1024
 
 
 @dataclass
@@ -52,7 +50,7 @@ def latency_matrix(
     cells = {
         (verb, nodes, concurrency): Cell(verb, nodes, concurrency)
         for nodes in NODE_COUNTS
-        for verb in VERBS
+        for verb in EXTENDER_VERBS
         for concurrency in CONCURRENCY
     }
     bodies = {nodes: write_body(work_dir / "bodies", nodes) for nodes in NODE_COUNTS}
@@ -79,7 +77,7 @@ def codec_share(loadgen: Path, work_dir: Path, nodes_list: tuple[int, ...]) -> l
             body = write_body(work_dir / "bodies", nodes)
             answers = {}
             server_ms = {}
-            for verb in VERBS:
+            for verb in EXTENDER_VERBS:
                 answers[verb] = work_dir / f"answer-{verb}-{nodes}.json"
                 mark = server.log_mark()
                 run_load(

@@ -36,14 +36,14 @@ from typing import Any
 import orjson
 
 from bench.load.extender_server import rss_mib
-from contracts.server import FILTER_PATH, MUTATE_PATH, ROLE_WEBHOOK, flag
+from contracts.server import FILTER_PATH, MIB, MUTATE_PATH, ROLE_WEBHOOK, flag
 from extender_app.settings import WEBHOOK_MAX_BODY_BYTES
+from localcluster.host.probes import LOOPBACK
 from testbed.admission_reviews import admission_review, gpu_pod
 from testbed.eks_nodes import extender_body, make_nodes, make_pod
-from testbed.extender import LOOPBACK, read_json_line, request, scheduler_context, start_process, tls_args
+from testbed.extender import read_json_line, request, scheduler_context, start_process, tls_args
 from testbed.pki import Pki, make_pki
 
-MIB = 2**20
 CUT_OFF = 0
 """``memory``'s status for a request whose connection closed while its body was sent (refused unread)."""
 READ_BYTES = 64 * 1024

@@ -9,12 +9,12 @@ of 8 GPUs and plugin mode's scheduler (through the admission webhook, as deploye
   every job, then member 1, ...), so every job is incomplete until the last round of creates;
 - **plain**: the same number of one-GPU pods in no job;
 
-each pair at every client QPS setting asked for (kube-scheduler's default 50/100, and 1000/1000,
-the stack's ``scheduler.clientQps`` default, as deployed and as ``bench.scale --qps 1000`` runs):
-at the default rate the scheduler's own client throttles its Bindings, so the last Bindings drain
-at its rate, not at the plugin's. With ``without_nominations``, each round at a lifted rate runs
-the jobs a third time with kube-scheduler's ``NOMINATIONS_GATE`` off: what its status write per
-held member costs.
+each pair at every client QPS setting asked for (kube-scheduler's default 50/100, and 1000/1000, the
+stack's ``scheduler.clientQps`` default, as deployed and as ``bench.scale --qps 1000`` runs): at the
+default rate the scheduler's own client throttles its Bindings, so the last Bindings drain at its
+rate, not at the plugin's. With ``without_nominations``, each round at a lifted rate runs the jobs a
+third time with kube-scheduler's ``NOMINATIONS_GATE`` off: what its status write per held member
+costs.
 
 With 10 nodes a zone, 20 jobs of 8 ask for two thirds of the GPUs (160 of 240): every job fits,
 and two zones could hold them all. Per run: seconds from the first create to the last bind (a
@@ -31,24 +31,23 @@ from typing import Any
 
 import kubernetes.client
 
-from components.render.policy_choices import JobZoneArgs, PolicyChoices
 from localcluster.demo.zone_scene import BASE_TYPE, same_zone_member
-from localcluster.plane.nodes import SimulatedNode
+from localcluster.plane.nodes import ZONES, SimulatedNode
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification, pod_manifest
 from localcluster.services.webhook import start_webhook
+from render.policy_choices import JobZoneArgs, PolicyChoices
 from testbed.bindings import BindingWatch, gpu_seconds_held
 from testbed.e2e_cluster import E2ECluster, e2e_cluster, shaped_like
 
-ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 GPUS_PER_NODE = 8
-BIND_SECONDS = 600.0
+ALL_PODS_BIND_SECONDS = 600.0
 """Longest wait for every pod of one run to be bound."""
 NOMINATIONS_GATE = "NominatedNodeNameForExpectation"
 """The kube-scheduler feature gate (beta, on by default at the pinned 1.35) under which a pod about
 to wait at Permit gets ``status.nominatedNodeName`` written before its wait, one status write per
 held member ahead of its Binding. Karpenter launches no node for a nominated pod, so it stays on
 as deployed."""
-TIMED_OUT = "timedOut=true"
+TIMED_OUT_MARK = "timedOut=true"
 """In JobZone's log line for a job not placed whole: given up at the timeout."""
 
 
@@ -213,7 +212,7 @@ def one_run(
             started = time.monotonic()
             names = create(cluster, manifests)
             created = time.monotonic()
-            bindings = watch.wait_for_bindings(names, timeout=BIND_SECONDS)
+            bindings = watch.wait_for_bindings(names, timeout=ALL_PODS_BIND_SECONDS)
             last = max(event.at for event in watch.snapshot() if event.kind == "bound")
             events = watch.snapshot()
         finally:
@@ -232,7 +231,7 @@ def one_run(
         after_created=max(0.0, last - created),
         whole_jobs=whole,
         gpu_seconds_held=gpu_seconds_held(events, gpus_per_pod=1),
-        timed_out=log.count(TIMED_OUT),
+        timed_out=log.count(TIMED_OUT_MARK),
     )
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from contracts.modes import SCHEDULER_MODES, SchedulerMode
 from localcluster.demo.karpenter_zone_scene import (
-    JOB_SIZE,
+    KARPENTER_JOB_SIZE,
     MIN_MEMORY_MIB,
     POD_GPUS,
     claims_needed,
@@ -50,7 +50,7 @@ from localcluster.services.webhook import start_webhook
 from policy.job_zone import ZONE_LABEL
 from testbed.e2e_cluster import INVENTORY, e2e_cluster
 
-BIND_SECONDS = 180.0
+JOB_BIND_SECONDS = 180.0
 """Longest wait for the whole job to be bound in one run."""
 SYSTEM = SimulatedNode("system-1", INVENTORY["m5.xlarge"], "us-east-1a")
 
@@ -68,7 +68,7 @@ def ordinary_pods() -> list[dict[str, Any]]:
     """The job's pods without the job: the same GPUs and minimum, no label, no zone policy."""
     return [
         pod_manifest(PodSpecification(f"ordinary-{index}", min_memory=str(MIN_MEMORY_MIB), gpus=POD_GPUS))
-        for index in range(JOB_SIZE)
+        for index in range(KARPENTER_JOB_SIZE)
     ]
 
 
@@ -88,14 +88,16 @@ def one_run(bin_dir: Path, work_dir: Path, mode: SchedulerMode, pools: str, work
                     raise SystemExit(f"{manifest['metadata']['name']} refused: {refusal}")
                 names.append(manifest["metadata"]["name"])
             outcomes = wait_for_outcomes(
-                cluster.api, WORKLOAD_NAMESPACE, names, BIND_SECONDS, bound_only=True
+                cluster.api, WORKLOAD_NAMESPACE, names, JOB_BIND_SECONDS, bound_only=True
             )
             claims = launched_node_claims(cluster.api)
             zone_of = {
                 node.metadata.name: node.metadata.labels[ZONE_LABEL] for node in karpenter_nodes(cluster.api)
             }
             needed = claims_needed(
-                JOB_SIZE, POD_GPUS, densest_fit(POD_GPUS, MIN_MEMORY_MIB, run.instance_types.values())
+                KARPENTER_JOB_SIZE,
+                POD_GPUS,
+                densest_fit(POD_GPUS, MIN_MEMORY_MIB, run.instance_types.values()),
             )
     claim_zones = Counter(claim["metadata"]["labels"].get(ZONE_LABEL, "?") for claim in claims)
     pod_zones = Counter(zone_of[outcome.node or ""] for outcome in outcomes.values())

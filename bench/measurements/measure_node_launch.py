@@ -31,17 +31,17 @@ from pathlib import Path
 import kubernetes.client
 
 from bench.load.bind_watch import BindWatch
+from bench.measurements.measure_karpenter_zone_split import SYSTEM
 from contracts.modes import SchedulerMode
 from localcluster.host.probes import LOOPBACK
 from localcluster.plane.nodes import SimulatedNode
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification
-from testbed.e2e_cluster import INVENTORY, E2ECluster, e2e_cluster, shaped_like
+from testbed.e2e_cluster import E2ECluster, e2e_cluster, shaped_like
 from testbed.tcp_gate import tcp_gate
 
-BIND_TIMEOUT_SECONDS = 120.0
+ONE_BIND_TIMEOUT_SECONDS = 120.0
 """Longest wait for one bind (the lookups-off variant can wait for the scheduler's 30 s flush)."""
 MINIMUM_MIB = 40960
-SYSTEM = SimulatedNode("system-1", INVENTORY["m5.xlarge"], "us-east-1a")
 SMALL = SimulatedNode("gpu-16384", shaped_like("p5.48xlarge", 16384), "us-east-1a")
 
 
@@ -103,7 +103,7 @@ def launches(cluster: E2ECluster, rounds: int) -> Launches:
             node = SimulatedNode(f"launched-{index}", shaped_like("p5.48xlarge", 81920), "us-east-1b")
             created = time.monotonic()
             cluster.add_nodes(node)
-            assert watch.wait_for(index + 1, BIND_TIMEOUT_SECONDS, lambda: True), f"{pod} was not bound"
+            assert watch.wait_for(index + 1, ONE_BIND_TIMEOUT_SECONDS, lambda: True), f"{pod} was not bound"
             assert watch.nodes[pod] == node.name, f"{pod} went to {watch.nodes[pod]}"
             created_to_bind.append(watch.bound_at[pod] - created)
             core.delete_namespaced_pod(pod, WORKLOAD_NAMESPACE, grace_period_seconds=0)

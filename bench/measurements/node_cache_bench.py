@@ -17,6 +17,7 @@ from pathlib import Path
 import kubernetes.client
 import orjson
 
+from bench.fleet.bodies import EXTENDER_VERBS, FILTER_MIN_MEMORY_MIB
 from bench.fleet.cluster_load import parallel, realistic_nodes
 from bench.load.extender_server import ExtenderUnderTest, rss_mib, running_extender
 from bench.load.loadgen import LoadResult, run_load
@@ -28,9 +29,7 @@ from testbed.eks_nodes import make_pod
 
 NAME_COUNTS = (500, 5000)
 """Candidate names per request: about what kube-scheduler sends at 500 nodes, and the most it can."""
-FILTER_MIN_MEMORY_MIB = 40960
 CACHE_FILL_SECONDS = 300.0
-VERBS = ("filter", "prioritize")
 
 
 @dataclass
@@ -113,7 +112,9 @@ def _names_latency(
 ) -> list[NamesCell]:
     names = [node.metadata.name for node in kubernetes.client.CoreV1Api(plane.api_client()).list_node().items]
     pod = make_pod(min_memory_mib=FILTER_MIN_MEMORY_MIB)
-    cells = [NamesCell(verb, count) for count in NAME_COUNTS if count <= len(names) for verb in VERBS]
+    cells = [
+        NamesCell(verb, count) for count in NAME_COUNTS if count <= len(names) for verb in EXTENDER_VERBS
+    ]
     bodies = {}
     for count in {cell.names for cell in cells}:
         bodies[count] = work_dir / f"names-{count}.json"

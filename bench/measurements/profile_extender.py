@@ -17,8 +17,8 @@ from pathlib import Path
 from bench.fleet.bodies import write_body
 from bench.load.extender_server import running_extender
 from bench.load.loadgen import build_loadgen, run_load
+from contracts.release import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 PY_SPY = REPO_ROOT / ".venv" / "bin" / "py-spy"
 SAMPLE_RATE = 200
 

@@ -13,11 +13,11 @@ from typing import Any
 from bench.measurements.measure_gang import (
     GPUS_PER_NODE,
     NOMINATIONS_GATE,
-    ZONES,
     GangRound,
     GangSettings,
     Run,
 )
+from localcluster.plane.nodes import ZONES
 
 GANG_HEADING = "## Same-zone jobs at once, under tight capacity (plugin mode)"
 GANG_RESULTS = Path(__file__).resolve().parents[1] / "gang-results.json"

@@ -13,10 +13,11 @@ from bench.report.gang_report import load as load_gang
 from bench.report.scale_report import render_scale_section
 from bench.report.scale_results import load as load_scale
 from components.stack_config import EXTENDER_RESOURCES
+from contracts.server import MIB
 from policy import parse_quantity
 
 FINDINGS = Path(__file__).resolve().parents[1] / "FINDINGS.md"
-RESULTS = FINDINGS.with_name("RESULTS.md")
+RESULTS_FILE = FINDINGS.with_name("RESULTS.md")
 FINDINGS_LINK = "\n".join(
     [
         "## Findings",
@@ -34,7 +35,6 @@ STATELESS_HEADING = "## Stateless extender: server time per request, side by sid
 """Measured by hand with bench.measurements.compare_extender: carried over unchanged."""
 HAND_HEADINGS = (TIMES_HEADING, STATELESS_HEADING)
 """Sections of RESULTS.md measured by hand, each with its command, that ``make bench`` keeps as they are."""
-MIB = 1024 * 1024
 FILTER_TARGET_MS = 30.0
 PLUGIN_TARGET_RATIO = 0.95
 CACHE_RSS_TARGET_MIB = 64.0
@@ -102,7 +102,7 @@ def render_report(
         lines += _soak(results["soak"])
     if "e2e" in results:
         lines += _e2e(results["e2e"], machine.cpus)
-    existing = RESULTS.read_text() if RESULTS.exists() else ""
+    existing = RESULTS_FILE.read_text() if RESULTS_FILE.exists() else ""
     lines += kept_hand_sections(existing)
     if GANG_RESULTS.exists() and not quick:
         lines += ["", *render_gang_section(load_gang(GANG_RESULTS))]

@@ -11,7 +11,8 @@ structured values as JSON text) and the keys Pulumi marks secret, and either ret
 ``StackConfig`` or raises ``StackConfigError`` whose message starts with the full key, e.g.
 ``gpu-scheduler-eks:gpuNodeGroups[1].instanceTypes: ...``, so ``pulumi preview`` fails
 before it declares anything. Unknown keys are errors too: a misspelt key would otherwise
-be ignored and its default used silently. ``load_stack_config`` reads Pulumi's config.
+be ignored and its default used silently. ``pulumi_config.load_stack_config`` reads Pulumi's
+config; it is the package's one module that imports ``pulumi``, and is not re-exported here.
 
 Two kinds of stack: on EKS (the default: the stack creates the VPC, cluster, node groups and
 ECR repositories and builds the images) or on an existing cluster (``existingCluster``: a
@@ -45,7 +46,6 @@ from components.stack_config.stack import (
     EKS_ONLY_KEYS,
     ClusterSettings,
     StackConfig,
-    load_stack_config,
     parse_stack_config,
 )
 from components.stack_config.validation import PROJECT, StackConfigError
@@ -79,6 +79,5 @@ __all__ = [
     "WebhookSettings",
     "check_zonal_names",
     "check_zonal_pool_names",
-    "load_stack_config",
     "parse_stack_config",
 ]

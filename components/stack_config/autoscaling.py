@@ -9,17 +9,17 @@ from dataclasses import dataclass, field
 from components.kubernetes_versions import (
     release_tag_minor,
 )
-from components.render.karpenter_pools import (
+from components.stack_config.charts import CLUSTER_AUTOSCALER, KARPENTER
+from components.stack_config.node_groups import parse_disk_size
+from components.stack_config.validation import CHART_VERSION_PATTERN, Value
+from components.stack_config.values import Resources, parse_resources
+from contracts.modes import Autoscaler
+from render.karpenter_pools import (
     CONSOLIDATION_POLICIES,
     MAX_NODE_POOL_NAME,
     NodePoolSettings,
     longest_node_pool_name,
 )
-from components.stack_config.charts import CLUSTER_AUTOSCALER, KARPENTER
-from components.stack_config.node_groups import parse_disk_size
-from components.stack_config.validation import CHART_VERSION, Value
-from components.stack_config.values import Resources, parse_resources
-from contracts.modes import Autoscaler
 
 DEFAULT_KARPENTER_CHART_VERSION = KARPENTER.version
 """Karpenter (AWS provider) chart and CRDs: the release whose core the local kwok build runs
@@ -98,7 +98,9 @@ def parse_karpenter(value: Value) -> KarpenterSettings:
         chart_version=fields.read(
             "chartVersion",
             default.chart_version,
-            lambda v: v.string(CHART_VERSION, f"a chart version such as {DEFAULT_KARPENTER_CHART_VERSION}"),
+            lambda v: v.string(
+                CHART_VERSION_PATTERN, f"a chart version such as {DEFAULT_KARPENTER_CHART_VERSION}"
+            ),
         ),
         ami_alias=fields.read(
             "amiAlias",
@@ -165,7 +167,7 @@ def parse_cluster_autoscaler(value: Value) -> ClusterAutoscalerSettings:
             "chartVersion",
             default.chart_version,
             lambda v: v.string(
-                CHART_VERSION, f"a chart version such as {DEFAULT_CLUSTER_AUTOSCALER_CHART_VERSION}"
+                CHART_VERSION_PATTERN, f"a chart version such as {DEFAULT_CLUSTER_AUTOSCALER_CHART_VERSION}"
             ),
         ),
         image_tag=fields.read("imageTag", default.image_tag, _release_tag),

@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from components.stack_config.charts import NVIDIA_DEVICE_PLUGIN
-from components.stack_config.validation import CHART_VERSION, Value
+from components.stack_config.validation import CHART_VERSION_PATTERN, Value
 
 DEFAULT_DEVICE_PLUGIN_CHART_VERSION = NVIDIA_DEVICE_PLUGIN.version
 """nvidia-device-plugin chart: the newest 0.17.x release (NVIDIA/gpu-operator#1671 moved to it)."""
@@ -26,7 +26,7 @@ def parse_device_plugin(value: Value) -> DevicePluginSettings:
             "chartVersion",
             default.chart_version,
             lambda v: v.string(
-                CHART_VERSION, f"a chart version such as {DEFAULT_DEVICE_PLUGIN_CHART_VERSION}"
+                CHART_VERSION_PATTERN, f"a chart version such as {DEFAULT_DEVICE_PLUGIN_CHART_VERSION}"
             ),
         ),
     )

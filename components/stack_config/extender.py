@@ -5,14 +5,16 @@ from dataclasses import dataclass
 from components.stack_config.validation import Value
 from components.stack_config.values import Resources, parse_resources
 from contracts.server import MAX_BODY_BYTES as EXTENDER_MAX_BODY_BYTES
-from contracts.server import REQUEST_BYTES_PER_BODY_LIMIT
+from contracts.server import MIB, REQUEST_BYTES_PER_BODY_LIMIT
 from policy.quantity import parse_quantity
 
 MAX_EXTENDER_REPLICAS = 20
 MIN_EXTENDER_REPLICAS = 2
 """Two or more: the PodDisruptionBudget (minAvailable 1) keeps one serving through a node drain."""
-MAX_BODY_BYTES = 2**40
-MAX_NODES = 10**6
+MAX_BODY_BYTES_ACCEPTED = 2**40
+"""The largest ``maxBodyBytes`` (and ``maxBufferedBodyBytes``) the stack accepts."""
+MAX_NODES_ACCEPTED = 10**6
+"""The largest ``maxNodes`` the stack accepts."""
 
 
 EXTENDER_RESOURCES = Resources(cpu_request="100m", memory_request="256Mi", memory_limit="768Mi")
@@ -21,7 +23,6 @@ EXTENDER_RESOURCES = Resources(cpu_request="100m", memory_request="256Mi", memor
 128 MiB requests) plus 60% for the allocator's slack; the request covers the default-settings
 worst case."""
 
-MIB = 2**20
 EXTENDER_BASELINE_MIB = 96
 """The extender's memory besides requests: about 30 MiB idle, up to 94 MiB measured with the node
 cache of 5,000 nodes (extender-cached) and open connections' buffers."""
@@ -57,11 +58,13 @@ def parse_extender(value: Value) -> ExtenderDeploymentSettings:
             "replicas", default.replicas, lambda v: v.integer(MIN_EXTENDER_REPLICAS, MAX_EXTENDER_REPLICAS)
         ),
         max_body_bytes=fields.read(
-            "maxBodyBytes", default.max_body_bytes, lambda v: v.integer(1, MAX_BODY_BYTES)
+            "maxBodyBytes", default.max_body_bytes, lambda v: v.integer(1, MAX_BODY_BYTES_ACCEPTED)
         ),
-        max_nodes=fields.read("maxNodes", default.max_nodes, lambda v: v.integer(1, MAX_NODES)),
+        max_nodes=fields.read("maxNodes", default.max_nodes, lambda v: v.integer(1, MAX_NODES_ACCEPTED)),
         max_buffered_body_bytes=fields.read(
-            "maxBufferedBodyBytes", default.max_buffered_body_bytes, lambda v: v.integer(1, MAX_BODY_BYTES)
+            "maxBufferedBodyBytes",
+            default.max_buffered_body_bytes,
+            lambda v: v.integer(1, MAX_BODY_BYTES_ACCEPTED),
         ),
         resources=fields.read(
             "resources", default.resources, lambda v: parse_resources(v, default.resources)

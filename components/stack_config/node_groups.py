@@ -11,7 +11,7 @@ MIN_DISK_GIB = 20
 MAX_DISK_GIB = 16384
 MAX_NODE_GROUP_SIZE = 1000
 NodeGroupCapacityType = Literal["ON_DEMAND", "SPOT"]
-CAPACITY_TYPES: dict[str, NodeGroupCapacityType] = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
+EKS_CAPACITY_TYPES: dict[str, NodeGroupCapacityType] = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
 """Config spelling -> the EKS API's."""
 MAX_NODE_GROUP_NAME = 63
 """EKS' limit on a managed node group's name."""
@@ -140,14 +140,14 @@ def _gpu_node_group(value: Value) -> GpuNodeGroupSettings:
         if required not in fields:
             value.fail(f"needs {required}")
     default = GpuNodeGroupSettings(name="default", instance_types=())
-    capacity = fields.read("capacityType", "on-demand", lambda v: v.choice(CAPACITY_TYPES))
+    capacity = fields.read("capacityType", "on-demand", lambda v: v.choice(EKS_CAPACITY_TYPES))
     return GpuNodeGroupSettings(
         name=fields["name"].string(
             _GROUP_NAME, "1-32 lowercase letters, digits or '-', alphanumeric at both ends"
         ),
         instance_types=_instance_types(fields["instanceTypes"]),
         scaling=_scaling(value, fields, default.scaling, lowest_min=0),
-        capacity_type=CAPACITY_TYPES[capacity],
+        capacity_type=EKS_CAPACITY_TYPES[capacity],
         disk_size_gib=fields.read("diskSizeGib", default.disk_size_gib, parse_disk_size),
         per_zone=fields.read("perZone", default.per_zone, Value.boolean),
         config_key=f"{PROJECT}:{value.path}",

@@ -4,8 +4,8 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
-from components.render.metric_specs import METRIC_SPECS, Alarm, alarm_keys
 from components.stack_config.validation import Value
+from render.metric_specs import METRIC_SPECS, Alarm, alarm_keys
 
 OBSERVABILITY_ADDON = "amazon-cloudwatch-observability"
 DEFAULT_ADDON_VERSION = "v6.4.0-eksbuild.1"

@@ -2,14 +2,6 @@
 
 from dataclasses import dataclass, field
 
-from components.render.policy_choices import JobZoneArgs
-from components.render.scheduler_config import (
-    CAPACITY_TYPE_WEIGHT,
-    EXTENDER_HTTP_TIMEOUT_SECONDS,
-    MAX_EXTENDER_HTTP_TIMEOUT_SECONDS,
-    MIN_EXTENDER_HTTP_TIMEOUT_SECONDS,
-    ExtenderEndpoint,
-)
 from components.stack_config.validation import IMAGE_REFERENCE, Value, read_setting
 from components.stack_config.values import Resources, parse_resources
 from policy.setting_schema import (
@@ -18,6 +10,14 @@ from policy.setting_schema import (
     MAX_JOB_SIZE_SETTING,
     PERMIT_TIMEOUT_SETTING,
     section_settings,
+)
+from render.policy_choices import JobZoneArgs
+from render.scheduler_config import (
+    CAPACITY_TYPE_WEIGHT,
+    EXTENDER_HTTP_TIMEOUT_SECONDS,
+    MAX_EXTENDER_HTTP_TIMEOUT_SECONDS,
+    MIN_EXTENDER_HTTP_TIMEOUT_SECONDS,
+    ExtenderEndpoint,
 )
 
 DEFAULT_KUBE_SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler:v1.35.8"

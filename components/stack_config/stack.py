@@ -1,5 +1,5 @@
-"""The whole configuration: ``StackConfig``, the top-level keys, ``parse_stack_config`` and
-``load_stack_config``, and the checks that span sections (images per mode, scheduler version,
+"""The whole configuration: ``StackConfig``, the top-level keys, ``parse_stack_config``, and the
+checks that span sections (images per mode, scheduler version,
 webhook certificates, autoscaler settings).
 """
 
@@ -10,17 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-import pulumi
-
 from components.kubernetes_versions import (
     cluster_minor,
     image_tag,
-    plugin_kubernetes_version,
     release_tag_minor,
-)
-from components.render.policy_choices import PolicyChoices
-from components.render.webhook_config import (
-    WEBHOOK_SERVICE_HOST,
 )
 from components.stack_config.access import (
     ClusterAccess,
@@ -72,6 +65,10 @@ from policy.setting_schema import (
     SCORING_STRATEGY_SETTING,
     VENDOR_MEMORY_LABELS_SETTING,
     section_settings,
+)
+from render.policy_choices import PolicyChoices
+from render.webhook_config import (
+    WEBHOOK_SERVICE_HOST,
 )
 
 DEFAULT_KUBERNETES_VERSION = "1.35"
@@ -254,25 +251,6 @@ def parse_stack_config(
     _check_webhook_certificates(config)
     _check_autoscaler_settings(config, top)
     return config
-
-
-def load_stack_config() -> StackConfig:
-    """Read this stack's configuration from Pulumi, once, and validate it.
-
-    The language host lists the encrypted keys in ``PULUMI_CONFIG_SECRET_KEYS``; a key set
-    with ``pulumi config set --secret --path`` inside an object marks the whole object.
-    """
-    prefix = f"{PROJECT}:"
-    every = {**pulumi.runtime.config.get_config_env(), **pulumi.runtime.config.CONFIG.get()}
-    values = {key.removeprefix(prefix): str(value) for key, value in every.items() if key.startswith(prefix)}
-    secret = set(pulumi.runtime.config.get_config_secret_keys_env())
-    secret |= {key for key in every if pulumi.runtime.config.is_config_secret(key)}
-    return parse_stack_config(
-        values,
-        stack=pulumi.get_stack(),
-        plugin_version=plugin_kubernetes_version(),
-        secret_keys=frozenset(key.removeprefix(prefix) for key in secret if key.startswith(prefix)),
-    )
 
 
 def _top_level(key: str, raw: str) -> Value:

@@ -12,7 +12,7 @@ from policy.setting_schema import SettingError, StackSetting
 
 PROJECT = "gpu-scheduler-eks"
 """The Pulumi project name (Pulumi.yaml) and so the namespace of every key below."""
-CHART_VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
+CHART_VERSION_PATTERN = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 IMAGE_REFERENCE = re.compile(r"[a-z0-9][a-z0-9._/:-]*[a-z0-9](@sha256:[0-9a-f]{64})?")
 LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 """A Kubernetes label value: empty, or at most 63 such characters."""

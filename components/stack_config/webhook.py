@@ -2,13 +2,6 @@
 
 from dataclasses import dataclass
 
-from components.render.webhook_config import (
-    DEFAULT_FAILURE_POLICY,
-    DEFAULT_TIMEOUT_SECONDS,
-    FAILURE_POLICIES,
-    MAX_TIMEOUT_SECONDS,
-    FailurePolicy,
-)
 from components.stack_config.extender import MAX_EXTENDER_REPLICAS, MIN_EXTENDER_REPLICAS
 from components.stack_config.validation import Value, parse_cidr_blocks
 from components.stack_config.values import Resources, parse_resources
@@ -18,6 +11,13 @@ from contracts.server import (
     NODE_SELECTOR_BYTES_LIMIT,
     NODE_SELECTOR_TERMS_LIMIT,
     InvalidAnnotation,
+)
+from render.webhook_config import (
+    DEFAULT_FAILURE_POLICY,
+    DEFAULT_TIMEOUT_SECONDS,
+    FAILURE_POLICIES,
+    MAX_TIMEOUT_SECONDS,
+    FailurePolicy,
 )
 
 WEBHOOK_RESOURCES = Resources(cpu_request="50m", memory_request="64Mi", memory_limit="256Mi")

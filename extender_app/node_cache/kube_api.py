@@ -30,7 +30,7 @@ from extender_app.node_cache.metadata import (
     node_from_json,
     page_from_json,
 )
-from extender_app.node_cache.sync import GONE, NodeApiConfigError, NodeApiError, ResourceExpired
+from extender_app.node_cache.sync import EXPIRED_STATUS, NodeApiConfigError, NodeApiError, ResourceExpired
 
 NODES_PATH = "/api/v1/nodes"
 PODS_PATH = "/api/v1/pods"
@@ -194,7 +194,7 @@ class KubeNodeApi:
         status = _status_of(detail)
         if status:
             text += f": {status}"
-        if response.status == GONE:
+        if response.status == EXPIRED_STATUS:
             raise ResourceExpired(text)
         raise NodeApiError(text)
 

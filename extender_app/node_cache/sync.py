@@ -27,7 +27,7 @@ from extender_app.metrics import NodeCacheMetrics
 from extender_app.node_cache.cache import NodeCache
 from extender_app.node_cache.metadata import ERROR, NodeDecodeError, NodeMeta, NodePage, WatchEvent
 
-GONE = 410
+EXPIRED_STATUS = 410
 """HTTP status (and Status code) of an expired resourceVersion or continue token."""
 FIRST_LIST = "start"
 RELIST_GONE = "gone"
@@ -243,4 +243,4 @@ def _error_event(event: WatchEvent) -> NodeApiError:
     if status is None:
         return NodeApiError("watch ERROR event without a Status")
     text = f"watch ERROR event: {status.code} {status.reason}: {status.message}"
-    return ResourceExpired(text) if status.code == GONE else NodeApiError(text)
+    return ResourceExpired(text) if status.code == EXPIRED_STATUS else NodeApiError(text)

@@ -21,9 +21,8 @@ from typing import Any
 import orjson
 from msgspec import Raw
 
-from extender_app.verbs.wire import WireError, check_utf8, decode_object, go_fields, read_pod
+from extender_app.verbs.wire import ARGS_POD, WireError, check_utf8, decode_object, go_fields, read_pod
 
-ARGS_POD = "Pod"
 ARGS_VICTIMS = "NodeNameToVictims"
 ARGS_META_VICTIMS = "NodeNameToMetaVictims"
 VICTIMS_PODS = "Pods"

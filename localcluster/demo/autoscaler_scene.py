@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 import kubernetes.client
 
+from localcluster.demo.pods import GIB
 from localcluster.demo.text_table import format_table
 from localcluster.host.waiting import WaitTimeout, wait_for
 from localcluster.plane.outcomes import PodOutcome, outcome_of
@@ -35,19 +36,23 @@ from localcluster.plane.workloads import (
     create_through_admission,
     pod_manifest,
 )
-from localcluster.services.karpenter import NODE_POOL_LABEL, karpenter_nodes, node_claims, settled_node_claims
+from localcluster.services.karpenter import (
+    KARPENTER_NODE_POOL_LABEL,
+    karpenter_nodes,
+    node_claims,
+    settled_node_claims,
+)
 from localcluster.services.webhook import admission_line, created_affinity
 from policy import BELOW_MINIMUM, INSTANCE_TYPE_LABEL, INVALID_MIN_MEMORY, NODE_MEMORY_LABEL, read_node_memory
 
 AffinitySource = Literal["webhook", "none"]
 AFFINITY_SOURCES: tuple[AffinitySource, ...] = ("webhook", "none")
-GIB = 1024
 MEMORY_POD_GIB = (16, 24, 40, 80)
 """The demo's memory pods, submitted in this order."""
 CONTROL_POD_GIB = 40
 """The control run's pod: larger than the cheapest GPU type Karpenter may launch."""
-INVALID_ANNOTATION = "80GiB"
-SETTLE_SECONDS = 120.0
+UNPARSABLE_MINIMUM = "80GiB"
+POD_SETTLE_SECONDS = 120.0
 """How long one pod may take to be bound, or to be refused on a launched node, before the demo fails."""
 POLL_SECONDS = 0.1
 """How often the demo looks at the pod and the nodes (the precision of the timings)."""
@@ -107,14 +112,14 @@ def demo_pods(affinity: AffinitySource) -> list[AutoscalerPod]:
     pods = [
         AutoscalerPod(PodSpecification(f"min-{gib}gib", str(gib * GIB)), "bound") for gib in MEMORY_POD_GIB
     ]
-    return [*pods, AutoscalerPod(PodSpecification("invalid-annotation", INVALID_ANNOTATION), "refused")]
+    return [*pods, AutoscalerPod(PodSpecification("invalid-annotation", UNPARSABLE_MINIMUM), "refused")]
 
 
 def observe(api: kubernetes.client.ApiClient, pod: AutoscalerPod) -> Observation:
     """Create the pod (annotation only, through admission) and wait until it is bound or (control
     run) refused the node launched for it.
 
-    A pod that does neither within SETTLE_SECONDS is reported as it is then (the check fails).
+    A pod that does neither within POD_SETTLE_SECONDS is reported as it is then (the check fails).
     """
     core = kubernetes.client.CoreV1Api(api)
     seen = Observation(pod)
@@ -142,7 +147,9 @@ def observe(api: kubernetes.client.ApiClient, pod: AutoscalerPod) -> Observation
         return None
 
     try:
-        seen.outcome = wait_for(settled, SETTLE_SECONDS, f"{pod.spec.name} to settle", interval=POLL_SECONDS)
+        seen.outcome = wait_for(
+            settled, POD_SETTLE_SECONDS, f"{pod.spec.name} to settle", interval=POLL_SECONDS
+        )
     except WaitTimeout:
         seen.outcome = current()
         seen.timed_out = True
@@ -184,7 +191,7 @@ def launched_for(api: kubernetes.client.ApiClient, pod_name: str, outcome: PodOu
     core = kubernetes.client.CoreV1Api(api)
     if outcome.bound:
         labels = core.read_node(outcome.node).metadata.labels or {}
-        if NODE_POOL_LABEL not in labels:
+        if KARPENTER_NODE_POOL_LABEL not in labels:
             return f"(existing) {labels.get(INSTANCE_TYPE_LABEL, '')}", memory_of(labels)
         return labels.get(INSTANCE_TYPE_LABEL, ""), memory_of(labels)
     claim = nominated_claim(api, pod_name)
@@ -230,7 +237,7 @@ def check(seen: Observation) -> str:
     if outcome is None:
         return "not created"
     if seen.timed_out:
-        return f"did not settle in {SETTLE_SECONDS:.0f}s"
+        return f"did not settle in {POD_SETTLE_SECONDS:.0f}s"
     enough = int(seen.memory_label or 0) >= pod.minimum_mib
     if pod.expect == "bound":
         problems = {

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from matplotlib.figure import Figure  # the object API: no pyplot state, no display backend
 
-from components.render.cloudwatch_dashboard import WIDGETS_PER_ROW
-from components.render.metric_specs import CONTAINER_INSIGHTS_NAMESPACE
 from localcluster.services.cloudwatch_widgets import Widget
+from render.cloudwatch_dashboard import WIDGETS_PER_ROW
+from render.metric_specs import CONTAINER_INSIGHTS_NAMESPACE
 
 PICTURE_DPI = 100
 PANEL_INCHES = (7.0, 3.2)

@@ -1,7 +1,7 @@
 """`make demo AUTOSCALER=karpenter`'s same-zone scene: a job of whole-node workers from zero GPU nodes.
 
 After the memory pods the demo deletes them and every NodeClaim, waits until no GPU node is
-left, and submits a same-zone job at once: ``JOB_SIZE`` pods of ``POD_GPUS`` GPUs of at least
+left, and submits a same-zone job at once: ``KARPENTER_JOB_SIZE`` pods of ``POD_GPUS`` GPUs of at least
 ``MIN_MEMORY_MIB`` each, one p5.48xlarge (8x H100, the EFA type distributed training runs on)
 per worker, as an Indexed Job whose pods the Job controller makes. The admission webhook gives
 every member the required pod affinity on its Job's name and uid with the zone as topology key;
@@ -24,7 +24,7 @@ from typing import Any
 import kubernetes.client
 
 from localcluster.demo.text_table import format_table
-from localcluster.demo.zone_scene import same_zone_member
+from localcluster.demo.zone_scene import PODS_MADE_SECONDS, same_zone_member
 from localcluster.host.waiting import WaitTimeout, wait_for
 from localcluster.plane.indexed_jobs import indexed_job_manifest, submit_job, wait_for_job_pods
 from localcluster.plane.inventory import InstanceType
@@ -40,12 +40,10 @@ from localcluster.services.karpenter import (
 from policy import INSTANCE_TYPE_LABEL
 from policy.job_zone import ZONE_LABEL
 
-JOB = "llm-karpenter"
-JOB_SIZE = 4
+KARPENTER_JOB = "llm-karpenter"
+KARPENTER_JOB_SIZE = 4
 POD_GPUS = 8
 MIN_MEMORY_MIB = 81920
-PODS_MADE_SECONDS = 60.0
-"""How long the Job controller may take to make the job's pods."""
 SCENE_SECONDS = 180.0
 """How long the job may take to be bound whole (launches included) before the scene reports it as it is."""
 CLEAR_SECONDS = 120.0
@@ -67,16 +65,21 @@ def job_members() -> list[dict[str, Any]]:
     ``bench.measurements.measure_karpenter_zone_split`` submits): the webhook adds the memory and
     the pod affinity."""
     return [
-        same_zone_member(JOB, index, JOB_SIZE, min_memory=str(MIN_MEMORY_MIB), gpus=POD_GPUS)
-        for index in range(JOB_SIZE)
+        same_zone_member(
+            KARPENTER_JOB, index, KARPENTER_JOB_SIZE, min_memory=str(MIN_MEMORY_MIB), gpus=POD_GPUS
+        )
+        for index in range(KARPENTER_JOB_SIZE)
     ]
 
 
 def job_manifest() -> dict[str, Any]:
-    """The job as an Indexed Job of ``JOB_SIZE`` whole-node workers, its template annotated only: the
-    Job controller writes the job's labels, the webhook adds the memory and the pod affinity."""
+    """The job as an Indexed Job of ``KARPENTER_JOB_SIZE`` whole-node workers, its template annotated
+    only: the Job controller writes the job's labels, the webhook adds the memory and the pod
+    affinity."""
     return indexed_job_manifest(
-        JOB, JOB_SIZE, PodSpecification(JOB, min_memory=str(MIN_MEMORY_MIB), gpus=POD_GPUS)
+        KARPENTER_JOB,
+        KARPENTER_JOB_SIZE,
+        PodSpecification(KARPENTER_JOB, min_memory=str(MIN_MEMORY_MIB), gpus=POD_GPUS),
     )
 
 
@@ -190,11 +193,11 @@ def run_karpenter_zone_scene(
     """Clear the GPU nodes, submit the job at once, wait until it is bound whole; the report and 1
     if it went wrong."""
     node_type = densest_fit(POD_GPUS, MIN_MEMORY_MIB, offered)
-    needed = claims_needed(JOB_SIZE, POD_GPUS, node_type)
+    needed = claims_needed(KARPENTER_JOB_SIZE, POD_GPUS, node_type)
     clear_gpu_nodes(api)
     uid = submit_job(api, job_manifest())
     try:
-        pods = wait_for_job_pods(api, JOB, uid, JOB_SIZE, timeout=PODS_MADE_SECONDS)
+        pods = wait_for_job_pods(api, KARPENTER_JOB, uid, KARPENTER_JOB_SIZE, timeout=PODS_MADE_SECONDS)
     except WaitTimeout as timeout:
         return f"same-zone scene: {timeout}", 1
     names = [pod.metadata.name for pod in pods]
@@ -209,9 +212,10 @@ def run_karpenter_zone_scene(
     }
     pod_zones = {name: zone_of.get(_node(outcomes.get(name)), "") for name in names}
     header = (
-        f"Same-zone job from zero GPU nodes: {JOB_SIZE} pods of {POD_GPUS} GPUs (>= {MIN_MEMORY_MIB} MiB "
-        f"each), the Indexed Job {JOB} (its pods made by the Job controller). It needs {needed} nodes: "
-        f"{JOB_SIZE * POD_GPUS} GPUs, {node_type.gpu_count} per {node_type.name}."
+        f"Same-zone job from zero GPU nodes: {KARPENTER_JOB_SIZE} pods of {POD_GPUS} GPUs "
+        f"(>= {MIN_MEMORY_MIB} MiB each), the Indexed Job {KARPENTER_JOB} (its pods made by the Job "
+        f"controller). It needs {needed} nodes: "
+        f"{KARPENTER_JOB_SIZE * POD_GPUS} GPUs, {node_type.gpu_count} per {node_type.name}."
     )
     admitted = "\n".join(
         f"  {name}: created with required pod affinity {affinity[name] or '(none)'}" for name in names
@@ -220,7 +224,7 @@ def run_karpenter_zone_scene(
     claim_rows += [(c.name, c.instance_type, c.zone, c.node or "-") for c in claims]
     pod_rows = [("POD", "NODE", "ZONE")]
     pod_rows += [(name, _node(outcomes.get(name)) or "Pending", pod_zones[name] or "-") for name in names]
-    result, failed = verdict(claims, pod_zones, JOB_SIZE, needed)
+    result, failed = verdict(claims, pod_zones, KARPENTER_JOB_SIZE, needed)
     without = [name for name in names if not affinity[name]]
     if without:  # Karpenter saw no zone constraint: a one-zone result would prove nothing
         result, failed = f"WRONG: created without the pod affinity: {', '.join(without)}", 1

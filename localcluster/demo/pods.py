@@ -92,13 +92,13 @@ def sample_pods(mode: SchedulerMode, webhook: bool = True) -> list[DemoPod]:
     return pods + capacity_pods(webhook)
 
 
-REFUSED = "RefusedAtAdmission"
+REFUSED_AT_ADMISSION = "RefusedAtAdmission"
 """``PodOutcome.reason`` of a pod the API server refused to create (the webhook's denial)."""
 
 
 def check(pod: DemoPod, outcome: PodOutcome, nodes: dict[str, InstanceType]) -> str:
     """'' when the outcome is the expected one, otherwise what is wrong."""
-    if pod.expect_refused != (outcome.reason == REFUSED):
+    if pod.expect_refused != (outcome.reason == REFUSED_AT_ADMISSION):
         return "expected to be refused at admission" if pod.expect_refused else "refused at admission"
     if pod.expect_bound != outcome.bound:
         return "expected to be bound" if pod.expect_bound else "expected to stay Pending"

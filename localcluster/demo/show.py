@@ -35,10 +35,16 @@ from contracts.modes import RECOMMENDED_MODE, SCHEDULER_MODES, Autoscaler, Sched
 from explain.answers import render_pod_explanation
 from localcluster.demo.autoscaler_scene import AFFINITY_SOURCES, AffinitySource, run_autoscaler_demo
 from localcluster.demo.extender_log import refusals_by_pod
-from localcluster.demo.karpenter_zone_scene import JOB_SIZE as KARPENTER_JOB_SIZE
-from localcluster.demo.karpenter_zone_scene import run_karpenter_zone_scene
+from localcluster.demo.karpenter_zone_scene import KARPENTER_JOB_SIZE, run_karpenter_zone_scene
 from localcluster.demo.observed import CollectorMissing, check_collector, draw, observing, picture_path
-from localcluster.demo.pods import REFUSED, DemoPod, capacity_nodes, check, describe_request, sample_pods
+from localcluster.demo.pods import (
+    REFUSED_AT_ADMISSION,
+    DemoPod,
+    capacity_nodes,
+    check,
+    describe_request,
+    sample_pods,
+)
 from localcluster.demo.text_table import format_table
 from localcluster.demo.zone_scene import run_zone_scene
 from localcluster.host.images import ImagesNotBuilt, LocalImages
@@ -91,7 +97,7 @@ def report(
             )
             rows.append((pod.spec.name, asks, "Bound", outcome.node or "", node.name, gpus, problem or "ok"))
             continue
-        result = "Refused" if outcome.reason == REFUSED else "Pending"
+        result = "Refused" if outcome.reason == REFUSED_AT_ADMISSION else "Pending"
         rows.append((pod.spec.name, asks, result, "-", "-", "-", problem or "ok"))
         reasons.append(f"  {pod.spec.name}: {outcome.reason}: {outcome.message}")
         refusal = extender_refusals.get(f"{WORKLOAD_NAMESPACE}/{pod.spec.name}")
@@ -252,7 +258,9 @@ def _fixed_fleet_pods(
     print(f"Submitted {len(pods)} pods; waiting for the scheduler...", flush=True)
     created = [pod.spec.name for pod in pods if pod.spec.name not in refused]
     outcomes = wait_for_outcomes(api, WORKLOAD_NAMESPACE, created)
-    outcomes |= {name: PodOutcome(name, None, REFUSED, message) for name, message in refused.items()}
+    outcomes |= {
+        name: PodOutcome(name, None, REFUSED_AT_ADMISSION, message) for name, message in refused.items()
+    }
     print(admission_report(api, pods, refused), flush=True)
     refusals = refusals_by_pod(scheduler.extender.process.log_path) if scheduler.extender else {}
     text, failures = report(pods, outcomes, nodes, refusals)

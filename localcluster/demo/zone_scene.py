@@ -35,8 +35,8 @@ from policy.job_zone import JOB_LABEL, JOB_SIZE_ANNOTATION, SAME_ZONE, ZONE_POLI
 SCENE_LABEL = "demo.example.com/scene"
 """Node label of the scene's nodes; the job's pods select it."""
 SCENE = "same-zone"
-JOB = "llm"
-JOB_SIZE = 8
+ZONE_JOB = "llm"
+ZONE_JOB_SIZE = 8
 PODS_MADE_SECONDS = 60.0
 """How long the Job controller may take to make the Job's pods."""
 BASE_TYPE = "p5.48xlarge"
@@ -94,14 +94,14 @@ def run_zone_scene(api: kubernetes.client.ApiClient, mode: SchedulerMode) -> tup
     for node in nodes:
         core.patch_node(node.name, {"metadata": {"labels": {SCENE_LABEL: SCENE}}})
     zone_of = {node.name: node.zone for node in nodes}
-    manifest = indexed_job_manifest(JOB, JOB_SIZE, PodSpecification(JOB, min_memory="40960"))
+    manifest = indexed_job_manifest(ZONE_JOB, ZONE_JOB_SIZE, PodSpecification(ZONE_JOB, min_memory="40960"))
     manifest["spec"]["template"]["spec"]["nodeSelector"] = {SCENE_LABEL: SCENE}
     uid = submit_job(api, manifest)
     try:
-        pods = wait_for_job_pods(api, JOB, uid, JOB_SIZE, timeout=PODS_MADE_SECONDS)
+        pods = wait_for_job_pods(api, ZONE_JOB, uid, ZONE_JOB_SIZE, timeout=PODS_MADE_SECONDS)
     except WaitTimeout:
         return (
-            f"same-zone scene: job {JOB} did not get its {JOB_SIZE} pods: {_job_events(api)}",
+            f"same-zone scene: job {ZONE_JOB} did not get its {ZONE_JOB_SIZE} pods: {_job_events(api)}",
             1,
         )
     index_of = {pod.metadata.name: pod.metadata.annotations.get(JOB_COMPLETION_INDEX, "?") for pod in pods}
@@ -116,8 +116,9 @@ def run_zone_scene(api: kubernetes.client.ApiClient, mode: SchedulerMode) -> tup
     pending = sum(1 for outcome in outcomes.values() if not outcome.bound)
     free = ", ".join(f"{zone} {count}" for zone, count in sorted(FREE_GPUS.items()))
     header = (
-        f"Same-zone job: {JOB_SIZE} pods of 1 GPU (>= 40 GiB), the Indexed Job {JOB} (completions "
-        f"{JOB_SIZE}, parallelism {JOB_SIZE}, template annotated {ZONE_POLICY_ANNOTATION}: {SAME_ZONE}), "
+        f"Same-zone job: {ZONE_JOB_SIZE} pods of 1 GPU (>= 40 GiB), the Indexed Job {ZONE_JOB} "
+        f"(completions {ZONE_JOB_SIZE}, parallelism {ZONE_JOB_SIZE}, template annotated "
+        f"{ZONE_POLICY_ANNOTATION}: {SAME_ZONE}), "
         f"pods made by the Job controller; free GPUs by zone: {free}."
     )
     verdict, failed = _verdict(mode, zones, pending)
@@ -127,7 +128,7 @@ def run_zone_scene(api: kubernetes.client.ApiClient, mode: SchedulerMode) -> tup
 def _job_events(api: kubernetes.client.ApiClient) -> str:
     """What the Job controller reported about the Job (an admission refusal shows here)."""
     events = kubernetes.client.CoreV1Api(api).list_namespaced_event(
-        WORKLOAD_NAMESPACE, field_selector=f"involvedObject.kind=Job,involvedObject.name={JOB}"
+        WORKLOAD_NAMESPACE, field_selector=f"involvedObject.kind=Job,involvedObject.name={ZONE_JOB}"
     )
     return "; ".join(f"{event.reason}: {event.message}" for event in events.items) or "no events"
 
@@ -151,9 +152,9 @@ def _verdict(mode: SchedulerMode, zones: Counter[str], pending: int) -> tuple[st
     if len(zones) > 1:
         return f"WRONG: the job's pods span zones {dict(zones)}", 1
     if not uses_extender(mode):
-        if zones == Counter({ZONE_B: JOB_SIZE}):
+        if zones == Counter({ZONE_B: ZONE_JOB_SIZE}):
             return f"JobZone placed the whole job in {ZONE_B}, the one zone that holds it.", 0
-        return f"WRONG: plugin mode should bind all {JOB_SIZE} in {ZONE_B}: {dict(zones)}", 1
+        return f"WRONG: plugin mode should bind all {ZONE_JOB_SIZE} in {ZONE_B}: {dict(zones)}", 1
     (zone,) = zones or Counter({"-": 0})
     return (
         f"One zone, as the pod affinity demands: {zones[zone]} bound in {zone}, the first pod's zone, and "

@@ -20,9 +20,9 @@ from typing import Any
 
 import yaml
 
-from components.container_image import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, ImageSource, image_tag
+from contracts.release import REPO_ROOT
+from render.image_sources import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, ImageSource, image_tag
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 IMAGE_STORE = REPO_ROOT / ".cache" / "images"
 """Where ``make images`` keeps its container storage and the podman configuration for it."""
 STOP_SIGNAL_TIMEOUT = 10

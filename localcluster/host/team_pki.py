@@ -19,14 +19,13 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from components.render.scheduler_config import EXTENDER_SERVICE_HOST
-from components.render.webhook_config import WEBHOOK_SERVICE_HOST
 from contracts.cluster import SCHEDULER_NAME
-from localcluster.host.pki import CertificateAuthority, KeyPair, private_key_pem
+from localcluster.host.pki import BACKDATE, CertificateAuthority, KeyPair, private_key_pem
 from localcluster.host.probes import LOOPBACK
+from render.scheduler_config import EXTENDER_SERVICE_HOST
+from render.webhook_config import WEBHOOK_SERVICE_HOST
 
-VALIDITY = datetime.timedelta(days=1)
-BACKDATE = datetime.timedelta(minutes=5)
+TEAM_VALIDITY = datetime.timedelta(days=1)
 
 
 def pem(cert: x509.Certificate) -> str:
@@ -46,7 +45,7 @@ def leaf(
     ip_addresses: tuple[str, ...] = (),
     key: ec.EllipticCurvePrivateKey | None = None,
     not_before: datetime.datetime | None = None,
-    validity: datetime.timedelta = VALIDITY,
+    validity: datetime.timedelta = TEAM_VALIDITY,
 ) -> KeyPair:
     """A certificate signed by ``ca``; ``usages`` None leaves out the extended key usage."""
     key = key or ec.generate_private_key(ec.SECP256R1())

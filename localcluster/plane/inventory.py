@@ -1,7 +1,7 @@
 """The simulated fleet's instance types, as EC2 DescribeInstanceTypes describes them.
 
-Read from the project's one EC2 snapshot (``components/render/ec2_instance_types.json``,
-refreshed by ``python -m components.render.ec2_catalogue --refresh``). GPU memory labels are
+Read from the project's one EC2 snapshot (``render/ec2_instance_types.json``,
+refreshed by ``python -m render.ec2_catalogue --refresh``). GPU memory labels are
 derived from it by the same function the Pulumi program uses.
 """
 
@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.render.ec2_catalogue import Snapshot, load_snapshot
-from components.render.gpu_memory import group_gpu_memory_mib, instance_gpus_from_ec2
 from policy import KARPENTER_GPU_MEMORY_LABEL
+from render.ec2_catalogue import Snapshot, load_snapshot
+from render.gpu_memory import group_gpu_memory_mib, instance_gpus_from_ec2
 
 DEMO_INSTANCE_TYPES = (
     "m5.xlarge",  # the CPU-only system node

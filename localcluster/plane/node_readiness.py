@@ -24,7 +24,7 @@ import kubernetes.config
 import kubernetes.watch
 
 NOT_READY_TAINT_KEY = "node.kubernetes.io/not-ready"
-WATCH_SECONDS = 60
+LIFTER_WATCH_SECONDS = 60
 """How long one watch request lasts before the lifter re-lists (the API server's own limit is longer)."""
 
 
@@ -65,7 +65,7 @@ def run(api: kubernetes.client.ApiClient) -> None:
         stream = kubernetes.watch.Watch().stream(
             core.list_node,
             resource_version=listed.metadata.resource_version,
-            timeout_seconds=WATCH_SECONDS,
+            timeout_seconds=LIFTER_WATCH_SECONDS,
         )
         try:
             for event in stream:

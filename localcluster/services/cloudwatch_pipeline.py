@@ -1,8 +1,8 @@
 """The CloudWatch pipeline on one machine: moto's server stands in for CloudWatch, and the
 OpenTelemetry Collector (``make otelcol``: Prometheus receiver, awsemf exporter) scrapes the
 running services and writes embedded-metric-format (EMF) events to it. It runs the configuration
-the stack renders for the CloudWatch agent on EKS (``components/render/emf_rules.py``),
-translated as the agent translates it (``components/render/agent_translation.py``); only where
+the stack renders for the CloudWatch agent on EKS (``render/emf_rules.py``),
+translated as the agent translates it (``render/agent_translation.py``); only where
 the targets are and how the scheduler is authenticated differ (``local_scrape_config``).
 
 ``emf_metrics`` reads the events back through moto's Logs API and says which metrics with
@@ -22,15 +22,15 @@ import boto3
 import yaml
 from moto.server import ThreadedMotoServer
 
-from components.render.agent_translation import collector_config_from_agent
-from components.render.emf_rules import SCHEDULER_JOB, SERVICES_JOB, agent_config, agent_scrape_config
 from localcluster.host.probes import LOOPBACK
 from localcluster.plane.control_plane import ControlPlane
 from localcluster.services.emf_metrics import emf_metadata, put_all
+from render.agent_translation import collector_config_from_agent
+from render.emf_rules import SCHEDULER_JOB, SERVICES_JOB, agent_config, agent_scrape_config
 
 COLLECTOR = "otelcol-emf"
-REGION = "us-west-2"
-SCRAPE_INTERVAL = "2s"
+CLOUDWATCH_REGION = "us-west-2"
+LOCAL_SCRAPE_INTERVAL = "2s"
 """Fast enough that a counter has the two scrapes EMF needs for a delta within seconds (the
 stack's agent scrapes every 60 s)."""
 SCRAPE_TIMEOUT = "2s"
@@ -38,7 +38,11 @@ SCRAPE_TIMEOUT = "2s"
 KUBERNETES_META = "__meta_kubernetes_"
 """Labels that only Kubernetes service discovery sets: rules on them have nothing to act on
 for the static targets of a local run."""
-CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": REGION}
+CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_REGION": CLOUDWATCH_REGION,
+}
 """moto accepts any; the exporter's SDK insists on some."""
 
 
@@ -50,11 +54,13 @@ class LocalPipeline:
     log_group: str
 
     def logs(self) -> Any:
-        return boto3.client("logs", region_name=REGION, endpoint_url=self.endpoint, **_client_credentials())
+        return boto3.client(
+            "logs", region_name=CLOUDWATCH_REGION, endpoint_url=self.endpoint, **_client_credentials()
+        )
 
     def cloudwatch(self) -> Any:
         return boto3.client(
-            "cloudwatch", region_name=REGION, endpoint_url=self.endpoint, **_client_credentials()
+            "cloudwatch", region_name=CLOUDWATCH_REGION, endpoint_url=self.endpoint, **_client_credentials()
         )
 
     def messages(self) -> list[str]:
@@ -103,7 +109,7 @@ def local_scrape_config(
     """The agent's Prometheus configuration (``rendered``) as a local run can use it: each job's
     Kubernetes discovery replaced by ``targets[job]`` (a job without targets is left out) and the
     rules on discovery labels with it; the scheduler's job authenticated by ``scheduler_tls``
-    instead of the agent's ServiceAccount token; scraped every ``SCRAPE_INTERVAL``. Every other
+    instead of the agent's ServiceAccount token; scraped every ``LOCAL_SCRAPE_INTERVAL``. Every other
     rule (the cluster label, the keep rules) is the rendered one."""
     jobs = []
     for job in rendered["scrape_configs"]:
@@ -124,7 +130,7 @@ def local_scrape_config(
     return {
         "global": {
             **rendered.get("global", {}),
-            "scrape_interval": SCRAPE_INTERVAL,
+            "scrape_interval": LOCAL_SCRAPE_INTERVAL,
             "scrape_timeout": SCRAPE_TIMEOUT,
         },
         "scrape_configs": jobs,
@@ -163,7 +169,9 @@ def local_pipeline(
             {"cert_file": str(admin.cert), "key_file": str(admin.key), "insecure_skip_verify": True},
         )
         config = collector_config_from_agent(
-            agent if agent is not None else agent_config(cluster_name, REGION), scrape, logs_endpoint=endpoint
+            agent if agent is not None else agent_config(cluster_name, CLOUDWATCH_REGION),
+            scrape,
+            logs_endpoint=endpoint,
         )
         work_dir.mkdir(parents=True, exist_ok=True)
         config_path = work_dir / "collector.yaml"

@@ -1,5 +1,5 @@
 """The dashboard's graphs read back from CloudWatch with ``GetMetricData``: for each widget the
-dashboard declares (``components.render.cloudwatch_dashboard.widget_specs``), each of its lines
+dashboard declares (``render.cloudwatch_dashboard.widget_specs``), each of its lines
 as the dashboard draws it.
 
 The dashboard asks with Metrics Insights queries and search expressions, which moto does not
@@ -15,9 +15,9 @@ from datetime import datetime
 from statistics import fmean
 from typing import Any
 
-from components.render.cloudwatch_dashboard import widget_specs
-from components.render.metric_queries import SEARCH_FUNCTIONS
-from components.render.metric_specs import CLUSTER_DIMENSION, METRIC_SPECS, SPLIT_BY_NODE_GROUP, MetricSpec
+from render.cloudwatch_dashboard import widget_specs
+from render.metric_queries import SEARCH_FUNCTIONS
+from render.metric_specs import CLUSTER_DIMENSION, METRIC_SPECS, SPLIT_BY_NODE_GROUP, MetricSpec
 
 COMBINE: dict[str, Callable[[list[float]], float]] = {"SUM": sum, "AVG": fmean, "MAX": max, "MIN": min}
 """How a line's series are combined at each timestamp (``SEARCH_FUNCTIONS`` names them)."""

@@ -16,17 +16,9 @@ from typing import cast
 
 import kubernetes.client
 
-from components.render.node_reader import NODE_READER_ROLE, NODE_READER_RULES
-from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
-from components.render.scheduler_config import (
-    ExtenderEndpoint,
-    SchedulerConfig,
-    scheduler_config_yaml,
-    scheduler_mode_flags,
-)
-from components.render.scheduler_rbac import scheduler_rbac_manifests
 from contracts.cluster import NAMESPACE, SCHEDULER_NAME
 from contracts.modes import SchedulerMode, uses_extender
+from contracts.release import REPO_ROOT
 from contracts.server import NODE_CACHE_WATCH_FLAG, flag
 from localcluster.host.images import LocalImages
 from localcluster.host.pki import CertFiles, CertificateAuthority
@@ -35,6 +27,15 @@ from localcluster.host.processes import ManagedProcess, ProcessGroup, python_mod
 from localcluster.host.waiting import wait_for
 from localcluster.plane.control_plane import ControlPlane, Credentials, write_kubeconfig
 from localcluster.plane.workloads import ensure_namespace, restricted_namespace_labels
+from render.node_reader import NODE_READER_ROLE, NODE_READER_RULES
+from render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
+from render.scheduler_config import (
+    ExtenderEndpoint,
+    SchedulerConfig,
+    scheduler_config_yaml,
+    scheduler_mode_flags,
+)
+from render.scheduler_rbac import scheduler_rbac_manifests
 
 EXTENDER_READY_SECONDS = 30.0
 SCHEDULER_READY_SECONDS = 60.0
@@ -93,10 +94,6 @@ def extender_tls(work_dir: Path) -> ExtenderTLS:
     server = ca.issue(work_dir, "extender-server", "scheduler-extender", server_names=(LOOPBACK, "localhost"))
     client = ca.issue(work_dir, "extender-client", SCHEDULER_NAME, client=True)
     return ExtenderTLS(ca=ca, server=server, client=client)
-
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-"""Where ``python -m extender_app`` finds the package (the container's entry point)."""
 
 
 def start_extender(
@@ -225,7 +222,7 @@ def _ready(extender: RunningExtender) -> RunningExtender:
 
 def grant_scheduler_rbac(plane: ControlPlane) -> None:
     """The scheduler-lab namespace and the scheduler's own roles, as the Pulumi program grants them
-    (``components/render/scheduler_rbac.py``), bound to its ServiceAccount: the identity the plane's
+    (``render/scheduler_rbac.py``), bound to its ServiceAccount: the identity the plane's
     scheduler credentials carry. So every local scheduler runs with exactly the deployed rights."""
     api = plane.api_client()
     ensure_namespace(api, NAMESPACE, restricted_namespace_labels())

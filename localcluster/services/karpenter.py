@@ -39,18 +39,16 @@ import kubernetes.client
 import yaml
 
 from contracts.cluster import GPU_PRESENT_LABEL
+from contracts.release import REPO_ROOT
 from localcluster.host.probes import LOOPBACK, http_status
 from localcluster.host.processes import ManagedProcess, ProcessGroup, python_module_argv, raise_if_exited
 from localcluster.host.waiting import WaitTimeout, wait_for, wait_until
 from localcluster.plane.control_plane import ControlPlane
 from localcluster.plane.inventory import InstanceType, load_inventory
 from localcluster.plane.nodes import GPU_TAINT, ZONES
-from localcluster.services.custom_scheduler import REPO_ROOT
-from localcluster.services.karpenter_instance_types import (
-    KARPENTER_INSTANCE_TYPES,
-    ZONE_LABEL,
-    karpenter_instance_types,
-)
+from localcluster.services.karpenter_instance_types import KARPENTER_INSTANCE_TYPES, karpenter_instance_types
+from policy.capacity_type import KARPENTER_CAPACITY_TYPE_LABEL
+from policy.job_zone import ZONE_LABEL
 
 KARPENTER_BINARY = "karpenter-kwok"
 KWOK_BINARY = "kwok"
@@ -66,7 +64,7 @@ KARPENTER_GROUP = "karpenter.sh"
 KARPENTER_VERSION = "v1"
 KWOK_GROUP = "karpenter.kwok.sh"
 KWOK_VERSION = "v1alpha1"
-NODE_POOL_LABEL = "karpenter.sh/nodepool"
+KARPENTER_NODE_POOL_LABEL = "karpenter.sh/nodepool"
 """Karpenter labels each node it launches with its NodePool."""
 LAUNCHED_CONDITION = "Launched"
 """The NodeClaim condition Karpenter sets True once the cloud provider made the instance; the
@@ -111,7 +109,7 @@ def node_pool_manifest(zone: str | None = None) -> dict[str, Any]:
     """GPU nodes as the Pulumi program's node groups make them: tainted, labelled, on-demand; with
     ``zone``, the pool ``gpu-<zone>`` launching in that zone only (None: ``gpu``, every zone)."""
     requirements: list[dict[str, Any]] = [
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}
+        {"key": KARPENTER_CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]}
     ]
     if zone is not None:
         requirements.append({"key": ZONE_LABEL, "operator": "In", "values": [zone]})
@@ -382,5 +380,5 @@ def labelled_nodes(
 def karpenter_nodes(api: kubernetes.client.ApiClient) -> list[kubernetes.client.V1Node]:
     """The Nodes Karpenter launched (labelled with its NodePool)."""
     core = kubernetes.client.CoreV1Api(api)
-    nodes: list[kubernetes.client.V1Node] = core.list_node(label_selector=NODE_POOL_LABEL).items
+    nodes: list[kubernetes.client.V1Node] = core.list_node(label_selector=KARPENTER_NODE_POOL_LABEL).items
     return nodes

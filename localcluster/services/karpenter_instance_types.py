@@ -23,6 +23,8 @@ from typing import Any
 from localcluster.plane.inventory import InstanceType, karpenter_gpu_labels
 from localcluster.plane.nodes import MAX_PODS, ZONES
 from policy import GPU_RESOURCE
+from policy.capacity_type import KARPENTER_CAPACITY_TYPE_LABEL
+from policy.job_zone import ZONE_LABEL
 
 KARPENTER_INSTANCE_TYPES = ("g4dn.xlarge", "g5.xlarge", "g6e.xlarge", "p4d.24xlarge", "p5.48xlarge")
 """The GPU types Karpenter may launch locally: T4, A10G, L40S, A100 40 GB, H100."""
@@ -39,9 +41,7 @@ ON_DEMAND_PRICES_USD_PER_HOUR: Mapping[str, float] = {
 prices). Not today's AWS prices: Karpenter only compares them (it launches the cheapest type
 whose offering fits), so their order is what matters here."""
 
-CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
-ZONE_LABEL = "topology.kubernetes.io/zone"
-CAPACITY_TYPES = ("on-demand", "spot")
+OFFERED_CAPACITY_TYPES = ("on-demand", "spot")
 """Every type is offered as both."""
 SPOT_PRICE_FACTOR = 0.4
 """A spot offering's price as a share of on-demand's (spot is typically 60-70% off; Karpenter only
@@ -84,12 +84,12 @@ def _entry(instance_type: InstanceType, price: float, zones: list[str]) -> dict[
             "Price": price if capacity_type == "on-demand" else round(price * SPOT_PRICE_FACTOR, 4),
             "Available": True,
             "Requirements": [
-                {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": [capacity_type]},
+                {"key": KARPENTER_CAPACITY_TYPE_LABEL, "operator": "In", "values": [capacity_type]},
                 {"key": ZONE_LABEL, "operator": "In", "values": [zone]},
                 *gpu_labels,
             ],
         }
-        for capacity_type in CAPACITY_TYPES
+        for capacity_type in OFFERED_CAPACITY_TYPES
         for zone in zones
     ]
     return {

@@ -29,9 +29,9 @@ from typing import Any
 import yaml
 from pulumi import automation as auto
 
+from contracts.release import REPO_ROOT
 from localcluster.plane.control_plane import ControlPlane
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 ENGINE_DIR = Path(os.environ.get("PULUMI_ENGINE_DIR", REPO_ROOT / "pulumi-engine"))
 PROVIDER_SDKS = {"kubernetes": "pulumi_kubernetes"}
 """Provider plugins the existing-cluster program with provided certificates uses, by the Python

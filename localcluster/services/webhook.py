@@ -7,7 +7,7 @@ address, so the configuration's ``clientConfig`` is a URL here instead of the Se
 difference from the cluster; its certificate therefore also names 127.0.0.1).
 
 ``start_webhook`` is everything at once for tests and demos without ``pulumi up`` (its own CA
-and certificate, the configuration rendered by ``components.render.webhook_config``).
+and certificate, the configuration rendered by ``render.webhook_config``).
 ``localcluster.services.deployed_scheduler`` runs the Deployment ``pulumi up`` created instead, and
 points the deployed configuration at it with ``point_configuration_at``. Both wait, with
 ``wait_until_called``, until the API server really sends pods to the webhook.
@@ -20,19 +20,9 @@ from typing import Any
 
 import kubernetes.client
 
-from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
-from components.render.webhook_config import (
-    DEFAULT_FAILURE_POLICY,
-    DEFAULT_TIMEOUT_SECONDS,
-    FailurePolicy,
-    ca_bundle,
-    mutating_webhook,
-    mutating_webhook_configuration,
-    url_client_config,
-)
 from contracts.cluster import WEBHOOK_SERVICE
 from contracts.modes import SchedulerMode
-from contracts.server import INVALID_ANNOTATION, MUTATE_PATH, ROLE_WEBHOOK, InvalidAnnotation, flag
+from contracts.server import INVALID_ANNOTATION, MUTATE_PATH, TLS_CERT_FILE, InvalidAnnotation, flag
 from localcluster.host.images import LocalImages
 from localcluster.host.pki import CertificateAuthority
 from localcluster.host.probes import LOOPBACK
@@ -43,6 +33,17 @@ from localcluster.plane.workloads import WORKLOAD_NAMESPACE, ensure_namespace
 from localcluster.services.custom_scheduler import RunningExtender, launch_extender
 from policy import GPU_RESOURCE, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
 from policy.node_affinity import REQUIRED_TERMS_FIELD
+from render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
+from render.webhook_config import (
+    DEFAULT_FAILURE_POLICY,
+    DEFAULT_TIMEOUT_SECONDS,
+    FailurePolicy,
+    ca_bundle,
+    mutating_webhook,
+    mutating_webhook_configuration,
+    url_client_config,
+    webhook_args,
+)
 
 REGISTRATION_SECONDS = 30.0
 """How long the API server may take to start calling a configuration it was just given (its
@@ -55,6 +56,10 @@ PROBE_INTERVAL_SECONDS = 0.2
 """How often the registration probe is retried."""
 PROCESS_NAME = "webhook"
 """The process's name in the control plane's process group (and its log file)."""
+TLS_DIR = "webhook-tls"
+"""Under the run's folder: the webhook's server certificate, as its Secret volume holds it."""
+SERVER_FILE_STEM = Path(TLS_CERT_FILE).stem
+"""The server pair is written as ``tls.crt`` and ``tls.key``, the names the webhook's flags give."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,28 @@ def launch_webhook(
     return RunningWebhook(server=server, url=webhook_url(port))
 
 
+def local_webhook_args(
+    tls_dir: Path,
+    port: int,
+    health_port: int,
+    *,
+    invalid_annotation: InvalidAnnotation = INVALID_ANNOTATION,
+    choices: PolicyChoices = DEFAULT_POLICY_CHOICES,
+    mode: SchedulerMode = "extender",
+) -> list[str]:
+    """The flags the stack gives the webhook's container (``render.webhook_config.webhook_args``),
+    with the certificate in ``tls_dir`` (``tls.crt``, ``tls.key``) and the ports on loopback."""
+    args = webhook_args(
+        invalid_annotation,
+        choices=choices,
+        mode=mode,
+        tls_dir=str(tls_dir),
+        port=port,
+        health_port=health_port,
+    )
+    return [*args, flag("bind", LOOPBACK)]
+
+
 def start_webhook(
     plane: ControlPlane,
     work_dir: Path,
@@ -104,22 +131,15 @@ def start_webhook(
     ``unregister_webhook`` removes the configuration. ``choices``: the stack's policy choices (the
     webhook's flags; a default capacity-type choice widens the configuration's match condition);
     ``mode``: the scheduler mode the webhook serves (what keeps a same-zone job in one zone)."""
-    work_dir.mkdir(parents=True, exist_ok=True)
+    tls_dir = work_dir / TLS_DIR
+    tls_dir.mkdir(parents=True, exist_ok=True)
     ca = CertificateAuthority.create(work_dir, "webhook")
-    server = ca.issue(work_dir, "webhook-server", WEBHOOK_SERVICE, server_names=(LOOPBACK,))
+    ca.issue(tls_dir, SERVER_FILE_STEM, WEBHOOK_SERVICE, server_names=(LOOPBACK,))
 
     def start() -> RunningWebhook:
         port, health_port = plane.processes.reserve_ports(2)
-        args = (
-            flag("role", ROLE_WEBHOOK),
-            flag("tls_cert", server.cert),
-            flag("tls_key", server.key),
-            flag("bind", LOOPBACK),
-            flag("port", port),
-            flag("health_port", health_port),
-            flag("invalid_annotation", invalid_annotation),
-            flag("scheduler_mode", mode),
-            *choices.webhook_flags(),
+        args = local_webhook_args(
+            tls_dir, port, health_port, invalid_annotation=invalid_annotation, choices=choices, mode=mode
         )
         return launch_webhook(plane.processes, args, port, health_port)
 

@@ -10,7 +10,7 @@ import (
 
 // JobZone's own metrics, on the scheduler's legacy registry beside kube-scheduler's, so
 // gpu-scheduler's /metrics serves them (the CloudWatch dashboard and the jobsTimingOut alarm
-// read them: components/render/metric_specs.py). Every label value below is set to zero at
+// read them: render/metric_specs.py). Every label value below is set to zero at
 // registration, so a series exists before its first event and a dashboard draws 0, not nothing.
 const (
 	metricsSubsystem = "scheduler_jobzone"

@@ -16,18 +16,12 @@ from pathlib import Path
 import orjson
 import pytest
 
+from contracts.release import REPO_ROOT
+from localcluster.host.probes import LOOPBACK
 from testbed.admission_reviews import admission_review, gpu_pod
 from testbed.attacks import READY
 from testbed.eks_nodes import extender_body, make_nodes, make_pod
-from testbed.extender import (
-    LOOPBACK,
-    REPO_ROOT,
-    client_context,
-    read_json_line,
-    reaped,
-    scheduler_context,
-    start_process,
-)
+from testbed.extender import client_context, read_json_line, reaped, scheduler_context, start_process
 from testbed.pki import Pki, make_pki
 
 API_SERVER = LOOPBACK

@@ -17,9 +17,9 @@ from bench.fleet.scale_fleet import (
 from bench.measurements.e2e_throughput import admitted_with_affinity
 from bench.report.scale_report import SCALE_HEADING, render_scale_section, splice_scale_section
 from bench.report.scale_results import ScaleDocument, ScaleRow, SizeInfo, VerbLatency, load, percentile, save
-from bench.scale import QUICK, ScalePlan, build_parser, check_plan, plan_from, round_settings
-from components.render.ec2_catalogue import load_snapshot
+from bench.scale import QUICK_SCALE, ScalePlan, build_parser, check_plan, plan_from, round_settings
 from policy import NODE_MEMORY_LABEL, node_affinity_patch
+from render.ec2_catalogue import load_snapshot
 
 
 def test_fleet_types_carry_the_ec2_snapshot_figures() -> None:
@@ -81,7 +81,7 @@ def test_scale_pods_interleave_minimums_with_unique_names() -> None:
 
 def test_the_default_and_quick_plans_fit_their_sizes() -> None:
     check_plan(ScalePlan())
-    check_plan(QUICK)
+    check_plan(QUICK_SCALE)
     with pytest.raises(WorkloadDoesNotFit):
         check_plan(ScalePlan(sizes=(8,), pods=100))
 

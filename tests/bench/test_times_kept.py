@@ -4,7 +4,7 @@ loses them."""
 
 from bench.report.results_md import (
     HAND_HEADINGS,
-    RESULTS,
+    RESULTS_FILE,
     STATELESS_HEADING,
     TIMES_HEADING,
     kept_hand_sections,
@@ -14,7 +14,7 @@ from bench.report.scale_report import SCALE_HEADING, splice_scale_section
 
 
 def test_results_hold_the_times_before_the_scale_section() -> None:
-    lines = RESULTS.read_text().splitlines()
+    lines = RESULTS_FILE.read_text().splitlines()
     assert lines.index(TIMES_HEADING) < lines.index(SCALE_HEADING)
 
 
@@ -25,7 +25,7 @@ def test_the_section_is_carried_whole_and_alone() -> None:
 
 
 def test_the_scale_splice_keeps_the_times() -> None:
-    results = RESULTS.read_text()
+    results = RESULTS_FILE.read_text()
     spliced = splice_scale_section(results, [SCALE_HEADING, "", "new"], "## Findings\n")
     assert kept_times_section(spliced) == kept_times_section(results)
 
@@ -33,5 +33,5 @@ def test_the_scale_splice_keeps_the_times() -> None:
 def test_every_hand_measured_section_is_carried_over() -> None:
     text = "# R\n\n## A\n\na\n\n" + TIMES_HEADING + "\n\nt\n\n" + STATELESS_HEADING + "\n\nx\n\n## B\n\nb\n"
     assert kept_hand_sections(text) == ["", TIMES_HEADING, "", "t", "", STATELESS_HEADING, "", "x"]
-    results = RESULTS.read_text().splitlines()
+    results = RESULTS_FILE.read_text().splitlines()
     assert all(heading in results for heading in HAND_HEADINGS)

@@ -2,7 +2,7 @@
 
 import re
 
-from components.render.ec2_catalogue import snapshot_gpu_memory_table
+from render.ec2_catalogue import snapshot_gpu_memory_table
 from tests.docs.gpu_memory_table import BEGIN, DOCS_PAGE, END, render, replace_table
 
 ROW = re.compile(

@@ -20,6 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 MAPS = {
     "extender_app": "docs/extender.md",
     "components": "docs/deploy-eks.md",
+    "render": "docs/deploy-eks.md",
     "explain": "docs/explain.md",
     "localcluster": "docs/demo.md",
     "bench": "bench/README.md",

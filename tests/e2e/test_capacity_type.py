@@ -10,10 +10,10 @@ its condition.
 
 import pytest
 
-from components.render.policy_choices import PolicyChoices
 from localcluster.plane.nodes import SimulatedNode
 from localcluster.plane.workloads import PodSpecification
 from policy import INVALID_CAPACITY_CHOICE, NODE_BEING_REMOVED, NOT_ON_DEMAND
+from render.policy_choices import PolicyChoices
 from testbed.e2e_cluster import E2ECluster, shaped_like
 
 pytestmark = pytest.mark.e2e

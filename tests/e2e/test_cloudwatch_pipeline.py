@@ -1,6 +1,6 @@
 """The CloudWatch pipeline proven on this machine with real parts: the OpenTelemetry Collector
 (``make otelcol``) runs the configuration the stack renders for the CloudWatch agent on EKS,
-translated as the agent translates it (components/render/agent_translation.py), scrapes the
+translated as the agent translates it (render/agent_translation.py), scrapes the
 running extender (extender mode), webhook and scheduler (kube-scheduler, or gpu-scheduler with
 JobZone's own metrics in plugin mode) of a local cluster and writes EMF to moto's CloudWatch
 Logs; the events read back through the Logs API declare every metric of ours the dashboard and
@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from components.render.metric_specs import GPU_SCHEDULER_NAMESPACE, METRIC_SPECS
 from localcluster.demo.zone_scene import same_zone_member, scene_nodes
 from localcluster.host.probes import LOOPBACK
 from localcluster.host.waiting import wait_for
@@ -19,6 +18,7 @@ from localcluster.plane.workloads import PodSpecification, create_through_admiss
 from localcluster.services.cloudwatch_pipeline import COLLECTOR, local_pipeline
 from localcluster.services.custom_scheduler import scheduler_secure_port
 from localcluster.services.webhook import start_webhook
+from render.metric_specs import GPU_SCHEDULER_NAMESPACE, METRIC_SPECS
 from testbed.e2e_cluster import E2ECluster
 from testbed.metric_exposition import scrape
 

@@ -15,7 +15,6 @@ from typing import Any
 import kubernetes.client
 import pytest
 
-from components.render.policy_choices import JobZoneArgs, PolicyChoices
 from localcluster.demo.zone_scene import (
     BASE_TYPE,
     FREE_GPUS,
@@ -38,6 +37,7 @@ from policy import MIN_MEMORY_ANNOTATION
 from policy.job_zone import NO_ZONE_FITS, ZONE_LABEL
 from policy.job_zone_affinity import OWN_POD_AFFINITY_CONFLICT
 from policy.job_zone_affinity import REQUIRED_POD_TERMS_FIELD as REQUIRED_TERMS
+from render.policy_choices import JobZoneArgs, PolicyChoices
 from testbed.bindings import BindingWatch, gpu_seconds_held
 from testbed.e2e_cluster import INVENTORY, E2ECluster, shaped_like
 

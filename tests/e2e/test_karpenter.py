@@ -22,17 +22,9 @@ import kubernetes.client
 import pytest
 
 from components.karpenter import pool_labels
-from components.render.ec2_catalogue import load_snapshot
-from components.render.gpu_memory import instance_gpus_from_ec2
-from components.render.karpenter_pools import (
-    GpuGroupTypes,
-    NodePoolSettings,
-    memory_classes,
-    node_pool_manifest,
-)
 from localcluster.demo.karpenter_zone_scene import (
-    JOB,
-    JOB_SIZE,
+    KARPENTER_JOB,
+    KARPENTER_JOB_SIZE,
     MIN_MEMORY_MIB,
     POD_GPUS,
     claims_needed,
@@ -53,9 +45,9 @@ from localcluster.plane.workloads import (
 from localcluster.services.karpenter import (
     CRD_DIR,
     KARPENTER_BINARY,
+    KARPENTER_NODE_POOL_LABEL,
     KWOK_BINARY,
     KWOK_STAGES_DIR,
-    NODE_POOL_LABEL,
     karpenter_nodes,
     kwok_node_class_ref,
     labelled_nodes,
@@ -69,6 +61,14 @@ from localcluster.services.webhook import created_affinity, start_webhook
 from policy import CAPACITY_TYPE_LABEL, KARPENTER_GPU_MEMORY_LABEL, NODE_MEMORY_LABEL, read_node_memory
 from policy.job_identity import JOB_CONTROLLER_UID_LABEL, JOB_NAME_LABEL
 from policy.job_zone import ZONE_LABEL
+from render.ec2_catalogue import load_snapshot
+from render.gpu_memory import instance_gpus_from_ec2
+from render.karpenter_pools import (
+    GpuGroupTypes,
+    NodePoolSettings,
+    memory_classes,
+    node_pool_manifest,
+)
 from testbed.bindings import BindingWatch
 from testbed.e2e_cluster import INVENTORY, E2ECluster
 
@@ -207,13 +207,13 @@ def test_the_eks_stacks_node_pools_launch_the_smallest_gpu_memory_that_fits(
             core.create_namespaced_pod(WORKLOAD_NAMESPACE, spread_pod(name, minimum))
             outcomes |= cluster.outcomes([name], bound_only=True, timeout=BIND_SECONDS)
         placed = {name: outcome.node or "" for name, outcome in outcomes.items()}
-        nodes = labelled_nodes(cluster.api, placed.values(), (NODE_MEMORY_LABEL, NODE_POOL_LABEL))
+        nodes = labelled_nodes(cluster.api, placed.values(), (NODE_MEMORY_LABEL, KARPENTER_NODE_POOL_LABEL))
         for name, node in placed.items():
             labels = nodes[node]
             memory = int(labels[NODE_MEMORY_LABEL])
             smallest_fit = min(size for size in classes if size >= MINIMUMS_MIB[name])
             assert memory == smallest_fit, f"{name} ({MINIMUMS_MIB[name]} MiB) on {memory} MiB"
-            assert labels[NODE_POOL_LABEL] == f"gpu-{memory}mib"
+            assert labels[KARPENTER_NODE_POOL_LABEL] == f"gpu-{memory}mib"
 
 
 CAPACITY_TYPE_KEY = "karpenter.sh/capacity-type"
@@ -288,9 +288,11 @@ def test_a_same_zone_job_from_zero_nodes_gets_its_node_claims_in_one_zone_and_no
             assert karpenter_nodes(cluster.api) == []  # zero GPU nodes
             with run_controller_manager(cluster.plane, cluster.bin_dir):
                 uid = submit_job(cluster.api, job_manifest())
-                pods = wait_for_job_pods(cluster.api, JOB, uid, JOB_SIZE, timeout=BIND_SECONDS)
+                pods = wait_for_job_pods(
+                    cluster.api, KARPENTER_JOB, uid, KARPENTER_JOB_SIZE, timeout=BIND_SECONDS
+                )
             names = [pod.metadata.name for pod in pods]
-            term = f"{JOB_CONTROLLER_UID_LABEL}={uid},{JOB_NAME_LABEL}={JOB} @ {ZONE_LABEL}"
+            term = f"{JOB_CONTROLLER_UID_LABEL}={uid},{JOB_NAME_LABEL}={KARPENTER_JOB} @ {ZONE_LABEL}"
             for name in names:
                 assert created_pod_affinity(cluster.api, name) == term, name
             bindings = watch.wait_for_bindings(names, timeout=BIND_SECONDS)
@@ -301,7 +303,7 @@ def test_a_same_zone_job_from_zero_nodes_gets_its_node_claims_in_one_zone_and_no
             }
     finally:
         watch.stop()
-    needed = claims_needed(JOB_SIZE, POD_GPUS, densest_fit(POD_GPUS, MIN_MEMORY_MIB, offered))
+    needed = claims_needed(KARPENTER_JOB_SIZE, POD_GPUS, densest_fit(POD_GPUS, MIN_MEMORY_MIB, offered))
     claim_zones = Counter(claim["metadata"]["labels"][ZONE_LABEL] for claim in claims)
     pod_zones = Counter(node_zones[node] for node in bindings.values())
     print(f"\n{cluster.mode}: {len(claims)} NodeClaims, by zone {dict(claim_zones)}; pods {dict(pod_zones)}")
@@ -309,5 +311,5 @@ def test_a_same_zone_job_from_zero_nodes_gets_its_node_claims_in_one_zone_and_no
     assert len(claim_zones) == 1, f"the job's NodeClaims span zones: {dict(claim_zones)}"
     assert len(pod_zones) == 1, f"the job's bound pods span zones: {dict(pod_zones)}"
     assert set(pod_zones) == set(claim_zones)
-    assert needed == JOB_SIZE * POD_GPUS // 8  # 32 GPUs on 8-GPU p5.48xlarge nodes
+    assert needed == KARPENTER_JOB_SIZE * POD_GPUS // 8  # 32 GPUs on 8-GPU p5.48xlarge nodes
     assert len(claims) <= needed, f"{len(claims)} NodeClaims for a job that needs {needed}"

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from components.render.metric_specs import METRIC_SPECS
 from localcluster.demo.zone_scene import same_zone_member, scene_nodes
 from localcluster.host.probes import LOOPBACK
 from localcluster.plane.workloads import PodSpecification, create_through_admission, pod_manifest
 from localcluster.services.custom_scheduler import scheduler_secure_port
 from localcluster.services.webhook import start_webhook
+from render.metric_specs import METRIC_SPECS
 from testbed.e2e_cluster import E2ECluster
 from testbed.metric_exposition import (
     EmittedMetric,

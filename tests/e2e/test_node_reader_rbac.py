@@ -1,7 +1,7 @@
 """extender-cached's node-reader role on the real kube-apiserver: exactly the granted verbs, and
 what ``list pods`` really reads.
 
-The role is the one the Pulumi program declares (``components/render/node_reader.py``;
+The role is the one the Pulumi program declares (``render/node_reader.py``;
 ``tests/pulumi/test_dry_run.py`` creates the program's own ClusterRole and binding for its
 ServiceAccount), granted here by the function that grants it to every local extender. The
 expected rights are written from what the extender does: its node cache gets, lists and watches

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.render.scheduler_config import ExtenderEndpoint, SchedulerConfig, scheduler_config_yaml
 from contracts.modes import SchedulerMode, uses_extender
+from render.scheduler_config import ExtenderEndpoint, SchedulerConfig, scheduler_config_yaml
 from testbed.pki import make_pki
 
 UNREACHABLE_API = "https://127.0.0.1:1"

@@ -1,6 +1,6 @@
 """The custom scheduler's own roles on the real kube-apiserver, asked with SubjectAccessReviews.
 
-The roles are the ones the Pulumi program declares (``components/render/scheduler_rbac.py``;
+The roles are the ones the Pulumi program declares (``render/scheduler_rbac.py``;
 ``tests/pulumi/test_scheduler.py`` checks the program declares exactly these), created here by the
 same function that grants them to every local scheduler. The expected rights below are written
 from what kube-scheduler does, not copied from the role: what it must be able to do, and what it

@@ -14,8 +14,6 @@ import kubernetes.client
 import pytest
 from kubernetes.client.rest import ApiException
 
-from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
-from components.render.webhook_config import WEBHOOK_NAME
 from extender_app.webhook.disruption_protection import PROTECTION_ANNOTATIONS
 from localcluster.plane.nodes import SimulatedNode
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification, ensure_namespace, pod_manifest
@@ -29,6 +27,8 @@ from policy import (
 )
 from policy.capacity_type import ON_DEMAND, SPOT
 from policy.node_affinity import REQUIRED_TERMS_FIELD, capacity_alternatives, memory_alternatives
+from render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
+from render.webhook_config import WEBHOOK_NAME
 from testbed.e2e_cluster import E2ECluster, shaped_like
 
 pytestmark = pytest.mark.e2e

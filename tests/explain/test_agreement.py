@@ -14,7 +14,6 @@ from pathlib import Path
 import kubernetes.client
 import pytest
 
-from components.render.ec2_catalogue import snapshot_gpu_memory_table
 from contracts.modes import SchedulerMode
 from explain.answers import pod_answer, render_pod_explanation
 from explain.cluster import ClusterReader
@@ -36,6 +35,7 @@ from policy import (
     UNKNOWN_INSTANCE_TYPE,
     PolicySettings,
 )
+from render.ec2_catalogue import snapshot_gpu_memory_table
 from testbed.e2e_cluster import INVENTORY, E2ECluster, e2e_cluster
 from tests.docs.cluster_samples import DocSamples
 

@@ -13,7 +13,6 @@ import pytest
 from moto import mock_aws
 
 import explain.cluster
-from components.render.ec2_catalogue import snapshot_gpu_memory_table
 from explain.cli import build_parser, main, policy_settings
 from explain.nodes_report import LABEL_ABOVE_EC2, LABEL_INVALID, LABEL_NOT_EXPECTED
 from explain.settings import EXIT
@@ -29,6 +28,7 @@ from policy.job_zone import (
     ZONE_LABEL,
     ZONE_POLICY_ANNOTATION,
 )
+from render.ec2_catalogue import snapshot_gpu_memory_table
 from tests.docs.cluster_samples import DocSamples
 from tests.explain.conftest import MISLABELLED, SPARE, Cluster
 from tests.explain.objects import DEMO_FLEET, job_pod, pod_json

@@ -2,7 +2,6 @@
 
 from decimal import Decimal
 
-from components.render.ec2_catalogue import snapshot_gpu_memory_table
 from explain.ec2_gpu_data import load_table
 from explain.nodes_report import (
     GROUP_LABELS_DIFFER,
@@ -26,6 +25,7 @@ from policy import (
     NODE_MEMORY_LABEL,
     PolicySettings,
 )
+from render.ec2_catalogue import snapshot_gpu_memory_table
 from tests.explain.objects import DEMO_FLEET, INVENTORY, fleet_json, gpu_node, pod_json, typed_node
 
 TABLE = load_table()

@@ -12,16 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from contracts.release import REPO_ROOT
 from localcluster.host.ports import reserve_port
-from testbed.extender import (
-    DEADLINE,
-    LOOPBACK,
-    REPO_ROOT,
-    read_json_line,
-    reaped,
-    request,
-    scheduler_context,
-)
+from localcluster.host.probes import LOOPBACK
+from testbed.extender import DEADLINE, read_json_line, reaped, request, scheduler_context
 
 DOCKERFILE = REPO_ROOT / "extender_app" / "Dockerfile"
 IGNORE_FILE = REPO_ROOT / "extender_app" / "Dockerfile.dockerignore"

@@ -7,12 +7,12 @@ import sys
 import orjson
 import pytest
 
+from contracts.release import REPO_ROOT
 from extender_app.cli import FLAGS, settings_from
 from extender_app.settings import ExtenderSettings
 from testbed.eks_nodes import extender_body, make_nodes, make_pod
 from testbed.extender import (
     DEADLINE,
-    REPO_ROOT,
     read_json_line,
     read_response,
     reaped,

@@ -15,11 +15,11 @@ import orjson
 import pytest
 
 from extender_app.verbs import handlers as handlers_module
+from localcluster.host.probes import LOOPBACK
 from policy import BELOW_MINIMUM, INVALID_MIN_MEMORY, NODE_MEMORY_LABEL
 from testbed.eks_nodes import extender_body, make_nodes, make_pod
 from testbed.extender import (
     DEADLINE,
-    LOOPBACK,
     ThreadedExtender,
     read_response,
     refusal,

@@ -12,12 +12,13 @@ import pytest
 import policy
 from components.pod_security import NONROOT_UID
 from localcluster.host.images import LocalImages, podman
+from localcluster.host.probes import LOOPBACK
 from localcluster.host.processes import ProcessGroup
 from localcluster.services.custom_scheduler import RunningExtender, launch_extender
 from localcluster.services.webhook import launch_webhook
 from testbed.admission_reviews import UID, admission_review, gpu_pod
 from testbed.eks_nodes import extender_body, make_nodes, make_pod
-from testbed.extender import LOOPBACK, client_context, refusal, request, scheduler_context
+from testbed.extender import client_context, refusal, request, scheduler_context
 from testbed.pki import Pki
 
 MINIMUM_MIB = 40960

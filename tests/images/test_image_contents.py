@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from components.container_image import EXTENDER_IMAGE
-from components.content_tag import source_files
 from localcluster.host.images import LocalImages, podman
+from render.content_tag import source_files
+from render.image_sources import EXTENDER_IMAGE
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NEVER_IN_AN_IMAGE = {

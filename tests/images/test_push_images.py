@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from components.container_image import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE
 from contracts.release import VERSION
 from localcluster.host.images import LocalImages, podman
 from localcluster.host.processes import ProcessGroup
+from render.image_sources import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE
 from tests.images.registry import INDEX_TYPES, start_registry
 
 REPO = Path(__file__).resolve().parents[2]

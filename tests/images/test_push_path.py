@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from components.container_image import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, ImageSource, image_tag
 from localcluster.host.images import LocalImages, podman
 from localcluster.host.processes import ProcessGroup
 from localcluster.host.waiting import wait_for
+from render.image_sources import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, ImageSource, image_tag
 from tests.images.registry import start_registry
 
 CLEANUP_SECONDS = 60.0

@@ -15,14 +15,23 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
-PYTHON_PACKAGES = ("policy", "contracts", "extender_app", "components", "explain", "localcluster", "bench")
+PYTHON_PACKAGES = (
+    "policy",
+    "contracts",
+    "render",
+    "extender_app",
+    "components",
+    "explain",
+    "localcluster",
+    "bench",
+)
 """``testbed`` is what tests stand on: test support by definition."""
 GO_TEST_SUPPORT = ("plugin/internal/policyvectors", "plugin/internal/plugintest")
 
 ALLOWED = {
-    "components/render/cloudwatch_dashboard.py:drawn_metrics": "reads a dashboard body back into the"
+    "render/cloudwatch_dashboard.py:drawn_metrics": "reads a dashboard body back into the"
     " metrics it draws: the renderer's own inverse, beside it so the two change together",
-    "components/render/dcgm_coverage.py:dcgm_instance_types": "reads a rendered DCGM affinity back into"
+    "render/dcgm_coverage.py:dcgm_instance_types": "reads a rendered DCGM affinity back into"
     " the instance types it admits: the renderer's own inverse, beside it",
     "explain/job_volumes.py:volume_reads": "the volume reads over objects in memory, the twin of the"
     " API reads explain makes: what explain's own tests and a user's saved objects feed it",

@@ -4,11 +4,10 @@ tests/localcluster/test_demo.py)."""
 
 import pytest
 
-from components.render.webhook_config import WEBHOOK_NAME
 from localcluster.demo.autoscaler_scene import AutoscalerPod, Observation, check, demo_pods, report
 from localcluster.demo.karpenter_zone_scene import (
-    JOB,
-    JOB_SIZE,
+    KARPENTER_JOB,
+    KARPENTER_JOB_SIZE,
     MIN_MEMORY_MIB,
     POD_GPUS,
     Claim,
@@ -24,6 +23,7 @@ from localcluster.plane.workloads import PodSpecification
 from localcluster.services.karpenter_instance_types import KARPENTER_INSTANCE_TYPES
 from policy import BELOW_MINIMUM, GPU_RESOURCE, INVALID_MIN_MEMORY, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
 from policy.job_zone import JOB_LABEL, JOB_SIZE_ANNOTATION, SAME_ZONE, ZONE_POLICY_ANNOTATION
+from render.webhook_config import WEBHOOK_NAME
 
 POD_40 = AutoscalerPod(PodSpecification("min-40gib", "40960"), "bound")
 STUCK_40 = AutoscalerPod(PodSpecification("min-40gib", "40960"), "stuck")
@@ -109,12 +109,14 @@ OFFERED = load_inventory(KARPENTER_INSTANCE_TYPES).values()
 
 def test_the_scenes_job_is_four_whole_node_workers_with_the_same_zone_annotations() -> None:
     members = job_members()
-    assert [m["metadata"]["name"] for m in members] == [f"{JOB}-{index}" for index in range(JOB_SIZE)]
+    assert [m["metadata"]["name"] for m in members] == [
+        f"{KARPENTER_JOB}-{index}" for index in range(KARPENTER_JOB_SIZE)
+    ]
     for member in members:
-        assert member["metadata"]["labels"] == {JOB_LABEL: JOB}
+        assert member["metadata"]["labels"] == {JOB_LABEL: KARPENTER_JOB}
         annotations = member["metadata"]["annotations"]
         assert annotations[ZONE_POLICY_ANNOTATION] == SAME_ZONE
-        assert annotations[JOB_SIZE_ANNOTATION] == str(JOB_SIZE)
+        assert annotations[JOB_SIZE_ANNOTATION] == str(KARPENTER_JOB_SIZE)
         assert annotations[MIN_MEMORY_ANNOTATION] == str(MIN_MEMORY_MIB)
         assert member["spec"]["containers"][0]["resources"]["requests"][GPU_RESOURCE] == str(POD_GPUS)
 
@@ -122,8 +124,8 @@ def test_the_scenes_job_is_four_whole_node_workers_with_the_same_zone_annotation
 def test_the_demos_job_is_an_indexed_job_of_four_whole_node_workers_annotated_same_zone() -> None:
     job = job_manifest()
     spec = job["spec"]
-    assert (job["metadata"]["name"], spec["completionMode"]) == (JOB, "Indexed")
-    assert spec["completions"] == spec["parallelism"] == JOB_SIZE
+    assert (job["metadata"]["name"], spec["completionMode"]) == (KARPENTER_JOB, "Indexed")
+    assert spec["completions"] == spec["parallelism"] == KARPENTER_JOB_SIZE
     template = spec["template"]
     annotations = template["metadata"]["annotations"]
     assert annotations == {ZONE_POLICY_ANNOTATION: SAME_ZONE, MIN_MEMORY_ANNOTATION: str(MIN_MEMORY_MIB)}
@@ -134,7 +136,7 @@ def test_the_demos_job_is_an_indexed_job_of_four_whole_node_workers_annotated_sa
 def test_the_job_needs_one_p5_per_worker() -> None:
     node_type = densest_fit(POD_GPUS, MIN_MEMORY_MIB, OFFERED)
     assert node_type.name == "p5.48xlarge"
-    assert claims_needed(JOB_SIZE, POD_GPUS, node_type) == 4
+    assert claims_needed(KARPENTER_JOB_SIZE, POD_GPUS, node_type) == 4
     assert claims_needed(5, 1, node_type) == 1  # single-GPU pods share a node
     assert claims_needed(9, 1, node_type) == 2
 
@@ -149,7 +151,7 @@ def claim(name: str, zone: str) -> Claim:
 
 
 ONE_ZONE = [claim(f"gpu-us-east-1c-{i}", "us-east-1c") for i in range(4)]
-BOUND_1C = {f"{JOB}-{i}": "us-east-1c" for i in range(4)}
+BOUND_1C = {f"{KARPENTER_JOB}-{i}": "us-east-1c" for i in range(4)}
 
 
 def test_the_verdict_states_one_zone_and_no_extra_node_claims() -> None:
@@ -174,11 +176,11 @@ def test_the_verdict_fails_on_extra_node_claims_in_other_zones() -> None:
 
 
 def test_the_verdict_fails_on_pods_across_zones_or_unbound() -> None:
-    split = {**BOUND_1C, f"{JOB}-3": "us-east-1a"}
+    split = {**BOUND_1C, f"{KARPENTER_JOB}-3": "us-east-1a"}
     assert (
         verdict(ONE_ZONE, split, 4, 4)[0] == "WRONG: the pods span zones {'us-east-1a': 1, 'us-east-1c': 3}"
     )
-    pending = {**BOUND_1C, f"{JOB}-3": ""}
+    pending = {**BOUND_1C, f"{KARPENTER_JOB}-3": ""}
     assert verdict(ONE_ZONE[:3], pending, 4, 4) == ("WRONG: 1 of 4 pods not bound", 1)
     elsewhere = dict.fromkeys(BOUND_1C, "us-east-1a")
     assert (

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from components.render.webhook_config import WEBHOOK_NAME
 from contracts.modes import RECOMMENDED_MODE, SCHEDULER_MODES
 from localcluster.demo.observed import picture_path
 from localcluster.demo.pods import sample_pods
@@ -21,6 +20,7 @@ from localcluster.host.waiting import wait_for
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE
 from localcluster.services.cloudwatch_pipeline import COLLECTOR
 from policy import CAPACITY_TYPE_ANNOTATION, CAPACITY_TYPE_LABEL, MIN_MEMORY_ANNOTATION, NODE_MEMORY_LABEL
+from render.webhook_config import WEBHOOK_NAME
 from tests.docs.cluster_samples import DEMO_TIES, DEMO_VOLATILE, KARPENTER_VOLATILE, DocSamples, normalise
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

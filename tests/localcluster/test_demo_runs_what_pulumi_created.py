@@ -22,8 +22,6 @@ from kubernetes import client
 
 from components.certificates import CLIENT_SECRET, SERVER_SECRET
 from components.custom_scheduler import CONFIG_FILE, CONFIG_MAP_NAME
-from components.render.scheduler_config import EXTENDER_SERVICE_HOST
-from components.render.webhook_config import WEBHOOK_SERVICE_HOST, WEBHOOK_TLS_SECRET
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME, WEBHOOK_SERVICE
 from contracts.modes import EXTENDER_MODES, SCHEDULER_MODES, SchedulerMode, uses_extender
 from contracts.server import MUTATE_PATH
@@ -37,6 +35,8 @@ from localcluster.services.deployed_scheduler import (
     service_account_user,
 )
 from localcluster.services.pulumi_stack import deploy_in_fresh_process, deployer_kubeconfig
+from render.scheduler_config import EXTENDER_SERVICE_HOST
+from render.webhook_config import WEBHOOK_SERVICE_HOST, WEBHOOK_TLS_SECRET
 
 pytestmark = pytest.mark.e2e
 

@@ -1,8 +1,8 @@
 """The simulated fleet's types come from the EC2 snapshot, labelled by the program's own rule."""
 
-from components.render.ec2_catalogue import catalogue
-from components.render.gpu_memory import group_gpu_memory_mib, instance_gpus_from_ec2
 from localcluster.plane.inventory import DEMO_INSTANCE_TYPES, load_inventory
+from render.ec2_catalogue import catalogue
+from render.gpu_memory import group_gpu_memory_mib, instance_gpus_from_ec2
 
 
 def test_each_gpu_type_is_labelled_with_its_per_gpu_memory() -> None:

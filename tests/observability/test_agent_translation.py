@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from components.render.agent_translation import NOTHING_MATCHES, collector_config_from_agent
-from components.render.cloudwatch_agent_facts import AgentConfigError
-from components.render.emf_rules import (
+from localcluster.services.cloudwatch_pipeline import LOCAL_SCRAPE_INTERVAL, local_scrape_config
+from render.agent_translation import NOTHING_MATCHES, collector_config_from_agent
+from render.cloudwatch_agent_facts import AgentConfigError
+from render.emf_rules import (
     SCHEDULER_JOB,
     SERVICES_JOB,
     agent_config,
@@ -19,7 +20,6 @@ from components.render.emf_rules import (
     keep_rule,
     metric_declarations,
 )
-from localcluster.services.cloudwatch_pipeline import SCRAPE_INTERVAL, local_scrape_config
 
 ENDPOINT = "http://127.0.0.1:1"
 
@@ -118,7 +118,7 @@ def test_the_local_scrape_is_the_rendered_one_with_local_targets() -> None:
     local = local_scrape_config(
         rendered, {SERVICES_JOB: ["127.0.0.1:1"], SCHEDULER_JOB: ["127.0.0.1:2"]}, tls
     )
-    assert local["global"]["scrape_interval"] == SCRAPE_INTERVAL
+    assert local["global"]["scrape_interval"] == LOCAL_SCRAPE_INTERVAL
     by_name = {job["job_name"]: job for job in local["scrape_configs"]}
     for job in rendered["scrape_configs"]:
         ours = by_name[job["job_name"]]

@@ -16,16 +16,19 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from components.observability import check_dashboard_searches
-from components.render.cloudwatch_alarms import alarm_definitions
-from components.render.cloudwatch_dashboard import dashboard_body, drawn_metrics
-from components.render.emf_rules import keep_rule, metric_declarations
-from components.render.metric_queries import (
+from components.stack_config import StackConfigError
+from contracts.server import ROLE_WEBHOOK
+from extender_app.cli import settings_from
+from render.cloudwatch_alarms import alarm_definitions
+from render.cloudwatch_dashboard import dashboard_body, drawn_metrics
+from render.emf_rules import keep_rule, metric_declarations
+from render.metric_queries import (
     SEARCH_EXPRESSION_LIMIT,
     MetricQueryError,
     check_insights_query,
     search_expression,
 )
-from components.render.metric_specs import (
+from render.metric_specs import (
     GPU_SCHEDULER_NAMESPACE,
     METRIC_SPECS,
     Alarm,
@@ -33,9 +36,6 @@ from components.render.metric_specs import (
     check_specs,
     spec_by_key,
 )
-from components.stack_config import StackConfigError
-from contracts.server import ROLE_WEBHOOK
-from extender_app.cli import settings_from
 from testbed.admission_reviews import admission_review, gpu_pod
 from testbed.eks_nodes import extender_body, make_nodes, make_pod
 from testbed.extender import ThreadedExtender, client_context, request, scheduler_context, settings_for

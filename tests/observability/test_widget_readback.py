@@ -13,11 +13,11 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from components.render.cloudwatch_dashboard import widget_specs
-from components.render.metric_specs import CLUSTER_DIMENSION, GPU_SCHEDULER_NAMESPACE
 from localcluster.demo.dashboard_picture import render
 from localcluster.services.cloudwatch_widgets import Widget, Window, read_widgets
 from localcluster.services.emf_metrics import EmfError, datums, put_all
+from render.cloudwatch_dashboard import widget_specs
+from render.metric_specs import CLUSTER_DIMENSION, GPU_SCHEDULER_NAMESPACE
 
 CLUSTER = "lab"
 START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

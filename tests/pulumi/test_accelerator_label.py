@@ -2,9 +2,9 @@
 
 import pytest
 
-from components.render.accelerator_label import ACCELERATOR_NAMES, AcceleratorError, accelerator_name
-from components.render.ec2_catalogue import catalogue
-from components.render.gpu_memory import GPU_MANUFACTURER, Gpu, InstanceGpus, instance_gpus_from_ec2
+from render.accelerator_label import ACCELERATOR_NAMES, AcceleratorError, accelerator_name
+from render.ec2_catalogue import catalogue
+from render.gpu_memory import GPU_MANUFACTURER, Gpu, InstanceGpus, instance_gpus_from_ec2
 
 WHERE = "gpu-scheduler-eks:gpuNodeGroups[0].instanceTypes (GPU node group 'g')"
 

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from components.cluster_autoscaler import NODE_TEMPLATE, SCALING_ACTIONS
-from components.karpenter import INTERRUPTION_EVENTS, NODE_POLICIES
-from components.render.karpenter_pools import DISCOVERY_TAG
+from components.karpenter import INTERRUPTION_EVENTS, KARPENTER_NODE_POLICIES
 from components.stack_config import DEFAULT_KARPENTER_CHART_VERSION
 from policy import CAPACITY_TYPE_LABEL, GPU_RESOURCE, NODE_MEMORY_LABEL
+from render.karpenter_pools import DISCOVERY_TAG
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, run_with
 from tests.pulumi.mocks import (
     EKS_SECURITY_GROUP,
@@ -444,7 +444,7 @@ def test_karpenter_nodes_have_their_own_role_and_an_ec2_linux_access_entry(karpe
         for r in karpenter_run.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
         if r.name.startswith("karpenter-node-")
     }
-    assert attached == set(NODE_POLICIES)
+    assert attached == set(KARPENTER_NODE_POLICIES)
     entry = karpenter_run.one("aws:eks/accessEntry:AccessEntry").plain
     assert entry["type"] == "EC2_LINUX"
     assert entry["principalArn"] == "arn:aws:iam::123456789012:role/karpenter-node-role"

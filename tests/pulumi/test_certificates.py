@@ -14,9 +14,9 @@ from moto import mock_aws
 
 from components.certificates import CLIENT_SECRET, SERVER_DNS_NAMES, SERVER_SECRET, Certificates
 from components.custom_scheduler import CONFIG_FILE
-from components.render.scheduler_config import EXTENDER_SERVICE_HOST, SchedulerConfig, render_scheduler_config
 from components.stack_config import CertificateSettings
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
+from render.scheduler_config import EXTENDER_SERVICE_HOST, SchedulerConfig, render_scheduler_config
 from tests.pulumi.conftest import run_with
 from tests.pulumi.mocks import (
     StackRun,

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from components.stack_config import StackConfig, StackConfigError
-from extender_app.settings import MIB, ExtenderSettings
+from contracts.server import MIB
+from extender_app.settings import ExtenderSettings
 from tests.pulumi.conftest import existing_values, stack_config
 from tests.pulumi.mocks import STACK
 

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from components.container_image import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, PROJECT_ROOT, ImageSource
-from components.content_tag import content_tag, source_files
+from contracts.release import REPO_ROOT
+from render.content_tag import content_tag, source_files
+from render.image_sources import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, ImageSource
 
 
 @pytest.fixture
@@ -84,10 +85,10 @@ def _copy_sources(dockerfile: Path) -> list[str]:
 
 @pytest.mark.parametrize("image", [EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE], ids=lambda image: image.repository)
 def test_the_tag_covers_everything_the_dockerfile_copies(image: ImageSource) -> None:
-    dockerfile = PROJECT_ROOT / image.dockerfile
+    dockerfile = REPO_ROOT / image.dockerfile
     assert dockerfile.is_file(), f"{image.dockerfile} is what the Pulumi program builds"
-    context = PROJECT_ROOT / image.context
-    hashed = {path.resolve() for path in source_files(PROJECT_ROOT, image.sources)}
+    context = REPO_ROOT / image.context
+    hashed = {path.resolve() for path in source_files(REPO_ROOT, image.sources)}
     copied = _copy_sources(dockerfile)
     assert copied, f"{image.dockerfile} copies nothing from its context"
     for source in copied:

@@ -8,12 +8,12 @@ import pytest
 import yaml
 
 from components.custom_scheduler import CONFIG_FILE
-from components.render.policy_choices import PolicyChoices
-from components.render.webhook_config import WEBHOOK_ANNOTATIONS, annotation_condition, webhook_args
 from components.stack_config import PROJECT, StackConfigError
 from contracts.cluster import EXTENDER_SERVICE, SCHEDULER_NAME, WEBHOOK_SERVICE
 from extender_app.cli import settings_from
 from policy import CAPACITY_CHOICES
+from render.policy_choices import PolicyChoices
+from render.webhook_config import WEBHOOK_ANNOTATIONS, annotation_condition, webhook_args
 from tests.pulumi.conftest import SINGLE_GROUP, run_with, stack_config
 from tests.pulumi.mocks import StackRun
 

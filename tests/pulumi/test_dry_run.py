@@ -18,8 +18,6 @@ from typing import Any
 import pytest
 from kubernetes.client.rest import ApiException
 
-from components.render.karpenter_pools import MAX_NODE_POOL_NAME
-from components.render.node_reader import NODE_READER_ROLE
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE
 from contracts.modes import SCHEDULER_MODES, SchedulerMode, uses_extender
 from localcluster.host.waiting import wait_for
@@ -27,6 +25,8 @@ from localcluster.plane.control_plane import ControlPlane, start_control_plane
 from localcluster.services.deployed_scheduler import SERVICE_ACCOUNT_GROUPS, service_account_user
 from localcluster.services.karpenter import install_crds
 from policy.job_zone import ZONE_LABEL
+from render.karpenter_pools import MAX_NODE_POOL_NAME
+from render.node_reader import NODE_READER_ROLE
 from testbed.dry_run import DryRun as ApiDryRun
 from testbed.dry_run import existing, pod_from_template
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, mode_run, run_with

@@ -1,6 +1,6 @@
 """The one EC2 snapshot is moto's catalogue (EC2's real data), not numbers typed by hand."""
 
-from components.render.ec2_catalogue import (
+from render.ec2_catalogue import (
     CPU_TYPES,
     REFRESH_COMMAND,
     catalogue,

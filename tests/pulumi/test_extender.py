@@ -9,12 +9,12 @@ import pytest
 
 from components.certificates import SERVER_SECRET
 from components.extender import Extender, ExtenderComponentArgs, extender_args
-from components.render.node_reader import NODE_READER_ROLE
-from components.render.scheduler_config import EXTENDER_PORT
 from components.stack_config import EXTENDER_RESOURCES, ExtenderDeploymentSettings
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
 from contracts.server import HEALTH_PORT, NODE_CACHE_WATCH_FLAG
 from extender_app.cli import build_parser, settings_from
+from render.node_reader import NODE_READER_ROLE
+from render.scheduler_config import EXTENDER_PORT
 from tests.pulumi.conftest import run_with
 from tests.pulumi.mocks import StackRun, run_stack
 from tests.pulumi.pod_specs import assert_restricted, containers, pod_template

@@ -17,11 +17,12 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from components.certificates import CLIENT_SECRET, SERVER_DNS_NAMES, SERVER_SECRET
-from components.render.scheduler_config import EXTENDER_SERVICE_HOST
 from contracts.cluster import SCHEDULER_NAME
 from extender_app.settings import ExtenderSettings
+from localcluster.host.probes import LOOPBACK
 from policy import NODE_MEMORY_LABEL, extender_score, requirement_from_pod
-from testbed.extender import DEADLINE, LOOPBACK, REFUSED, ThreadedExtender, read_response
+from render.scheduler_config import EXTENDER_SERVICE_HOST
+from testbed.extender import DEADLINE, TLS_REFUSALS, ThreadedExtender, read_response
 from tests.pulumi.mocks import StackRun
 
 GPU_POD = {
@@ -148,6 +149,6 @@ def test_a_certificate_without_client_auth_is_refused(
     context = scheduler_context(write_secret(tmp_path / "impostor", impostor))
     try:
         status, _ = prioritize(extender.ports.port, context)
-    except REFUSED:
+    except TLS_REFUSALS:
         return
     pytest.fail(f"answered {status} to a client certificate without client-auth usage")

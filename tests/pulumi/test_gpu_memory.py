@@ -10,7 +10,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from components.render.gpu_memory import (
+from policy import MAX_GPU_MEMORY_MIB
+from render.gpu_memory import (
     Gpu,
     GpuMemoryError,
     InstanceGpus,
@@ -18,7 +19,6 @@ from components.render.gpu_memory import (
     instance_gpus_from_ec2,
     require_architecture,
 )
-from policy import MAX_GPU_MEMORY_MIB
 from tests.pulumi.mocks import REGION
 
 

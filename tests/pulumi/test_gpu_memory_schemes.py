@@ -9,14 +9,14 @@ import yaml
 
 from components.custom_scheduler import CONFIG_FILE
 from components.extender import extender_args
-from components.render.ec2_catalogue import snapshot_gpu_memory_table
-from components.render.policy_choices import PolicyChoices
-from components.render.webhook_config import webhook_args
 from components.stack_config import PROJECT, ExtenderDeploymentSettings, StackConfigError
 from contracts.cluster import EXTENDER_SERVICE, SCHEDULER_NAME, WEBHOOK_SERVICE
 from extender_app.cli import settings_from
 from policy import GFD_GPU_MEMORY_LABEL, VENDOR_MEMORY_LABELS, PolicySettings
 from policy.setting_schema import GPU_SCHEDULER_PLUGIN, JOB_ZONE_PLUGIN
+from render.ec2_catalogue import snapshot_gpu_memory_table
+from render.policy_choices import PolicyChoices
+from render.webhook_config import webhook_args
 from tests.pulumi.conftest import SINGLE_GROUP, run_with, stack_config
 from tests.pulumi.test_default_capacity_type import container_args
 

@@ -7,11 +7,12 @@ import json
 import boto3
 from moto import mock_aws
 
-from components.container_image import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE, PROJECT_ROOT
-from components.content_tag import content_tag
 from components.stack import build_stack
 from contracts.cluster import EXTENDER_SERVICE, SCHEDULER_NAME
 from contracts.modes import uses_extender
+from contracts.release import REPO_ROOT
+from render.content_tag import content_tag
+from render.image_sources import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE
 from tests.pulumi.conftest import run_with, stack_config
 from tests.pulumi.mocks import REGION, StackRun, is_secret, moto_registry_credentials, run_stack
 from tests.pulumi.pod_specs import containers
@@ -53,9 +54,7 @@ def test_image_is_built_from_its_sources_and_pushed_with_ecr_credentials(run: St
     assert plain["context"]["location"] == source.context
     [tag] = plain["tags"]
     repository, _, version = tag.rpartition(":")
-    assert version == content_tag(
-        PROJECT_ROOT, source.sources, build_inputs=(source.dockerfile, "linux/amd64")
-    )
+    assert version == content_tag(REPO_ROOT, source.sources, build_inputs=(source.dockerfile, "linux/amd64"))
     assert repository.endswith(f"/gpu-scheduler-test/{source.repository}")
     [registry] = plain["registries"]
     assert registry["address"] == repository

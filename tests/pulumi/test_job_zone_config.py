@@ -6,15 +6,15 @@ import pytest
 import yaml
 
 from components.custom_scheduler import CONFIG_FILE
-from components.render.policy_choices import JobZoneArgs
-from components.render.scheduler_config import (
-    SchedulerConfig,
-    render_scheduler_config,
-)
 from components.stack_config import PROJECT, StackConfigError
 from contracts.cluster import SCHEDULER_NAME, WEBHOOK_SERVICE
 from extender_app.cli import settings_from
 from policy.setting_schema import JOB_ZONE_PLUGIN
+from render.policy_choices import JobZoneArgs
+from render.scheduler_config import (
+    SchedulerConfig,
+    render_scheduler_config,
+)
 from tests.pulumi.conftest import SINGLE_GROUP, run_with, stack_config
 from tests.pulumi.test_scoring_strategy import MEMORY_ARGS
 

@@ -1,7 +1,7 @@
 """The NodePools' split by per-GPU memory and capacity type (the pure renderer)."""
 
-from components.render.gpu_memory import Gpu, InstanceGpus
-from components.render.karpenter_pools import GpuGroupTypes, memory_classes
+from render.gpu_memory import Gpu, InstanceGpus
+from render.karpenter_pools import GpuGroupTypes, memory_classes
 
 
 def gpus(instance_type: str, memory_mib: int) -> InstanceGpus:

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from components.render.karpenter_pools import (
+from components.stack_config import KarpenterSettings, StackConfigError, check_zonal_pool_names
+from policy import MAX_GPU_MEMORY_MIB, NODE_MEMORY_LABEL
+from policy.job_zone import ZONE_LABEL
+from render.karpenter_pools import (
     MAX_NODE_POOL_NAME,
     MemoryClass,
     longest_node_pool_name,
     node_pool_name,
 )
-from components.stack_config import KarpenterSettings, StackConfigError, check_zonal_pool_names
-from policy import MAX_GPU_MEMORY_MIB, NODE_MEMORY_LABEL
-from policy.job_zone import ZONE_LABEL
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, run_with
 from tests.pulumi.mocks import StackRun, moto_per_gpu_memory
 from tests.pulumi.test_autoscaling import node_pools, requirement

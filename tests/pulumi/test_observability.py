@@ -7,7 +7,10 @@ from typing import Any
 import pytest
 from moto import mock_aws
 
-from components.render.cloudwatch_agent_facts import (
+from components.stack import build_stack
+from components.stack_config import StackConfigError
+from components.stack_config.observability import DEFAULT_ADDON_VERSION, OBSERVABILITY_ADDON
+from render.cloudwatch_agent_facts import (
     EMF_PROCESSOR_KEYS,
     METRIC_DECLARATION_KEYS,
     METRIC_DECLARATION_REQUIRED,
@@ -19,12 +22,9 @@ from components.render.cloudwatch_agent_facts import (
     refused_keys,
     skipped_rules,
 )
-from components.render.cloudwatch_dashboard import drawn_metrics
-from components.render.dcgm_coverage import chart_affinity, chart_allow_list, dcgm_instance_types
-from components.render.metric_specs import METRIC_SPECS, alarm_keys
-from components.stack import build_stack
-from components.stack_config import StackConfigError
-from components.stack_config.observability import DEFAULT_ADDON_VERSION, OBSERVABILITY_ADDON
+from render.cloudwatch_dashboard import drawn_metrics
+from render.dcgm_coverage import chart_affinity, chart_allow_list, dcgm_instance_types
+from render.metric_specs import METRIC_SPECS, alarm_keys
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, stack_config
 from tests.pulumi.mocks import StackMocks, StackRun, run_stack
 
@@ -187,7 +187,7 @@ def test_the_chart_creates_every_agent_the_stack_renders(observed_run: StackRun)
 def test_the_agent_configuration_has_only_keys_the_agent_schema_allows(observed_run: StackRun) -> None:
     """Held to the keys of agent v1.300070.0 (translator/config/schema.json) and the two keys its
     translation requires of a rule (translator/translate/otel/exporter/awsemf/prometheus.go), as
-    written down in components/render/cloudwatch_agent_facts.py."""
+    written down in render/cloudwatch_agent_facts.py."""
     values = json.loads(cloudwatch_addon(observed_run)["configurationValues"])
     [scraper] = [agent for agent in values["agents"] if "config" in agent]
     config = scraper["config"]

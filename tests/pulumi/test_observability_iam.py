@@ -14,9 +14,9 @@ import pytest
 from moto import mock_aws
 
 from components.observability_iam import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT
-from components.render.emf_rules import agent_config
-from components.render.metric_specs import METRIC_SPECS
 from components.stack import build_stack
+from render.emf_rules import agent_config
+from render.metric_specs import METRIC_SPECS
 from tests.pulumi.conftest import stack_config
 from tests.pulumi.mocks import REGION, StackRun, run_stack
 

@@ -21,12 +21,12 @@ from components.certificates import CLIENT_SECRET, SERVER_SECRET, certificate_ch
 from components.custom_scheduler import CLIENT_TLS_CHECKSUM_ANNOTATION
 from components.kubernetes_versions import plugin_kubernetes_version
 from components.provided_certificates import DIALED_HOSTS, ProvidedCertificates
-from components.render.scheduler_config import EXTENDER_SERVICE_HOST
 from components.stack_config import PROJECT, StackConfigError, parse_stack_config
 from contracts.cluster import NAMESPACE, SCHEDULER_NAME
 from localcluster.host.pki import CertificateAuthority
 from localcluster.host.team_pki import TeamPki, client_leaf, key_pem, leaf, pem, server_leaf, webhook_leaf
 from policy import extender_score, requirement_from_pod
+from render.scheduler_config import EXTENDER_SERVICE_HOST
 from tests.pulumi.conftest import existing_values, run_with, stack_config
 from tests.pulumi.mocks import STACK, StackRun, is_secret, reveal, strings_outside_secrets
 from tests.pulumi.test_extender_tls import (

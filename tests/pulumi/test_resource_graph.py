@@ -4,9 +4,9 @@ Pod Security."""
 
 import json
 
-from components.container_image import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE
-from components.render.webhook_config import WEBHOOK_TLS_SECRET
 from contracts.cluster import NAMESPACE, SCHEDULER_NAME, WEBHOOK_SERVICE
+from render.image_sources import EXTENDER_IMAGE, GPU_SCHEDULER_IMAGE
+from render.webhook_config import WEBHOOK_TLS_SECRET
 from tests.pulumi.conftest import run_with
 from tests.pulumi.mocks import StackRun
 

@@ -11,17 +11,17 @@ from components.custom_scheduler import (
     CONFIG_DIR,
     CONFIG_FILE,
 )
-from components.render.node_reader import NODE_READER_ROLE
-from components.render.scheduler_config import (
+from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
+from contracts.modes import uses_extender
+from contracts.server import NODE_CACHE_WATCH_FLAG
+from render.node_reader import NODE_READER_ROLE
+from render.scheduler_config import (
     SchedulerConfig,
     config_checksum,
     render_scheduler_config,
     scheduler_config_yaml,
 )
-from components.render.scheduler_rbac import SCHEDULER_ROLE, SCHEDULER_RULES
-from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
-from contracts.modes import uses_extender
-from contracts.server import NODE_CACHE_WATCH_FLAG
+from render.scheduler_rbac import SCHEDULER_ROLE, SCHEDULER_RULES
 from tests.pulumi.conftest import MIXED_GROUP, SINGLE_GROUP, run_with
 from tests.pulumi.mocks import StackRun
 from tests.pulumi.pod_specs import assert_restricted, containers, pod_template

@@ -7,12 +7,12 @@ import pytest
 import yaml
 
 from components.custom_scheduler import CONFIG_FILE
-from components.render.scheduler_config import SchedulerConfig, render_scheduler_config
 from components.stack_config import PROJECT, StackConfigError
 from contracts.cluster import SCHEDULER_NAME
 from contracts.modes import SCHEDULER_MODES, SchedulerMode, node_cache_capable, uses_extender
 from contracts.server import FILTER_PATH, PREEMPT_PATH, PRIORITIZE_PATH
 from policy.setting_schema import CLIENT_QPS, CLIENT_QPS_SETTING
+from render.scheduler_config import SchedulerConfig, render_scheduler_config
 from tests.pulumi.conftest import SINGLE_GROUP, run_with, stack_config
 
 SHARED = Path(__file__).resolve().parents[1] / "vectors" / "plugin_mode_plugins.yaml"

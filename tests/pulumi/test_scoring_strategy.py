@@ -8,13 +8,13 @@ import yaml
 
 from components.custom_scheduler import CONFIG_CHECKSUM_ANNOTATION, CONFIG_FILE
 from components.extender import extender_args
-from components.render.ec2_catalogue import snapshot_gpu_memory_table
-from components.render.policy_choices import PolicyChoices
-from components.render.scheduler_config import SchedulerConfig, render_scheduler_config, scheduler_config_yaml
 from components.stack_config import PROJECT, ExtenderDeploymentSettings, StackConfigError
 from contracts.cluster import EXTENDER_SERVICE, SCHEDULER_NAME
 from extender_app.cli import settings_from
 from policy import BEST_FIT, PREFER_LARGER, VENDOR_MEMORY_LABELS
+from render.ec2_catalogue import snapshot_gpu_memory_table
+from render.policy_choices import PolicyChoices
+from render.scheduler_config import SchedulerConfig, render_scheduler_config, scheduler_config_yaml
 from tests.pulumi.conftest import SINGLE_GROUP, run_with, stack_config
 from tests.pulumi.mocks import StackRun
 

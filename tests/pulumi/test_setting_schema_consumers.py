@@ -10,16 +10,22 @@ from typing import Any
 import pytest
 import yaml
 
-from components.render.policy_choices import PolicyChoices
-from components.render.scheduler_config import SchedulerConfig, render_scheduler_config
 from components.stack_config import StackConfig
-from components.stack_config.setting_table import BEGIN, DOCS_PAGE, END, render, replace_table
+from components.stack_config.setting_table import (
+    SETTING_TABLE_BEGIN,
+    SETTING_TABLE_END,
+    SETTING_TABLE_PAGE,
+    render,
+    replace_table,
+)
 from components.stack_config.stack import TOP_LEVEL_KEYS
 from contracts.server import option
 from explain.cli import build_parser as explain_parser
 from extender_app.cli import FLAGS, settings_from
 from extender_app.settings import ExtenderSettings
 from policy.setting_schema import STACK_SETTINGS, UNSET, StackSetting
+from render.policy_choices import PolicyChoices
+from render.scheduler_config import SchedulerConfig, render_scheduler_config
 from tests.pulumi.conftest import stack_config
 
 CHOSEN: dict[str, object] = {
@@ -111,9 +117,9 @@ def test_an_unset_choice_renders_no_flag_and_no_arg() -> None:
 
 
 def test_the_docs_table_has_a_row_per_setting_and_is_the_rendered_one() -> None:
-    page = DOCS_PAGE.read_text(encoding="utf-8")
-    assert page.count(BEGIN) == 1
-    assert page.count(END) == 1
+    page = SETTING_TABLE_PAGE.read_text(encoding="utf-8")
+    assert page.count(SETTING_TABLE_BEGIN) == 1
+    assert page.count(SETTING_TABLE_END) == 1
     assert replace_table(page) == page, (
         "docs/configuration.md's settings table differs from policy/setting_schema.py: "
         "run .venv/bin/python -m components.stack_config.setting_table"

@@ -30,9 +30,9 @@ from components.stack_config import (
     ExistingNetwork,
     NewVpc,
     StackConfigError,
-    load_stack_config,
     parse_stack_config,
 )
+from components.stack_config.pulumi_config import load_stack_config
 from tests.pulumi.conftest import (
     CLIENT_KEY_DATA,
     EXAMPLE_STACKS,

@@ -8,14 +8,6 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from components.certificates import Certificates
-from components.render.policy_choices import JobZoneArgs, PolicyChoices
-from components.render.webhook_config import (
-    WEBHOOK_NAME,
-    WEBHOOK_SERVICE_HOST,
-    WEBHOOK_SERVICE_PORT,
-    WEBHOOK_TLS_SECRET,
-    webhook_args,
-)
 from components.stack_config import CertificateSettings, StackConfigError, WebhookSettings
 from components.webhook import AdmissionWebhook, AdmissionWebhookArgs
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, WEBHOOK_SERVICE
@@ -30,6 +22,14 @@ from extender_app.cli import settings_from
 from extender_app.settings import WEBHOOK_MAX_BODY_BYTES
 from policy import CAPACITY_TYPE_ANNOTATION, MIN_MEMORY_ANNOTATION
 from policy.job_zone import JOB_SIZE_ANNOTATION, ZONE_POLICY_ANNOTATION
+from render.policy_choices import JobZoneArgs, PolicyChoices
+from render.webhook_config import (
+    WEBHOOK_NAME,
+    WEBHOOK_SERVICE_HOST,
+    WEBHOOK_SERVICE_PORT,
+    WEBHOOK_TLS_SECRET,
+    webhook_args,
+)
 from tests.pulumi.conftest import run_with, stack_config
 from tests.pulumi.mocks import StackRun, run_stack
 from tests.pulumi.pod_specs import containers

@@ -33,6 +33,7 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.resource import ResourceList
 
 from contracts.cluster import NAMESPACE, SCHEDULER_NAME
+from contracts.release import REPO_ROOT
 from localcluster.host.waiting import wait_for
 from localcluster.plane.control_plane import ControlPlane
 from localcluster.plane.controller_manager import run_controller_manager
@@ -42,7 +43,6 @@ from localcluster.plane.outcomes import wait_for_outcome
 from localcluster.plane.workloads import ensure_namespace
 from localcluster.services.deployed_scheduler import running_deployed_scheduler
 from localcluster.services.pulumi_stack import (
-    REPO_ROOT,
     DeploySummary,
     Engine,
     Kubeconfig,

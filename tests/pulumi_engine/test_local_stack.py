@@ -34,27 +34,27 @@ from components.custom_scheduler import (
     CONFIG_MAP_NAME,
 )
 from components.kubernetes_await import SKIP_AWAIT_ANNOTATION
-from components.render.scheduler_config import (
-    EXTENDER_SERVICE_HOST,
-    ExtenderEndpoint,
-    SchedulerConfig,
-    config_checksum,
-    scheduler_config_yaml,
-)
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
+from contracts.release import REPO_ROOT
 from localcluster.host.pki import KeyPair
 from localcluster.host.team_pki import TeamPki, client_leaf, key_pem, pem
 from localcluster.plane.control_plane import ControlPlane
 from localcluster.services.pulumi_stack import (
     LOCAL_STACK,
     LOCAL_STACK_FILE,
-    REPO_ROOT,
     Engine,
     Kubeconfig,
     LocalProject,
     configure_local_stack,
     set_config,
     set_provided_certificates,
+)
+from render.scheduler_config import (
+    EXTENDER_SERVICE_HOST,
+    ExtenderEndpoint,
+    SchedulerConfig,
+    config_checksum,
+    scheduler_config_yaml,
 )
 from tests.pulumi_engine.steps import changed_steps
 

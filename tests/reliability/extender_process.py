@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from testbed.extender import DEADLINE, LOOPBACK, read_json_line, scheduler_context, start_process
+from localcluster.host.probes import LOOPBACK
+from testbed.extender import DEADLINE, read_json_line, scheduler_context, start_process
 from testbed.pki import Pki, make_pki
 
 

@@ -15,9 +15,10 @@ import ssl
 import threading
 from http import HTTPStatus
 
+from localcluster.host.probes import LOOPBACK
 from localcluster.host.waiting import wait_for
 from testbed.eks_nodes import extender_body, make_nodes, make_pod
-from testbed.extender import DEADLINE, LOOPBACK
+from testbed.extender import DEADLINE
 from tests.reliability.extender_process import ExtenderProcess, extender_process
 
 SLOW_CONNECTIONS = 50

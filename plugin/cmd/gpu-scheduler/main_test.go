@@ -31,7 +31,7 @@ import (
 )
 
 // pluginModeProfile is the plugin-mode profile the project deploys: upstream
-// defaults plus the plugins block rendered by components/render/scheduler_config.py
+// defaults plus the plugins block rendered by render/scheduler_config.py
 // (tests/vectors/plugin_mode_plugins.yaml, the first %s, indented by four spaces).
 // The second %s is extra profile YAML (pluginConfig), indented by two spaces.
 const pluginModeProfile = `apiVersion: kubescheduler.config.k8s.io/v1

@@ -8,13 +8,13 @@ kube-apiserver in test_node_cache_cluster.py; here the GET never answers, so onl
 import asyncio
 import logging
 
-from components.render.scheduler_config import ExtenderEndpoint
 from extender_app.metrics import create_metrics
 from extender_app.node_cache.cache import NodeCache
 from extender_app.node_cache.lookup import NODE_DELETED, LookupSettings, NodeLookup, lookup_timed_out
 from extender_app.node_cache.metadata import ADDED, DELETED, NodeMeta, WatchEvent
 from extender_app.settings import ExtenderSettings
 from policy import memory_labels
+from render.scheduler_config import ExtenderEndpoint
 
 SETTINGS = LookupSettings(node_lookup_timeout=30.0, node_lookup_concurrency=2, node_lookup_max_per_request=4)
 

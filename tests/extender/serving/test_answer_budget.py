@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import pytest
 
 from extender_app.serving.http_server import CLIENT_CLOSED_REQUEST, WRITE_CHUNK_BYTES
+from localcluster.host.probes import LOOPBACK
 from testbed.eks_nodes import extender_body, make_nodes, make_pod
 from testbed.extender import (
     DEADLINE,
-    LOOPBACK,
     ThreadedExtender,
     read_response,
     request,

@@ -16,12 +16,12 @@ import orjson
 import pytest
 
 from extender_app.cli import settings_from
+from localcluster.host.probes import LOOPBACK
 from testbed.admission_reviews import admission_review, gpu_pod
 from testbed.eks_nodes import extender_body, make_nodes, make_pod
 from testbed.extender import (
     DEADLINE,
-    LOOPBACK,
-    REFUSED,
+    TLS_REFUSALS,
     ThreadedExtender,
     client_context,
     read_response,
@@ -61,13 +61,13 @@ def hold_idle_connection(port: int, context: ssl.SSLContext, source: str) -> ssl
     """What a hostile pod does: connect, handshake, send one valid review, keep the connection open."""
     try:
         sock = tls_socket(port, context, source)
-    except REFUSED:
+    except TLS_REFUSALS:
         return None
     try:
         body = admission_review(gpu_pod(None))
         sock.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
         read_response(sock)
-    except (*REFUSED, TimeoutError):
+    except (*TLS_REFUSALS, TimeoutError):
         sock.close()
         return None
     return sock  # idle, kept alive: the server may close it, the holder does not
@@ -77,7 +77,7 @@ def admitted(port: int, context: ssl.SSLContext) -> bool:
     """One AdmissionReview from the API server's address, on a new connection, answered with a patch."""
     try:
         reply = request(port, context, "/mutate", admission_review(gpu_pod("40960")), source=API_SERVER)
-    except REFUSED:
+    except TLS_REFUSALS:
         return False
     return reply.status == 200 and "patch" in orjson.loads(reply.body)["response"]
 

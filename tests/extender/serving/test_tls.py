@@ -11,9 +11,9 @@ from cryptography import x509
 
 from extender_app.service import ExtenderService
 from extender_app.serving.tls_material import TlsMaterialError, TlsPaths, build_context
+from localcluster.host.probes import LOOPBACK
 from testbed.eks_nodes import extender_body, make_nodes, make_pod
 from testbed.extender import (
-    LOOPBACK,
     ThreadedExtender,
     client_context,
     refusal,

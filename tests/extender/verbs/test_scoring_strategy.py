@@ -5,9 +5,10 @@ import pytest
 
 from extender_app.cli import settings_from
 from extender_app.verbs.handlers import VerbLimits, prioritize_verb
+from localcluster.host.probes import LOOPBACK
 from policy import BEST_FIT, NODE_MEMORY_LABEL, PREFER_LARGER, PolicySettings
 from testbed.eks_nodes import extender_body, make_nodes, make_pod
-from testbed.extender import DEADLINE, LOOPBACK, start_process
+from testbed.extender import DEADLINE, start_process
 
 
 def test_the_strategy_comes_from_the_flag_or_the_variable_and_defaults_to_prefer_larger():

@@ -11,7 +11,6 @@ from typing import Any
 
 import yaml
 
-from components.render.policy_choices import PolicyChoices
 from contracts.cluster import EXTENDER_SERVICE, NAMESPACE, SCHEDULER_NAME
 from contracts.modes import SCHEDULER_MODES, SchedulerMode, node_cache_capable, uses_extender
 from contracts.server import FILTER_PATH, PREEMPT_PATH, PRIORITIZE_PATH, TLS_PORT
@@ -21,6 +20,7 @@ from policy.setting_schema import (
     GPU_SCHEDULER_PLUGIN,
     JOB_ZONE_PLUGIN,
 )
+from render.policy_choices import PolicyChoices
 
 CAPACITY_TYPE_WEIGHT = 20
 """CapacityType's score weight: twice GPUScheduler's, so a pod that prefers a capacity type

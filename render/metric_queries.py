@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from components.render.metric_specs import (
+from render.metric_specs import (
     CLUSTER_DIMENSION,
     COMBINABLE_STATISTICS,
     METRIC_SPECS,

@@ -11,14 +11,14 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from components.render.metric_specs import (
+from contracts.cluster import NAMESPACE
+from contracts.server import HEALTH_PORT, METRICS_PATH
+from render.metric_specs import (
     CLUSTER_DIMENSION,
     GPU_SCHEDULER_NAMESPACE,
     METRIC_SPECS,
     MetricSpec,
 )
-from contracts.cluster import NAMESPACE
-from contracts.server import HEALTH_PORT, METRICS_PATH
 
 SCRAPE_INTERVAL = "60s"
 """One scrape a minute: the dashboard's and the alarms' period."""

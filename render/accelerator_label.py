@@ -14,7 +14,7 @@ never a guess. A pure module (no Pulumi import).
 
 from collections.abc import Sequence
 
-from components.render.gpu_memory import GPU_MANUFACTURER, InstanceGpus
+from render.gpu_memory import GPU_MANUFACTURER, InstanceGpus
 
 ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
 """Cluster Autoscaler's GPU node label on AWS (``GPULabel`` of its AWS cloud provider)."""
@@ -52,7 +52,7 @@ def accelerator_name(where: str, described: Sequence[InstanceGpus]) -> str:
                 raise AcceleratorError(
                     f"{where}: {instance.instance_type} has the {gpu.manufacturer} GPU {gpu.name!r}, which "
                     f"has no {ACCELERATOR_LABEL} name; known: {', '.join(sorted(ACCELERATOR_NAMES))} "
-                    "(components/render/accelerator_label.py, ACCELERATOR_NAMES)"
+                    "(render/accelerator_label.py, ACCELERATOR_NAMES)"
                 )
     first = next((instance.gpus[0] for instance in described if instance.gpus), None)
     if first is None:

@@ -7,8 +7,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from components.render.metric_queries import combined_expression, insights_parts, search_expression
-from components.render.metric_specs import METRIC_SPECS, SPLIT_BY_NODE_GROUP, MetricSpec
+from render.metric_queries import combined_expression, insights_parts, search_expression
+from render.metric_specs import METRIC_SPECS, SPLIT_BY_NODE_GROUP, MetricSpec
 
 DASHBOARD_PERIOD_SECONDS = 60
 WIDGET_WIDTH = 12

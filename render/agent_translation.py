@@ -11,7 +11,7 @@ the facts written down in ``cloudwatch_agent_facts``.
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from components.render.cloudwatch_agent_facts import (
+from render.cloudwatch_agent_facts import (
     DEFAULT_KUBERNETES_LOG_GROUP,
     DEFAULT_KUBERNETES_NAMESPACE,
     DEFAULT_LABEL_MATCHER,

@@ -18,7 +18,7 @@ calls need no Kubernetes rights of the scheduler's.
 
 from typing import Any
 
-from contracts.cluster import NAMESPACE, SCHEDULER_NAME
+from contracts.cluster import NAMESPACE, SCHEDULER_NAME, SYSTEM_NAMESPACE
 
 SCHEDULER_ROLE = SCHEDULER_NAME
 """ClusterRole (and ClusterRoleBinding) name: what the scheduler reads and writes cluster-wide."""
@@ -28,7 +28,6 @@ AUTHENTICATION_READER_ROLE = "extension-apiserver-authentication-reader"
 """Built-in Role in kube-system: get the ``extension-apiserver-authentication`` ConfigMap, which
 the scheduler's secure port reads for delegated authentication."""
 AUTHENTICATION_READER_BINDING = f"{SCHEDULER_NAME}-{AUTHENTICATION_READER_ROLE}"
-SYSTEM_NAMESPACE = "kube-system"
 COORDINATION_GROUP = "coordination.k8s.io"
 READ = ("get", "list", "watch")
 READ_UPDATE = ("get", "list", "watch", "update", "patch")

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from components.render.metric_queries import combined_expression, insights_parts, single_series
-from components.render.metric_specs import COMPARISONS, METRIC_SPECS, Alarm, MetricSpec, spec_by_key
+from render.metric_queries import combined_expression, insights_parts, single_series
+from render.metric_specs import COMPARISONS, METRIC_SPECS, Alarm, MetricSpec, spec_by_key
 
 ALARM_PERIOD_SECONDS = 60
 """One evaluation a minute, so ``minutes`` is the number of periods that must all breach."""

@@ -17,15 +17,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from components.render.gpu_memory import (
+from policy import GPU_RESOURCE, INSTANCE_TYPE_LABEL, MAX_GPU_MEMORY_MIB
+from policy.capacity_type import KARPENTER_CAPACITY_TYPE_LABEL
+from policy.job_zone import ZONE_LABEL
+from render.gpu_memory import (
     NVIDIA_AMI_ARCHITECTURE,
     GpuMemoryError,
     InstanceGpus,
     group_gpu_memory_mib,
     require_architecture,
 )
-from policy import GPU_RESOURCE, INSTANCE_TYPE_LABEL, MAX_GPU_MEMORY_MIB
-from policy.job_zone import ZONE_LABEL
 
 KARPENTER_API = "karpenter.sh/v1"
 NODE_CLASS_API = "karpenter.k8s.aws/v1"
@@ -33,7 +34,6 @@ NODE_CLASS_GROUP = "karpenter.k8s.aws"
 NODE_CLASS_NAME = "gpu"
 DISCOVERY_TAG = "karpenter.sh/discovery"
 """Tag on the cluster's private subnets and node security group (value: the cluster name)."""
-CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 ARCH_LABEL = "kubernetes.io/arch"
 GPU_ARCH = "amd64"
 """Kubernetes' name for x86_64."""
@@ -227,7 +227,7 @@ def node_pool_manifest(
                             "values": list(memory_class.instance_types),
                         },
                         {
-                            "key": CAPACITY_TYPE_LABEL,
+                            "key": KARPENTER_CAPACITY_TYPE_LABEL,
                             "operator": "In",
                             "values": list(memory_class.capacity_types),
                         },

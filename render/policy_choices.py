@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from components.render.ec2_catalogue import snapshot_gpu_memory_table
 from contracts.server import flag
 from policy import PolicySettings, ScoringStrategy
 from policy.capacity_type import CapacityChoice
@@ -31,6 +30,7 @@ from policy.setting_schema import (
     StackSetting,
 )
 from policy.setting_text import table_text
+from render.ec2_catalogue import snapshot_gpu_memory_table
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from policy import INSTANCE_TYPE_LABEL
+
 CHART_AFFINITY_FILE = Path(__file__).with_name("dcgm_affinity.json")
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 
 def chart_affinity(path: Path = CHART_AFFINITY_FILE) -> dict[str, Any]:

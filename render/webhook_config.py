@@ -26,8 +26,13 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from components.render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
-from contracts.cluster import NAMESPACE, NAMESPACE_NAME_LABEL, SCHEDULER_NAME, WEBHOOK_SERVICE
+from contracts.cluster import (
+    NAMESPACE,
+    NAMESPACE_NAME_LABEL,
+    SCHEDULER_NAME,
+    SYSTEM_NAMESPACE,
+    WEBHOOK_SERVICE,
+)
 from contracts.modes import SchedulerMode
 from contracts.server import (
     DISRUPTION_PROTECTION_OFF,
@@ -44,6 +49,7 @@ from contracts.server import (
 )
 from policy import CAPACITY_TYPE_ANNOTATION, MIN_MEMORY_ANNOTATION
 from policy.job_zone import JOB_SIZE_ANNOTATION, ZONE_POLICY_ANNOTATION
+from render.policy_choices import DEFAULT_POLICY_CHOICES, PolicyChoices
 
 WEBHOOK_SERVICE_HOST = f"{WEBHOOK_SERVICE}.{NAMESPACE}.svc"
 """The name kube-apiserver verifies in the server certificate when it calls the Service."""
@@ -52,7 +58,7 @@ WEBHOOK_NAME = "gpu-memory.training.example.com"
 WEBHOOK_SERVICE_PORT = 443
 """The Service port the configuration names (kube-apiserver's default for a service reference)."""
 WEBHOOK_TLS_SECRET = "gpu-memory-webhook-tls"  # noqa: S105 - the name of a Secret, not a credential
-EXCLUDED_NAMESPACES = ("kube-system",)
+EXCLUDED_NAMESPACES = (SYSTEM_NAMESPACE,)
 
 FailurePolicy = Literal["Fail", "Ignore"]
 FAILURE_POLICIES: tuple[FailurePolicy, ...] = ("Fail", "Ignore")
@@ -177,6 +183,9 @@ def webhook_args(
     mode: SchedulerMode = "extender",
     max_node_selector_terms: int | None = None,
     max_node_selector_bytes: int | None = None,
+    tls_dir: str = WEBHOOK_TLS_DIR,
+    port: int = TLS_PORT,
+    health_port: int = HEALTH_PORT,
 ) -> list[str]:
     """The container's flags: the extender image in its webhook role, server certificate only;
     ``disruption_protection``: pods with a minimum also get the autoscalers' opt-out annotations;
@@ -184,7 +193,9 @@ def webhook_args(
     ``max_connections_per_source``: the server's bound per client address (None: its default);
     ``mode``: the stack's scheduler mode (what keeps a same-zone job in one zone);
     ``max_node_selector_terms``: the most required terms a patched pod may have (None: its default);
-    ``max_node_selector_bytes``: the most bytes of JSON those terms may take (None: its default)."""
+    ``max_node_selector_bytes``: the most bytes of JSON those terms may take (None: its default);
+    ``tls_dir``, ``port``, ``health_port``: where its certificate lies and what it listens on (the
+    container's by default; the local run gives its own folder and loopback ports)."""
     limits = (
         []
         if max_connections_per_source is None
@@ -196,9 +207,9 @@ def webhook_args(
         limits.append(flag("max_node_selector_bytes", max_node_selector_bytes))
     return [
         flag("role", ROLE_WEBHOOK),
-        *tls_flags(WEBHOOK_TLS_DIR, client_ca=False),
-        flag("port", TLS_PORT),
-        flag("health_port", HEALTH_PORT),
+        *tls_flags(tls_dir, client_ca=False),
+        flag("port", port),
+        flag("health_port", health_port),
         flag("invalid_annotation", invalid_annotation),
         flag(
             "disruption_protection",

@@ -3,7 +3,7 @@
 ``ec2_instance_types.json`` holds every GPU type of moto's EC2 instance-type catalogue (a
 snapshot of the real ``DescribeInstanceTypes`` data), plus the CPU-only types the local fleet
 uses, with the fields the local run and ``explain`` read: vCPUs, memory, architectures and
-GPUs. ``python -m components.render.ec2_catalogue --refresh`` rewrites it from moto; a test
+GPUs. ``python -m render.ec2_catalogue --refresh`` rewrites it from moto; a test
 checks it still equals the catalogue. The GPU-memory label is derived from it by the Pulumi
 program's own rule (``gpu_memory``).
 """
@@ -18,14 +18,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from components.render.gpu_memory import gpu_memory_table, instance_gpus_from_ec2
+from render.gpu_memory import gpu_memory_table, instance_gpus_from_ec2
 
 SNAPSHOT_FILE = Path(__file__).with_name("ec2_instance_types.json")
 SOURCE_REGION = "us-east-1"
 """moto's catalogue region the snapshot is read from (instance-type data do not vary by region)."""
 CPU_TYPES = ("m5.xlarge",)
 """CPU-only types kept besides every GPU type: the local fleet's system node."""
-REFRESH_COMMAND = "python -m components.render.ec2_catalogue --refresh"
+REFRESH_COMMAND = "python -m render.ec2_catalogue --refresh"
 
 
 @dataclass(frozen=True)

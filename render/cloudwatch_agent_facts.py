@@ -72,7 +72,7 @@ def assumed_schema(addon_version: str) -> tuple[bool, str]:
     line = (
         f"CloudWatch add-on {addon_version}: its agent configuration is written for chart "
         f"amazon-cloudwatch-observability {CHART_VERSION} and CloudWatch agent v{AGENT_VERSION} "
-        "(components/render/cloudwatch_agent_facts.py)"
+        "(render/cloudwatch_agent_facts.py)"
     )
     if not matches:
         line += f"; the pinned add-on ships chart {chart}, so read its sources again before deploying"
