@@ -132,6 +132,7 @@ class ExtenderService:
                 health_limits,
                 header_timeout=settings.health_request_timeout,
                 read_timeout=settings.health_request_timeout,
+                connection_rate_per_source=0,  # plain HTTP: a connection costs no handshake
             ),
             lambda _: None,
             self.log,

@@ -173,9 +173,9 @@ class ExtenderSettings:
     # docs/serving.md#connections-idle-holders-and-sources.
     connection_rate_per_source: float = setting(
         20.0,
-        "new connections a second one client IP address may open, after --max-connections-per-source"
-        " (--health-max-connections-per-source on the health port) at once; past it a new connection is"
-        " closed at accept, before TLS; 0 = no limit",
+        "new connections a second one client IP address may open to the TLS port, after"
+        " --max-connections-per-source at once; past it a new connection is closed at accept, before"
+        " TLS; 0 = no limit (the plain-HTTP health port has none: its connections cost no handshake)",
     )
     handshake_timeout: float = setting(
         1.0, "seconds from accept to a completed TLS handshake (within --header-timeout)"
