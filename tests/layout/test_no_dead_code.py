@@ -13,18 +13,9 @@ import re
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.layout import OUR_PACKAGES, REPO
 
-PYTHON_PACKAGES = (
-    "policy",
-    "contracts",
-    "render",
-    "extender_app",
-    "components",
-    "explain",
-    "localcluster",
-    "bench",
-)
+PYTHON_PACKAGES = tuple(package for package in OUR_PACKAGES if package != "testbed")
 """``testbed`` is what tests stand on: test support by definition."""
 GO_TEST_SUPPORT = ("plugin/internal/policyvectors", "plugin/internal/plugintest")
 

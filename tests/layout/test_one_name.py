@@ -15,19 +15,9 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.layout import OUR_PACKAGES, REPO
 
-PACKAGES = (
-    "policy",
-    "contracts",
-    "render",
-    "extender_app",
-    "components",
-    "explain",
-    "localcluster",
-    "testbed",
-    "bench",
-)
+PACKAGES = OUR_PACKAGES
 
 
 def defined_names(path: Path) -> set[str]:

@@ -21,19 +21,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.layout import OUR_PACKAGES, REPO
 
-OURS = (
-    "policy",
-    "contracts",
-    "render",
-    "extender_app",
-    "components",
-    "explain",
-    "localcluster",
-    "testbed",
-    "bench",
-)
+OURS = OUR_PACKAGES
 """The project's Python packages (tests/ stands on all of them and is not one)."""
 
 MAY_IMPORT: dict[str, tuple[str, ...]] = {
