@@ -25,21 +25,13 @@ from localcluster.host.waiting import wait_for
 from localcluster.plane.control_plane import ControlPlane, start_control_plane
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE, PodSpecification, ensure_namespace, pod_manifest
 from localcluster.services.custom_scheduler import EXTENDER_USER, grant_node_reader
+from testbed import access_reviews
+from testbed.access_reviews import Access
 
-AUTHENTICATED = "system:authenticated"
 RBAC_PROPAGATION_SECONDS = 30
 """How long the API server's RBAC authorizer may take to see a new binding (its informer)."""
 OTHER_NAMESPACE = "another-team"
 SECRET_LOOKING_VALUE = "a-value-only-the-pod-spec-holds"
-
-
-class Access(NamedTuple):
-    verb: str
-    resource: str
-    namespace: str = ""
-    name: str = ""
-    group: str = ""
-    subresource: str = ""
 
 
 MUST = (
@@ -124,20 +116,7 @@ def _bound_pods(control: ControlPlane) -> None:
 
 def allowed(admin: kubernetes.client.ApiClient, access: Access) -> bool:
     """The API server's authorizer's answer for the extender's user (a SubjectAccessReview)."""
-    attributes = {"verb": access.verb, "resource": access.resource, "group": access.group}
-    for key, value in (("namespace", access.namespace), ("name", access.name)):
-        if value:
-            attributes[key] = value
-    if access.subresource:
-        attributes["subresource"] = access.subresource
-    review = kubernetes.client.AuthorizationV1Api(admin).create_subject_access_review(
-        {
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SubjectAccessReview",
-            "spec": {"user": EXTENDER_USER, "groups": [AUTHENTICATED], "resourceAttributes": attributes},
-        }
-    )
-    return bool(review.status.allowed)
+    return access_reviews.allowed(kubernetes.client.AuthorizationV1Api(admin), EXTENDER_USER, (), access)
 
 
 def list_pods(client: kubernetes.client.ApiClient, accept: str, node: str = "") -> dict[str, Any]:

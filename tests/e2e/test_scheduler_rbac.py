@@ -10,7 +10,6 @@ schedulers run as this identity, so they prove the "can" side again by schedulin
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
 
 import kubernetes.client
 import pytest
@@ -24,20 +23,7 @@ from localcluster.plane.control_plane import (
 )
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE
 from localcluster.services.custom_scheduler import grant_scheduler_rbac
-
-AUTHENTICATED = "system:authenticated"
-"""The group the API server adds to every authenticated request (a SubjectAccessReview does not)."""
-
-
-class Access(NamedTuple):
-    verb: str
-    resource: str
-    namespace: str = ""
-    """Empty: cluster-wide (all namespaces, or a cluster-scoped resource)."""
-    name: str = ""
-    group: str = ""
-    subresource: str = ""
-
+from testbed.access_reviews import Access, allowed
 
 MUST = (
     # leader election on its own Lease
@@ -124,20 +110,7 @@ class Reviews:
         self.api = kubernetes.client.AuthorizationV1Api(plane.api_client())
 
     def allowed(self, user: str, groups: tuple[str, ...], access: Access) -> bool:
-        attributes = {"verb": access.verb, "resource": access.resource, "group": access.group}
-        for key, value in (("namespace", access.namespace), ("name", access.name)):
-            if value:
-                attributes[key] = value
-        if access.subresource:
-            attributes["subresource"] = access.subresource
-        review = self.api.create_subject_access_review(
-            {
-                "apiVersion": "authorization.k8s.io/v1",
-                "kind": "SubjectAccessReview",
-                "spec": {"user": user, "groups": [*groups, AUTHENTICATED], "resourceAttributes": attributes},
-            }
-        )
-        return bool(review.status.allowed)
+        return allowed(self.api, user, groups, access)
 
     def as_scheduler(self, access: Access) -> bool:
         return self.allowed(SCHEDULER_USER, SCHEDULER_GROUPS, access)
