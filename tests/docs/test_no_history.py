@@ -66,17 +66,19 @@ def test_a_page_tells_no_history(page: Path) -> None:
     assert not found, "\n".join(found)
 
 
-PAGES_WITHOUT_STORIES = ("docs/testing.md", "docs/images.md", "docs/deploy-eks.md", "docs/capacity-type.md")
-"""Pages held to the stricter patterns below as well."""
 STORIES = {
     "the writer's machine": re.compile(r"\bthis (?:\d+-core )?(?:machine|sandbox)\b", re.IGNORECASE),
     "a change story": re.compile(
-        r"\b(?:no longer (?:depends|needs|uses|runs|has)|used to (?:be|run|take|have)|added later)"
-        r"|\*\*Fixed\*\*",
+        r"\b(?:no longer (?:depends|needs|uses|runs|has)|used to (?:be|run|take|have)|added later"
+        r"|the review found|before the (?:last )?changes|the previous version|ours, fixed)"
+        r"|\*\*Fixed\b",
         re.IGNORECASE,
     ),
 }
 """How a figure's or a behaviour's past creeps in: the machine a page was written on, what changed."""
+
+STORY_ALLOWED: dict[str, tuple[str, ...]] = {}
+"""Page -> phrases it may use where the words say what is, not what was (none so far)."""
 
 
 def test_the_story_patterns_catch_what_they_name() -> None:
@@ -84,17 +86,28 @@ def test_the_story_patterns_catch_what_they_name() -> None:
     assert STORIES["a change story"].search("Races the suite no longer depends on")
     assert STORIES["a change story"].search("(runc added later, seconds)")
     assert STORIES["a change story"].search("| pinned by tag | **Fixed**: every FROM |")
-    for text in ("a CA not yet or no longer valid", "the key used to sign", "on 2 cores, load 6"):
+    assert STORIES["a change story"].search("| a body length | **Fixed.** Bytes are taken |")
+    assert STORIES["a change story"].search("what the review found in the webhook")
+    assert STORIES["a change story"].search("as measured before the last changes")
+    assert STORIES["a change story"].search("side by side with the previous version")
+    for text in (
+        "a CA not yet or no longer valid",
+        "the key used to sign",
+        "on 2 cores, load 6",
+        "the previous TLS material still serves",
+        "| Reason | Cause | Confirm | Fix |",
+    ):
         assert not any(pattern.search(text) for pattern in STORIES.values()), text
 
 
-@pytest.mark.parametrize("name", PAGES_WITHOUT_STORIES)
-def test_a_page_tells_no_story_of_its_writing(name: str) -> None:
-    page = REPO / name
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(REPO)))
+def test_a_page_tells_no_story_of_its_writing(page: Path) -> None:
+    name = str(page.relative_to(REPO))
+    allowed = STORY_ALLOWED.get(name, ())
     found = [
         f"{name}:{number}: {kind}: {match.group(0)!r}"
         for number, line in enumerate(page.read_text().splitlines(), start=1)
         for kind, pattern in STORIES.items()
-        if (match := pattern.search(line))
+        if (match := pattern.search(line)) and match.group(0) not in allowed
     ]
     assert not found, "\n".join(found)
