@@ -8,7 +8,7 @@ kube-scheduler does). A test holds the three together.
 
 from pathlib import Path
 
-VERSION = "0.2.0"
+VERSION = "0.3.0"
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 """The root of this tree: where the local run, the test bed and the benchmarks find its files."""

@@ -12,15 +12,40 @@ import pytest
 from contracts.release import VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
-RELEASE_HEADING = re.compile(r"^## (?!Unreleased$)(\S+)$", flags=re.MULTILINE)
+RELEASE_HEADING = re.compile(
+    r"^## (?!Unreleased$)(\S+)(?: - ([0-9]{4}-[0-9]{2}-[0-9]{2}))?$", flags=re.MULTILINE
+)
+"""A release's heading: ``## 0.3.0 - 2026-12-07`` (version, then its date)."""
+SECTION_HEADING = re.compile(r"^## .*$", flags=re.MULTILINE)
 VERSION_LABEL = re.compile(r'org\.opencontainers\.image\.version="([^"]+)"')
 
 
+def releases() -> list[tuple[str, str]]:
+    """(version, date) of each release in CHANGELOG.md, newest first; the date may be empty."""
+    return RELEASE_HEADING.findall((ROOT / "CHANGELOG.md").read_text())
+
+
 def test_the_changelogs_newest_release_is_the_version() -> None:
-    headings = RELEASE_HEADING.findall((ROOT / "CHANGELOG.md").read_text())
-    assert headings, "CHANGELOG.md has no release"
-    assert headings[0] == VERSION
+    found = releases()
+    assert found, "CHANGELOG.md has no release"
+    assert found[0][0] == VERSION
     assert re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", VERSION)
+
+
+def test_every_section_is_unreleased_or_a_dated_release_newest_first() -> None:
+    text = (ROOT / "CHANGELOG.md").read_text()
+    headings = SECTION_HEADING.findall(text)
+    assert headings[0] == "## Unreleased", "keep an Unreleased section on top, for the next release"
+    assert len(releases()) == len(headings) - 1, f"not Unreleased nor '## X.Y.Z - date': {headings}"
+    dates = [date for _, date in releases()]
+    assert all(dates), "every release has its date"
+    assert dates == sorted(dates, reverse=True)
+    versions = [tuple(int(part) for part in version.split(".")) for version, _ in releases()]
+    assert versions == sorted(versions, reverse=True)
+
+
+def test_the_upgrade_page_names_the_releases_tag() -> None:
+    assert f"`v{VERSION}`" in (ROOT / "docs" / "upgrading.md").read_text()
 
 
 def test_the_extender_reports_the_version() -> None:
