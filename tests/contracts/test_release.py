@@ -44,8 +44,9 @@ def test_every_section_is_unreleased_or_a_dated_release_newest_first() -> None:
     assert versions == sorted(versions, reverse=True)
 
 
-def test_the_upgrade_page_names_the_releases_tag() -> None:
+def test_the_upgrade_page_names_the_releases_tag_and_the_readme_the_release() -> None:
     assert f"`v{VERSION}`" in (ROOT / "docs" / "upgrading.md").read_text()
+    assert f"Release {VERSION} " in (ROOT / "README.md").read_text()
 
 
 def test_the_extender_reports_the_version() -> None:
