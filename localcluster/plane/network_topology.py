@@ -61,7 +61,7 @@ LAYER_COUNTS = (3, 4)
 
 Placement = Literal["scatter", "fill"]
 """How a new node finds its bottom-layer network node. ``scatter``: one with room, drawn from the
-seed (EC2 cannot launch an instance close to another, so a launched node may land anywhere);
+model's seed (EC2 cannot launch an instance close to another, so a launched node may land anywhere);
 ``fill``: the first with room in tree order (a packed, predictable fleet)."""
 PLACEMENTS: tuple[Placement, ...] = get_args(Placement)
 

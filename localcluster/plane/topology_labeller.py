@@ -8,7 +8,7 @@ changes the labels afterwards. The local cluster has no cloud-controller-manager
 stands in for that part (``python -m localcluster.plane.topology_labeller --kubeconfig PATH``):
 
 - it watches all Nodes; a node it sees for the first time gets its place in the model
-  (``localcluster.plane.network_topology``: the zone label, the instance-type label, the seed);
+  (``localcluster.plane.network_topology``: the zone label, the instance-type label, ``--seed``);
 - ``--delay`` seconds after that it labels the node, once, with a patch that carries the node's
   resourceVersion (a concurrent change makes it read the node again, never overwrite);
 - a node that already carries a network-node label, or whose type has no topology, is left as it
@@ -269,7 +269,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[str, TopologyLabellin
         help=f"seconds from a node's first appearance to its labels, 0..{MAX_DELAY_SECONDS:g} "
         "(default %(default)s)",
     )
-    parser.add_argument("--seed", default="0", help="the seed of the network-node ids and of placement")
+    parser.add_argument("--seed", default="0", help="what the network-node ids and the placement are drawn from")
     parser.add_argument(
         "--tree",
         action="append",
