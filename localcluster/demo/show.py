@@ -200,8 +200,8 @@ def run(
         ensure_namespace(api, WORKLOAD_NAMESPACE, restricted_namespace_labels())
         stack_dir = plane.work_dir / "pulumi"
         print(
-            f"Created {len(simulated)} simulated nodes (the topology labeller gives the types EC2 describes "
-            "their network-node labels, as the AWS cloud-controller-manager does).\n"
+            f"Created {len(simulated)} simulated nodes (the topology labeller writes their network-node "
+            "labels, as the AWS cloud-controller-manager does on EKS).\n"
             f"$ pulumi up --yes --stack {LOCAL_STACK}   "
             f"({LOCAL_STACK_FILE} + {', '.join(f'{key}={value}' for key, value in settings.items())}, "
             f"existingCluster.kubeconfig and certificates.provided made here; file backend in {stack_dir})",
