@@ -29,13 +29,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http import HTTPStatus
 from typing import Any
 
 import kubernetes.client
 import kubernetes.config
 import kubernetes.watch
+import urllib3.exceptions
 
 from contracts.release import REPO_ROOT
 from localcluster.host.processes import ManagedProcess, python_module_argv
@@ -61,6 +62,10 @@ WATCH_SECONDS = 60
 """How long one watch request lasts before the labeller re-lists."""
 FIELD_MANAGER = "topology-labeller"
 """The field manager of its patches: a node's managedFields show when and by whom it was labelled."""
+RETRY_SECONDS = 1.0
+"""How long the labeller waits before it lists again, or tries a node's labels again, after the API
+server failed the request (unreachable, or an error other than a conflict)."""
+API_FAILURES = (kubernetes.client.ApiException, urllib3.exceptions.HTTPError, OSError)
 CONFLICT_ATTEMPTS = 5
 """How often one node's patch is tried again after a conflicting change before it is given up."""
 
@@ -201,10 +206,21 @@ class Labeller:
         self._log({"msg": "not labelled", "node": due.name, "reason": "kept changing; conflicts"})
         return False
 
+    def attempt(self, due: ScheduledLabels) -> bool:
+        """``label``, and when the API server fails it, schedule the node again ``RETRY_SECONDS`` on."""
+        try:
+            return self.label(due)
+        except API_FAILURES as error:
+            self._log({"msg": "labelling failed; trying again", "node": due.name, "error": str(error)[:500]})
+            with self._changed:
+                heapq.heappush(self._due, replace(due, at=self._clock() + RETRY_SECONDS))
+                self._changed.notify()
+            return False
+
     def label_until(self, stop: threading.Event) -> None:
         """Label nodes as they fall due until ``stop`` is set."""
         while (due := self.next_due(stop)) is not None:
-            self.label(due)
+            self.attempt(due)
 
     def stop(self, stop: threading.Event) -> None:
         with self._changed:
@@ -212,23 +228,30 @@ class Labeller:
             self._changed.notify_all()
 
 
-def watch_nodes(core: kubernetes.client.CoreV1Api, labeller: Labeller) -> None:
-    """List (oldest first), then watch; re-list when a watch ends or expires. Runs until killed."""
+def watch_nodes(
+    core: kubernetes.client.CoreV1Api, labeller: Labeller, log: Callable[[dict[str, Any]], None]
+) -> None:
+    """List (oldest first), then watch; list again when a watch ends, expires or fails. Runs until killed."""
     while True:
-        listed = core.list_node()
-        for node in sorted(listed.items, key=lambda n: (n.metadata.creation_timestamp, n.metadata.name)):
-            labeller.saw(node)
-        stream = kubernetes.watch.Watch().stream(
-            core.list_node, resource_version=listed.metadata.resource_version, timeout_seconds=WATCH_SECONDS
-        )
         try:
-            for event in stream:
-                if event["type"] in ("ADDED", "MODIFIED"):
-                    labeller.saw(event["object"])
-        except kubernetes.client.ApiException as error:
-            if error.status != HTTPStatus.GONE:
-                raise
-            # 410: the resourceVersion expired; re-list.
+            _list_and_watch(core, labeller)
+        except API_FAILURES as error:
+            if isinstance(error, kubernetes.client.ApiException) and error.status == HTTPStatus.GONE:
+                continue  # the resourceVersion expired
+            log({"msg": "watch failed; listing again", "error": str(error)[:500]})
+            time.sleep(RETRY_SECONDS)
+
+
+def _list_and_watch(core: kubernetes.client.CoreV1Api, labeller: Labeller) -> None:
+    listed = core.list_node()
+    for node in sorted(listed.items, key=lambda n: (n.metadata.creation_timestamp, n.metadata.name)):
+        labeller.saw(node)
+    stream = kubernetes.watch.Watch().stream(
+        core.list_node, resource_version=listed.metadata.resource_version, timeout_seconds=WATCH_SECONDS
+    )
+    for event in stream:
+        if event["type"] in ("ADDED", "MODIFIED"):
+            labeller.saw(event["object"])
 
 
 def _print_json(line: dict[str, Any]) -> None:
@@ -250,6 +273,7 @@ def run(kubeconfig: str, settings: TopologyLabelling) -> None:
         watch_nodes(
             kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(config_file=kubeconfig)),
             labeller,
+            _print_json,
         )
     finally:
         labeller.stop(stop)
@@ -269,7 +293,9 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[str, TopologyLabellin
         help=f"seconds from a node's first appearance to its labels, 0..{MAX_DELAY_SECONDS:g} "
         "(default %(default)s)",
     )
-    parser.add_argument("--seed", default="0", help="what the network-node ids and the placement are drawn from")
+    parser.add_argument(
+        "--seed", default="0", help="what the network-node ids and the placement are drawn from"
+    )
     parser.add_argument(
         "--tree",
         action="append",

@@ -22,6 +22,7 @@ from localcluster.plane.network_topology import (
 from localcluster.plane.nodes import SimulatedNode, create_nodes
 from localcluster.plane.topology_labeller import (
     FIELD_MANAGER,
+    RETRY_SECONDS,
     Labeller,
     ScheduledLabels,
     TopologyLabelling,
@@ -145,6 +146,24 @@ def test_a_node_the_tree_has_no_room_for_is_logged_and_left_unlabelled(
     assert labeller.pop_due() is None
     assert lines[-1]["msg"] == "not labelled"
     assert "no room" in lines[-1]["reason"]
+
+
+def test_a_labelling_the_api_server_fails_is_tried_again(lines: list[dict[str, Any]], clock: Clock) -> None:
+    unreachable = kubernetes.client.Configuration()
+    unreachable.host = "http://127.0.0.1:1"  # nothing listens on port 1: the connection is refused
+    core = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(unreachable))
+    labeller = Labeller(core, NetworkTopologyModel(), 0, lines.append, clock)
+    labeller.saw(seen_node("p5-1", "p5.48xlarge"))
+    due = labeller.pop_due()
+    assert isinstance(due, ScheduledLabels)
+
+    assert not labeller.attempt(due)
+    assert lines[-1]["msg"] == "labelling failed; trying again"
+    assert labeller.pop_due() == pytest.approx(RETRY_SECONDS)
+    clock.now += RETRY_SECONDS
+    again = labeller.pop_due()
+    assert isinstance(again, ScheduledLabels)
+    assert (again.uid, again.path) == (due.uid, due.path)
 
 
 def test_settings_go_through_the_command_line_unchanged() -> None:
