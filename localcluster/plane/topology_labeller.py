@@ -111,6 +111,8 @@ class ScheduledLabels:
     """A node's place, to be written as labels at ``at`` (the labeller's clock)."""
 
     at: float
+    order: int
+    """Which node was seen first, among nodes due at the same moment."""
     uid: str = field(compare=False)
     name: str = field(compare=False)
     path: tuple[str, ...] = field(compare=False)
@@ -157,7 +159,8 @@ class Labeller:
             if path is None:
                 self._log({"msg": "no topology for this type", "node": name, "instanceType": instance_type})
                 return
-            heapq.heappush(self._due, ScheduledLabels(self._clock() + self._delay, uid, name, path))
+            due = ScheduledLabels(self._clock() + self._delay, len(self._seen), uid, name, path)
+            heapq.heappush(self._due, due)
             self._changed.notify()
 
     def pop_due(self) -> ScheduledLabels | float | None:

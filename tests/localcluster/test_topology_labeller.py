@@ -113,14 +113,17 @@ def test_a_node_of_the_same_name_made_again_is_a_new_node(lines: list[dict[str, 
 
 def test_nodes_fall_due_in_the_order_they_were_seen(lines: list[dict[str, Any]], clock: Clock) -> None:
     labeller = labeller_with(lines, clock)
-    labeller.saw(seen_node("p5-1", "p5.48xlarge"))
+    seen = [f"p5-{index}" for index in range(20)]
+    for name in seen[:10]:  # seen at one moment: the order they were seen in decides
+        labeller.saw(seen_node(name, "p5.48xlarge"))
     clock.now += 1
-    labeller.saw(seen_node("p5-2", "p5.48xlarge"))
+    for name in seen[10:]:
+        labeller.saw(seen_node(name, "p5.48xlarge"))
     clock.now += 10
     names = []
     while isinstance(due := labeller.pop_due(), ScheduledLabels):
         names.append(due.name)
-    assert names == ["p5-1", "p5-2"]
+    assert names == seen
 
 
 def test_types_without_topology_and_labelled_nodes_are_left_alone(
