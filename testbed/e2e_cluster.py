@@ -20,6 +20,7 @@ from localcluster.plane.control_plane import ControlPlane, start_control_plane
 from localcluster.plane.inventory import InstanceType, load_inventory
 from localcluster.plane.nodes import SimulatedNode, create_nodes
 from localcluster.plane.outcomes import PodOutcome, wait_for_outcome, wait_for_outcomes
+from localcluster.plane.topology_labeller import TopologyLabelling, running_topology_labeller
 from localcluster.plane.workloads import (
     WORKLOAD_NAMESPACE,
     PodSpecification,
@@ -194,9 +195,13 @@ class E2ECluster:
 
 
 @contextlib.contextmanager
-def e2e_cluster(bin_dir: Path, work_dir: Path, mode: SchedulerMode) -> Iterator[E2ECluster]:
-    """Everything but the scheduler; the test adds nodes and calls ``start``."""
-    with start_control_plane(bin_dir, work_dir) as plane:
+def e2e_cluster(
+    bin_dir: Path, work_dir: Path, mode: SchedulerMode, topology: TopologyLabelling | None = None
+) -> Iterator[E2ECluster]:
+    """Everything but the scheduler; the test adds nodes and calls ``start``. The topology labeller
+    runs throughout (``topology``: its settings; None: its defaults), as the cloud-controller-manager
+    does on EKS."""
+    with start_control_plane(bin_dir, work_dir) as plane, running_topology_labeller(plane, topology):
         api = plane.api_client()
         ensure_namespace(api, WORKLOAD_NAMESPACE, restricted_namespace_labels())
         grant_scheduler_rbac(plane)

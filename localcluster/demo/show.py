@@ -54,6 +54,7 @@ from localcluster.plane.controller_manager import run_controller_manager
 from localcluster.plane.inventory import InstanceType, load_inventory
 from localcluster.plane.nodes import SimulatedNode, create_nodes, fleet
 from localcluster.plane.outcomes import PodOutcome, wait_for_outcomes
+from localcluster.plane.topology_labeller import running_topology_labeller
 from localcluster.plane.workloads import (
     WORKLOAD_NAMESPACE,
     ensure_namespace,
@@ -189,13 +190,19 @@ def run(
     if autoscaler == "karpenter" and affinity == "none":
         settings[WEBHOOK_ENABLED_KEY] = "false"
     print(f"Starting etcd and kube-apiserver (binaries from {bin_dir})...", flush=True)
-    with interrupts_as_exit(), start_control_plane(bin_dir) as plane:
+    with (
+        interrupts_as_exit(),
+        start_control_plane(bin_dir) as plane,
+        running_topology_labeller(plane),
+    ):
         api = plane.api_client()
         create_nodes(api, simulated)
         ensure_namespace(api, WORKLOAD_NAMESPACE, restricted_namespace_labels())
         stack_dir = plane.work_dir / "pulumi"
         print(
-            f"Created {len(simulated)} simulated nodes.\n$ pulumi up --yes --stack {LOCAL_STACK}   "
+            f"Created {len(simulated)} simulated nodes (the topology labeller writes their network-node "
+            "labels, as the AWS cloud-controller-manager does on EKS).\n"
+            f"$ pulumi up --yes --stack {LOCAL_STACK}   "
             f"({LOCAL_STACK_FILE} + {', '.join(f'{key}={value}' for key, value in settings.items())}, "
             f"existingCluster.kubeconfig and certificates.provided made here; file backend in {stack_dir})",
             flush=True,

@@ -174,8 +174,8 @@ def create_nodes(api: kubernetes.client.ApiClient, nodes: list[SimulatedNode]) -
     for node in nodes:
         manifest = node_manifest(node)
         core.create_node(manifest)
-        current = core.patch_node_status(node.name, {"status": node_status(node)})
-        current.spec.taints = manifest["spec"].get("taints")
-        core.replace_node(node.name, current)
+        core.patch_node_status(node.name, {"status": node_status(node)})
+        # A patch, not a replace: a concurrent label (the topology labeller's) must not conflict.
+        core.patch_node(node.name, {"spec": {"taints": manifest["spec"].get("taints")}})
         if node.deleting:
             core.delete_node(node.name)
