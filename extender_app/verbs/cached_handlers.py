@@ -4,8 +4,8 @@ The policy still decides every verdict and score: the cache holds what the rules
 node (its first memory-scheme label, key and value, and the capacity-type rule's ``NodeCapacity``),
 the policy reads the memory label into its ``NodeMemory`` and the rules judge those facts, once
 per distinct pair among the candidates (a cluster has a handful); each candidate then costs two
-dictionary look-ups. A pod without a minimum fits every
-candidate without a look at the cache (as in the other mode and in the plugin). The service's
+dictionary look-ups. A pod without a minimum fits every candidate without a look at the cache
+(as in the other mode and in the plugin). The service's
 ``/filter`` (``verifying_verbs``) reads a candidate the cache does not know from the API server
 (``node_lookup``) before judging it; one that does not exist or cannot be read in time fails
 resolvably (``FailedNodes``, so the scheduler tries again later) with a reason saying which
