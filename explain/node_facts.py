@@ -34,19 +34,31 @@ class NodeFacts:
     """'' when no GPU-product label is set."""
     label: str | None
     """Our GPU-memory label's raw value; None when absent."""
-    label_mib: int | None
-    """The per-GPU memory as the policy reads it, from ``memory_source``; None when it cannot."""
-    memory_source: str
-    """The label the memory is read from: the first GPU-memory scheme's label the node carries
-    (ours, a vendor label, or the instance type); '' when it carries none."""
+    memory: NodeMemory
+    """The memory rule's fact, as the policy reads it (``policy.read_node_memory``); a node it
+    cannot read at all (a hand-made object) has the error as its reason."""
     memory_value: str | None
-    """That label's raw value; None when the node carries none."""
-    memory_reason: str
-    """Why the memory cannot be read (the policy's reason); '' when it can."""
+    """The raw value of the label the memory is read from; None when the node carries none."""
     gpus_allocatable: Decimal
     gpus_allocated: Decimal
     gpu_present: bool
     """The node carries the ``nvidia.com/gpu.present=true`` label."""
+
+    @property
+    def label_mib(self) -> int | None:
+        """The per-GPU memory as the policy reads it, from ``memory_source``; None when it cannot."""
+        return None if self.memory.reason else self.memory.mib
+
+    @property
+    def memory_source(self) -> str:
+        """The label the memory is read from: the first GPU-memory scheme's label the node carries
+        (ours, a vendor label, or the instance type); '' when it carries none."""
+        return self.memory.label
+
+    @property
+    def memory_reason(self) -> str:
+        """Why the memory cannot be read (the policy's reason); '' when it can."""
+        return self.memory.reason
 
     @property
     def gpus_free(self) -> Decimal:
@@ -105,10 +117,8 @@ def node_facts(node: JsonObject, allocated: Mapping[str, Decimal], settings: Pol
         instance_type=instance_type_of(node),
         gpu_product=_first_label(labels, GPU_PRODUCT_LABELS),
         label=None if label is None else str(label),
-        label_mib=None if memory.reason else memory.mib,
-        memory_source=memory.label,
+        memory=memory,
         memory_value=None if source_value is None else str(source_value),
-        memory_reason=memory.reason,
         gpus_allocatable=_allocatable(node, settings.gpu_resource),
         gpus_allocated=allocated.get(name, Decimal(0)),
         gpu_present=labels.get(GPU_PRESENT_LABEL) == "true",

@@ -19,6 +19,7 @@ from explain.tolerations import Taint, untolerated_taints
 from policy import (
     DEFAULT_CAPACITY_SETTINGS,
     CapacityTypeSettings,
+    NodeCapacity,
     PolicyError,
     PolicySettings,
     Requirement,
@@ -27,7 +28,7 @@ from policy import (
     extender_score,
     fits_capacity_type,
     fits_memory,
-    node_capacity_type,
+    read_node_capacity,
     requirement_from_pod,
     score_100,
 )
@@ -199,6 +200,7 @@ def judge_pod(
                     error=error,
                     gpu_request=gpu_request,
                     settings=settings,
+                    capacity=capacity,
                     ec2=ec2,
                 )
                 for node, fact in zip(nodes, facts, strict=True)
@@ -233,6 +235,7 @@ def _node_verdict(
     error: str,
     gpu_request: Decimal | None,
     settings: PolicySettings,
+    capacity: CapacityTypeSettings,
     ec2: Ec2GpuData,
 ) -> NodeVerdict:
     needed = gpu_request or Decimal(0)
@@ -241,21 +244,30 @@ def _node_verdict(
     gpu = facts.gpu_model(ec2)
     if requirement is None:
         return NodeVerdict(facts, gpu, False, error, 0, 0, gpu_count_fits, untolerated)
-    fits, reason = fits_memory(requirement, node, settings)
+    node_capacity = _capacity(node, capacity)
+    fits, reason = fits_memory(requirement, facts.memory)
     if fits:
-        fits, reason = fits_capacity_type(choice, node)
+        fits, reason = fits_capacity_type(choice, node_capacity)
     return NodeVerdict(
         facts,
         gpu,
         fits,
         reason,
-        score_100(requirement, node, settings),
-        extender_score(requirement, node, settings),
+        score_100(requirement, facts.memory, settings),
+        extender_score(requirement, facts.memory, settings),
         gpu_count_fits,
         untolerated,
-        capacity_type=node_capacity_type(node),
-        capacity_score=capacity_score_100(choice, node),
+        capacity_type=node_capacity.capacity_type,
+        capacity_score=capacity_score_100(choice, node_capacity),
     )
+
+
+def _capacity(node: JsonObject, settings: CapacityTypeSettings) -> NodeCapacity:
+    """The capacity-type rule's fact; a node the policy cannot read (a hand-made object) has the error."""
+    try:
+        return read_node_capacity(node, settings)
+    except PolicyError as error:
+        return NodeCapacity(reason=str(error))
 
 
 def _verdict(state: PodState, requirement: Requirement | None, rows: Sequence[NodeVerdict]) -> Verdict:

@@ -7,8 +7,16 @@ package decides whether a node fits a pod and how much the pod prefers it. Besid
 rule (``policy.capacity_type``): on-demand or spot as a pod's choice. The package does
 no I/O and knows nothing of HTTP, Pulumi or the Kubernetes client: pods and nodes are
 the plain mappings that Kubernetes' JSON decodes to.
+
+Readers and rules are apart. Readers turn a pod or a node (its JSON, or labels already
+decoded) into facts: ``read_pod_facts`` (``requirement_from_pod``, ``capacity_choice``) ->
+``PodFacts``; ``read_node_memory``, ``read_memory_labels``, ``read_memory_label`` ->
+``NodeMemory``; ``read_node_capacity``, ``read_capacity_labels`` -> ``NodeCapacity``. Rules
+are functions over facts and read nothing: ``fits_memory``, ``score_100``, ``extender_score``
+(``policy.node_fit``), ``fits_capacity_type``, ``capacity_score_100`` (``policy.capacity_fit``).
 """
 
+from policy.capacity_fit import capacity_score_100, fits_capacity_type
 from policy.capacity_type import (
     CAPACITY_CHOICES,
     CAPACITY_TYPE_ANNOTATION,
@@ -21,10 +29,13 @@ from policy.capacity_type import (
     NOT_SPOT,
     UNKNOWN_CAPACITY_TYPE,
     CapacityTypeSettings,
+    NodeCapacity,
+    NodeRemoval,
     capacity_choice,
-    capacity_score_100,
-    fits_capacity_type,
-    node_capacity_type,
+    capacity_labels,
+    read_capacity_labels,
+    read_node_capacity,
+    read_node_removal,
     vendor_capacity_type,
 )
 from policy.errors import PolicyError
@@ -45,8 +56,11 @@ from policy.node_memory import (
     NodeMemory,
     memory_labels,
     memory_schemes,
+    read_memory_label,
+    read_memory_labels,
     read_node_memory,
 )
+from policy.pod_facts import PodFacts, read_pod_facts
 from policy.pod_requests import pod_requests
 from policy.quantity import parse_quantity
 from policy.requirement import (
@@ -116,7 +130,10 @@ __all__ = [
     "VENDOR_MEMORY_LABELS",
     "CapacityTypeSettings",
     "MemoryScheme",
+    "NodeCapacity",
     "NodeMemory",
+    "NodeRemoval",
+    "PodFacts",
     "PolicyError",
     "PolicySettings",
     "Requirement",
@@ -124,6 +141,7 @@ __all__ = [
     "capacity_alternatives",
     "capacity_choice",
     "capacity_expression",
+    "capacity_labels",
     "capacity_score_100",
     "extender_score",
     "fits_capacity_type",
@@ -132,11 +150,16 @@ __all__ = [
     "memory_labels",
     "memory_schemes",
     "node_affinity_patch",
-    "node_capacity_type",
     "parse_go_int64",
     "parse_quantity",
     "pod_requests",
+    "read_capacity_labels",
+    "read_memory_label",
+    "read_memory_labels",
+    "read_node_capacity",
     "read_node_memory",
+    "read_node_removal",
+    "read_pod_facts",
     "requirement_from_pod",
     "score_100",
     "vendor_capacity_type",

@@ -34,6 +34,10 @@ Autoscaler's ``ToBeDeletedByClusterAutoscaler`` and AWS Node Termination Handler
 kube-scheduler's own NodeUnschedulable filter lets a pod that tolerates every taint onto a
 cordoned node; this rule does not. Cluster Autoscaler's softer
 ``DeletionCandidateOfClusterAutoscaler`` halves the node's score.
+
+This module reads: the pod's choice (``capacity_choice``) and the node's ``NodeCapacity``
+(``read_node_capacity`` from a Node's JSON, ``read_capacity_labels`` from parts already decoded).
+The rules over them are in ``policy.capacity_fit``.
 """
 
 from collections.abc import Mapping, Sequence
@@ -41,10 +45,16 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from policy.errors import PolicyError
-from policy.json_fields import element, list_field, map_entry, mapping_field, optional_string, time_is_set
+from policy.json_fields import (
+    element,
+    list_field,
+    map_entry,
+    mapping_field,
+    optional_string,
+    time_value_is_set,
+)
 from policy.node_memory import MISSING_NODE
 from policy.requirement import MISSING_POD
-from policy.settings import MAX_SCORE
 
 CAPACITY_TYPE_ANNOTATION = "training.example.com/capacity-type"
 """Pod annotation: the pod's capacity-type choice (``CAPACITY_CHOICES``)."""
@@ -157,13 +167,45 @@ def capacity_choice(pod: object, settings: CapacityTypeSettings = DEFAULT_CAPACI
     return raw
 
 
-def node_capacity_type(node: object, settings: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS) -> str:
+@dataclass(frozen=True)
+class NodeRemoval:
+    """What says a node is being taken away, as decoded from it."""
+
+    deleting: bool = False
+    """``metadata.deletionTimestamp`` is set."""
+    cordoned: bool = False
+    """``spec.unschedulable`` is true."""
+    taint_keys: Sequence[str] = ()
+    """The keys of ``spec.taints``, in order."""
+
+    @property
+    def signal(self) -> str:
+        """``DELETING``, ``CORDONED``, or the key of the first disruption taint; "" when none."""
+        if self.deleting:
+            return DELETING
+        if self.cordoned:
+            return CORDONED
+        return next((key for key in self.taint_keys if key in DISRUPTION_TAINTS), "")
+
+
+@dataclass(frozen=True)
+class NodeCapacity:
+    """What the capacity-type rule reads of a node, read once (``read_node_capacity``)."""
+
+    capacity_type: str = ""
+    """One of ``NODE_CAPACITY_TYPES``, "" when unknown."""
+    reason: str = ""
+    """"" for a node that can be judged, else ``MISSING_NODE`` or ``NODE_BEING_REMOVED``."""
+    deletion_candidate: bool = False
+    """The node carries ``DELETION_CANDIDATE_TAINT``."""
+
+
+def _capacity_type_of_labels(labels: Mapping[str, Any], settings: CapacityTypeSettings) -> str:
     """The node's capacity type (``NODE_CAPACITY_TYPES``), or "" when it cannot be known.
 
     The first of our label, EKS's and Karpenter's that the node carries decides; see the
-    module's description for the spellings read.
+    module's description for the spellings read. A JSON null value is present and empty.
     """
-    labels = _labels(_node_mapping(node))
     ours = map_entry(labels, settings.node_label, "metadata.labels")
     if ours is not None:
         return ours if ours in NODE_CAPACITY_TYPES else ""
@@ -178,67 +220,47 @@ def node_capacity_type(node: object, settings: CapacityTypeSettings = DEFAULT_CA
     return SPOT if capacity == RESERVED and interruptible == "true" else capacity
 
 
+def capacity_labels(settings: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS) -> tuple[str, ...]:
+    """Every label ``read_capacity_labels`` may read, in the order it reads them."""
+    return (
+        settings.node_label,
+        EKS_CAPACITY_TYPE_LABEL,
+        KARPENTER_CAPACITY_TYPE_LABEL,
+        KARPENTER_INTERRUPTIBLE_RESERVATION_LABEL,
+    )
+
+
 def disruption_signal(node: object) -> str:
     """Why the node is being taken away: ``DELETING``, ``CORDONED``, or the key of the first
     disruption taint it carries; "" when it is not."""
-    facts = _removal_facts(_node_mapping(node))
-    if facts.deleting:
-        return DELETING
-    if facts.cordoned:
-        return CORDONED
-    for key in facts.taint_keys:
-        if key in DISRUPTION_TAINTS:
-            return key
-    return ""
+    return _node_removal(_node_mapping(node)).signal
 
 
-def fits_capacity_type(
-    choice: str, node: object, settings: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS
-) -> tuple[bool, str]:
-    """Whether the node suits a pod with this choice, and if not, why.
+def read_node_capacity(
+    node: object, settings: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS
+) -> NodeCapacity:
+    """The node's ``NodeCapacity``; a null node's reason is ``MISSING_NODE``.
 
-    A pod without a choice fits every node (the node is not read). For any other, a node
-    being taken away fails (``NODE_BEING_REMOVED``); a required type fails on the other
-    type (``NOT_ON_DEMAND``, ``NOT_SPOT``) and on an unknown one (``UNKNOWN_CAPACITY_TYPE``).
+    Raises PolicyError for a node Go could not decode (not an object; labels, taints,
+    ``spec.unschedulable`` or ``metadata.deletionTimestamp`` of the wrong type).
     """
-    if not choice:
-        return True, ""
     if node is None:
-        return False, MISSING_NODE
-    if disruption_signal(node):
-        return False, NODE_BEING_REMOVED
-    reason = _required_type_reason(choice, node, settings)
-    return not reason, reason
+        return NodeCapacity(reason=MISSING_NODE)
+    mapping = _node_mapping(node)
+    return read_capacity_labels(_labels(mapping), _node_removal(mapping), settings)
 
 
-def _required_type_reason(choice: str, node: object, settings: CapacityTypeSettings) -> str:
-    """Why the node's type fails a required choice; "" for a preferred choice or a match."""
-    if choice not in (ON_DEMAND, SPOT):
-        return ""
-    capacity = _as_on_demand_or_spot(node_capacity_type(node, settings))
-    if not capacity:
-        return UNKNOWN_CAPACITY_TYPE
-    if capacity != choice:
-        return NOT_ON_DEMAND if choice == ON_DEMAND else NOT_SPOT
-    return ""
-
-
-def capacity_score_100(
-    choice: str, node: object, settings: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS
-) -> int:
-    """0..100: 100 on the type the pod chose or prefers, 0 on the other or an unknown one.
-
-    Divided by ``DELETION_CANDIDATE_DIVISOR`` on a node Cluster Autoscaler marked as a
-    deletion candidate. 0 for a pod without a choice and for a missing node.
-    """
-    if not choice or node is None:
-        return 0
-    wanted = choice.removeprefix("prefer-")
-    capacity = _as_on_demand_or_spot(node_capacity_type(node, settings))
-    score = MAX_SCORE if capacity == wanted else 0
-    if DELETION_CANDIDATE_TAINT in _removal_facts(_node_mapping(node)).taint_keys:
-        score //= DELETION_CANDIDATE_DIVISOR
-    return score
+def read_capacity_labels(
+    labels: Mapping[str, Any],
+    removal: NodeRemoval,
+    settings: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS,
+) -> NodeCapacity:
+    """``read_node_capacity`` on a node's labels and its removal signs, already decoded."""
+    return NodeCapacity(
+        _capacity_type_of_labels(labels, settings),
+        NODE_BEING_REMOVED if removal.signal else "",
+        DELETION_CANDIDATE_TAINT in removal.taint_keys,
+    )
 
 
 def vendor_capacity_type(value: str) -> str:
@@ -247,11 +269,6 @@ def vendor_capacity_type(value: str) -> str:
     if not value.isascii():
         return ""
     return VENDOR_SPELLINGS.get(value.lower().replace("-", "").replace("_", ""), "")
-
-
-def _as_on_demand_or_spot(capacity: str) -> str:
-    """Reserved capacity counts as on-demand for this rule; "" stays unknown."""
-    return ON_DEMAND if capacity == RESERVED else capacity
 
 
 def _node_mapping(node: object) -> Mapping[str, Any]:
@@ -267,25 +284,24 @@ def _labels(node: Mapping[str, Any]) -> Mapping[str, Any]:
     return mapping_field(metadata, "labels", "metadata")
 
 
-@dataclass(frozen=True)
-class _RemovalFacts:
-    deleting: bool
-    cordoned: bool
-    taint_keys: Sequence[str]
-
-
-def _removal_facts(node: Mapping[str, Any]) -> _RemovalFacts:
-    """Whether the node's deletion has begun (``metadata.deletionTimestamp``), whether it is
-    cordoned (``spec.unschedulable``: absent or null is false), and its taints' keys; all checked
-    as Go decodes them, whichever the caller needs."""
+def _node_removal(node: Mapping[str, Any]) -> NodeRemoval:
+    """Whether the node's deletion has begun, whether it is cordoned, and its taints' keys."""
     metadata = mapping_field(node, "metadata", "node")
-    deleting = time_is_set(metadata, "deletionTimestamp", "metadata")
     spec = mapping_field(node, "spec", "node")
-    unschedulable = spec.get("unschedulable")
-    if unschedulable is not None and not isinstance(unschedulable, bool):
-        raise PolicyError("spec.unschedulable must be a boolean")
     keys: list[str] = []
     for index, raw in enumerate(list_field(spec, "taints", "spec")):
         where = f"spec.taints[{index}]"
         keys.append(optional_string(element(raw, where), "key", where) or "")
-    return _RemovalFacts(deleting, bool(unschedulable), keys)
+    return read_node_removal(metadata.get("deletionTimestamp"), spec.get("unschedulable"), keys)
+
+
+def read_node_removal(
+    deletion_timestamp: object, unschedulable: object, taint_keys: Sequence[str]
+) -> NodeRemoval:
+    """``NodeRemoval`` from a node's ``metadata.deletionTimestamp`` (set: deleting; it must then be
+    an RFC 3339 time), ``spec.unschedulable`` (absent or null is false) and its taints' keys,
+    checked as Go decodes them."""
+    deleting = time_value_is_set(deletion_timestamp, "metadata.deletionTimestamp")
+    if unschedulable is not None and not isinstance(unschedulable, bool):
+        raise PolicyError("spec.unschedulable must be a boolean")
+    return NodeRemoval(deleting, bool(unschedulable), tuple(taint_keys))

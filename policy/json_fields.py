@@ -77,12 +77,11 @@ def string_map(obj: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:\d{2})", re.ASCII)
 
 
-def time_is_set(obj: Mapping[str, Any], key: str, where: str) -> bool:
-    """A ``*metav1.Time`` struct field: whether it is set (absent and null are not).
+def time_value_is_set(value: object, where: str) -> bool:
+    """The value of a ``*metav1.Time`` struct field (``where`` names it): whether it is set (null is not).
 
     A set value must be a string Go's ``time.Parse(time.RFC3339, ...)`` reads: date, time,
     optional fraction, ``Z`` or an offset, each part in range."""
-    value = obj.get(key)
     if value is None:
         return False
     if isinstance(value, str) and _RFC3339.fullmatch(value):
@@ -93,4 +92,4 @@ def time_is_set(obj: Mapping[str, Any], key: str, where: str) -> bool:
             pass
         else:
             return True
-    raise PolicyError(f"{where}.{key} must be an RFC 3339 time")
+    raise PolicyError(f"{where} must be an RFC 3339 time")

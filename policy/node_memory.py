@@ -1,4 +1,5 @@
-"""A node's per-GPU memory, read from the first GPU-memory label scheme the node carries.
+"""A node's per-GPU memory, read from the first GPU-memory label scheme the node carries: the
+reader of the memory rule's one fact, ``NodeMemory`` (the rules over it: ``policy.node_fit``).
 
 The schemes, in order (``memory_schemes``):
 
@@ -81,12 +82,29 @@ def read_node_memory(node: object, settings: PolicySettings = DEFAULT_SETTINGS) 
         return NodeMemory(reason=MISSING_NODE)
     if not isinstance(node, Mapping):
         raise PolicyError("node must be an object")
-    labels = _labels(node)
+    return read_memory_labels(_labels(node), settings)
+
+
+def read_memory_labels(labels: Mapping[str, Any], settings: PolicySettings = DEFAULT_SETTINGS) -> NodeMemory:
+    """``read_node_memory`` on a node's labels alone (a JSON null value is present and empty)."""
     for scheme in memory_schemes(settings):
         raw = map_entry(labels, scheme.label, "metadata.labels")
         if raw is not None:
             return _read(scheme, raw, settings)
     return NodeMemory(reason=INVALID_NODE_LABEL)
+
+
+def read_memory_label(
+    label: str | None, value: str, settings: PolicySettings = DEFAULT_SETTINGS
+) -> NodeMemory:
+    """``read_node_memory`` on the first scheme label a node carries, already found (``label``, one of
+    ``memory_labels(settings)``, and its value); ``label`` None: the node carries none of them."""
+    if label is None:
+        return NodeMemory(reason=INVALID_NODE_LABEL)
+    for scheme in memory_schemes(settings):
+        if scheme.label == label:
+            return _read(scheme, value, settings)
+    raise ValueError(f"{label!r} is not one of the GPU-memory schemes' labels")
 
 
 def _read(scheme: MemoryScheme, raw: str, settings: PolicySettings) -> NodeMemory:

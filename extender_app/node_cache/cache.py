@@ -29,11 +29,11 @@ from extender_app.node_cache.metadata import (
     DELETED,
     MODIFIED,
     NO_CAPACITY_FACTS,
-    CapacityFacts,
-    MemoryLabel,
     NodeMeta,
     WatchEvent,
 )
+from extender_app.node_labels import MemoryLabel
+from policy import NodeCapacity
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class NodeCache:
         self.label_keys = label_keys
         """The labels the memory rule reads, in order (``policy.memory_labels``)."""
         self._labels: dict[str, MemoryLabel | None] = {}
-        self._capacity: dict[str, CapacityFacts] = {}
+        self._capacity: dict[str, NodeCapacity] = {}
         """name -> the capacity-type rule's reading, for the nodes that have any (the others: none)."""
         self.resource_version = ""
         """Where a watch resumes: the last list's or event's resourceVersion."""
@@ -91,11 +91,12 @@ class NodeCache:
         return self._labels
 
     @property
-    def capacity(self) -> Mapping[str, CapacityFacts]:
-        """name -> capacity facts (absent: ``NO_CAPACITY_FACTS``). Hold it with ``labels`` for a request."""
+    def capacity(self) -> Mapping[str, NodeCapacity]:
+        """name -> the capacity-type rule's fact (absent: ``NO_CAPACITY_FACTS``); hold it with
+        ``labels`` for a request."""
         return self._capacity
 
-    def facts(self, name: str) -> CapacityFacts:
+    def facts(self, name: str) -> NodeCapacity:
         """The capacity facts the cache holds for ``name``."""
         return self._capacity.get(name, NO_CAPACITY_FACTS)
 
@@ -208,7 +209,7 @@ class NodeCache:
         return None if self._synced_at is None else max(0.0, now - self._synced_at)
 
 
-def _set_facts(capacity: dict[str, CapacityFacts], name: str, facts: CapacityFacts) -> None:
+def _set_facts(capacity: dict[str, NodeCapacity], name: str, facts: NodeCapacity) -> None:
     """Store a node's facts; a node with none is not stored."""
     if facts == NO_CAPACITY_FACTS:
         capacity.pop(name, None)

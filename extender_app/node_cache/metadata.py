@@ -11,24 +11,20 @@ of the memory labels, the first present one, as ``key=value``, since it alone de
 This module has no I/O: bytes in, values out.
 """
 
-import functools
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import msgspec
 from msgspec import UNSET, Raw
 
-from policy import DEFAULT_CAPACITY_SETTINGS, PolicyError, node_capacity_type
-from policy.capacity_type import (
-    CORDONED,
-    DELETING,
-    DELETION_CANDIDATE_TAINT,
-    EKS_CAPACITY_TYPE_LABEL,
-    KARPENTER_CAPACITY_TYPE_LABEL,
-    KARPENTER_INTERRUPTIBLE_RESERVATION_LABEL,
-    disruption_signal,
+from extender_app.node_labels import MemoryLabel, first_memory_label
+from policy import (
+    DEFAULT_CAPACITY_SETTINGS,
+    NodeCapacity,
+    PolicyError,
+    capacity_labels,
+    read_capacity_labels,
+    read_node_removal,
 )
 
 ADDED = "ADDED"
@@ -40,34 +36,14 @@ EVENT_TYPES = (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR)
 """The watch event types of the Kubernetes API (``k8s.io/apimachinery/pkg/watch``)."""
 
 _NULL = b"null"
-DELETION_STARTED = "1970-01-01T00:00:00Z"
-"""The deletion time ``capacity_view`` shows for a node being deleted: the rule reads only whether
-it is set."""
 
 
 class NodeDecodeError(ValueError):
     """API-server JSON that is not what the cache expects; the message says where."""
 
 
-@dataclass(frozen=True)
-class CapacityFacts:
-    """What the capacity-type rule reads of a node, read once per node version."""
-
-    capacity_type: str = ""
-    """The node's capacity type (``policy.node_capacity_type``), "" when unknown."""
-    disruption: str = ""
-    """Why the node is being taken away (``policy.capacity_type.disruption_signal``), "" when it is not."""
-    deletion_candidate: bool = False
-    """Whether the node carries Cluster Autoscaler's DeletionCandidate taint."""
-
-
-NO_CAPACITY_FACTS = CapacityFacts()
+NO_CAPACITY_FACTS = NodeCapacity()
 """A node without capacity-type labels or relevant taints."""
-
-
-MemoryLabel = str
-"""The first GPU-memory scheme label a node carries, as ``key=value`` (a label key holds no ``=``):
-the one label the memory rule reads of the node."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +55,8 @@ class NodeMeta:
     """The first memory-scheme label present, ``key=value``; None when the node has none of them
     (a JSON null value is "", as Go stores it)."""
     resource_version: str = ""
-    capacity: CapacityFacts = NO_CAPACITY_FACTS
+    capacity: NodeCapacity = NO_CAPACITY_FACTS
+    """The capacity-type rule's fact (``policy.read_capacity_labels``)."""
 
 
 @dataclass(frozen=True)
@@ -163,51 +140,7 @@ _EVENT = msgspec.json.Decoder(_Event)
 _STATUS = msgspec.json.Decoder(_Status)
 
 
-@functools.lru_cache(maxsize=8)
-def labels_decoder(label_keys: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
-    """A decoder of a labels object that builds only ``label_keys`` (field ``l<i>`` for the i-th key:
-    str, None or UNSET); the keys must be distinct."""
-    view = msgspec.defstruct(
-        "_LabelsView",
-        [(f"l{index}", str | None, UNSET) for index in range(len(label_keys))],
-        rename={f"l{index}": key for index, key in enumerate(label_keys)},
-    )
-    return msgspec.json.Decoder(view)
-
-
-def first_memory_label(raw_labels: bytes | Raw, label_keys: tuple[str, ...]) -> MemoryLabel | None:
-    """The first of ``label_keys`` present in a labels object (JSON), as ``key=value`` ("" for null).
-
-    Raises msgspec.DecodeError (or ValidationError) when the labels are not an object or one of
-    those labels is not a string or null.
-    """
-    if bytes(raw_labels) == _NULL:
-        return None
-    return first_present(labels_decoder(label_keys).decode(raw_labels), label_keys)
-
-
-def first_present(view: Any, label_keys: tuple[str, ...]) -> MemoryLabel | None:
-    """The first of ``label_keys`` set in ``view`` (decoded by ``labels_decoder(label_keys)``), as
-    ``first_memory_label`` returns it."""
-    for index, key in enumerate(label_keys):
-        value = getattr(view, f"l{index}")
-        if value is not UNSET:
-            # Interned: thousands of nodes share a handful of values.
-            return sys.intern(memory_label(key, "" if value is None else value))
-    return None
-
-
-def memory_label(key: str, value: str) -> MemoryLabel:
-    """A memory label as the cache keeps it."""
-    return f"{key}={value}"
-
-
-_CAPACITY_LABELS = (
-    DEFAULT_CAPACITY_SETTINGS.node_label,
-    EKS_CAPACITY_TYPE_LABEL,
-    KARPENTER_CAPACITY_TYPE_LABEL,
-    KARPENTER_INTERRUPTIBLE_RESERVATION_LABEL,
-)
+_CAPACITY_LABELS = capacity_labels(DEFAULT_CAPACITY_SETTINGS)
 _CAPACITY_VIEW = msgspec.json.Decoder(
     msgspec.defstruct(
         "_CapacityLabels",
@@ -217,8 +150,8 @@ _CAPACITY_VIEW = msgspec.json.Decoder(
 )
 
 
-def _capacity_facts(metadata: _Metadata, spec: _Spec | None) -> CapacityFacts:
-    """The capacity-type rule's reading of the node, through the policy's own functions."""
+def _capacity_facts(metadata: _Metadata, spec: _Spec | None) -> NodeCapacity:
+    """The capacity-type rule's fact, read by the policy from the labels and removal signs decoded here."""
     present: dict[str, str] = {}
     if bytes(metadata.labels) != _NULL:
         view = _CAPACITY_VIEW.decode(metadata.labels)
@@ -226,19 +159,13 @@ def _capacity_facts(metadata: _Metadata, spec: _Spec | None) -> CapacityFacts:
             value = getattr(view, f"l{index}")
             if value is not UNSET:
                 present[key] = "" if value is None else value
-    taints = (
-        [{"key": (taint.key or "") if taint else ""} for taint in (spec.taints or ()) if spec] if spec else []
+    taints = (spec.taints or ()) if spec else ()
+    removal = read_node_removal(
+        metadata.deletionTimestamp,
+        spec.unschedulable if spec else None,
+        [(taint.key or "") if taint else "" for taint in taints],
     )
-    cordoned = bool(spec and spec.unschedulable)
-    node = {
-        "metadata": {"labels": present, "deletionTimestamp": metadata.deletionTimestamp},
-        "spec": {"taints": taints, "unschedulable": cordoned},
-    }
-    facts = CapacityFacts(
-        node_capacity_type(node),
-        disruption_signal(node),
-        any(taint["key"] == DELETION_CANDIDATE_TAINT for taint in taints),
-    )
+    facts = read_capacity_labels(present, removal, DEFAULT_CAPACITY_SETTINGS)
     return NO_CAPACITY_FACTS if facts == NO_CAPACITY_FACTS else facts
 
 
@@ -297,26 +224,3 @@ def _node(obj: _Object, label_keys: tuple[str, ...]) -> NodeMeta:
     except PolicyError as error:
         raise NodeDecodeError(f"node {metadata.name!r}: {error}") from None
     return NodeMeta(metadata.name, label, metadata.resourceVersion, capacity)
-
-
-def policy_view(label: MemoryLabel | None) -> dict[str, Any]:
-    """The node as the memory rule reads it: only the first memory-scheme label it carries, if any
-    (the rule reads the schemes in order, so it reaches the same verdict as on the whole node)."""
-    if label is None:
-        return {"metadata": {"labels": {}}}
-    key, _, value = label.partition("=")
-    return {"metadata": {"labels": {key: value}}}
-
-
-def capacity_view(facts: CapacityFacts, capacity_label: str) -> dict[str, Any]:
-    """A node the capacity-type rule reads as it read the original: the type in our label, the
-    deletion, the cordon or the taints that count."""
-    labels = {capacity_label: facts.capacity_type} if facts.capacity_type else {}
-    metadata: dict[str, Any] = {"labels": labels}
-    if facts.disruption == DELETING:
-        metadata["deletionTimestamp"] = DELETION_STARTED
-    cordoned = facts.disruption == CORDONED
-    taints = [{"key": key} for key in (facts.disruption,) if key and key not in (CORDONED, DELETING)]
-    if facts.deletion_candidate:
-        taints.append({"key": DELETION_CANDIDATE_TAINT})
-    return {"metadata": metadata, "spec": {"taints": taints, "unschedulable": cordoned}}

@@ -1,10 +1,11 @@
 """The two verbs with ``--node-cache watch``: candidates arrive as names, labels come from the NodeCache.
 
-The policy still decides every verdict and score: it is asked once per distinct memory label
-(the first scheme label a node carries, key and value) among the candidates (a cluster has a
-handful), with the node as the policy reads it, and
-each candidate then costs two dictionary look-ups. A pod without a minimum fits every
-candidate without a look at the cache (as in the other mode and in the plugin). The service's
+The policy still decides every verdict and score: the cache holds what the rules read of each
+node (its first memory-scheme label, key and value, and the capacity-type rule's ``NodeCapacity``),
+the policy reads the memory label into its ``NodeMemory`` and the rules judge those facts, once
+per distinct pair among the candidates (a cluster has a handful); each candidate then costs two
+dictionary look-ups. A pod without a minimum fits every candidate without a look at the cache
+(as in the other mode and in the plugin). The service's
 ``/filter`` (``verifying_verbs``) reads a candidate the cache does not know from the API server
 (``node_lookup``) before judging it; one that does not exist or cannot be read in time fails
 resolvably (``FailedNodes``, so the scheduler tries again later) with a reason saying which
@@ -19,18 +20,11 @@ from contracts.server import FILTER_PATH, PRIORITIZE_PATH
 from extender_app.metrics import NodeCacheMetrics
 from extender_app.node_cache.cache import NodeCache
 from extender_app.node_cache.lookup import NodeLookup
-from extender_app.node_cache.metadata import (
-    NO_CAPACITY_FACTS,
-    CapacityFacts,
-    MemoryLabel,
-    NodeMeta,
-    capacity_view,
-    policy_view,
-)
+from extender_app.node_cache.metadata import NO_CAPACITY_FACTS, NodeMeta
+from extender_app.node_labels import MemoryLabel, node_memory
 from extender_app.verbs.handlers import (
     AsyncVerbHandler,
     Computed,
-    PodAsk,
     VerbHandler,
     VerbLimits,
     VerbResult,
@@ -42,7 +36,7 @@ from extender_app.verbs.handlers import (
 )
 from extender_app.verbs.wire import encode_priorities
 from extender_app.verbs.wire_names import NamesArgs, encode_names_filter_result, parse_names_args
-from policy import capacity_score_100, fits_capacity_type, fits_memory, score_100
+from policy import NodeCapacity, PodFacts, capacity_score_100, fits_capacity_type, fits_memory, score_100
 
 UNKNOWN_NODE = "node not yet in the extender's node cache"
 """FailedNodes reason for a candidate the cache does not hold (yet): resolvable, the scheduler retries."""
@@ -57,7 +51,7 @@ def cached_verbs(cache: NodeCache, metrics: NodeCacheMetrics | None = None) -> M
     def filter_names(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
         """POST /filter with NodeNames."""
 
-        def compute(args: NamesArgs, ask: PodAsk, limits: VerbLimits) -> Computed:
+        def compute(args: NamesArgs, ask: PodFacts, limits: VerbLimits) -> Computed:
             return filter_by_labels(args, ask, limits, cache.labels, cache.capacity)
 
         return count_unknown(answer(body, limits, parse_names_args, compute, _filter_refusal))
@@ -65,7 +59,7 @@ def cached_verbs(cache: NodeCache, metrics: NodeCacheMetrics | None = None) -> M
     def prioritize_names(body: bytes | bytearray, limits: VerbLimits) -> VerbResult:
         """POST /prioritize with NodeNames."""
 
-        def compute(args: NamesArgs, ask: PodAsk, limits: VerbLimits) -> Computed:
+        def compute(args: NamesArgs, ask: PodFacts, limits: VerbLimits) -> Computed:
             return prioritize_by_labels(args, ask, limits, cache.labels, cache.capacity)
 
         return count_unknown(answer(body, limits, parse_names_args, compute, zero_scores))
@@ -85,7 +79,7 @@ def verifying_verbs(
         if isinstance(prepared, VerbResult):
             return prepared
         labels: Mapping[str, MemoryLabel | None] = cache.labels
-        capacity: Mapping[str, CapacityFacts] = cache.capacity
+        capacity: Mapping[str, NodeCapacity] = cache.capacity
         refusals: dict[str, str] = {}
         if prepared.ask.reads_nodes_to_filter:
             missing = [name for name in prepared.args.names if name not in labels]
@@ -99,7 +93,7 @@ def verifying_verbs(
                 found_capacity = {name: node.capacity for name, node in nodes.items()}
                 capacity = LayeredView(found_capacity, cache.capacity)
 
-        def compute(args: NamesArgs, ask: PodAsk, limits: VerbLimits) -> Computed:
+        def compute(args: NamesArgs, ask: PodFacts, limits: VerbLimits) -> Computed:
             return filter_by_labels(args, ask, limits, labels, capacity, refusals=refusals)
 
         return _counted(metrics, conclude(prepared, limits, compute))
@@ -143,10 +137,10 @@ def _counted(metrics: NodeCacheMetrics | None, result: VerbResult) -> VerbResult
 
 def filter_by_labels(
     args: NamesArgs,
-    ask: PodAsk,
+    ask: PodFacts,
     limits: VerbLimits,
     labels: Mapping[str, MemoryLabel | None],
-    capacity: Mapping[str, CapacityFacts],
+    capacity: Mapping[str, NodeCapacity],
     *,
     refusals: Mapping[str, str] | None = None,
 ) -> Computed:
@@ -158,7 +152,7 @@ def filter_by_labels(
     names = args.names
     if not ask.reads_nodes_to_filter:  # fits everywhere: the policy would not read the nodes
         return Computed(encode_names_filter_result(names, {}, {}), len(names))
-    verdicts: dict[tuple[MemoryLabel | None, CapacityFacts], tuple[bool, str]] = {}
+    verdicts: dict[tuple[MemoryLabel | None, NodeCapacity], tuple[bool, str]] = {}
     passed: list[str] = []
     unknown: dict[str, str] = {}
     failed: dict[str, str] = {}
@@ -178,29 +172,28 @@ def filter_by_labels(
 
 
 def _verdict(
-    ask: PodAsk, limits: VerbLimits, label: MemoryLabel | None, facts: CapacityFacts
+    ask: PodFacts, limits: VerbLimits, label: MemoryLabel | None, facts: NodeCapacity
 ) -> tuple[bool, str]:
     """The memory rule, then the capacity-type rule, as plugin mode runs its two filters."""
     fits, reason = True, ""
     if ask.requirement.min_memory_mib:
-        fits, reason = fits_memory(ask.requirement, policy_view(label), limits.policy)
+        fits, reason = fits_memory(ask.requirement, node_memory(label, limits.policy))
     if fits and ask.choice:
-        view = capacity_view(facts, limits.capacity.node_label)
-        fits, reason = fits_capacity_type(ask.choice, view, limits.capacity)
+        fits, reason = fits_capacity_type(ask.choice, facts)
     return fits, reason
 
 
 def prioritize_by_labels(
     args: NamesArgs,
-    ask: PodAsk,
+    ask: PodFacts,
     limits: VerbLimits,
     labels: Mapping[str, MemoryLabel | None],
-    capacity: Mapping[str, CapacityFacts],
+    capacity: Mapping[str, NodeCapacity],
 ) -> Computed:
     """The prioritize answer for ``args`` against one snapshot of the cache (unknown nodes score 0)."""
     if not ask.reads_nodes_to_score:  # scores 0 everywhere: the policy would not read the nodes
         return zero_scores(args, "")
-    memo: dict[tuple[MemoryLabel | None, CapacityFacts], int] = {}
+    memo: dict[tuple[MemoryLabel | None, NodeCapacity], int] = {}
     scores: list[tuple[str, int]] = []
     unknown = 0
     for name in args.names:
@@ -216,14 +209,13 @@ def prioritize_by_labels(
     return Computed(encode_priorities(scores), unknown=unknown)
 
 
-def _priority(ask: PodAsk, limits: VerbLimits, label: MemoryLabel | None, facts: CapacityFacts) -> int:
-    memory = 0
-    if ask.requirement.has_gpu:
-        memory = score_100(ask.requirement, policy_view(label), limits.policy)
-    capacity = 0
-    if ask.choice:
-        view = capacity_view(facts, limits.capacity.node_label)
-        capacity = capacity_score_100(ask.choice, view, limits.capacity)
+def _priority(ask: PodFacts, limits: VerbLimits, label: MemoryLabel | None, facts: NodeCapacity) -> int:
+    memory = (
+        score_100(ask.requirement, node_memory(label, limits.policy), limits.policy)
+        if ask.requirement.has_gpu
+        else 0
+    )
+    capacity = capacity_score_100(ask.choice, facts) if ask.choice else 0
     return priority(memory, capacity, ask.choice)
 
 

@@ -10,7 +10,7 @@ from http import HTTPStatus
 from typing import Any, Generic, Protocol, TypeVar
 
 from contracts.server import FILTER_PATH, PRIORITIZE_PATH
-from extender_app.node_cache.metadata import MemoryLabel, policy_view
+from extender_app.node_labels import MemoryLabel, node_memory
 from extender_app.verbs.wire import (
     ExtenderArgs,
     WireError,
@@ -21,15 +21,16 @@ from extender_app.verbs.wire import (
 from policy import (
     DEFAULT_CAPACITY_SETTINGS,
     CapacityTypeSettings,
+    NodeMemory,
+    PodFacts,
     PolicyError,
     PolicySettings,
-    Requirement,
-    capacity_choice,
     capacity_score_100,
     fits_capacity_type,
     fits_memory,
     memory_labels,
-    requirement_from_pod,
+    read_node_capacity,
+    read_pod_facts,
     score_100,
 )
 from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings
@@ -82,24 +83,6 @@ class Computed:
     unknown: int = 0
 
 
-@dataclass(frozen=True)
-class PodAsk:
-    """What the pod asks of a node: its GPU requirement and its capacity-type choice ("" for none)."""
-
-    requirement: Requirement
-    choice: str = ""
-
-    @property
-    def reads_nodes_to_filter(self) -> bool:
-        """False when every node passes both rules without being read."""
-        return bool(self.requirement.min_memory_mib or self.choice)
-
-    @property
-    def reads_nodes_to_score(self) -> bool:
-        """False when every node scores 0 under both rules without being read."""
-        return self.requirement.has_gpu or bool(self.choice)
-
-
 def priority(memory_100: int, capacity_100: int, choice: str) -> int:
     """The extender's 0..10 priority: the memory score alone for a pod without a capacity choice,
     else both rules' 0..100 scores weighted as plugin mode weighs its two plugins."""
@@ -149,7 +132,7 @@ def answer(
     body: bytes | bytearray,
     limits: VerbLimits,
     parse: Callable[[bytes | bytearray, int], Args],
-    compute: Callable[[Args, PodAsk, VerbLimits], Computed],
+    compute: Callable[[Args, PodFacts, VerbLimits], Computed],
     refuse_pod: Callable[[Args, str], Computed],
 ) -> VerbResult:
     """Parse, read the pod's requirement, compute; wire errors and (per the limits) pod errors -> 4xx."""
@@ -162,7 +145,7 @@ class Prepared(Generic[Args]):
     """A request parsed and what its pod asks read: what ``conclude`` computes the answer from."""
 
     args: Args
-    ask: PodAsk
+    ask: PodFacts
     pod: str
 
 
@@ -180,9 +163,7 @@ def prepare(
     pod = _pod_name(args.pod)
     candidates = len(args.names)
     try:
-        ask = PodAsk(
-            requirement_from_pod(args.pod, limits.policy), capacity_choice(args.pod, limits.capacity)
-        )
+        ask = read_pod_facts(args.pod, limits.policy, limits.capacity)
     except PolicyError as error:
         message = str(error)
         if limits.pod_error_status != HTTPStatus.OK:
@@ -202,7 +183,7 @@ def prepare(
 def conclude(
     prepared: Prepared[Args],
     limits: VerbLimits,
-    compute: Callable[[Args, PodAsk, VerbLimits], Computed],
+    compute: Callable[[Args, PodFacts, VerbLimits], Computed],
 ) -> VerbResult:
     """The second half of ``answer``: compute the verb's answer for a prepared request."""
     pod, candidates = prepared.pod, len(prepared.args.names)
@@ -231,25 +212,20 @@ def _filter_refusal(args: ExtenderArgs, message: str) -> Computed:
     return Computed(encode_filter_result(args, (), dict.fromkeys(args.names, message)), passed=0)
 
 
-def _filter(args: ExtenderArgs, ask: PodAsk, limits: VerbLimits) -> Computed:
+def _filter(args: ExtenderArgs, ask: PodFacts, limits: VerbLimits) -> Computed:
     if not ask.reads_nodes_to_filter:  # fits everywhere: the policy would not read the nodes
         everyone = range(len(args.names))
         return Computed(encode_filter_result(args, everyone, {}), len(everyone))
     passed: list[int] = []
     failed: dict[str, str] = {}
-    keys = memory_labels(limits.policy)
-    verdicts: dict[MemoryLabel | None, tuple[bool, str]] = {}
-    """The memory rule's verdict by memory label: it reads nothing else of a node."""
+    memory = _MemoryByLabel(args, limits.policy)
     for index, name in enumerate(args.names):
         fits, reason = True, ""
         if ask.requirement.min_memory_mib:
-            label = args.memory_label(index, keys)
-            verdict = verdicts.get(label)
-            if verdict is None:
-                verdict = verdicts[label] = fits_memory(ask.requirement, policy_view(label), limits.policy)
-            fits, reason = verdict
+            fits, reason = fits_memory(ask.requirement, memory.of(index))
         if fits and ask.choice:
-            fits, reason = fits_capacity_type(ask.choice, args.node_for_policy(index), limits.capacity)
+            capacity = read_node_capacity(args.node_json(index), limits.capacity)
+            fits, reason = fits_capacity_type(ask.choice, capacity)
         if fits:
             passed.append(index)
         else:
@@ -257,26 +233,40 @@ def _filter(args: ExtenderArgs, ask: PodAsk, limits: VerbLimits) -> Computed:
     return Computed(encode_filter_result(args, passed, failed), len(passed))
 
 
-def _prioritize(args: ExtenderArgs, ask: PodAsk, limits: VerbLimits) -> Computed:
+def _prioritize(args: ExtenderArgs, ask: PodFacts, limits: VerbLimits) -> Computed:
     if not ask.reads_nodes_to_score:  # scores 0 everywhere: the policy would not read the nodes
         return zero_scores(args, "")
-    keys = memory_labels(limits.policy)
-    memory_scores: dict[MemoryLabel | None, int] = {}
-    """The memory score by memory label: the rule reads nothing else of a node."""
+    memory = _MemoryByLabel(args, limits.policy)
     scores = []
     for index, name in enumerate(args.names):
-        memory = 0
-        if ask.requirement.has_gpu:
-            label = args.memory_label(index, keys)
-            score = memory_scores.get(label)
-            if score is None:
-                score = memory_scores[label] = score_100(ask.requirement, policy_view(label), limits.policy)
-            memory = score
-        capacity = (
-            capacity_score_100(ask.choice, args.node_for_policy(index), limits.capacity) if ask.choice else 0
+        memory_100 = (
+            score_100(ask.requirement, memory.of(index), limits.policy) if ask.requirement.has_gpu else 0
         )
-        scores.append((name, priority(memory, capacity, ask.choice)))
+        capacity_100 = 0
+        if ask.choice:
+            capacity_100 = capacity_score_100(
+                ask.choice, read_node_capacity(args.node_json(index), limits.capacity)
+            )
+        scores.append((name, priority(memory_100, capacity_100, ask.choice)))
     return Computed(encode_priorities(scores))
+
+
+class _MemoryByLabel:
+    """The memory rule's fact for each candidate, read once per distinct memory label (a cluster has
+    a handful): the rule reads nothing else of a node."""
+
+    def __init__(self, args: ExtenderArgs, settings: PolicySettings) -> None:
+        self._args = args
+        self._settings = settings
+        self._keys = memory_labels(settings)
+        self._read: dict[MemoryLabel | None, NodeMemory] = {}
+
+    def of(self, index: int) -> NodeMemory:
+        label = self._args.memory_label(index, self._keys)
+        memory = self._read.get(label)
+        if memory is None:
+            memory = self._read[label] = node_memory(label, self._settings)
+        return memory
 
 
 def _pod_name(pod: Mapping[str, Any]) -> str:

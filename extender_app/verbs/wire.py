@@ -28,13 +28,7 @@ import msgspec
 import orjson
 from msgspec import UNSET, Raw, UnsetType
 
-from extender_app.node_cache.metadata import (
-    MemoryLabel,
-    first_memory_label,
-    first_present,
-    labels_decoder,
-    policy_view,
-)
+from extender_app.node_labels import MemoryLabel, first_memory_label, first_present, labels_decoder
 
 ARGS_POD = "Pod"
 ARGS_NODES = "Nodes"
@@ -129,20 +123,12 @@ class ExtenderArgs:
         """The candidates decoded in full (for tests and tools; the verbs never need this)."""
         return [orjson.loads(bytes(raw)) for raw in self.raw_nodes]
 
-    def labels_for_policy(self, index: int, label_keys: tuple[str, ...]) -> Mapping[str, Any]:
-        """Node ``index`` as the memory rule reads it: only the first of ``label_keys`` it carries
-        (``policy.memory_labels``, in order), if any.
-
-        Raises WireError (400) when the labels are not an object or one of those labels is not a
-        string or null (other labels are not looked at).
-        """
-        return policy_view(self.memory_label(index, label_keys))
-
     def memory_label(self, index: int, label_keys: tuple[str, ...]) -> MemoryLabel | None:
         """The first of ``label_keys`` node ``index`` carries, as ``key=value``; None when it has
         none. Nodes with equal memory labels are judged alike by the memory rule.
 
-        Raises WireError as ``labels_for_policy`` does.
+        Raises WireError (400) when the labels are not an object or one of those labels is not a
+        string or null (other labels are not looked at).
         """
         entry = self.labels[index]
         if not isinstance(entry, Raw):
@@ -158,8 +144,8 @@ class ExtenderArgs:
                 HTTPStatus.BAD_REQUEST, f"Nodes.items[{index}].metadata.labels: {_where(error)}"
             ) from None
 
-    def node_for_policy(self, index: int) -> Mapping[str, Any]:
-        """Node ``index`` decoded in full, for the capacity-type rule (its labels and taints).
+    def node_json(self, index: int) -> Mapping[str, Any]:
+        """Node ``index`` decoded in full, for the capacity-type rule's reader (its labels and taints).
 
         Decoded only for a pod with a capacity-type choice. Raises WireError (400) when the
         node nests deeper than the decoder allows.

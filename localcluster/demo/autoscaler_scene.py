@@ -43,7 +43,13 @@ from localcluster.services.karpenter import (
     settled_node_claims,
 )
 from localcluster.services.webhook import admission_line, created_affinity
-from policy import BELOW_MINIMUM, INSTANCE_TYPE_LABEL, INVALID_MIN_MEMORY, NODE_MEMORY_LABEL, read_node_memory
+from policy import (
+    BELOW_MINIMUM,
+    INSTANCE_TYPE_LABEL,
+    INVALID_MIN_MEMORY,
+    NODE_MEMORY_LABEL,
+    read_memory_labels,
+)
 
 AffinitySource = Literal["webhook", "none"]
 AFFINITY_SOURCES: tuple[AffinitySource, ...] = ("webhook", "none")
@@ -204,7 +210,7 @@ def launched_for(api: kubernetes.client.ApiClient, pod_name: str, outcome: PodOu
 
 def memory_of(labels: Mapping[str, str]) -> str:
     """The per-GPU MiB the rules read from these labels ("" when none says it)."""
-    memory = read_node_memory({"metadata": {"labels": dict(labels)}})
+    memory = read_memory_labels(labels)
     return "" if memory.reason else str(memory.mib)
 
 
@@ -309,7 +315,7 @@ def launched_summary(api: kubernetes.client.ApiClient) -> str:
     lines = []
     for claim in settled_node_claims(api):
         labels: Mapping[str, str] = claim["metadata"].get("labels") or {}
-        memory = read_node_memory({"metadata": {"labels": dict(labels)}})
+        memory = read_memory_labels(labels)
         said = f"{memory.label}={memory.mib}" if not memory.reason else f"{NODE_MEMORY_LABEL}=?"
         lines.append(
             f"  nodeclaim/{claim['metadata']['name']}: {labels.get(INSTANCE_TYPE_LABEL, '?')} ({said})"

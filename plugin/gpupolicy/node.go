@@ -98,18 +98,8 @@ func (m NodeMemory) Fits(req Requirement) (bool, string) {
 	return true, ""
 }
 
-// Score100 returns 0..MaxScore by s.ScoringStrategy (see NodeMemory.Score100). It is
-// 0 for pods without a GPU request (the node is not read) and for nodes without a
-// valid label.
-func Score100(req Requirement, node *v1.Node, s Settings) int64 {
-	if !req.HasGPU {
-		return 0
-	}
-	return ReadNodeMemory(node, s).Score100(req, s)
-}
-
-// Score100 is the score on a label already read, 0..MaxScore; 0 for a pod without a
-// GPU request and a node without a valid label. With scale = s.ScoreScaleMiB:
+// Score100 is the memory rule's score on a label already read, 0..MaxScore; 0 for a
+// pod without a GPU request and a node without a valid label. With scale = s.ScoreScaleMiB:
 //
 //   - PreferLarger: min(MaxScore, label*MaxScore/scale), larger GPUs score higher;
 //   - BestFit: MaxScore*scale/(scale+spare), spare = label - the pod's minimum (0 when
@@ -132,7 +122,7 @@ func (m NodeMemory) Score100(req Requirement, s Settings) int64 {
 	return min(MaxScore, m.MiB*MaxScore/scale)
 }
 
-// ExtenderScore returns Score100 in the extender API's range, 0..MaxExtenderScore.
-func ExtenderScore(req Requirement, node *v1.Node, s Settings) int64 {
-	return Score100(req, node, s) / (MaxScore / MaxExtenderScore)
+// ExtenderScore is Score100 in the extender API's range, 0..MaxExtenderScore.
+func (m NodeMemory) ExtenderScore(req Requirement, s Settings) int64 {
+	return m.Score100(req, s) / (MaxScore / MaxExtenderScore)
 }

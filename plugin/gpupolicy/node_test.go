@@ -156,10 +156,11 @@ func TestScores(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := DefaultSettings()
-			if got := Score100(tt.req, tt.node, s); got != tt.score {
+			memory := ReadNodeMemory(tt.node, s)
+			if got := memory.Score100(tt.req, s); got != tt.score {
 				t.Errorf("Score100 = %d, want %d", got, tt.score)
 			}
-			if got := ExtenderScore(tt.req, tt.node, s); got != tt.extender {
+			if got := memory.ExtenderScore(tt.req, s); got != tt.extender {
 				t.Errorf("ExtenderScore = %d, want %d", got, tt.extender)
 			}
 		})
@@ -174,7 +175,7 @@ func TestScoreUsesConfiguredScaleAndLabel(t *testing.T) {
 		"example.org/vram": "20480",
 		NodeMemoryLabel:    "81920",
 	}}}
-	if got := Score100(Requirement{HasGPU: true}, node, s); got != 50 {
+	if got := ReadNodeMemory(node, s).Score100(Requirement{HasGPU: true}, s); got != 50 {
 		t.Fatalf("Score100 = %d, want 50 (20480 of a 40960 scale)", got)
 	}
 }
@@ -238,7 +239,7 @@ func TestBestFitScores(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Score100(tt.req, tt.node, s); got != tt.score {
+			if got := ReadNodeMemory(tt.node, s).Score100(tt.req, s); got != tt.score {
 				t.Errorf("Score100 = %d, want %d", got, tt.score)
 			}
 		})

@@ -61,14 +61,11 @@ func checkPolicyCase(t *testing.T, c policyvectors.PolicyCase, s gpupolicy.Setti
 	if fits != *c.Expect.Fits || reason != *c.Expect.Reason {
 		t.Errorf("FitsMemory = %v, %q; want %v, %q", fits, reason, *c.Expect.Fits, *c.Expect.Reason)
 	}
-	if got := gpupolicy.Score100(req, node, s); got != *c.Expect.Score100 {
-		t.Errorf("Score100 = %d, want %d", got, *c.Expect.Score100)
-	}
-	if got := gpupolicy.ExtenderScore(req, node, s); got != *c.Expect.ExtenderScore {
+	// The label read once (what the plugin's cache holds) answers as FitsMemory does.
+	memory := gpupolicy.ReadNodeMemory(node, s)
+	if got := memory.ExtenderScore(req, s); got != *c.Expect.ExtenderScore {
 		t.Errorf("ExtenderScore = %d, want %d", got, *c.Expect.ExtenderScore)
 	}
-	// The label read once (what the plugin's cache holds) answers the same.
-	memory := gpupolicy.ReadNodeMemory(node, s)
 	if fits, reason := memory.Fits(req); fits != *c.Expect.Fits || reason != *c.Expect.Reason {
 		t.Errorf("ReadNodeMemory(...).Fits = %v, %q; want %v, %q", fits, reason, *c.Expect.Fits, *c.Expect.Reason)
 	}

@@ -155,7 +155,7 @@ func (pl *GPUScheduler) Score(_ context.Context, state fwk.CycleState, pod *v1.P
 }
 
 // nodeMemory is the node's label from the cache when it was read from this very
-// object, else read now (what gpupolicy.FitsMemory and Score100 do on every call).
+// object, else read now (what gpupolicy.FitsMemory does on every call).
 func (pl *GPUScheduler) nodeMemory(node *v1.Node) gpupolicy.NodeMemory {
 	if pl.nodes != nil {
 		if memory, ok := pl.nodes.lookup(node); ok {

@@ -108,11 +108,10 @@ def test_required_terms_select_exactly_what_the_rules_accept(
     terms = (
         ((patched["spec"].get("affinity") or {}).get("nodeAffinity") or {}).get(REQUIRED_TERMS_FIELD) or {}
     ).get("nodeSelectorTerms")
-    node = {"metadata": {"name": "n", "labels": labels}}
     requirement = policy.requirement_from_pod(pod, SETTINGS)
     accepted = (
-        policy.fits_memory(requirement, node, SETTINGS)[0]
-        and policy.fits_capacity_type(choice, node)[0]
+        policy.fits_memory(requirement, policy.read_memory_labels(labels, SETTINGS))[0]
+        and policy.fits_capacity_type(choice, policy.read_capacity_labels(labels, policy.NodeRemoval()))[0]
         and (own_terms is None or selects(own_terms, labels))
     )
     assert (selects(terms, labels) if terms is not None else True) == accepted, terms
@@ -129,5 +128,6 @@ def test_preferred_terms_weigh_exactly_the_nodes_the_rule_scores(labels: dict[st
     patched = jsonpatch.apply_patch(pod, policy.node_affinity_patch(pod))
     preferred = patched["spec"]["affinity"]["nodeAffinity"][PREFERRED_TERMS_FIELD]
     weight = sum(term["weight"] for term in preferred if selects([term["preference"]], labels))
-    node = {"metadata": {"name": "n", "labels": labels}}
-    assert weight == policy.capacity_score_100(choice, node)
+    assert weight == policy.capacity_score_100(
+        choice, policy.read_capacity_labels(labels, policy.NodeRemoval())
+    )

@@ -113,6 +113,6 @@ def test_gt_minimum_minus_one_selects_exactly_the_labels_that_fit(minimum: int) 
         assert (
             selected
             == policy.fits_memory(
-                requirement, {"metadata": {"labels": {policy.NODE_MEMORY_LABEL: str(label)}}}
+                requirement, policy.read_memory_labels({policy.NODE_MEMORY_LABEL: str(label)})
             )[0]
         )

@@ -60,16 +60,44 @@ def test_a_pod_that_is_not_an_object_is_an_error(pod: object) -> None:
 @pytest.mark.parametrize("node", ["spot", [], 3])
 def test_a_node_that_is_not_an_object_is_an_error(node: object) -> None:
     with pytest.raises(policy.PolicyError, match="node must be an object"):
-        policy.fits_capacity_type("spot", node)
+        policy.read_node_capacity(node)
     with pytest.raises(policy.PolicyError, match="node must be an object"):
-        policy.node_capacity_type(node)
+        disruption_signal(node)
 
 
-def test_reading_a_null_node_directly_is_missing_node() -> None:
-    with pytest.raises(policy.PolicyError, match="missing node"):
-        policy.node_capacity_type(None)
+def test_a_null_node_is_missing_and_fails_every_choice() -> None:
+    missing = policy.read_node_capacity(None)
+    assert missing == policy.NodeCapacity(reason=policy.MISSING_NODE)
+    for choice in policy.CAPACITY_CHOICES:
+        assert policy.fits_capacity_type(choice, missing) == (False, policy.MISSING_NODE)
+        assert policy.capacity_score_100(choice, missing) == 0
     with pytest.raises(policy.PolicyError, match="missing node"):
         disruption_signal(None)
+
+
+def test_the_labels_read_follow_the_settings() -> None:
+    ours = CapacityTypeSettings(node_label="example.com/capacity")
+    assert policy.capacity_labels(ours)[0] == "example.com/capacity"
+    assert policy.capacity_labels()[1:] == policy.capacity_labels(ours)[1:]
+    assert policy.capacity_labels()[0] == policy.CAPACITY_TYPE_LABEL
+
+
+def test_a_pod_without_a_choice_fits_and_scores_without_the_node() -> None:
+    unread = policy.NodeCapacity(reason="the node was not read")
+    assert policy.fits_capacity_type("", unread) == (True, "")
+    assert policy.capacity_score_100("", unread) == 0
+
+
+def test_labels_and_removal_signs_read_apart_are_read_as_the_whole_node() -> None:
+    node = node_of({KARPENTER_CAPACITY_TYPE_LABEL: "Spot"}, ("x", DELETION_CANDIDATE_TAINT))
+    node["metadata"]["deletionTimestamp"] = "2026-12-05T10:20:00.5+01:00"
+    removal = policy.read_node_removal("2026-12-05T10:20:00.5+01:00", None, ["x", DELETION_CANDIDATE_TAINT])
+    read_apart = policy.read_capacity_labels(node["metadata"]["labels"], removal)
+    assert read_apart == policy.read_node_capacity(node)
+    assert read_apart == policy.NodeCapacity("spot", policy.NODE_BEING_REMOVED, deletion_candidate=True)
+    assert removal.signal == disruption_signal(node) == "metadata.deletionTimestamp"
+    with pytest.raises(policy.PolicyError, match=r"metadata\.deletionTimestamp must be an RFC 3339 time"):
+        policy.read_node_removal("yesterday", None, [])
 
 
 def test_disruption_signal_names_the_first_taint() -> None:
@@ -92,7 +120,7 @@ def test_unschedulable_that_is_not_a_boolean_is_an_error() -> None:
     node = node_of({})
     node["spec"]["unschedulable"] = "true"
     with pytest.raises(policy.PolicyError, match=r"spec\.unschedulable must be a boolean"):
-        policy.fits_capacity_type("spot", node)
+        policy.read_node_capacity(node)
 
 
 VENDOR_VALUES = [
@@ -115,8 +143,8 @@ VENDOR_KEYS = [EKS_CAPACITY_TYPE_LABEL, KARPENTER_CAPACITY_TYPE_LABEL]
     list(itertools.product(VENDOR_KEYS, VENDOR_VALUES)),
 )
 def test_both_vendor_keys_read_the_same_spellings(key: str, value: str) -> None:
-    eks = policy.node_capacity_type(node_of({EKS_CAPACITY_TYPE_LABEL: value}))
-    assert policy.node_capacity_type(node_of({key: value})) == eks
+    eks = policy.read_node_capacity(node_of({EKS_CAPACITY_TYPE_LABEL: value}))
+    assert policy.read_node_capacity(node_of({key: value})) == eks
 
 
 NODE_LABELS = [
@@ -134,7 +162,7 @@ NODE_TAINTS = [(), (DELETION_CANDIDATE_TAINT,), ("karpenter.sh/disrupted",)]
 def test_properties_over_choices_and_nodes(
     choice: str, labels: dict[str, str], taints: tuple[str, ...]
 ) -> None:
-    node = node_of(labels, taints)
+    node = policy.read_node_capacity(node_of(labels, taints))
     fits, reason = policy.fits_capacity_type(choice, node)
     score = policy.capacity_score_100(choice, node)
     assert fits == (reason == "")
@@ -146,5 +174,5 @@ def test_properties_over_choices_and_nodes(
     else:
         # A required choice fits exactly the nodes of its type, which then score the most they can.
         assert fits == (score > 0)
-    untainted = policy.capacity_score_100(choice, node_of(labels))
+    untainted = policy.capacity_score_100(choice, policy.read_node_capacity(node_of(labels)))
     assert score == (untainted // 2 if DELETION_CANDIDATE_TAINT in taints else untainted)

@@ -56,12 +56,11 @@ def test_capacity_type_case(case: dict[str, Any]) -> None:
     if expect.get("decode_error") == "node":
         assert choice, "a node is read only for a pod with a choice"
         with pytest.raises(policy.PolicyError):
-            policy.fits_capacity_type(choice, node, settings)
-        with pytest.raises(policy.PolicyError):
-            policy.capacity_score_100(choice, node, settings)
+            policy.read_node_capacity(node, settings)
         return
     assert choice == expect["choice"]
+    capacity = policy.read_node_capacity(node, settings)
     if node is not None:
-        assert policy.node_capacity_type(node, settings) == expect["capacity_type"]
-    assert policy.fits_capacity_type(choice, node, settings) == (expect["fits"], expect["reason"])
-    assert policy.capacity_score_100(choice, node, settings) == expect["score_100"]
+        assert capacity.capacity_type == expect["capacity_type"]
+    assert policy.fits_capacity_type(choice, capacity) == (expect["fits"], expect["reason"])
+    assert policy.capacity_score_100(choice, capacity) == expect["score_100"]

@@ -33,6 +33,33 @@ def test_the_schemes_are_ours_the_vendors_in_order_then_the_instance_type() -> N
     )
 
 
+NODE_LABELS = [
+    {},
+    {"kubernetes.io/os": "linux"},
+    {policy.NODE_MEMORY_LABEL: "40960", policy.KARPENTER_GPU_MEMORY_LABEL: "16384"},
+    {policy.NODE_MEMORY_LABEL: "16Gi"},
+    {policy.NODE_MEMORY_LABEL: None},
+    {policy.GFD_GPU_MEMORY_LABEL: "15360", policy.INSTANCE_TYPE_LABEL: "p5.48xlarge"},
+    {policy.INSTANCE_TYPE_LABEL: "p5.48xlarge"},
+    {policy.INSTANCE_TYPE_LABEL: "m5.xlarge"},
+]
+
+
+@pytest.mark.parametrize("labels", NODE_LABELS)
+def test_every_reader_reads_a_node_alike(labels: dict[str, Any]) -> None:
+    """The whole node, its labels alone, and the first scheme label found by someone else."""
+    whole = policy.read_node_memory(node_with(labels), WITH_TABLE)
+    assert policy.read_memory_labels(labels, WITH_TABLE) == whole
+    first = next((key for key in policy.memory_labels(WITH_TABLE) if key in labels), None)
+    value = labels.get(first) or "" if first else ""
+    assert policy.read_memory_label(first, value, WITH_TABLE) == whole
+
+
+def test_a_first_label_outside_the_schemes_is_a_caller_error() -> None:
+    with pytest.raises(ValueError, match=r"'example\.com/vram' is not one of the GPU-memory schemes' labels"):
+        policy.read_memory_label("example.com/vram", "16384")
+
+
 def test_a_label_named_twice_is_one_scheme_where_it_first_comes() -> None:
     settings = policy.PolicySettings(
         node_memory_label=policy.EKS_AUTO_GPU_MEMORY_LABEL,

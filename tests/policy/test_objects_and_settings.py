@@ -25,11 +25,11 @@ def test_settings_override_every_key_and_the_scale() -> None:
     )
     requirement = policy.requirement_from_pod(GPU_POD, settings)
     assert requirement == policy.Requirement(has_gpu=True, min_memory_mib=30000)
-    node = node_with({"team.example.org/vram": "32768"})
-    assert policy.fits_memory(requirement, node, settings) == (True, "")
+    node = policy.read_node_memory(node_with({"team.example.org/vram": "32768"}), settings)
+    assert node == policy.NodeMemory(32768, "team.example.org/vram")
+    assert policy.fits_memory(requirement, node) == (True, "")
     assert policy.score_100(requirement, node, settings) == 66
     assert policy.extender_score(requirement, node, settings) == 6
-    assert policy.read_node_memory(node, settings).mib == 32768
     # The default keys see neither the annotation nor the GPU.
     assert policy.requirement_from_pod(GPU_POD) == policy.NO_REQUIREMENT
 
@@ -60,7 +60,8 @@ def test_the_default_strategy_is_prefer_larger_and_best_fit_is_chosen_by_name() 
     assert policy.DEFAULT_SETTINGS.scoring_strategy == policy.PREFER_LARGER == "prefer-larger"
     assert policy.BEST_FIT == "best-fit"
     requirement = policy.Requirement(has_gpu=True, min_memory_mib=16384)
-    t4, h200 = node_with({policy.NODE_MEMORY_LABEL: "16384"}), node_with({policy.NODE_MEMORY_LABEL: "144384"})
+    t4 = policy.read_node_memory(node_with({policy.NODE_MEMORY_LABEL: "16384"}))
+    h200 = policy.read_node_memory(node_with({policy.NODE_MEMORY_LABEL: "144384"}))
     best_fit = policy.PolicySettings(scoring_strategy="best-fit")
     assert policy.score_100(requirement, t4, best_fit) > policy.score_100(requirement, h200, best_fit)
     assert policy.score_100(requirement, t4) < policy.score_100(requirement, h200)
@@ -74,11 +75,8 @@ def test_node_gpu_memory_reads_the_label_or_says_why_not() -> None:
 
 @pytest.mark.parametrize("node", ["gpu-node", 7, ["metadata"]])
 def test_a_node_that_is_not_an_object_is_malformed(node: object) -> None:
-    requirement = policy.Requirement(has_gpu=True, min_memory_mib=1)
     with pytest.raises(policy.PolicyError, match="node must be an object"):
-        policy.fits_memory(requirement, node)
-    with pytest.raises(policy.PolicyError, match="node must be an object"):
-        policy.score_100(requirement, node)
+        policy.read_node_memory(node)
 
 
 @pytest.mark.parametrize("pod", ["pod", 1, ["spec"]])
@@ -90,9 +88,8 @@ def test_a_pod_that_is_not_an_object_is_malformed(pod: object) -> None:
 def test_metadata_of_the_wrong_type_is_named() -> None:
     with pytest.raises(policy.PolicyError, match=r"metadata.annotations must be an object"):
         policy.requirement_from_pod({"metadata": {"annotations": ["a"]}})
-    requirement = policy.Requirement(has_gpu=True)
     with pytest.raises(policy.PolicyError, match=r"node.metadata must be an object"):
-        policy.score_100(requirement, {"metadata": "n"})
+        policy.read_node_memory({"metadata": "n"})
 
 
 def test_parse_go_int64_bounds() -> None:

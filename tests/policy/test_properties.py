@@ -21,8 +21,9 @@ def gpu_pod(minimum: int | None = None, gpus: str = "1") -> dict[str, Any]:
     }
 
 
-def labelled_node(label: object) -> dict[str, Any]:
-    return {"metadata": {"name": "n", "labels": {policy.NODE_MEMORY_LABEL: label}}}
+def labelled_node(label: object) -> policy.NodeMemory:
+    """The memory rule's fact of a node carrying our label with this value, as the policy reads it."""
+    return policy.read_node_memory({"metadata": {"name": "n", "labels": {policy.NODE_MEMORY_LABEL: label}}})
 
 
 @given(minimum=MEMORY, label=MEMORY)

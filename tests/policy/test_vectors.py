@@ -10,6 +10,8 @@ import policy
 from tests.vectors import case_settings, load_cases
 
 POLICY_CASES = load_cases("policy_cases.json")
+UNREAD = policy.NodeMemory(reason="the node was not read")
+"""What a caller hands the rules for a node it need not read."""
 QUANTITY_CASES = load_cases("quantity_cases.json")
 
 
@@ -44,17 +46,16 @@ def test_policy_case(case: dict[str, Any]) -> None:
     if expect.get("decode_error") == "node":
         assert requirement.has_gpu, "a node is read only for GPU pods"
         with pytest.raises(policy.PolicyError):
-            policy.score_100(requirement, node, settings)
-        if requirement.min_memory_mib:
-            with pytest.raises(policy.PolicyError):
-                policy.fits_memory(requirement, node, settings)
+            policy.read_node_memory(node, settings)
         return
     assert requirement == policy.Requirement(
         has_gpu=expect["requirement"]["has_gpu"], min_memory_mib=expect["requirement"]["min_memory_mib"]
     )
-    assert policy.fits_memory(requirement, node, settings) == (expect["fits"], expect["reason"])
-    assert policy.score_100(requirement, node, settings) == expect["score_100"]
-    assert policy.extender_score(requirement, node, settings) == expect["extender_score"]
+    # A pod without a GPU request is judged without reading the node: the rules must not look at it.
+    memory = policy.read_node_memory(node, settings) if requirement.has_gpu else UNREAD
+    assert policy.fits_memory(requirement, memory) == (expect["fits"], expect["reason"])
+    assert policy.score_100(requirement, memory, settings) == expect["score_100"]
+    assert policy.extender_score(requirement, memory, settings) == expect["extender_score"]
 
 
 @pytest.mark.parametrize("case", QUANTITY_CASES, ids=lambda case: case["json"])

@@ -20,7 +20,7 @@ from components.certificates import CLIENT_SECRET, SERVER_DNS_NAMES, SERVER_SECR
 from contracts.cluster import SCHEDULER_NAME
 from extender_app.settings import ExtenderSettings
 from localcluster.host.probes import LOOPBACK
-from policy import NODE_MEMORY_LABEL, extender_score, requirement_from_pod
+from policy import NODE_MEMORY_LABEL, extender_score, read_node_memory, requirement_from_pod
 from render.scheduler_config import EXTENDER_SERVICE_HOST
 from testbed.extender import DEADLINE, TLS_REFUSALS, ThreadedExtender, read_response
 from tests.pulumi.mocks import StackRun
@@ -133,7 +133,7 @@ def test_the_real_extender_serves_the_program_s_certificates_to_the_scheduler(
     context = scheduler_context(write_secret(tmp_path / "extender-client", client_files))
     status, body = prioritize(extender.ports.port, context)
     assert status == 200
-    expected = extender_score(requirement_from_pod(GPU_POD), GPU_NODE)
+    expected = extender_score(requirement_from_pod(GPU_POD), read_node_memory(GPU_NODE))
     assert json.loads(body) == [{"Host": "gpu-1", "Score": expected}]
 
 

@@ -25,7 +25,7 @@ from components.stack_config import PROJECT, StackConfigError, parse_stack_confi
 from contracts.cluster import NAMESPACE, SCHEDULER_NAME
 from localcluster.host.pki import CertificateAuthority
 from localcluster.host.team_pki import TeamPki, client_leaf, key_pem, leaf, pem, server_leaf, webhook_leaf
-from policy import extender_score, requirement_from_pod
+from policy import extender_score, read_node_memory, requirement_from_pod
 from render.scheduler_config import EXTENDER_SERVICE_HOST
 from tests.pulumi.conftest import existing_values, run_with, stack_config
 from tests.pulumi.mocks import STACK, StackRun, is_secret, reveal, strings_outside_secrets
@@ -433,7 +433,7 @@ def test_the_real_extender_serves_the_provided_certificates_to_the_scheduler(
     assert json.loads(body) == [
         {
             "Host": GPU_NODE["metadata"]["name"],
-            "Score": extender_score(requirement_from_pod(GPU_POD), GPU_NODE),
+            "Score": extender_score(requirement_from_pod(GPU_POD), read_node_memory(GPU_NODE)),
         }
     ]
 

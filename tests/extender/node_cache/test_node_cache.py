@@ -9,10 +9,10 @@ from extender_app.node_cache.metadata import (
     DELETED,
     MODIFIED,
     NO_CAPACITY_FACTS,
-    CapacityFacts,
     NodeMeta,
     WatchEvent,
 )
+from policy import NODE_BEING_REMOVED, NodeCapacity
 
 KEY = "example.com/gpu-memory-mib"
 
@@ -142,8 +142,8 @@ def test_a_node_learned_before_the_first_list_and_an_uncomparable_version():
 
 
 def test_capacity_facts_follow_lists_and_events():
-    spot = CapacityFacts("spot")
-    draining = CapacityFacts("spot", "karpenter.sh/disrupted")
+    spot = NodeCapacity("spot")
+    draining = NodeCapacity("spot", NODE_BEING_REMOVED)
     cache = NodeCache((KEY,))
     cache.replace([NodeMeta("a", "1", capacity=spot), NodeMeta("b", "2")], "5", 0.0)
     assert (cache.facts("a"), cache.facts("b")) == (spot, NO_CAPACITY_FACTS)

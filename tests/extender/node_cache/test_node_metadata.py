@@ -8,18 +8,27 @@ from extender_app.node_cache.metadata import (
     DELETED,
     ERROR,
     MODIFIED,
-    CapacityFacts,
     NodeDecodeError,
     NodeMeta,
-    capacity_view,
     event_from_json,
     node_from_json,
     page_from_json,
-    policy_view,
 )
-from policy import GFD_GPU_MEMORY_LABEL, NODE_MEMORY_LABEL, fits_memory, memory_labels, requirement_from_pod
-from policy.capacity_type import CAPACITY_TYPE_LABEL, CORDONED, NODE_BEING_REMOVED, fits_capacity_type
-from testbed.eks_nodes import base_node, make_pod
+from extender_app.node_labels import node_memory
+from policy import (
+    DEFAULT_SETTINGS,
+    GFD_GPU_MEMORY_LABEL,
+    INVALID_MEMORY_LABEL,
+    NODE_BEING_REMOVED,
+    NODE_MEMORY_LABEL,
+    NodeCapacity,
+    NodeMemory,
+    fits_capacity_type,
+    memory_labels,
+    read_node_capacity,
+    read_node_memory,
+)
+from testbed.eks_nodes import base_node
 
 KEY = NODE_MEMORY_LABEL
 KEYS = memory_labels()
@@ -47,7 +56,7 @@ def test_a_realistic_node_keeps_only_its_name_label_and_resource_version():
         node["metadata"]["name"],
         ours(node["metadata"]["labels"][KEY]),
         node["metadata"]["resourceVersion"],
-        CapacityFacts(capacity_type="on-demand"),
+        NodeCapacity(capacity_type="on-demand"),
     )
 
 
@@ -60,9 +69,10 @@ def test_capacity_facts_are_read_from_the_labels_and_the_taints():
         {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"},
     ]
     meta = node_from_json(orjson.dumps(node), KEYS)
-    assert meta.capacity == CapacityFacts("spot", "karpenter.sh/disrupted", deletion_candidate=True)
+    assert meta.capacity == NodeCapacity("spot", NODE_BEING_REMOVED, deletion_candidate=True)
+    assert meta.capacity == read_node_capacity(node), "the policy's reading of the whole node"
     partial_meta = node_from_json(orjson.dumps(partial("n", {"karpenter.sh/capacity-type": "spot"})), KEYS)
-    assert partial_meta.capacity == CapacityFacts("spot"), "metadata alone: labels, no taints"
+    assert partial_meta.capacity == NodeCapacity("spot"), "metadata alone: labels, no taints"
 
 
 def test_a_cordoned_node_is_read_as_being_taken_away():
@@ -70,13 +80,17 @@ def test_a_cordoned_node_is_read_as_being_taken_away():
     node["metadata"]["labels"]["training.example.com/capacity-type"] = "on-demand"
     node["spec"]["unschedulable"] = True
     facts = node_from_json(orjson.dumps(node), KEYS).capacity
-    assert facts == CapacityFacts("on-demand", CORDONED)
-    view = capacity_view(facts, CAPACITY_TYPE_LABEL)
-    assert fits_capacity_type("on-demand", view) == (False, NODE_BEING_REMOVED), (
-        "the rule reads the view as the node"
-    )
+    assert facts == NodeCapacity("on-demand", NODE_BEING_REMOVED) == read_node_capacity(node)
+    assert fits_capacity_type("on-demand", facts) == (False, NODE_BEING_REMOVED)
     node["spec"]["unschedulable"] = False
-    assert node_from_json(orjson.dumps(node), KEYS).capacity == CapacityFacts("on-demand")
+    assert node_from_json(orjson.dumps(node), KEYS).capacity == NodeCapacity("on-demand")
+
+
+def test_a_deletion_time_go_cannot_read_is_refused_with_the_node():
+    node = base_node()
+    node["metadata"]["deletionTimestamp"] = "yesterday"
+    with pytest.raises(NodeDecodeError, match=r"metadata\.deletionTimestamp must be an RFC 3339 time"):
+        node_from_json(orjson.dumps(node), KEYS)
 
 
 def test_label_absent_null_and_labels_null():
@@ -159,28 +173,28 @@ def test_unreadable_watch_lines_are_refused(line):
         event_from_json(line, KEYS)
 
 
-def test_the_policy_view_judges_like_the_full_node():
-    requirement = requirement_from_pod(make_pod(min_memory_mib=20000))
+def test_the_kept_label_reads_as_the_full_node():
     node = base_node()
     label = node_from_json(orjson.dumps(node), KEYS).label
-    assert fits_memory(requirement, policy_view(label)) == fits_memory(requirement, node)
+    assert node_memory(label, DEFAULT_SETTINGS) == read_node_memory(node)
     del node["metadata"]["labels"][KEY]
     label = node_from_json(orjson.dumps(node), KEYS).label
     assert label == f"{GFD_GPU_MEMORY_LABEL}={node['metadata']['labels'][GFD_GPU_MEMORY_LABEL]}", (
         "the next scheme"
     )
-    assert fits_memory(requirement, policy_view(label)) == fits_memory(requirement, node)
+    assert node_memory(label, DEFAULT_SETTINGS) == read_node_memory(node)
     for key in KEYS:
         node["metadata"]["labels"].pop(key, None)
     label = node_from_json(orjson.dumps(node), KEYS).label
     assert label is None
-    assert fits_memory(requirement, policy_view(label)) == fits_memory(requirement, node)
+    assert node_memory(label, DEFAULT_SETTINGS) == read_node_memory(node)
 
 
 def test_the_first_scheme_label_present_is_kept_even_when_invalid():
     labels = {"karpenter.k8s.aws/instance-gpu-memory": "16Gi", GFD_GPU_MEMORY_LABEL: "15360"}
     meta = node_from_json(orjson.dumps(partial("n", labels)), KEYS)
     assert meta.label == "karpenter.k8s.aws/instance-gpu-memory=16Gi"
-    assert policy_view(meta.label) == {
-        "metadata": {"labels": {"karpenter.k8s.aws/instance-gpu-memory": "16Gi"}}
-    }
+    invalid = INVALID_MEMORY_LABEL.format(label="karpenter.k8s.aws/instance-gpu-memory")
+    assert node_memory(meta.label, DEFAULT_SETTINGS) == NodeMemory(
+        label="karpenter.k8s.aws/instance-gpu-memory", reason=invalid
+    )

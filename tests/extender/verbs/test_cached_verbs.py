@@ -8,7 +8,8 @@ import pytest
 
 from extender_app.metrics import create_metrics
 from extender_app.node_cache.cache import NodeCache
-from extender_app.node_cache.metadata import NodeMeta, memory_label
+from extender_app.node_cache.metadata import NodeMeta
+from extender_app.node_labels import memory_label
 from extender_app.verbs.cached_handlers import UNKNOWN_NODE, cached_verbs
 from extender_app.verbs.handlers import VerbLimits
 from extender_app.verbs.wire import MAX_DEPTH_REASON

@@ -229,7 +229,7 @@ def test_labels_are_read_only_when_the_policy_needs_them():
     body = orjson.dumps({"Pod": {}, "Nodes": {"items": [{"metadata": {"name": "a", "labels": [1]}}]}})
     args = parse_args(body, MAX_NODES)  # not read yet
     with pytest.raises(WireError) as caught:
-        args.labels_for_policy(0, (NODE_MEMORY_LABEL,))
+        args.memory_label(0, (NODE_MEMORY_LABEL,))
     assert caught.value.status == HTTPStatus.BAD_REQUEST
     assert "Nodes.items[0].metadata.labels" in caught.value.reason
 
@@ -237,14 +237,12 @@ def test_labels_are_read_only_when_the_policy_needs_them():
 def test_only_the_policy_labels_are_type_checked():
     node = {"metadata": {"name": "a", "labels": {"other": 5, NODE_MEMORY_LABEL: "40960"}}}
     args = parse_args(orjson.dumps({"Pod": {}, "Nodes": {"items": [node]}}), MAX_NODES)
-    assert args.labels_for_policy(0, (NODE_MEMORY_LABEL,)) == {
-        "metadata": {"labels": {NODE_MEMORY_LABEL: "40960"}}
-    }
-    assert args.labels_for_policy(0, ("absent",)) == {"metadata": {"labels": {}}}
+    assert args.memory_label(0, (NODE_MEMORY_LABEL,)) == f"{NODE_MEMORY_LABEL}=40960"
+    assert args.memory_label(0, ("absent",)) is None
     wrong = {"metadata": {"name": "a", "labels": {NODE_MEMORY_LABEL: 40960}}}
     args = parse_args(orjson.dumps({"Pod": {}, "Nodes": {"items": [wrong]}}), MAX_NODES)
     with pytest.raises(WireError) as caught:
-        args.labels_for_policy(0, (NODE_MEMORY_LABEL,))
+        args.memory_label(0, (NODE_MEMORY_LABEL,))
     assert NODE_MEMORY_LABEL in caught.value.reason or "labels" in caught.value.reason
 
 
@@ -252,14 +250,10 @@ def test_only_the_first_scheme_label_a_node_carries_reaches_the_policy():
     labels = {"kubernetes.io/os": "linux", GFD_GPU_MEMORY_LABEL: "15360", INSTANCE_TYPE_LABEL: "g4dn.xlarge"}
     node = {"metadata": {"name": "a", "labels": labels}}
     args = parse_args(orjson.dumps({"Pod": {}, "Nodes": {"items": [node]}}), MAX_NODES)
-    assert args.labels_for_policy(0, memory_labels()) == {
-        "metadata": {"labels": {GFD_GPU_MEMORY_LABEL: "15360"}}
-    }
+    assert args.memory_label(0, memory_labels()) == f"{GFD_GPU_MEMORY_LABEL}=15360"
     labels[NODE_MEMORY_LABEL] = "16384"
     args = parse_args(orjson.dumps({"Pod": {}, "Nodes": {"items": [node]}}), MAX_NODES)
-    assert args.labels_for_policy(0, memory_labels()) == {
-        "metadata": {"labels": {NODE_MEMORY_LABEL: "16384"}}
-    }
+    assert args.memory_label(0, memory_labels()) == f"{NODE_MEMORY_LABEL}=16384"
 
 
 READ_WITH_THE_NODES = [
