@@ -83,7 +83,7 @@ class ExtenderService:
         )
         """The TLS listener's routes (with node lookups, ``run`` swaps in the verbs that may wait for
         the API server once its client exists)."""
-        self._request_log = RequestLog(self.metrics, logger)
+        self._request_log = RequestLog(self.metrics, logger, settings.tls_failure_log_interval)
         self._request_log.expect(verb_label(path) for path in self._routes.paths)
         self._readiness = Readiness(self.tls)
         self._node_api = node_api
@@ -132,10 +132,10 @@ class ExtenderService:
                 health_limits,
                 header_timeout=settings.health_request_timeout,
                 read_timeout=settings.health_request_timeout,
-                connection_rate_per_source=0,  # plain HTTP: a connection costs no handshake
             ),
             lambda _: None,
             self.log,
+            on_rejected_connection=self.metrics.health_rejected_connections.inc,
         )
         self.verb_server = verbs
         self.metrics.in_flight.set_function(lambda: verbs.requests_in_flight)
@@ -211,6 +211,7 @@ def _server_limits(
         max_connections=max_connections[0],
         max_connections_per_source=max_connections[1],
         connection_rate_per_source=settings.connection_rate_per_source,
+        reclaim_idle_after=settings.reclaim_idle_after,
         max_buffered_body_bytes=max_buffered[0],
         max_buffered_body_bytes_per_source=max_buffered[1],
     )
