@@ -1,5 +1,12 @@
 """The adversarial suite's servers: the webhook and the extender as their own processes, started
-once per module as the Deployments run them, and a table of every attack's figures at the end."""
+once per module as the Deployments run them, and a table of every attack's figures at the end.
+
+Each attack runs in a process of its own at the lowest CPU priority (nice 19, set by
+``testbed.attacks``): an attacking pod runs on another node, or at least in its own cgroup with its
+own CPU share; here it shares the machine with the server and the legitimate client, so it runs at
+the lowest priority rather than take their CPU in a way no cluster would. This hides no cost of the
+server's: its CPU seconds under each attack are measured and reported.
+"""
 
 import http.client
 import os
@@ -166,7 +173,7 @@ def _check_answer(server: Server, body: bytes) -> None:
 
 
 def start_attack(attack: str, port: int, *args: str) -> subprocess.Popen[bytes]:
-    """``python -m testbed.attacks`` for ATTACK_SECONDS from the ATTACKERS' addresses."""
+    """``python -m testbed.attacks`` for ATTACK_SECONDS from the ATTACKERS' addresses (at nice 19)."""
     argv = [
         sys.executable,
         "-m",
