@@ -200,6 +200,22 @@ def test_when_every_connection_is_busy_a_new_one_is_refused(pki):
         server.stop()
 
 
+def test_the_health_port_resets_a_source_opening_connections_too_fast(pki):
+    """The kubelet opens one connection per probe; a pod reconnecting as fast as it is answered or
+    cut costs an accept and a reset past its burst (the health port's per-source bound), counted."""
+    settings = settings_for(pki, connection_rate_per_source=0.01, health_max_connections_per_source=2)
+    server = ThreadedExtender(settings, pki).start()
+    port = server.ports.health_port
+    try:
+        for _ in range(2):
+            assert request(port, None, "/readyz", method="GET", source=HOLDER).status == 200
+        assert refusal(lambda: request(port, None, "/readyz", method="GET", source=HOLDER)) is not None
+        assert request(port, None, "/readyz", method="GET", source=API_SERVER).status == 200
+        assert counters(server)[HEALTH_REJECTED] == 1
+    finally:
+        server.stop()
+
+
 def test_a_connection_that_never_completes_its_handshake_is_closed_at_the_handshake_deadline(pki):
     server = ThreadedExtender(settings_for(pki, handshake_timeout=0.5, header_timeout=DEADLINE), pki).start()
     try:
@@ -217,6 +233,7 @@ def test_a_connection_that_never_completes_its_handshake_is_closed_at_the_handsh
 
 REJECTED = ("gpu_extender_rejected_connections_total", ())
 HANDSHAKE_FAILURES = ("gpu_extender_tls_handshake_failures_total", ())
+HEALTH_REJECTED = ("gpu_extender_health_rejected_connections_total", ())
 
 
 def counters(server: ThreadedExtender) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
