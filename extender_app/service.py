@@ -36,6 +36,9 @@ from policy.job_zone import JOB_SIZE_LIMIT, JobZoneSettings
 
 HEALTH_MAX_BODY_BYTES = 1024
 """Probes and scrapes send no body, and the health port reads none; the bound is only the budget's."""
+WORK_USE_HALF_LIFE = 1.0
+"""Seconds over which a source's past slot-time counts half when work slots are handed out: a
+source whose requests held slots long lately waits behind one whose requests were quick."""
 HEALTH_SHUTDOWN_TIMEOUT = 1.0
 """Seconds the health listener waits for its answers in flight at shutdown (each is made from the
 request head at once)."""
@@ -112,7 +115,7 @@ class ExtenderService:
             self._request_log.record,
             self.log,
             tls_context=lambda: self.tls.context,
-            gate=SourceBudget(settings.max_concurrent_requests),
+            gate=SourceBudget(settings.max_concurrent_requests, recent_use_half_life=WORK_USE_HALF_LIFE),
             on_rejected_connection=self.metrics.rejected_connections.inc,
             on_evicted_connection=self.metrics.evicted_connections.inc,
             on_tls_failure=self._request_log.tls_failure,
