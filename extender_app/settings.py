@@ -187,7 +187,7 @@ class ExtenderSettings:
         "new connections a second one client IP address may open, after its per-source connection"
         " bound at once (--max-connections-per-source on the TLS port,"
         " --health-max-connections-per-source on the health port); past it a new connection is"
-        " closed at accept, before TLS or any read; 0 = no limit",
+        " reset at accept, before TLS or any read; 0 = no limit",
     )
     handshake_timeout: float = setting(
         1.0, "seconds from accept to a completed TLS handshake (within --header-timeout)"
