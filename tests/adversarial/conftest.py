@@ -232,6 +232,7 @@ def under_attack(
             "server CPU s": round(cpu, 2),
             "peak RSS MiB": round(outcome.peak_rss_bytes / 2**20, 1),
             "attacker connections": counts["opened"],
+            "load avg": round(os.getloadavg()[0], 1),
         }
     )
     return outcome
