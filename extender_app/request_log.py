@@ -9,7 +9,7 @@ connections that never finish TLS must not turn the log into its own stream.
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from http import HTTPStatus
 
 from extender_app.metrics import ExtenderMetrics
@@ -25,11 +25,16 @@ class RequestLog:
     """Counts and logs what the TLS listener answered."""
 
     def __init__(
-        self, metrics: ExtenderMetrics, log: logging.Logger, tls_failure_log_interval: float = 0.0
+        self,
+        metrics: ExtenderMetrics,
+        log: logging.Logger,
+        tls_failure_log_interval: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._metrics = metrics
         self._log = log
         self._tls_failure_log_interval = tls_failure_log_interval
+        self._clock = clock
         self._tls_failures: dict[str, tuple[float, int]] = {}
         """Reason -> (monotonic time it was last logged, failures with it not logged since)."""
 
@@ -72,7 +77,7 @@ class RequestLog:
         """A handshake that failed: counted, and logged with its reason unless that reason was
         logged less than the interval ago (the next line then says how many were not logged)."""
         self._metrics.tls_handshake_failures.inc()
-        now = time.monotonic()
+        now = self._clock()
         logged_at, unlogged = self._tls_failures.get(reason, (None, 0))
         if logged_at is not None and now - logged_at < self._tls_failure_log_interval:
             self._tls_failures[reason] = (logged_at, unlogged + 1)

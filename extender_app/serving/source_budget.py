@@ -61,7 +61,11 @@ class SourceBudget:
     """Units (bytes, or work slots) the server may hand out at once, in all and per source."""
 
     def __init__(
-        self, capacity: int, per_source: int | None = None, recent_use_half_life: float = 0.0
+        self,
+        capacity: int,
+        per_source: int | None = None,
+        recent_use_half_life: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.capacity = capacity
         self.per_source = None if per_source is None else min(per_source, capacity)
@@ -69,6 +73,7 @@ class SourceBudget:
         self._free = capacity
         self._held: dict[str, int] = {}
         self._half_life = recent_use_half_life
+        self._clock = clock
         self._use: dict[str, tuple[float, float]] = {}
         """Source -> (unit-seconds held lately, monotonic time they were counted to)."""
         self._waiters: list[_Waiter] = []
@@ -87,7 +92,7 @@ class SourceBudget:
         """Units times seconds ``source`` held, halved every ``recent_use_half_life`` (0 when not weighed)."""
         if not self._half_life or source not in self._use:
             return 0.0
-        return self._counted_to(source, time.monotonic())
+        return self._counted_to(source, self._clock())
 
     def _counted_to(self, source: str, now: float) -> float:
         use, since = self._use.get(source, (0.0, now))
@@ -100,7 +105,7 @@ class SourceBudget:
         """Bring ``source``'s use up to now, before what it holds changes."""
         if not self._half_life:
             return
-        now = time.monotonic()
+        now = self._clock()
         if source not in self._use and len(self._use) >= MAX_TRACKED_USES:
             for other in [other for other in self._use if not self.held_by(other)]:
                 if self._counted_to(other, now) < NEGLIGIBLE_USE:

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from extender_app import request_log
 from extender_app.metrics import create_metrics
 from extender_app.request_log import RequestLog
 
@@ -29,11 +28,12 @@ def lines() -> Iterator[Lines]:
     logger.removeHandler(handler)
 
 
-def test_a_reason_is_logged_once_per_interval_and_every_failure_counted(lines, monkeypatch) -> None:
+def test_a_reason_is_logged_once_per_interval_and_every_failure_counted(lines) -> None:
     clock = [100.0]
-    monkeypatch.setattr(request_log.time, "monotonic", lambda: clock[0])
     metrics = create_metrics(node_cache=False)
-    log = RequestLog(metrics, logging.getLogger("test-request-log"), tls_failure_log_interval=10.0)
+    log = RequestLog(
+        metrics, logging.getLogger("test-request-log"), tls_failure_log_interval=10.0, clock=lambda: clock[0]
+    )
     for _ in range(5):
         log.tls_failure("timeout")
     log.tls_failure("no certificate")  # another reason has its own interval

@@ -6,7 +6,6 @@ import functools
 
 import pytest
 
-from extender_app.serving import source_budget
 from extender_app.serving.source_budget import SourceBudget
 
 
@@ -178,31 +177,34 @@ def _slots_after_a_long_and_a_short_hold(budget: SourceBudget, clock: list[float
         await asyncio.gather(pod, api_server)
         return order
 
-    return run(scenario())
+    order: list[str] = run(scenario())
+    return order
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    now = [1000.0]
-    monkeypatch.setattr(source_budget.time, "monotonic", lambda: now[0])
-    return now
+def clock() -> list[float]:
+    """The budget's clock: moved by hand."""
+    return [1000.0]
 
 
 def test_among_sources_holding_as_much_the_one_that_held_least_lately_goes_first(clock) -> None:
     """Work slots: four pods each sending one slow request at a time hold nothing while they wait,
     as the API server does; what tells them apart is how long their requests held a slot lately."""
-    budget = SourceBudget(1, recent_use_half_life=60.0)
+    budget = SourceBudget(1, recent_use_half_life=60.0, clock=lambda: clock[0])
     assert _slots_after_a_long_and_a_short_hold(budget, clock) == ["api-server", "pod"]
     assert budget.recent_use("pod") > budget.recent_use("api-server")
 
 
 def test_without_a_half_life_sources_holding_as_much_are_served_first_come(clock) -> None:
-    assert _slots_after_a_long_and_a_short_hold(SourceBudget(1), clock) == ["pod", "api-server"]
+    assert _slots_after_a_long_and_a_short_hold(SourceBudget(1, clock=lambda: clock[0]), clock) == [
+        "pod",
+        "api-server",
+    ]
 
 
 def test_use_halves_every_half_life(clock) -> None:
     async def scenario() -> tuple[float, float]:
-        budget = SourceBudget(1, recent_use_half_life=1.0)
+        budget = SourceBudget(1, recent_use_half_life=1.0, clock=lambda: clock[0])
         assert await budget.reserve(1, 1.0, "pod")
         clock[0] += 0.5
         budget.release(1, "pod")
