@@ -5,7 +5,8 @@ what no maintained Python server offers together (docs/design/own-http-loop.md):
 deadline from a request's first byte, a deadline for the whole request, a write deadline, an
 idle timeout, a body cap enforced while reading (also for chunked bodies), a bound on the body
 and answer bytes held at once that takes bytes only as they arrive and shares them by client
-address, connection room shared by client address, a bound on concurrent work, TLS with a context
+address, connection room shared by client address and decided as a connection is accepted (a refused
+one is reset before any transport, TLS or read), a bound on concurrent work, TLS with a context
 chosen per connection (so rotated certificates apply without a restart) and a graceful shutdown.
 Routes that answer from the head alone (health, metrics, errors) never read a body.
 """
