@@ -34,6 +34,7 @@ class ExtenderMetrics:
     in_flight: Gauge
     rejected_connections: Counter
     evicted_connections: Counter
+    health_rejected_connections: Counter
     tls_handshake_failures: Counter
     tls_reloads: Counter
     tls_material_stale: Gauge
@@ -81,14 +82,21 @@ def create_metrics(node_cache: bool = False) -> ExtenderMetrics:
         ),
         rejected_connections=Counter(
             "gpu_extender_rejected_connections",
-            "New connections refused: --max-connections (or the source's --max-connections-per-source)"
-            " were open and all busy with a request.",
+            "New connections to the TLS port reset at accept, before TLS: the source opened them faster"
+            " than --connection-rate-per-source, or held --max-connections-per-source with none idle for"
+            " --reclaim-idle-after, or --max-connections were open and none could make room.",
             registry=registry,
         ),
         evicted_connections=Counter(
             "gpu_extender_evicted_connections",
             "Idle connections closed to make room for a new one (--max-connections,"
             " --max-connections-per-source).",
+            registry=registry,
+        ),
+        health_rejected_connections=Counter(
+            "gpu_extender_health_rejected_connections",
+            "New connections to the health port reset at accept, as gpu_extender_rejected_connections"
+            " (--health-max-connections, --health-max-connections-per-source).",
             registry=registry,
         ),
         tls_handshake_failures=Counter(

@@ -2,11 +2,14 @@
 
 A request's line names its verb, pod, candidates, the nodes that passed, its status, its duration
 and the client certificate's common name; an answer other than 200, or one the client did not
-take, is logged as a warning with its reason.
+take, is logged as a warning with its reason. Failed handshakes are counted each, and logged once
+per reason per ``--tls-failure-log-interval`` with how many were not logged since: a pod opening
+connections that never finish TLS must not turn the log into its own stream.
 """
 
 import logging
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from http import HTTPStatus
 
 from extender_app.metrics import ExtenderMetrics
@@ -14,14 +17,26 @@ from extender_app.serving.responses import RequestRecord
 
 EXTRA_FIELDS = ("pod_error", "unknown_nodes", "admission")
 """What an endpoint may add to its request's line, logged when present."""
+MAX_TLS_FAILURE_REASONS = 64
+"""Reasons whose last log time is remembered; past it they are forgotten (each then logs again)."""
 
 
 class RequestLog:
     """Counts and logs what the TLS listener answered."""
 
-    def __init__(self, metrics: ExtenderMetrics, log: logging.Logger) -> None:
+    def __init__(
+        self,
+        metrics: ExtenderMetrics,
+        log: logging.Logger,
+        tls_failure_log_interval: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._metrics = metrics
         self._log = log
+        self._tls_failure_log_interval = tls_failure_log_interval
+        self._clock = clock
+        self._tls_failures: dict[str, tuple[float, int]] = {}
+        """Reason -> (monotonic time it was last logged, failures with it not logged since)."""
 
     def expect(self, labels: Iterable[str]) -> None:
         """Put each verb on /metrics from the start, at zero, so a dashboard or alarm that selects
@@ -59,6 +74,18 @@ class RequestLog:
         self._log.log(level, "request", extra={"fields": line})
 
     def tls_failure(self, reason: str) -> None:
-        """A handshake that failed: counted and logged with its reason."""
+        """A handshake that failed: counted, and logged with its reason unless that reason was
+        logged less than the interval ago (the next line then says how many were not logged)."""
         self._metrics.tls_handshake_failures.inc()
-        self._log.warning("tls handshake failed", extra={"fields": {"reason": reason}})
+        now = self._clock()
+        logged_at, unlogged = self._tls_failures.get(reason, (None, 0))
+        if logged_at is not None and now - logged_at < self._tls_failure_log_interval:
+            self._tls_failures[reason] = (logged_at, unlogged + 1)
+            return
+        if len(self._tls_failures) >= MAX_TLS_FAILURE_REASONS and reason not in self._tls_failures:
+            self._tls_failures.clear()
+        self._tls_failures[reason] = (now, 0)
+        fields: dict[str, object] = {"reason": reason}
+        if unlogged:
+            fields["not_logged_since"] = unlogged
+        self._log.warning("tls handshake failed", extra={"fields": fields})

@@ -36,6 +36,9 @@ from policy.job_zone import JOB_SIZE_LIMIT, JobZoneSettings
 
 HEALTH_MAX_BODY_BYTES = 1024
 """Probes and scrapes send no body, and the health port reads none; the bound is only the budget's."""
+WORK_USE_HALF_LIFE = 1.0
+"""Seconds over which a source's past slot-time counts half when work slots are handed out: a
+source whose requests held slots long lately waits behind one whose requests were quick."""
 HEALTH_SHUTDOWN_TIMEOUT = 1.0
 """Seconds the health listener waits for its answers in flight at shutdown (each is made from the
 request head at once)."""
@@ -83,7 +86,7 @@ class ExtenderService:
         )
         """The TLS listener's routes (with node lookups, ``run`` swaps in the verbs that may wait for
         the API server once its client exists)."""
-        self._request_log = RequestLog(self.metrics, logger)
+        self._request_log = RequestLog(self.metrics, logger, settings.tls_failure_log_interval)
         self._request_log.expect(verb_label(path) for path in self._routes.paths)
         self._readiness = Readiness(self.tls)
         self._node_api = node_api
@@ -112,7 +115,7 @@ class ExtenderService:
             self._request_log.record,
             self.log,
             tls_context=lambda: self.tls.context,
-            gate=SourceBudget(settings.max_concurrent_requests),
+            gate=SourceBudget(settings.max_concurrent_requests, recent_use_half_life=WORK_USE_HALF_LIFE),
             on_rejected_connection=self.metrics.rejected_connections.inc,
             on_evicted_connection=self.metrics.evicted_connections.inc,
             on_tls_failure=self._request_log.tls_failure,
@@ -132,10 +135,10 @@ class ExtenderService:
                 health_limits,
                 header_timeout=settings.health_request_timeout,
                 read_timeout=settings.health_request_timeout,
-                connection_rate_per_source=0,  # plain HTTP: a connection costs no handshake
             ),
             lambda _: None,
             self.log,
+            on_rejected_connection=self.metrics.health_rejected_connections.inc,
         )
         self.verb_server = verbs
         self.metrics.in_flight.set_function(lambda: verbs.requests_in_flight)
@@ -211,6 +214,7 @@ def _server_limits(
         max_connections=max_connections[0],
         max_connections_per_source=max_connections[1],
         connection_rate_per_source=settings.connection_rate_per_source,
+        reclaim_idle_after=settings.reclaim_idle_after,
         max_buffered_body_bytes=max_buffered[0],
         max_buffered_body_bytes_per_source=max_buffered[1],
     )

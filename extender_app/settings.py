@@ -153,16 +153,27 @@ class ExtenderSettings:
     max_connections_per_source: int = setting(
         64,
         "open connections from one client IP address; at the bound that source's least recently used"
-        " idle one is closed for its new one, which is refused only when all of them are busy (above"
-        " --max-connections, --max-connections applies)",
+        " idle connection is closed for its new one if idle for --reclaim-idle-after, else the new one"
+        " is refused at accept, before TLS (above --max-connections, --max-connections applies)",
+    )
+    # A source that reconnects as fast as it is closed would otherwise close its own connections
+    # for its new ones, a handshake each: docs/security.md#listener-limits-and-the-adversarial-suite.
+    reclaim_idle_after: float = setting(
+        2.0,
+        "seconds a connection must have been idle (since its accept or its last answer) before a new"
+        " connection of its own source, or of one holding as many, may close it for room; younger,"
+        " the new one is refused at accept. At least --header-timeout, so a connection still in its"
+        " handshake or head is cut by its deadline, not reclaimed; 0 = any idle one may be closed",
     )
     health_max_connections: int = setting(
         32,
         "open connections to the health port; at the bound an idle one, else the longest-busy one of the"
-        " source holding the most, is closed for a new one",
+        " source holding the most, is closed for a new one (as --max-connections)",
     )
     health_max_connections_per_source: int = setting(
-        8, "open connections to the health port from one client IP address (kubelet probes, the scraper)"
+        8,
+        "open connections to the health port from one client IP address (kubelet probes, the scraper);"
+        " at the bound as --max-connections-per-source",
     )
     health_request_timeout: float = setting(
         1.0,
@@ -173,9 +184,10 @@ class ExtenderSettings:
     # docs/serving.md#connections-idle-holders-and-sources.
     connection_rate_per_source: float = setting(
         20.0,
-        "new connections a second one client IP address may open to the TLS port, after"
-        " --max-connections-per-source at once; past it a new connection is closed at accept, before"
-        " TLS; 0 = no limit (the plain-HTTP health port has none: its connections cost no handshake)",
+        "new connections a second one client IP address may open, after its per-source connection"
+        " bound at once (--max-connections-per-source on the TLS port,"
+        " --health-max-connections-per-source on the health port); past it a new connection is"
+        " reset at accept, before TLS or any read; 0 = no limit",
     )
     handshake_timeout: float = setting(
         1.0, "seconds from accept to a completed TLS handshake (within --header-timeout)"
@@ -195,6 +207,12 @@ class ExtenderSettings:
         1.0, "seconds spent discarding an unread body after an early 4xx, so the client reads the answer"
     )
     shutdown_timeout: float = setting(15.0, "seconds SIGTERM waits for requests in flight")
+    tls_failure_log_interval: float = setting(
+        10.0,
+        "seconds between log lines for failed TLS handshakes of one reason (each is counted in"
+        " gpu_extender_tls_handshake_failures_total; the next line says how many were not logged);"
+        " 0 = one line each",
+    )
     tls_reload_interval: float = setting(5.0, "seconds between checks of the TLS files for a change")
     # With 200 the pod's condition shows the message; with 400 kube-scheduler drops the text.
     pod_error_status: PodErrorStatus = setting(
@@ -334,8 +352,9 @@ class ExtenderSettings:
         for name in _POSITIVE_SECONDS:
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be greater than 0")
-        if self.linger_timeout < 0:
-            raise ValueError("linger_timeout must not be negative")
+        for name in ("linger_timeout", "reclaim_idle_after", "tls_failure_log_interval"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative")
         for name in ("tls_cert", "tls_key"):
             if not getattr(self, name):
                 raise ValueError(f"{name} must be a file path")

@@ -1,10 +1,11 @@
 """How fast one client address may open connections: a token bucket per source.
 
 Every new connection costs the server a TLS handshake, milliseconds of CPU on the loop that answers
-everyone, before it has said a word. The whole-request deadline cuts a slow sender after a second,
-and a hostile pod simply reconnects: four pods holding 64 connections each would make the server
-do hundreds of handshakes a second. So each source may open ``burst`` connections at once and then
-``rate`` a second; past that its new connection is closed at accept, before any TLS. The clients
+everyone, before it has said a word (on the plain-HTTP health port, a parse and an answer). The
+whole-request deadline cuts a slow sender after a second, and a hostile pod simply reconnects: four
+pods holding 64 connections each would make the server do hundreds of handshakes a second. So each
+source may open ``burst`` connections at once and then ``rate`` a second; past that its new
+connection is reset at accept, before any TLS or read. The clients
 we serve reuse their connections (Go's ``net/http`` keeps them alive), so they open few: the API
 server after an idle timeout or a burst of pod creations, kube-scheduler once, the kubelet one per
 probe.

@@ -3,16 +3,21 @@
 A connection is *idle* while no request of it is in progress: during its TLS handshake, while
 it waits for its first request, and between keep-alive requests. Idle connections cost the
 server nothing but a socket and a buffer, and they are what a client that wants to starve the
-server holds. So a new connection is never refused while an idle one could make room for it:
+server holds. A new connection is admitted or refused at accept, before any TLS or read:
 
-1. its source (the peer's IP address) may hold at most ``max_per_source`` connections; at that
-   bound the source's own least recently used idle connection is closed for the new one;
+1. its source (the peer's IP address) may hold at most ``max_per_source`` connections. At that
+   bound the source's own least recently used idle connection is closed for the new one only if
+   it has been idle for ``reclaim_idle_after`` seconds or more (a connection a client left
+   behind); otherwise the new one is refused. Closing a young connection would only feed a
+   source that reconnects as fast as it is closed: each of its new connections would close one
+   of its own, and each closed one would come back at once, a TLS handshake every time;
 2. the listener holds at most ``max_total``; at that bound the source holding the most
    connections, if it holds more than the newcomer's source would after it (by more than one),
    gives one up: its least recently used idle connection, else its longest-busy one (a request
    busy for long is a slow or stalled sender, since a real one is answered in milliseconds);
-3. when every source holds about as many, the least recently used idle connection is closed,
-   the newcomer's source's own first.
+3. when every source holds about as many, an idle connection idle for ``reclaim_idle_after``
+   seconds or more is closed, the newcomer's source's own first, else one of a source holding at
+   least as many as the newcomer's source would; a source holding fewer is never pushed out.
 
 Open connections thus tend to an equal share per source: no set of sources, however fast it
 connects, can push out a source that holds fewer (the API server sending its next review).
@@ -28,20 +33,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass
+@dataclass(eq=False)
 class Connection:
-    """One open connection, as the table sees it."""
+    """One open connection, as the table sees it (compared by identity)."""
 
     source: str
     """The peer's IP address (the per-source bound counts by it)."""
-    closed: "asyncio.Future[None]"
-    """Done once the connection is closed (by the peer, an error or us)."""
     idle_since: float
     """Loop time of the accept, or of the end of its last request: the least recent is closed first."""
     busy: bool = False
     """A request's head has arrived and its response is not yet written."""
     busy_since: float = 0.0
     """Loop time the current request's head arrived (while ``busy``)."""
+    task: "asyncio.Task[Any] | None" = None
+    """The task serving it; cancelled when the table closes the connection for room."""
+
+    def close(self) -> None:
+        """Close it for room: its task closes the socket once it runs."""
+        if self.task is not None:
+            self.task.cancel()
 
 
 @dataclass
@@ -54,68 +64,78 @@ class Admission:
 
 @dataclass
 class ConnectionTable:
-    """Open connections by the task serving each; ``admit`` makes room or refuses."""
+    """Open connections; ``admit`` makes room or refuses."""
 
     max_total: int
     max_per_source: int
-    _open: dict["asyncio.Task[Any]", Connection] = field(default_factory=dict)
+    reclaim_idle_after: float = 0.0
+    """Seconds a connection must have been idle before rules 1 and 3 close it for a newcomer."""
+    _open: dict[Connection, None] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self._open)
 
-    def items(self) -> list[tuple["asyncio.Task[Any]", Connection]]:
-        return list(self._open.items())
+    def values(self) -> list[Connection]:
+        return list(self._open)
 
-    def values(self) -> Iterable[Connection]:
-        return self._open.values()
-
-    def admit(self, task: "asyncio.Task[Any]", connection: Connection) -> Admission:
-        """Enter ``connection`` served by ``task``, closing idle ones to make room; or refuse it."""
+    def admit(self, connection: Connection, now: float) -> Admission:
+        """Enter ``connection`` (accepted at loop time ``now``), closing others to make room; or refuse it."""
         evicted = 0
-        same_source = [item for item in self._open.items() if item[1].source == connection.source]
+        same_source = [open_ for open_ in self._open if open_.source == connection.source]
         if len(same_source) >= self.max_per_source:
-            if not self._evict_least_recent(same_source):
+            if not self._evict_least_recent(same_source, now):
                 return Admission(admitted=False)
             evicted += 1
         if len(self._open) >= self.max_total:
-            if not self._make_room(connection.source, len(same_source) - evicted):
+            if not self._make_room(connection.source, len(same_source) - evicted, now):
                 return Admission(admitted=False, evicted=evicted)
             evicted += 1
-        self._open[task] = connection
+        self._open[connection] = None
         return Admission(admitted=True, evicted=evicted)
 
-    def forget(self, task: "asyncio.Task[Any]") -> None:
-        """The connection served by ``task`` is closed (or was closed for room already)."""
-        self._open.pop(task, None)
+    def forget(self, connection: Connection) -> None:
+        """``connection`` is closed (or was closed for room already)."""
+        self._open.pop(connection, None)
 
-    def _make_room(self, source: str, newcomer_holds: int) -> bool:
+    def _make_room(self, source: str, newcomer_holds: int, now: float) -> bool:
         """Close one connection for a newcomer from ``source``, which holds ``newcomer_holds``.
 
         The source holding the most gives one up when it holds more than ``newcomer_holds + 1``:
         its least recently used idle connection, else its longest-busy one. Otherwise (every source
-        holds about as many) the least recently used idle connection, the newcomer's own first.
+        holds about as many) an idle connection old enough to reclaim: the newcomer's own first,
+        else one of a source holding at least ``newcomer_holds + 1``.
         """
-        by_source: dict[str, list[tuple[asyncio.Task[Any], Connection]]] = {}
-        for item in self._open.items():
-            by_source.setdefault(item[1].source, []).append(item)
+        by_source: dict[str, list[Connection]] = {}
+        for open_ in self._open:
+            by_source.setdefault(open_.source, []).append(open_)
         largest = max(by_source.values(), key=len)
         if len(largest) > newcomer_holds + 1:
-            if self._evict_least_recent(largest):
+            if self._evict_least_recent(largest, None):
                 return True
-            task, _ = min(largest, key=lambda item: item[1].busy_since)
-            del self._open[task]
-            task.cancel()
+            self._evict(min(largest, key=lambda open_: open_.busy_since))
             return True
-        return self._evict_least_recent(by_source.get(source, [])) or self._evict_least_recent(
-            self._open.items()
+        not_lighter = [
+            open_
+            for held in by_source.values()
+            if len(held) >= newcomer_holds + 1 and held[0].source != source
+            for open_ in held
+        ]
+        return self._evict_least_recent(by_source.get(source, []), now) or self._evict_least_recent(
+            not_lighter, now
         )
 
-    def _evict_least_recent(self, candidates: Iterable[tuple["asyncio.Task[Any]", Connection]]) -> bool:
-        """Close the least recently used idle connection among ``candidates``; False when all are busy."""
-        idle = [(connection.idle_since, task) for task, connection in candidates if not connection.busy]
+    def _evict_least_recent(self, candidates: Iterable[Connection], now: float | None) -> bool:
+        """Close the least recently used idle connection among ``candidates``, if ``now`` is given
+        only one idle for ``reclaim_idle_after`` or more; False when there is none."""
+        oldest = now - self.reclaim_idle_after if now is not None else None
+        idle = [
+            open_ for open_ in candidates if not open_.busy and (oldest is None or open_.idle_since <= oldest)
+        ]
         if not idle:
             return False
-        _, task = min(idle, key=lambda pair: pair[0])
-        del self._open[task]  # counted out now: its task closes the socket once it runs
-        task.cancel()
+        self._evict(min(idle, key=lambda open_: open_.idle_since))
         return True
+
+    def _evict(self, connection: Connection) -> None:
+        del self._open[connection]  # counted out now: its task closes the socket once it runs
+        connection.close()

@@ -5,14 +5,19 @@ what no maintained Python server offers together (docs/design/own-http-loop.md):
 deadline from a request's first byte, a deadline for the whole request, a write deadline, an
 idle timeout, a body cap enforced while reading (also for chunked bodies), a bound on the body
 and answer bytes held at once that takes bytes only as they arrive and shares them by client
-address, connection room shared by client address, a bound on concurrent work, TLS with a context
+address, connection room shared by client address and decided as a connection is accepted (a refused
+one is reset before any transport, TLS or read), a bound on concurrent work, TLS with a context
 chosen per connection (so rotated certificates apply without a restart) and a graceful shutdown.
 Routes that answer from the head alone (health, metrics, errors) never read a body.
 """
 
 import asyncio
+import contextlib
+import errno
 import logging
+import socket
 import ssl
+import struct
 import traceback
 from collections.abc import Callable
 from http import HTTPStatus
@@ -55,6 +60,12 @@ asyncio's default, 100, overflows when many clients connect at once, such as a p
 fast as it is closed, and a legitimate client whose connection is dropped there waits a second for
 TCP to retry."""
 
+ACCEPTS_PER_WAKEUP = 128
+"""Connections accepted per wake-up of the loop before it serves the others again."""
+ACCEPT_PAUSE_SECONDS = 1.0
+"""How long accepting stops when the process is out of file descriptors or memory."""
+_RESET_LINGER = struct.pack("ii", 1, 0)
+
 WRITE_CHUNK_BYTES = 256 * 1024
 """Bytes handed to the transport per write; the write deadline is checked between them."""
 
@@ -85,18 +96,24 @@ class HttpServer:
         self._on_rejected = on_rejected_connection
         self._on_evicted = on_evicted_connection
         self._on_tls_failure = on_tls_failure
-        self._connections = ConnectionTable(limits.max_connections, limits.max_connections_per_source)
+        self._connections = ConnectionTable(
+            limits.max_connections, limits.max_connections_per_source, limits.reclaim_idle_after
+        )
         self._rate = ConnectionRate(limits.connection_rate_per_source, limits.max_connections_per_source)
-        self._server: asyncio.Server | None = None
+        self._listener: socket.socket | None = None
         self._stopping = False
         self._waiting_for_slot = 0
 
     async def start(self, host: str, port: int) -> int:
         """Listen; returns the bound port (useful when ``port`` is 0)."""
-        self._server = await asyncio.start_server(
-            self._accept, host, port, limit=READ_CHUNK_BYTES, backlog=LISTEN_BACKLOG
-        )
-        return int(self._server.sockets[0].getsockname()[1])
+        family, _, _, _, address = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        listener = socket.create_server(address, family=family, backlog=LISTEN_BACKLOG)
+        listener.setblocking(False)
+        self._listener = listener
+        asyncio.get_running_loop().add_reader(listener.fileno(), self._on_acceptable)
+        return int(listener.getsockname()[1])
 
     @property
     def open_connections(self) -> int:
@@ -121,44 +138,87 @@ class HttpServer:
     async def shutdown(self, timeout: float) -> None:
         """Stop accepting, drop idle connections, let requests in flight finish (up to ``timeout``)."""
         self._stopping = True
-        if self._server is not None:
-            self._server.close()
-        for task, connection in list(self._connections.items()):
+        if self._listener is not None:
+            asyncio.get_running_loop().remove_reader(self._listener.fileno())
+            self._listener.close()
+        for connection in self._connections.values():
             if not connection.busy:
-                task.cancel()
-        busy = [task for task, connection in self._connections.items() if connection.busy]
-        if busy:
+                connection.close()
+        busy = [connection.task for connection in self._connections.values() if connection.busy]
+        if busy := [task for task in busy if task is not None]:
             _, late = await asyncio.wait(busy, timeout=timeout)
             for task in late:
                 task.cancel()
-        remaining = [task for task, _ in self._connections.items()]
-        if remaining:
+        if remaining := [c.task for c in self._connections.values() if c.task is not None]:
             await asyncio.wait(remaining, timeout=CLOSE_TIMEOUT)
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None  # asyncio runs each connection's callback in a task of its own
-        connection = Connection(
-            source=_source(writer),
-            closed=asyncio.ensure_future(until_closed(writer)),
-            idle_since=asyncio.get_running_loop().time(),
-        )
-        too_fast = self._limits.connection_rate_per_source and not self._rate.allow(
-            connection.source, connection.idle_since
-        )
-        admission = None if self._stopping or too_fast else self._connections.admit(task, connection)
+    def _on_acceptable(self) -> None:
+        """Accept what the kernel has queued (a bounded batch, so the loop serves others between).
+
+        A connection the rules refuse is reset at once: no transport, no task, no TLS, no read and
+        no log line; only the refusal counter. So a source reconnecting as fast as it is refused
+        costs an accept and a close each time, nothing more.
+        """
+        assert self._listener is not None
+        for _ in range(ACCEPTS_PER_WAKEUP):
+            try:
+                sock, peer = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as error:
+                if error.errno == errno.ECONNABORTED:
+                    continue  # the peer gave up while queued
+                self._pause_accepting(error)
+                return
+            self._admit(sock, str(peer[0]) if isinstance(peer, tuple) and peer else "")
+
+    def _pause_accepting(self, error: OSError) -> None:
+        """Out of file descriptors or memory: stop accepting for a while rather than spin."""
+        assert self._listener is not None
+        self._log.error("accept failed; accepting again shortly", extra={"fields": {"error": str(error)}})
+        loop = asyncio.get_running_loop()
+        loop.remove_reader(self._listener.fileno())
+        loop.call_later(ACCEPT_PAUSE_SECONDS, self._resume_accepting)
+
+    def _resume_accepting(self) -> None:
+        if self._listener is not None and not self._stopping:
+            asyncio.get_running_loop().add_reader(self._listener.fileno(), self._on_acceptable)
+
+    def _admit(self, sock: socket.socket, source: str) -> None:
+        """Serve ``sock`` in a task of its own, or reset it when a rule refuses it."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        connection = Connection(source=source, idle_since=now)
+        too_fast = self._limits.connection_rate_per_source and not self._rate.allow(source, now)
+        admission = None if self._stopping or too_fast else self._connections.admit(connection, now)
         for _ in range(admission.evicted if admission else 0):
             self._on_evicted()
         if admission is None or not admission.admitted:
             self._on_rejected()
-            writer.transport.abort()
-            connection.closed.cancel()
+            _reset(sock)
             return
+        owned = [sock]  # the task takes the socket when it starts; if cancelled before, it is closed here
+        connection.task = loop.create_task(self._serve_socket(owned, connection))
+        connection.task.add_done_callback(lambda _: self._served(owned, connection))
+
+    def _served(self, owned: list[socket.socket], connection: Connection) -> None:
+        self._connections.forget(connection)
+        for sock in owned:
+            sock.close()
+
+    async def _serve_socket(self, owned: list[socket.socket], connection: Connection) -> None:
+        sock = owned.pop()
+        try:
+            reader, writer = await _streams(sock)
+        except OSError:
+            sock.close()
+            return
+        closed = asyncio.ensure_future(until_closed(writer))
         graceful = False
         try:
-            graceful = await self._serve(reader, writer, connection)
+            graceful = await self._serve(reader, writer, connection, closed)
         except asyncio.CancelledError:
-            pass  # shutdown of an idle connection, or of a request past the shutdown timeout
+            pass  # closed for room, shutdown of an idle connection, or of a request past the shutdown timeout
         except (ClientGone, ConnectionError, ssl.SSLError, TimeoutError) as gone:
             _forget_frames(gone)  # the peer went away or stalled: nothing to answer
         except Exception as failed:
@@ -167,12 +227,16 @@ class HttpServer:
         finally:
             if (lost := reader.exception()) is not None:
                 _forget_frames(lost)  # the transport's own error: its frames hold the transport
-            self._connections.forget(task)
+            self._connections.forget(connection)
             await close_connection(writer, graceful)
-            connection.closed.cancel()  # closed already, or about to be: nothing waits on it now
+            closed.cancel()  # closed already, or about to be: nothing waits on it now
 
     async def _serve(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, state: Connection
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        state: Connection,
+        closed: "asyncio.Future[None]",
     ) -> bool:
         """Serve requests until the connection should close; False when it must be dropped at once."""
         loop = asyncio.get_running_loop()
@@ -192,6 +256,7 @@ class HttpServer:
                 reader=reader,
                 writer=writer,
                 state=state,
+                closed=closed,
                 request_start=request_start,
                 client=client,
             )
@@ -236,6 +301,7 @@ class HttpServer:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         state: Connection,
+        closed: "asyncio.Future[None]",
         request_start: float,
         client: str,
     ) -> bool:
@@ -266,9 +332,7 @@ class HttpServer:
         failure = ""
         try:
             gate, source = self._gate, state.source
-            hold = RequestHold(
-                self._bodies, gate, limits.queue_timeout, state.closed, source=source, cut=_cutter()
-            )
+            hold = RequestHold(self._bodies, gate, limits.queue_timeout, closed, source=source, cut=_cutter())
             with hold:
                 response = await self._response(
                     conn, reader, writer, hold=hold, request=event, route=route, request_start=request_start
@@ -449,10 +513,22 @@ def _forget_frames(error: BaseException) -> None:
     error.__traceback__ = None
 
 
-def _source(writer: asyncio.StreamWriter) -> str:
-    """The peer's IP address ("" when the transport does not know it)."""
-    peer = writer.get_extra_info("peername")
-    return str(peer[0]) if isinstance(peer, tuple) and peer else ""
+async def _streams(sock: socket.socket) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A stream pair on an accepted socket, as ``asyncio.start_server`` would hand it over (server
+    side, so ``start_tls`` handshakes as the server)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=READ_CHUNK_BYTES, loop=loop)
+    pair: list[asyncio.StreamWriter] = []
+    protocol = asyncio.StreamReaderProtocol(reader, lambda _, writer: pair.append(writer))
+    await loop.connect_accepted_socket(lambda: protocol, sock)
+    return reader, pair[0]
+
+
+def _reset(sock: socket.socket) -> None:
+    """Close a refused connection with a reset: no FIN exchange, no TIME_WAIT left on the server."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET_LINGER)
+    sock.close()
 
 
 def _common_name(peercert: object) -> str:

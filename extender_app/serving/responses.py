@@ -62,6 +62,9 @@ class ServerLimits:
     connection_rate_per_source: float
     """New connections a second one source may open after ``max_connections_per_source`` at once
     (0: no limit)."""
+    reclaim_idle_after: float
+    """Seconds a connection must have been idle before a newcomer may close it for room (else the
+    newcomer is refused)."""
     max_buffered_body_bytes: int
     max_buffered_body_bytes_per_source: int
 

@@ -20,7 +20,11 @@ taking the budget from the others:
 
 For work slots (one unit a request, no cutting: a judged request is never cut), the same order
 means a request from a source with nothing in progress goes before the next of a source that
-sends as fast as it is answered.
+sends as fast as it is answered. Among sources holding as much, the budget can also weigh what
+each held lately (``recent_use_half_life``): units times seconds held, halved every half-life. Four
+pods each sending one costly review at a time hold a slot each as often as the API server does,
+but for ten times as long: the API server's next review goes before theirs instead of waiting
+behind all of them.
 
 Only the webhook role meets several sources with bodies (any pod may connect; the API server's
 reviews are a few KiB); the extender role's bodies come from kube-scheduler alone (mutual TLS).
@@ -29,8 +33,15 @@ reviews are a few KiB); the extender role's bodies come from kube-scheduler alon
 import asyncio
 import heapq
 import itertools
+import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+MAX_TRACKED_USES = 4096
+"""Sources whose use is remembered; past it, those holding nothing whose use has become negligible
+(``NEGLIGIBLE_USE`` unit-seconds) are forgotten, so many short-lived addresses cannot grow the table."""
+NEGLIGIBLE_USE = 1e-6
 
 Cut = Callable[[], object]
 """Ends a request whose body is being read (its connection is closed; its bytes come back)."""
@@ -39,6 +50,7 @@ Cut = Callable[[], object]
 @dataclass(order=True)
 class _Waiter:
     held_by_source: int
+    recent_use: float
     order: int
     size: int = field(compare=False)
     source: str = field(compare=False)
@@ -48,12 +60,22 @@ class _Waiter:
 class SourceBudget:
     """Units (bytes, or work slots) the server may hand out at once, in all and per source."""
 
-    def __init__(self, capacity: int, per_source: int | None = None) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        per_source: int | None = None,
+        recent_use_half_life: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.capacity = capacity
         self.per_source = None if per_source is None else min(per_source, capacity)
         """None: no source is refused for what it holds (work slots: a source waits its turn)."""
         self._free = capacity
         self._held: dict[str, int] = {}
+        self._half_life = recent_use_half_life
+        self._clock = clock
+        self._use: dict[str, tuple[float, float]] = {}
+        """Source -> (unit-seconds held lately, monotonic time they were counted to)."""
         self._waiters: list[_Waiter] = []
         self._order = itertools.count()
         self._reading: dict[str, list[Cut]] = {}
@@ -65,6 +87,30 @@ class SourceBudget:
     def held_by(self, source: str) -> int:
         """Bytes ``source`` holds now."""
         return self._held.get(source, 0)
+
+    def recent_use(self, source: str) -> float:
+        """Units times seconds ``source`` held, halved every ``recent_use_half_life`` (0 when not weighed)."""
+        if not self._half_life or source not in self._use:
+            return 0.0
+        return self._counted_to(source, self._clock())
+
+    def _counted_to(self, source: str, now: float) -> float:
+        use, since = self._use.get(source, (0.0, now))
+        elapsed = max(now - since, 0.0)
+        decay = math.exp2(-elapsed / self._half_life)
+        # what it held since, added as if held at the middle of the interval
+        return use * decay + self.held_by(source) * elapsed * math.exp2(-elapsed / (2 * self._half_life))
+
+    def _count_use(self, source: str) -> None:
+        """Bring ``source``'s use up to now, before what it holds changes."""
+        if not self._half_life:
+            return
+        now = self._clock()
+        if source not in self._use and len(self._use) >= MAX_TRACKED_USES:
+            for other in [other for other in self._use if not self.held_by(other)]:
+                if self._counted_to(other, now) < NEGLIGIBLE_USE:
+                    del self._use[other]
+        self._use[source] = (self._counted_to(source, now), now)
 
     async def reserve(self, size: int, timeout: float, source: str = "") -> bool:
         """Take ``size`` bytes for ``source``, waiting up to ``timeout`` seconds; False if they never came.
@@ -80,6 +126,7 @@ class SourceBudget:
         self._cut_the_heaviest_for(source)
         waiter = _Waiter(
             self.held_by(source),
+            self.recent_use(source),
             next(self._order),
             size,
             source,
@@ -128,6 +175,7 @@ class SourceBudget:
 
     def release(self, size: int, source: str = "") -> None:
         """Give ``size`` bytes of ``source`` back and grant what now fits to the waiters, in order."""
+        self._count_use(source)
         self._free += size
         left = self._held.get(source, 0) - size
         if left > 0:
@@ -150,6 +198,7 @@ class SourceBudget:
         return self.per_source is not None and self.held_by(source) + size > self.per_source
 
     def _take(self, source: str, size: int) -> None:
+        self._count_use(source)
         self._free -= size
         self._held[source] = self._held.get(source, 0) + size
 

@@ -33,6 +33,7 @@ from testbed.extender import (
     tls_socket,
     wait_for,
 )
+from testbed.metric_exposition import sample_values, scrape
 from testbed.pki import Pki
 
 API_SERVER = LOOPBACK
@@ -101,8 +102,12 @@ def test_a_pod_holding_idle_tls_connections_does_not_starve_admission(deployed_w
                 sock.close()
 
 
-def test_a_source_at_its_bound_loses_its_least_recently_used_idle_connection(pki):
-    server = ThreadedExtender(settings_for(pki, max_connections_per_source=3), pki).start()
+def test_a_source_at_its_bound_loses_its_least_recently_used_old_idle_connection(pki):
+    """With ``--reclaim-idle-after 0`` every idle connection is old enough: the source's least
+    recently used one is the one closed for its new connection."""
+    server = ThreadedExtender(
+        settings_for(pki, max_connections_per_source=3, reclaim_idle_after=0.0), pki
+    ).start()
     context = scheduler_context(pki)
     socks = [tls_socket(server.ports.port, context, HOLDER) for _ in range(3)]
     try:
@@ -118,6 +123,33 @@ def test_a_source_at_its_bound_loses_its_least_recently_used_idle_connection(pki
             assert read_response(sock)[0] == 200
         assert server.verb_server.open_connections == 3
         # another source is not counted against this one
+        assert request(server.ports.port, context, "/prioritize", body).status == 200
+    finally:
+        for sock in socks:
+            sock.close()
+        server.stop()
+
+
+def test_a_source_at_its_bound_is_refused_at_accept_while_its_connections_are_young(pki):
+    """A pod that reconnects as fast as it is closed would, under the rule above, close one of its
+    own connections (each a TLS handshake) with every new one: a loop of thousands a second. While
+    its connections are younger than ``--reclaim-idle-after`` its new one is reset before TLS, its
+    open ones keep serving, and other sources are not affected."""
+    server = ThreadedExtender(settings_for(pki, max_connections_per_source=3), pki).start()
+    context = scheduler_context(pki)
+    socks = [tls_socket(server.ports.port, context, HOLDER) for _ in range(3)]
+    try:
+        wait_for(lambda: server.verb_server.open_connections == 3, "three open connections")
+        before = counters(server)
+        assert refusal(lambda: tls_socket(server.ports.port, context, HOLDER).close()) is not None
+        after = counters(server)
+        assert after[REJECTED] == before[REJECTED] + 1
+        assert after[HANDSHAKE_FAILURES] == before[HANDSHAKE_FAILURES]  # no handshake was begun
+        body = extender_body(make_pod(), make_nodes(1))
+        head = b"POST /prioritize HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
+        for sock in socks:
+            sock.sendall(head + body)
+            assert read_response(sock)[0] == 200
         assert request(server.ports.port, context, "/prioritize", body).status == 200
     finally:
         for sock in socks:
@@ -145,7 +177,8 @@ def test_at_the_total_bound_the_least_recently_used_idle_connection_of_any_sourc
 
 def test_when_every_connection_is_busy_a_new_one_is_refused(pki):
     """Only connections with a request in progress (bounded by the read, queue and write deadlines)
-    can refuse a new one."""
+    can refuse a new one of another source. (The busy connections' own source, at its bound, is
+    refused while its connection is young: see the test above.)"""
     server = ThreadedExtender(settings_for(pki, max_connections=2, read_timeout=DEADLINE), pki).start()
     context = scheduler_context(pki)
     body = extender_body(make_pod(), make_nodes(1))
@@ -160,10 +193,26 @@ def test_when_every_connection_is_busy_a_new_one_is_refused(pki):
         assert read_response(busy[0])[0] == 200
         # the client can read the answer before the server has marked the connection idle
         wait_for(lambda: server.verb_server.requests_in_flight == 1, "the answered connection to be idle")
-        assert request(server.ports.port, context, "/prioritize", body).status == 200
+        assert request(server.ports.port, context, "/prioritize", body, source=HOLDER).status == 200
     finally:
         for sock in busy:
             sock.close()
+        server.stop()
+
+
+def test_the_health_port_resets_a_source_opening_connections_too_fast(pki):
+    """The kubelet opens one connection per probe; a pod reconnecting as fast as it is answered or
+    cut costs an accept and a reset past its burst (the health port's per-source bound), counted."""
+    settings = settings_for(pki, connection_rate_per_source=0.01, health_max_connections_per_source=2)
+    server = ThreadedExtender(settings, pki).start()
+    port = server.ports.health_port
+    try:
+        for _ in range(2):
+            assert request(port, None, "/readyz", method="GET", source=HOLDER).status == 200
+        assert refusal(lambda: request(port, None, "/readyz", method="GET", source=HOLDER)) is not None
+        assert request(port, None, "/readyz", method="GET", source=API_SERVER).status == 200
+        assert counters(server)[HEALTH_REJECTED] == 1
+    finally:
         server.stop()
 
 
@@ -180,6 +229,16 @@ def test_a_connection_that_never_completes_its_handshake_is_closed_at_the_handsh
         assert line["reason"] == "handshake not completed within the handshake timeout"
     finally:
         server.stop()
+
+
+REJECTED = ("gpu_extender_rejected_connections_total", ())
+HANDSHAKE_FAILURES = ("gpu_extender_tls_handshake_failures_total", ())
+HEALTH_REJECTED = ("gpu_extender_health_rejected_connections_total", ())
+
+
+def counters(server: ThreadedExtender) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """The server's /metrics samples."""
+    return sample_values(scrape(LOOPBACK, server.ports.health_port))
 
 
 def closed_by_server(sock: socket.socket) -> bool:

@@ -4,6 +4,8 @@ the head of the line, and nothing kept by a wait that ended."""
 import asyncio
 import functools
 
+import pytest
+
 from extender_app.serving.source_budget import SourceBudget
 
 
@@ -147,3 +149,69 @@ def test_work_slots_go_first_to_a_source_with_nothing_in_progress() -> None:
         return order
 
     assert run(scenario()) == ["api-server", "fast-sender"]
+
+
+def _slots_after_a_long_and_a_short_hold(budget: SourceBudget, clock: list[float]) -> list[str]:
+    """The pod held the only slot for 2 s, the API server for an instant; then both wait for it,
+    the pod queued first. The order they got it in."""
+
+    async def scenario() -> list[str]:
+        assert await budget.reserve(1, 1.0, "pod")
+        clock[0] += 2.0
+        budget.release(1, "pod")
+        assert await budget.reserve(1, 1.0, "api-server")
+        budget.release(1, "api-server")
+        assert await budget.reserve(1, 1.0, "holder")
+        order: list[str] = []
+
+        async def wait(source: str) -> None:
+            if await budget.reserve(1, 5.0, source):
+                order.append(source)
+                budget.release(1, source)
+
+        pod = asyncio.create_task(wait("pod"))
+        await asyncio.sleep(0)  # queued first
+        api_server = asyncio.create_task(wait("api-server"))
+        await asyncio.sleep(0)
+        budget.release(1, "holder")
+        await asyncio.gather(pod, api_server)
+        return order
+
+    order: list[str] = run(scenario())
+    return order
+
+
+@pytest.fixture
+def clock() -> list[float]:
+    """The budget's clock: moved by hand."""
+    return [1000.0]
+
+
+def test_among_sources_holding_as_much_the_one_that_held_least_lately_goes_first(clock) -> None:
+    """Work slots: four pods each sending one slow request at a time hold nothing while they wait,
+    as the API server does; what tells them apart is how long their requests held a slot lately."""
+    budget = SourceBudget(1, recent_use_half_life=60.0, clock=lambda: clock[0])
+    assert _slots_after_a_long_and_a_short_hold(budget, clock) == ["api-server", "pod"]
+    assert budget.recent_use("pod") > budget.recent_use("api-server")
+
+
+def test_without_a_half_life_sources_holding_as_much_are_served_first_come(clock) -> None:
+    assert _slots_after_a_long_and_a_short_hold(SourceBudget(1, clock=lambda: clock[0]), clock) == [
+        "pod",
+        "api-server",
+    ]
+
+
+def test_use_halves_every_half_life(clock) -> None:
+    async def scenario() -> tuple[float, float]:
+        budget = SourceBudget(1, recent_use_half_life=1.0, clock=lambda: clock[0])
+        assert await budget.reserve(1, 1.0, "pod")
+        clock[0] += 0.5
+        budget.release(1, "pod")
+        held = budget.recent_use("pod")
+        clock[0] += 1.0
+        return held, budget.recent_use("pod")
+
+    held, later = run(scenario())
+    assert 0.3 < held <= 0.5
+    assert later == pytest.approx(held / 2)
