@@ -6,12 +6,12 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from explain.ec2_gpu_data import Ec2GpuData
-from explain.job_volumes import NO_VOLUMES, VolumeReads
-from explain.job_zone_report import JobZoneReport, job_zone_report
-from explain.node_facts import JsonObject
-from explain.pod_advice import advice
-from explain.pod_verdicts import PodVerdicts, judge_pod
+from explain.facts.ec2_gpu_data import Ec2GpuData
+from explain.facts.job_volumes import NO_VOLUMES, VolumeReads
+from explain.facts.node_facts import JsonObject
+from explain.verdicts.job_zone_report import JobZoneReport, job_zone_report
+from explain.verdicts.pod_advice import advice
+from explain.verdicts.pod_verdicts import PodVerdicts, judge_pod
 from policy import DEFAULT_CAPACITY_SETTINGS, CapacityTypeSettings, PolicySettings
 from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings
 from policy.owner_job import OwnerJobs

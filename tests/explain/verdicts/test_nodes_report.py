@@ -2,8 +2,10 @@
 
 from decimal import Decimal
 
-from explain.ec2_gpu_data import load_table
-from explain.nodes_report import (
+from explain.facts.ec2_gpu_data import load_table
+from explain.output.reports import nodes_json, nodes_text
+from explain.settings import EXIT
+from explain.verdicts.nodes_report import (
     GROUP_LABELS_DIFFER,
     LABEL_ABOVE_EC2,
     LABEL_BELOW_EC2,
@@ -13,8 +15,6 @@ from explain.nodes_report import (
     NodeInventory,
     inventory,
 )
-from explain.render import nodes_json, nodes_text
-from explain.settings import EXIT
 from policy import (
     DEFAULT_SETTINGS,
     EKS_AUTO_GPU_MEMORY_LABEL,

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from explain.tolerations import Taint, scheduling_taints, untolerated_taints
+from explain.verdicts.tolerations import Taint, scheduling_taints, untolerated_taints
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 

@@ -6,11 +6,11 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from explain.ec2_gpu_data import load_table
-from explain.job_volumes import volume_reads
-from explain.pod_report import PodExplanation, explain_pod
-from explain.render import pod_json, pod_text
+from explain.facts.ec2_gpu_data import load_table
+from explain.facts.job_volumes import volume_reads
+from explain.output.reports import pod_json, pod_text
 from explain.settings import LISTED_VOLUMES
+from explain.verdicts.pod_report import PodExplanation, explain_pod
 from policy import DEFAULT_SETTINGS
 from policy.job_zone import NO_ZONE_FITS, ZONE_LABEL
 from tests.explain.objects import gpu_node, job_pod

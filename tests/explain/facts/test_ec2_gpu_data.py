@@ -4,9 +4,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-import explain.ec2_gpu_data
-from explain.ec2_gpu_data import NO_GPU, load_table, lookup_region
+import explain.facts.ec2_gpu_data
 from explain.errors import ExplainError
+from explain.facts.ec2_gpu_data import NO_GPU, load_table, lookup_region
 
 REGION = "us-east-1"
 
@@ -54,7 +54,7 @@ def test_types_with_enough_memory_are_the_smallest_sufficient_first() -> None:
 def test_a_region_lookup_answers_for_the_types_asked_in_chunks(
     catalogue: dict[str, dict[str, object]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(explain.ec2_gpu_data, "EC2_FILTER_CHUNK", 2)
+    monkeypatch.setattr(explain.facts.ec2_gpu_data, "EC2_FILTER_CHUNK", 2)
     asked = ["p5.48xlarge", "g5.xlarge", "m5.xlarge", "g4dn.xlarge", "no-such.type"]
     with mock_aws():
         data = lookup_region(REGION, asked)

@@ -4,7 +4,7 @@ Pure: the pod, the nodes and the bound pods are the API's JSON; every fit, reaso
 score comes from ``policy`` with the caller's PolicySettings. The GPU-count and taint
 columns are informational: the scheduler's NodeResourcesFit and TaintToleration filters
 decide those, and the tool only repeats their arithmetic to explain a Pending pod. What to
-change is not decided here but in ``explain.pod_advice``, from these verdicts.
+change is not decided here but in ``explain.verdicts.pod_advice``, from these verdicts.
 """
 
 from collections.abc import Mapping, Sequence
@@ -12,10 +12,17 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
-from explain.ec2_gpu_data import Ec2GpuData
-from explain.node_facts import JsonObject, NodeFacts, allocated_gpus, node_facts, pod_gpu_request, pod_key
+from explain.facts.ec2_gpu_data import Ec2GpuData
+from explain.facts.node_facts import (
+    JsonObject,
+    NodeFacts,
+    allocated_gpus,
+    node_facts,
+    pod_gpu_request,
+    pod_key,
+)
 from explain.settings import EXIT
-from explain.tolerations import Taint, untolerated_taints
+from explain.verdicts.tolerations import Taint, untolerated_taints
 from policy import (
     DEFAULT_CAPACITY_SETTINGS,
     CapacityTypeSettings,
@@ -35,8 +42,8 @@ from policy.job_zone import DEFAULT_JOB_ZONE_SETTINGS, JobZoneSettings, job_from
 from policy.owner_job import OwnerJobs
 
 Verdict = Literal["bound", "fits", "no-room", "no-fit", "invalid", "no-zone"]
-"""``no-zone`` is set by ``explain.pod_report``: nodes have room, but the pod's same-zone job
-holds it Pending (``explain.job_zone_report``)."""
+"""``no-zone`` is set by ``explain.verdicts.pod_report``: nodes have room, but the pod's same-zone job
+holds it Pending (``explain.verdicts.job_zone_report``)."""
 
 
 @dataclass(frozen=True)

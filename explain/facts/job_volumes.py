@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from explain.node_facts import JsonObject
+from explain.facts.node_facts import JsonObject
 
 ClaimReader = Callable[[str, str], JsonObject | None]
 """The PersistentVolumeClaim of a namespace and name; None when there is none."""

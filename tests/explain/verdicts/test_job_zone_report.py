@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from explain.ec2_gpu_data import load_table
-from explain.job_zone_render import job_summary
-from explain.pod_report import PodExplanation, explain_pod
-from explain.render import pod_json as render_pod_json
-from explain.render import pod_text
+from explain.facts.ec2_gpu_data import load_table
+from explain.output.job_zone import job_summary
+from explain.output.reports import pod_json as render_pod_json
+from explain.output.reports import pod_text
 from explain.settings import EXIT
+from explain.verdicts.pod_report import PodExplanation, explain_pod
 from policy import DEFAULT_SETTINGS
 from policy.job_identity import (
     JOB_COMPLETION_INDEX,

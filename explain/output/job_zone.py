@@ -1,12 +1,12 @@
 """A same-zone job's part of ``explain pod``, as lines and zone rows for the table and as JSON.
 
-``explain.render`` places these in its pod report (schema: docs/explain.md).
+``explain.output.reports`` places these in its pod report (schema: docs/explain.md).
 """
 
 from typing import Any
 
-from explain.job_zone_report import JobZoneReport, VolumeZone
 from explain.settings import LISTED_NODES, LISTED_VOLUMES
+from explain.verdicts.job_zone_report import JobZoneReport, VolumeZone, selector_text
 from policy.owner_job import SIZE_FROM_COMPLETIONS
 
 JOB_STATUS = {
@@ -53,11 +53,6 @@ def job_summary(job: JobZoneReport) -> list[str]:
         names += f", +{more} more" if more > 0 else ""
         lines.append(f"  no zone    {names} (no zone label: never used for the job)")
     return lines
-
-
-def selector_text(match_labels: dict[str, str]) -> str:
-    """A label selector as kubectl writes it: ``key=value,key=value``."""
-    return ",".join(f"{key}={value}" for key, value in sorted(match_labels.items()))
 
 
 WHOLE_JOB_NOTE = "planned with every member at once: they differ in what they ask"

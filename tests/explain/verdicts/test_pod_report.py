@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from explain.ec2_gpu_data import load_table
-from explain.pod_report import PodExplanation, explain_pod
-from explain.render import pod_json as render_pod_json
-from explain.render import pod_text
+from explain.facts.ec2_gpu_data import load_table
+from explain.output.reports import pod_json as render_pod_json
+from explain.output.reports import pod_text
 from explain.settings import EXIT
+from explain.verdicts.pod_report import PodExplanation, explain_pod
 from policy import (
     BELOW_MINIMUM,
     CAPACITY_TYPE_ANNOTATION,

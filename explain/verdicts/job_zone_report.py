@@ -5,9 +5,9 @@ JSON. Which pods form a job comes from ``policy.job_zone.job_from_pod`` and the 
 ``policy.job_zone.plan_zone``; this module only counts, per zone, what the zone's nodes hold
 now, as JobZone's PreFilter counts it: copies of the pod when the members waiting to be placed
 are alike, else how many of the members the zone holds at once (``policy.whole_job``), each
-member's own shape on the nodes its own verdicts (``explain.pod_verdicts``: GPU-memory and
+member's own shape on the nodes its own verdicts (``explain.verdicts.pod_verdicts``: GPU-memory and
 capacity-type fit, tolerated taints), node selector and affinity and mounted volumes'
-node affinity (``explain.job_volumes``) admit, with each node's free resources and pod slots.
+node affinity (``explain.facts.job_volumes``) admit, with each node's free resources and pod slots.
 """
 
 from collections import Counter, defaultdict
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
 
-from explain.job_volumes import NO_VOLUMES, BoundVolume, VolumeReads, bound_volumes, claim_names
-from explain.node_facts import JsonObject, PodKey, pod_key
-from explain.pod_verdicts import NodeVerdict, PodVerdicts
+from explain.facts.job_volumes import NO_VOLUMES, BoundVolume, VolumeReads, bound_volumes, claim_names
+from explain.facts.node_facts import JsonObject, PodKey, pod_key
+from explain.verdicts.pod_verdicts import NodeVerdict, PodVerdicts
 from policy import (
     CAPACITY_TYPE_ANNOTATION,
     GPU_RESOURCE,
@@ -434,3 +434,8 @@ def _labels(obj: JsonObject) -> JsonObject:
 
 def _name(obj: JsonObject) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def selector_text(match_labels: dict[str, str]) -> str:
+    """A label selector as kubectl writes it: ``key=value,key=value``."""
+    return ",".join(f"{key}={value}" for key, value in sorted(match_labels.items()))

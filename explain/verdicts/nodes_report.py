@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from explain.ec2_gpu_data import Ec2GpuData, TypeGpus
-from explain.node_facts import JsonObject, NodeFacts, allocated_gpus, node_facts
+from explain.facts.ec2_gpu_data import Ec2GpuData, TypeGpus
+from explain.facts.node_facts import JsonObject, NodeFacts, allocated_gpus, node_facts
 from explain.settings import EXIT, NO_NODE_GROUP
 from policy import GFD_GPU_MEMORY_LABEL, INSTANCE_TYPE_LABEL, PolicySettings, memory_labels
 

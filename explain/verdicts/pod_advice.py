@@ -1,8 +1,8 @@
 """What would have to change for a pod to be placed: the advice of ``explain pod``.
 
-Drawn from the verdicts of ``explain.pod_verdicts`` and never a verdict itself: a lower
+Drawn from the verdicts of ``explain.verdicts.pod_verdicts`` and never a verdict itself: a lower
 annotation, an instance type with enough memory per GPU (from EC2's data), free GPUs,
-tolerations, the scheduler name; for a same-zone job's pod, ``explain.job_zone_advice``'s
+tolerations, the scheduler name; for a same-zone job's pod, ``explain.verdicts.job_zone_advice``'s
 sentences on its job. Pure, like the verdicts.
 """
 
@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from contracts.server import MIB
-from explain.ec2_gpu_data import Ec2GpuData
-from explain.job_zone_advice import job_changes, job_fix
-from explain.job_zone_report import JobZoneReport
-from explain.node_facts import NodeFacts
-from explain.pod_verdicts import PodVerdicts
+from explain.facts.ec2_gpu_data import Ec2GpuData
+from explain.facts.node_facts import NodeFacts
 from explain.settings import LISTED_NODES, SUGGESTED_INSTANCE_TYPES
+from explain.verdicts.job_zone_advice import job_changes, job_fix
+from explain.verdicts.job_zone_report import JobZoneReport
+from explain.verdicts.pod_verdicts import PodVerdicts
 from policy import (
     CAPACITY_TYPE_ANNOTATION,
     INVALID_CAPACITY_CHOICE,

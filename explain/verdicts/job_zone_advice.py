@@ -1,15 +1,14 @@
 """What would have to change for a same-zone job's pod: the job part of ``explain pod``'s advice.
 
-Drawn from ``explain.job_zone_report`` (and, for invalid annotations, the job rule's reason
-that ``explain.pod_verdicts`` records); ``explain.pod_advice`` adds these sentences to its own.
+Drawn from ``job_zone_report`` (and, for invalid annotations, the job rule's reason that
+``pod_verdicts`` records); ``pod_advice`` adds these sentences to its own.
 What the stack offers is in docs/zones.md: a zone is chosen where the whole job fits (plugin
 mode), later members follow the bound ones, and autoscalers launch for the job in one zone by
 reading the pod affinity the admission webhook writes.
 """
 
-from explain.job_zone_render import selector_text
-from explain.job_zone_report import JobZoneReport, VolumeZone
 from explain.settings import LISTED_VOLUMES
+from explain.verdicts.job_zone_report import JobZoneReport, VolumeZone, selector_text
 from policy.job_identity import JOB_NOT_INDEXED, LWS_WITHOUT_GROUP_INDEX
 from policy.job_zone import (
     INVALID_ZONE_POLICY,

@@ -16,8 +16,8 @@ import pytest
 
 from contracts.modes import SchedulerMode
 from explain.answers import pod_answer, render_pod_explanation
-from explain.cluster import ClusterReader
-from explain.pod_report import PodExplanation
+from explain.facts.cluster import ClusterReader
+from explain.verdicts.pod_report import PodExplanation
 from localcluster.demo.pods import sample_pods
 from localcluster.demo.zone_scene import ZONE_B, same_zone_member, scene_nodes
 from localcluster.plane.nodes import fleet

@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from contracts.cluster import GPU_PRESENT_LABEL
-from explain.ec2_gpu_data import Ec2GpuData
+from explain.facts.ec2_gpu_data import Ec2GpuData
 from explain.settings import GPU_PRODUCT_LABELS, INSTANCE_TYPE_LABELS, NO_NODE_GROUP, NODE_GROUP_LABEL
 from policy import NodeMemory, PolicyError, PolicySettings, parse_quantity, pod_requests, read_node_memory
 

@@ -4,12 +4,12 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from explain.job_zone_render import job_json, job_summary, job_zone_header, job_zone_rows
-from explain.node_facts import NodeFacts
-from explain.nodes_report import NodeInventory, NodeRow, Problem
-from explain.pod_report import PodExplanation
-from explain.pod_verdicts import NodeVerdict
+from explain.facts.node_facts import NodeFacts
+from explain.output.job_zone import job_json, job_summary, job_zone_header, job_zone_rows
 from explain.settings import MEMORY_SOURCE_NAMES, SCHEMA_VERSION
+from explain.verdicts.nodes_report import NodeInventory, NodeRow, Problem
+from explain.verdicts.pod_report import PodExplanation
+from explain.verdicts.pod_verdicts import NodeVerdict
 from policy import CAPACITY_TYPE_ANNOTATION, INSTANCE_TYPE_LABEL, PolicySettings
 
 VERDICTS = {
