@@ -50,7 +50,7 @@ def reserve_in_child(port_range: str) -> subprocess.CompletedProcess[str]:
     code = "from localcluster.host.ports import reserve_port; print(reserve_port())"
     return subprocess.run(
         [sys.executable, "-c", code],
-        env={PORT_RANGE_ENV: port_range, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        env={PORT_RANGE_ENV: port_range, "PYTHONPATH": str(Path(__file__).resolve().parents[3])},
         capture_output=True,
         text=True,
         check=False,
