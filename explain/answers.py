@@ -4,14 +4,14 @@ import functools
 
 import kubernetes.client
 
-from explain.cluster import ClusterReader
-from explain.ec2_gpu_data import Ec2GpuData, load_table, lookup_region
-from explain.job_volumes import VolumeReads
-from explain.node_facts import instance_type_of
-from explain.nodes_report import NodeInventory, inventory
-from explain.pod_report import PodExplanation, explain_pod
-from explain.render import pod_text
+from explain.facts.cluster import ClusterReader
+from explain.facts.ec2_gpu_data import Ec2GpuData, load_table, lookup_region
+from explain.facts.job_volumes import VolumeReads
+from explain.facts.node_facts import instance_type_of
+from explain.output.reports import pod_text
 from explain.settings import DEFAULT_SCHEDULER_NAME
+from explain.verdicts.nodes_report import NodeInventory, inventory
+from explain.verdicts.pod_report import PodExplanation, explain_pod
 from policy import (
     DEFAULT_CAPACITY_SETTINGS,
     CapacityTypeSettings,

@@ -22,9 +22,9 @@ from typing import Any, Literal, TypeVar
 
 from contracts.server import option
 from explain.answers import nodes_answer, pod_answer
-from explain.cluster import ClusterReader, api_client
 from explain.errors import ExplainError
-from explain.render import nodes_json, nodes_text, pod_json, pod_text
+from explain.facts.cluster import ClusterReader, api_client
+from explain.output.reports import nodes_json, nodes_text, pod_json, pod_text
 from explain.settings import DEFAULT_SCHEDULER_NAME, EXIT, REQUEST_TIMEOUT_SECONDS
 from policy import CapacityTypeSettings, PolicySettings
 from policy.job_zone import JobZoneSettings

@@ -35,7 +35,7 @@ ACCELERATOR_NAMES = {
 }
 """EC2's name of an NVIDIA GPU (``GpuDeviceInfo.Name``) -> the label value. Data-centre GPUs that
 NVIDIA sold under the Tesla brand keep ``tesla`` in the name, as Kubernetes' GPU labels spell them.
-Every NVIDIA GPU of EC2's catalogue is here (tests/pulumi/test_accelerator_label.py checks)."""
+Every NVIDIA GPU of EC2's catalogue is here (tests/render/test_accelerator_label.py checks)."""
 
 
 class AcceleratorError(ValueError):

@@ -79,7 +79,7 @@ CLUSTER_AUTOSCALER = ChartPin(
 """kubernetes/autoscaler's chart (appVersion 1.35.0). The repository's Go module
 (``k8s.io/autoscaler/cluster-autoscaler``) holds the program, not ``charts/``; no module the proxy
 serves holds the chart, so only its values keys are checked, against a fixture
-(tests/pulumi/fixtures/cluster-autoscaler-9.59.0-values-keys.yaml)."""
+(tests/components/fixtures/cluster-autoscaler-9.59.0-values-keys.yaml)."""
 CHARTS = (KARPENTER, KARPENTER_CRD, NVIDIA_DEVICE_PLUGIN, CLUSTER_AUTOSCALER)
 """Every chart the stack installs."""
 

@@ -7,7 +7,7 @@ Service host, as a team's cert-manager or CA would issue them (the webhook's als
 ``values()`` gives them as the ``certificates.provided`` keys. ``make demo`` and the engine
 suite deploy them with ``pulumi up`` (no pulumi-tls provider can be built here); ``leaf``
 also makes the variants (another CA, no usage, other names, other validity) the checks of
-``tests/pulumi`` must refuse.
+``tests/components/test_provided_certificates.py`` must refuse.
 """
 
 import datetime

@@ -40,7 +40,8 @@ WRITERS = {
     "explain-nodes": "tests/explain/test_cli.py::test_nodes_flags_each_mislabelled_node",
     "explain-pod-invalid": "tests/explain/test_cli.py::test_each_pod_verdict_has_its_exit_code",
     "explain-pod-zone-full": "tests/explain/test_cli.py::test_a_job_member_gets_its_jobs_zones_from_the_api",
-    "explain-pod-no-zone": "tests/explain/test_agreement.py::test_explain_plans_a_same_zone_job_as_jobzone",
+    "explain-pod-no-zone": "tests/explain/test_answers_scheduler_agreement.py::"
+    "test_explain_plans_a_same_zone_job_as_jobzone",
     "deploy-eks-explain-nodes": "tests/pulumi_engine/test_existing_cluster_guide.py::"
     "test_the_guide_shows_what_explain_nodes_prints",
 }

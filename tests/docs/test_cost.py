@@ -9,7 +9,7 @@ import pytest
 
 from components.kubernetes_versions import plugin_kubernetes_version
 from components.stack_config import NewVpc, parse_stack_config
-from tests.pulumi.conftest import example_stack_values
+from tests.components.conftest import example_stack_values
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "cost.md"

@@ -14,7 +14,7 @@ import kubernetes.client
 import pytest
 
 from explain.answers import pod_answer
-from explain.cluster import ClusterReader
+from explain.facts.cluster import ClusterReader
 from localcluster.demo.zone_scene import BASE_TYPE, FREE_GPUS, ZONE_A, ZONE_B, scene_nodes
 from localcluster.host.waiting import wait_for
 from localcluster.plane.controller_manager import run_controller_manager

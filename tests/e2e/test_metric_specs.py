@@ -1,4 +1,4 @@
-"""The scheduler side of the metric specs (tests/observability/test_metric_specs.py has the
+"""The scheduler side of the metric specs (tests/render/test_metric_specs.py has the
 extender's and the webhook's in-process): kube-scheduler (extender modes) and gpu-scheduler
 (plugin mode), run as the local cluster runs them, emit every metric the dashboard and alarms
 read, under that name and with those labels; so do the extender and webhook processes the

@@ -2,7 +2,7 @@
 what ``list pods`` really reads.
 
 The role is the one the Pulumi program declares (``render/node_reader.py``;
-``tests/pulumi/test_dry_run.py`` creates the program's own ClusterRole and binding for its
+``tests/components/test_stack_dry_run.py`` creates the program's own ClusterRole and binding for its
 ServiceAccount), granted here by the function that grants it to every local extender. The
 expected rights are written from what the extender does: its node cache gets, lists and watches
 Nodes, and ``/preempt`` lists the pods of each candidate node (kube-scheduler sends victims as

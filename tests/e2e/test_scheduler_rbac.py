@@ -1,7 +1,7 @@
 """The custom scheduler's own roles on the real kube-apiserver, asked with SubjectAccessReviews.
 
 The roles are the ones the Pulumi program declares (``render/scheduler_rbac.py``;
-``tests/pulumi/test_scheduler.py`` checks the program declares exactly these), created here by the
+``tests/components/test_custom_scheduler.py`` checks the program declares exactly these), created here by the
 same function that grants them to every local scheduler. The expected rights below are written
 from what kube-scheduler does, not copied from the role: what it must be able to do, and what it
 must not (the default scheduler's Lease, Secrets, anything outside scheduling). The e2e suites'

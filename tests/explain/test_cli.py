@@ -12,10 +12,10 @@ import kubernetes.client
 import pytest
 from moto import mock_aws
 
-import explain.cluster
+import explain.facts.cluster
 from explain.cli import build_parser, main, policy_settings
-from explain.nodes_report import LABEL_ABOVE_EC2, LABEL_INVALID, LABEL_NOT_EXPECTED
 from explain.settings import EXIT
+from explain.verdicts.nodes_report import LABEL_ABOVE_EC2, LABEL_INVALID, LABEL_NOT_EXPECTED
 from localcluster.host.ports import reserve_port
 from localcluster.plane.control_plane import write_kubeconfig
 from localcluster.plane.workloads import WORKLOAD_NAMESPACE
@@ -522,7 +522,7 @@ def test_lists_are_read_page_by_page(
     cluster: Cluster, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, whole = run_json(cluster, capsys, "nodes")
-    monkeypatch.setattr(explain.cluster, "LIST_PAGE_SIZE", 3)
+    monkeypatch.setattr(explain.facts.cluster, "LIST_PAGE_SIZE", 3)
     _, paged = run_json(cluster, capsys, "nodes")
     assert len(whole["nodes"]) > 3
     assert paged == whole

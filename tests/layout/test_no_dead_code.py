@@ -24,7 +24,7 @@ ALLOWED = {
     " metrics it draws: the renderer's own inverse, beside it so the two change together",
     "render/dcgm_coverage.py:dcgm_instance_types": "reads a rendered DCGM affinity back into"
     " the instance types it admits: the renderer's own inverse, beside it",
-    "explain/job_volumes.py:volume_reads": "the volume reads over objects in memory, the twin of the"
+    "explain/facts/job_volumes.py:volume_reads": "the volume reads over objects in memory, the twin of the"
     " API reads explain makes: what explain's own tests and a user's saved objects feed it",
     "localcluster/services/karpenter.py:labelled_nodes": "waits for Karpenter's nodes to carry labels:"
     " an operation on the local Karpenter the e2e suites drive",
