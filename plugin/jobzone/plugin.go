@@ -119,6 +119,8 @@ type JobZone struct {
 	volumes *volumeListers
 	// preemption is DefaultPreemption with JobZone's victim rule (preemption.go).
 	preemption *defaultpreemption.DefaultPreemption
+	// jobPreemptions are the victims of the jobs that preempted as a whole (gang_preemption.go).
+	jobPreemptions jobPreemptions
 }
 
 var (
