@@ -15,6 +15,8 @@ from typing import Any
 import kubernetes.client
 import pytest
 
+from explain.answers import pod_answer
+from explain.cluster import ClusterReader
 from localcluster.demo.zone_scene import (
     BASE_TYPE,
     FREE_GPUS,
@@ -33,10 +35,11 @@ from localcluster.plane.workloads import (
     pod_manifest,
 )
 from localcluster.services.webhook import start_webhook
-from policy import MIN_MEMORY_ANNOTATION
+from policy import MIN_MEMORY_ANNOTATION, PolicySettings
 from policy.job_zone import NO_ZONE_FITS, ZONE_LABEL
 from policy.job_zone_affinity import OWN_POD_AFFINITY_CONFLICT
 from policy.job_zone_affinity import REQUIRED_POD_TERMS_FIELD as REQUIRED_TERMS
+from render.ec2_catalogue import snapshot_gpu_memory_table
 from render.policy_choices import JobZoneArgs, PolicyChoices
 from testbed.bindings import BindingWatch, gpu_seconds_held
 from testbed.e2e_cluster import INVENTORY, E2ECluster, shaped_like
@@ -851,3 +854,42 @@ def test_a_top_priority_job_preempts_a_priority_zero_job_whole_in_one_zone(
     cluster.outcomes(llm, bound_only=True, timeout=60)
     assert zones_of(cluster, watch.wait_for_bindings(llm)) == Counter({ZONE_A: 8})
     assert [name for name in fillers if evicted(core, name)] == []
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_explain_sees_the_members_jobzone_holds(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """Zones A and B of one 8-GPU node each; jobs x and y of 8 each have 7 members held at Permit,
+    one job per zone (their eighth members exist, gated). A job of 2 finds one free GPU in each
+    zone, which the held jobs' eighth members reserve: JobZone finds no zone for it, and
+    ``explain pod`` says the same (it reads the held members from their nominations), where the
+    bound pods alone would say that either zone holds it."""
+    cluster.add_nodes(
+        SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_A),
+        SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_B),
+    )
+    start_webhook(cluster.plane, tmp_path / "webhook")
+    cluster.start(choices=PolicyChoices(job_zone=JobZoneArgs(permit_timeout_seconds=600)))
+    held: list[str] = []
+    for job in ("x", "y"):
+        create(cluster, gated(member(job, 7, 8)))
+        held += create(cluster, *(member(job, index, 8) for index in range(7)))
+
+    def all_held() -> bool:
+        return {event.pod for event in watch.snapshot() if event.kind == "held"} >= set(held)
+
+    wait_for(all_held, 60, "seven members of each job held at Permit", interval=0.1)
+    pair = create(cluster, *(member("pair", index, 2) for index in range(2)))
+    no_zone = NO_ZONE_FITS.split(":", 1)[0].format(size=2)
+    wait_for(
+        lambda: any(no_zone in message for message in failed_scheduling(cluster, pair[0])),
+        60,
+        "JobZone finds no zone for the job of 2",
+        interval=0.2,
+    )
+    settings = PolicySettings(instance_type_gpu_memory_mib=snapshot_gpu_memory_table())
+    explanation = pod_answer(ClusterReader(cluster.api), WORKLOAD_NAMESPACE, pair[0], settings)
+    assert explanation.job is not None
+    assert (explanation.job.status, explanation.verdict) == ("no-zone", "no-zone")
+    assert {room.zone: room.copies for room in explanation.job.zones} == {ZONE_A: 0, ZONE_B: 0}
