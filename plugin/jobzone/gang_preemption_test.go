@@ -225,3 +225,38 @@ func TestAJobNotWhollyCreatedPreemptsNothing(t *testing.T) {
 		t.Fatalf("deleted %v, want none (one member of two exists)", got)
 	}
 }
+
+func TestAVictimJobIsEvictedWholeEvenWhereItsMembersFreeNothingForThePreemptor(t *testing.T) {
+	// Job exp has one member in zone a and one in zone b; the job of 2 needs both of a1's GPUs.
+	nodes := []*v1.Node{gpuNode("a1", "us-east-1a", 2), gpuNode("b1", "us-east-1b", 1)}
+	experiment := jobOf("exp", 2, 0, "a1", "b1")
+	low := fillers("low", 1, 0, "a1")
+	pair := jobOf("pair", 2, 1000)
+	scene := newPreemptionScene(t, nodes, slices.Concat(experiment, low, pair))
+
+	if status := scene.jobPostFilter(t, pair[0]); status.Code() != fwk.Unschedulable {
+		t.Fatalf("PostFilter: %v (%s), want Unschedulable after preempting", status, status.Code())
+	}
+	if got := scene.deleted(t, slices.Concat(experiment, low)...); !slices.Equal(got, []string{"exp-0", "exp-1", "low-0"}) {
+		t.Fatalf("deleted %v, want both members of exp (one in zone b) and low-0", got)
+	}
+}
+
+func TestAJobWaitsForItsVictimsToLeaveBeforeItPreemptsAgain(t *testing.T) {
+	leaving := withPriority(filler("leaving", "a1", 1), 0)
+	leaving.DeletionTimestamp = &metav1.Time{}
+	kept := withPriority(filler("kept", "a1", 1), 0)
+	h := newHarness(t, nil)
+	h.plugin.pods = podsLister(t, leaving, kept)
+	h.plugin.recordVictims("ml/pair", "us-east-1a", []*v1.Pod{leaving, kept})
+	if zone, left := h.plugin.victimsLeft("ml/pair"); zone != "us-east-1a" || left != 1 {
+		t.Fatalf("victimsLeft = %q, %d; want us-east-1a, 1 (the victim being deleted; the other was never marked)", zone, left)
+	}
+	h.plugin.pods = podsLister(t, kept)
+	if _, left := h.plugin.victimsLeft("ml/pair"); left != 0 {
+		t.Fatalf("victimsLeft = %d once the victim is gone, want 0", left)
+	}
+	if _, recorded := h.plugin.jobPreemptions.pending["ml/pair"]; recorded {
+		t.Fatal("the job's victims are still recorded once none is left")
+	}
+}
