@@ -55,6 +55,7 @@ def pod_answer(
         capacity=capacity,
         owner_jobs=owner_jobs,
         volumes=VolumeReads(claim=functools.cache(reader.claim), volume=functools.cache(reader.volume)),
+        nominated_pods=state.nominated_pods,
     )
 
 

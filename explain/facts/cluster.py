@@ -26,6 +26,8 @@ ApiObject = dict[str, Any]
 
 ASSIGNED_ACTIVE_PODS = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 """Pods bound to a node and not terminal: what the scheduler counts as using the node."""
+UNBOUND_PENDING_PODS = "spec.nodeName=,status.phase=Pending"
+"""Pods not bound to a node: those with a nominated node are held at Permit or preempting."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,8 @@ class ClusterState:
 
     nodes: tuple[ApiObject, ...]
     assigned_pods: tuple[ApiObject, ...]
+    nominated_pods: tuple[ApiObject, ...] = ()
+    """Pods not bound with a nominated node (held at Permit, or preempting)."""
 
 
 def api_client(kubeconfig: str | None, context: str | None) -> kubernetes.client.ApiClient:
@@ -115,7 +119,7 @@ class ClusterReader:
         )
 
     def state(self) -> ClusterState:
-        """Every node and every non-terminal pod bound to one."""
+        """Every node, every non-terminal pod bound to one, and every pending pod with a nominated node."""
         nodes = tuple(self._list("nodes", self._core.list_node))
         pods = tuple(
             self._list(
@@ -124,7 +128,11 @@ class ClusterReader:
                 field_selector=ASSIGNED_ACTIVE_PODS,
             )
         )
-        return ClusterState(nodes=nodes, assigned_pods=pods)
+        pending = self._list(
+            "pods", self._core.list_pod_for_all_namespaces, field_selector=UNBOUND_PENDING_PODS
+        )
+        nominated = tuple(pod for pod in pending if (pod.get("status") or {}).get("nominatedNodeName"))
+        return ClusterState(nodes=nodes, assigned_pods=pods, nominated_pods=nominated)
 
     def _list(self, what: str, verb: Callable[..., Any], **query: Any) -> Iterator[ApiObject]:
         """Every item of a paged list."""

@@ -11,13 +11,14 @@ node affinity (``explain.facts.job_volumes``) admit, with each node's free resou
 """
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
 
 from explain.facts.job_volumes import NO_VOLUMES, BoundVolume, VolumeReads, bound_volumes, claim_names
 from explain.facts.node_facts import JsonObject, PodKey, pod_key
+from explain.verdicts.job_zone_holds import copies_left, take_reserved
 from explain.verdicts.pod_verdicts import NodeVerdict, PodVerdicts
 from policy import (
     CAPACITY_TYPE_ANNOTATION,
@@ -143,13 +144,17 @@ def job_zone_report(
     judge: Judge | None = None,
     volumes: VolumeReads = NO_VOLUMES,
     gpu_resource: str = GPU_RESOURCE,
+    reserved_gpus: Mapping[str, Decimal] | None = None,
 ) -> JobZoneReport | None:
     """The report for a same-zone job member; None for a pod in no job or with invalid job annotations.
 
     ``judge`` gives another member's verdicts on the same nodes (without it, members that differ
     from the pod are counted with the pod's verdicts); ``volumes`` reads the claims and volumes the
-    members mount; ``gpu_resource`` orders the members heaviest first, as JobZone does.
+    members mount; ``gpu_resource`` orders the members heaviest first, as JobZone does;
+    ``reserved_gpus`` are, by zone, the GPUs other jobs' holds keep from the plan
+    (``explain.job_zone_holds``).
     """
+    reserved = reserved_gpus or {}
     try:
         job = job_from_pod(pod, settings, owner_jobs)
     except PolicyError:
@@ -184,12 +189,18 @@ def job_zone_report(
                 job.size,
                 gpu_resource,
             )
-            held[zone] = whole_job_in(planned, [free[_name(nodes[index])] for index in in_zone], gpu_resource)
+            room = [dict(free[_name(nodes[index])]) for index in in_zone]
+            take_reserved(room, reserved.get(zone, Decimal(0)), gpu_resource)
+            held[zone] = whole_job_in(planned, room, gpu_resource)
     zones = tuple(
         ZoneRoom(
             zone=zone,
             nodes=sum(1 for node_zone in zone_of.values() if node_zone == zone),
-            copies=sum(copies_on[name] for name, node_zone in zone_of.items() if node_zone == zone),
+            copies=copies_left(
+                sum(copies_on[name] for name, node_zone in zone_of.items() if node_zone == zone),
+                reserved.get(zone, Decimal(0)) if not member_zone else Decimal(0),
+                _requests(pod).get(gpu_resource, Decimal(0)),
+            ),
             members_held=held[zone],
             bound=bound[zone],
             nominated=nominated[zone],

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from explain.facts.ec2_gpu_data import Ec2GpuData
 from explain.facts.job_volumes import NO_VOLUMES, VolumeReads
 from explain.facts.node_facts import JsonObject
+from explain.verdicts.job_zone_holds import holds_seen
 from explain.verdicts.job_zone_report import JobZoneReport, job_zone_report
 from explain.verdicts.pod_advice import advice
 from explain.verdicts.pod_verdicts import PodVerdicts, judge_pod
@@ -44,14 +45,27 @@ def explain_pod(
     capacity: CapacityTypeSettings = DEFAULT_CAPACITY_SETTINGS,
     owner_jobs: OwnerJobs | None = None,
     volumes: VolumeReads = NO_VOLUMES,
+    nominated_pods: Sequence[JsonObject] = (),
 ) -> PodExplanation:
     """The policy's verdict on every node for ``pod``, its job's zones, and what would have to change.
 
     ``members`` are the pods carrying the pod's job label in its namespace (any phase);
     ``capacity`` holds the stack's default capacity-type choice, if any; ``owner_jobs`` reads the
     Job an Indexed Job's size comes from; ``volumes`` reads the claims and volumes the job's members
-    mount (a volume's zone holds its member there).
+    mount (a volume's zone holds its member there); ``nominated_pods`` are the pods not bound with a
+    nominated node, which JobZone and kube-scheduler count as placed there (members held at
+    Permit, preemptors), and whose jobs' holds JobZone keeps from the plan (``explain.job_zone_holds``).
     """
+    holds = holds_seen(
+        pod,
+        nominated_pods,
+        assigned_pods,
+        nodes,
+        job_settings,
+        owner_jobs=owner_jobs,
+        gpu_resource=settings.gpu_resource,
+    )
+    assigned_pods = [*assigned_pods, *holds.placed]
     judge = functools.partial(
         judge_pod,
         nodes=nodes,
@@ -77,6 +91,7 @@ def explain_pod(
             judge=judge,
             volumes=volumes,
             gpu_resource=settings.gpu_resource,
+            reserved_gpus=holds.reserved_gpus,
         )
     if job is not None and job.blocks and verdicts.verdict == "fits":
         verdicts = dataclasses.replace(verdicts, verdict="no-zone")

@@ -44,8 +44,9 @@ func (pl *JobZone) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1
 		return pl.preempt(ctx, state, pod, m, "")
 	}
 	if s.zone == "" {
-		// PreFilter found no zone for the job (its message says why): nothing to preempt for.
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable)
+		// PreFilter found no zone for the job (its message says why): the job preempts as a
+		// whole, or not at all (gang_preemption.go).
+		return pl.preemptForJob(ctx, pod, s.job)
 	}
 	key := jobKey(pod, s.job)
 	nodes, err := pl.handle.SnapshotSharedLister().NodeInfos().List()

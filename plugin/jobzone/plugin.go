@@ -24,7 +24,9 @@
 //   - PostFilter, when no node of the job's zone passed the filters for a member, gives
 //     the zone up for the job at once (held members rejected, the zone skipped for
 //     failedZoneDuration, the job requeued) and preempts nothing for one member of a job
-//     not yet placed. For every other pod it is the profile's preemption:
+//     not yet placed. For a job PreFilter found no zone for, it preempts for the whole job in
+//     one zone or not at all (gang_preemption.go). For every other pod it is the profile's
+//     preemption:
 //     DefaultPreemption, which follows priority and takes a lower-priority job whole, every
 //     member on every node, or none of it (preemption.go, whole_job_preemption.go).
 //   - Permit holds the job's pods until job-size members are reserved in the zone,
@@ -119,6 +121,8 @@ type JobZone struct {
 	volumes *volumeListers
 	// preemption is DefaultPreemption with JobZone's victim rule (preemption.go).
 	preemption *defaultpreemption.DefaultPreemption
+	// jobPreemptions are the victims of the jobs that preempted as a whole (gang_preemption.go).
+	jobPreemptions jobPreemptions
 }
 
 var (

@@ -27,7 +27,8 @@ import (
 //   - a member held at Permit is a victim on the same terms: its eviction ends the whole
 //     job's hold under JobZone's lock and requeues the job (rejectHeldVictim);
 //   - a member of a job not yet placed preempts nothing for itself (PostFilter ends its
-//     attempt before preemption: failover.go), while the rest of its job cannot fit.
+//     attempt before preemption: failover.go), while the rest of its job cannot fit; a job that
+//     fits in no zone preempts as a whole (gang_preemption.go).
 
 // newPreemption builds DefaultPreemption with the configured candidate limits and the rules
 // above; nil without an informer factory (no API server: nothing to evict).

@@ -162,7 +162,8 @@ type preemptionScene struct {
 	client *fake.Clientset
 }
 
-func newPreemptionScene(t *testing.T, nodes []*v1.Node, pods []*v1.Pod) *preemptionScene {
+// extra are other objects the API server holds (PodDisruptionBudgets).
+func newPreemptionScene(t *testing.T, nodes []*v1.Node, pods []*v1.Pod, extra ...runtime.Object) *preemptionScene {
 	t.Helper()
 	// Preemption's API calls made in the cycle, so the test reads their effect when PostFilter returns.
 	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.SchedulerAsyncPreemption, false)
@@ -177,7 +178,7 @@ func newPreemptionScene(t *testing.T, nodes []*v1.Node, pods []*v1.Pod) *preempt
 			placed = append(placed, pod)
 		}
 	}
-	client := fake.NewClientset(objects...)
+	client := fake.NewClientset(append(objects, extra...)...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	fit := frameworkruntime.FactoryAdapter(plfeature.Features{}, noderesources.NewFit)
 	var plugin *JobZone
@@ -198,6 +199,7 @@ func newPreemptionScene(t *testing.T, nodes []*v1.Node, pods []*v1.Pod) *preempt
 		frameworkruntime.WithPodNominator(internalqueue.NewSchedulingQueue(nil, factory)),
 		frameworkruntime.WithSnapshotSharedLister(cache.NewSnapshot(placed, nodes)),
 		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+		frameworkruntime.WithPodActivator(&recordingActivator{changed: make(chan struct{}, 1)}),
 	)
 	if err != nil {
 		t.Fatalf("NewFramework: %v", err)

@@ -15,6 +15,8 @@ from typing import Any
 import kubernetes.client
 import pytest
 
+from explain.answers import pod_answer
+from explain.facts.cluster import ClusterReader
 from localcluster.demo.zone_scene import (
     BASE_TYPE,
     FREE_GPUS,
@@ -33,10 +35,11 @@ from localcluster.plane.workloads import (
     pod_manifest,
 )
 from localcluster.services.webhook import start_webhook
-from policy import MIN_MEMORY_ANNOTATION
+from policy import MIN_MEMORY_ANNOTATION, PolicySettings
 from policy.job_zone import NO_ZONE_FITS, ZONE_LABEL
 from policy.job_zone_affinity import OWN_POD_AFFINITY_CONFLICT
 from policy.job_zone_affinity import REQUIRED_POD_TERMS_FIELD as REQUIRED_TERMS
+from render.ec2_catalogue import snapshot_gpu_memory_table
 from render.policy_choices import JobZoneArgs, PolicyChoices
 from testbed.bindings import BindingWatch, gpu_seconds_held
 from testbed.e2e_cluster import INVENTORY, E2ECluster, shaped_like
@@ -797,3 +800,96 @@ def test_a_preempted_held_members_job_is_whole_elsewhere_within_seconds(
     bindings = watch.wait_for_bindings(names)
     assert zones_of(cluster, bindings) == Counter({ZONE_B: 8}), bindings
     assert all(outcome.node in {"b-1", "b-2"} for outcome in outcomes.values())
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_a_top_priority_job_preempts_a_priority_zero_job_whole_in_one_zone(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """Zones A and B of 8 GPUs each: B is full of priority-500 pods in no job, A of a priority-0
+    job of 8. A priority-1,000,000 job of 8 fits in neither. JobZone chooses its victims for the
+    whole job in one zone (A: its highest victim is priority 0, B's 500) and evicts the priority-0
+    job whole through kube-scheduler's eviction; nothing in B is touched. No member of the new job
+    binds while the victims are still there (no member preempts or binds for itself alone); once
+    their deletion completes (the kubelet's part, done here by the test) the job binds whole in A."""
+    cluster.add_nodes(
+        *(
+            SimulatedNode(name, shaped_like(BASE_TYPE, 81920, gpu_count=4), zone)
+            for name, zone in (("a-1", ZONE_A), ("a-2", ZONE_A), ("b-1", ZONE_B), ("b-2", ZONE_B))
+        )
+    )
+    start_webhook(cluster.plane, tmp_path / "webhook")
+    cluster.start()
+    zero = priority_class(cluster, "experiment-zero", 0)
+    services = priority_class(cluster, "services-mid", 500)
+    top = priority_class(cluster, "training-top", 1_000_000)
+    fillers = create(
+        cluster,
+        *(
+            with_priority(pinned_filler(f"svc-{node}-{i}", node, 1), services)
+            for node in ("b-1", "b-2")
+            for i in range(4)
+        ),
+    )
+    cluster.outcomes(fillers, bound_only=True, timeout=60)
+    experiment = create(cluster, *(with_priority(member("exp", index, 8), zero) for index in range(8)))
+    cluster.outcomes(experiment, bound_only=True, timeout=60)
+    assert zones_of(cluster, watch.wait_for_bindings(experiment)) == Counter({ZONE_A: 8})
+
+    llm = create(cluster, *(with_priority(member("llm", index, 8), top) for index in range(8)))
+    core = kubernetes.client.CoreV1Api(cluster.api)
+    assert_preempted_whole(core, experiment)
+    assert [name for name in fillers if evicted(core, name)] == []
+    told = f"job {WORKLOAD_NAMESPACE}/llm: preempted 8 lower-priority pods in zone {ZONE_A}"
+    wait_for(
+        lambda: any(told in message for name in llm for message in failed_scheduling(cluster, name)),
+        60,
+        "a member told that its job preempted 8 pods in zone A",
+        interval=0.2,
+    )
+    assert not set(llm) & set(watch.bindings()), "a member bound while its job's victims were still there"
+
+    for name in experiment:
+        core.delete_namespaced_pod(name, WORKLOAD_NAMESPACE, grace_period_seconds=0)
+    cluster.outcomes(llm, bound_only=True, timeout=60)
+    assert zones_of(cluster, watch.wait_for_bindings(llm)) == Counter({ZONE_A: 8})
+    assert [name for name in fillers if evicted(core, name)] == []
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_explain_sees_the_members_jobzone_holds(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """Zones A and B of one 8-GPU node each; jobs x and y of 8 each have 7 members held at Permit,
+    one job per zone (their eighth members exist, gated). A job of 2 finds one free GPU in each
+    zone, which the held jobs' eighth members reserve: JobZone finds no zone for it, and
+    ``explain pod`` says the same (it reads the held members from their nominations), where the
+    bound pods alone would say that either zone holds it."""
+    cluster.add_nodes(
+        SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_A),
+        SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_B),
+    )
+    start_webhook(cluster.plane, tmp_path / "webhook")
+    cluster.start(choices=PolicyChoices(job_zone=JobZoneArgs(permit_timeout_seconds=600)))
+    held: list[str] = []
+    for job in ("x", "y"):
+        create(cluster, gated(member(job, 7, 8)))
+        held += create(cluster, *(member(job, index, 8) for index in range(7)))
+
+    def all_held() -> bool:
+        return {event.pod for event in watch.snapshot() if event.kind == "held"} >= set(held)
+
+    wait_for(all_held, 60, "seven members of each job held at Permit", interval=0.1)
+    pair = create(cluster, *(member("pair", index, 2) for index in range(2)))
+    no_zone = NO_ZONE_FITS.split(":", 1)[0].format(size=2)
+    wait_for(
+        lambda: any(no_zone in message for message in failed_scheduling(cluster, pair[0])),
+        60,
+        "JobZone finds no zone for the job of 2",
+        interval=0.2,
+    )
+    settings = PolicySettings(instance_type_gpu_memory_mib=snapshot_gpu_memory_table())
+    explanation = pod_answer(ClusterReader(cluster.api), WORKLOAD_NAMESPACE, pair[0], settings)
+    assert explanation.job is not None
+    assert (explanation.job.status, explanation.verdict) == ("no-zone", "no-zone")
+    assert {room.zone: room.copies for room in explanation.job.zones} == {ZONE_A: 0, ZONE_B: 0}
