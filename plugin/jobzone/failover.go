@@ -60,7 +60,7 @@ func (pl *JobZone) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1
 	message := fmt.Sprintf(ZoneRefusedFormat, key, s.zone, pl.config.failedZoneDuration)
 	pl.mu.Lock()
 	g := pl.gangs[key]
-	pl.skipZoneLocked(logger, key, pod.Namespace, s.job, s.zone, now)
+	pl.skipZoneLocked(logger, key, pod.Namespace, s.job, s.zone, now, true)
 	pl.endHoldLocked(key, pod.Namespace, s.job, g, message, HoldRejected, now)
 	pl.mu.Unlock()
 

@@ -99,8 +99,10 @@ type JobZone struct {
 	generation uint64
 	// released are the members JobZone rejected at Permit whose Unreserve has not come yet.
 	released map[types.UID]struct{}
-	// failed are, by job, the zones where the job timed out and until when they are skipped.
+	// failed are, by job, the zones skipped for the job and until when (zone_skips.go).
 	failed map[string]map[string]time.Time
+	// roomSkips are, by zone, the jobs whose skip of that zone ends when room frees there.
+	roomSkips map[string]map[string]roomSkip
 	// reservations are the planned jobs' holds on their zones, by namespace/name (ledger.go).
 	reservations map[string]reservation
 	// order is when each job's earliest member was created, for Less (queue_sort.go).
@@ -150,7 +152,7 @@ func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, c
 		"failedZoneDuration", c.failedZoneDuration, "maxJobSize", c.zone.MaxJobSize, "zoneLabel", c.zone.ZoneLabel)
 	pl := &JobZone{
 		config: c, handle: handle, clock: clk,
-		gangs: map[string]*gang{}, released: map[types.UID]struct{}{}, failed: map[string]map[string]time.Time{}, reservations: map[string]reservation{},
+		gangs: map[string]*gang{}, released: map[types.UID]struct{}{}, failed: map[string]map[string]time.Time{}, roomSkips: map[string]map[string]roomSkip{}, reservations: map[string]reservation{},
 		order: newJobOrder(),
 	}
 	preemption, err := pl.newPreemption(ctx)
@@ -173,7 +175,7 @@ func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, c
 			volumes: informers.Core().V1().PersistentVolumes().Lister(),
 		}
 	}
-	if err := pl.watchPods(); err != nil {
+	if err := pl.watchPods(klog.FromContext(ctx)); err != nil {
 		return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
 	}
 	return pl, nil
@@ -326,25 +328,6 @@ func (pl *JobZone) Filter(_ context.Context, state fwk.CycleState, pod *v1.Pod, 
 
 // PreFilterExtensions returns nil: the zone does not change with a preemption victim.
 func (pl *JobZone) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
-
-// failedZones is the set of zones the job recently timed out in (expired ones are dropped).
-func (pl *JobZone) failedZones(key string) map[string]bool {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	now := pl.clock.Now()
-	zones := map[string]bool{}
-	for zone, until := range pl.failed[key] {
-		if now.Before(until) {
-			zones[zone] = true
-		} else {
-			delete(pl.failed[key], zone)
-		}
-	}
-	if len(pl.failed[key]) == 0 {
-		delete(pl.failed, key)
-	}
-	return zones
-}
 
 // SignPod refuses to sign a same-zone pod (its result depends on the other members, so
 // it must never share a cached result) and signs every other pod with nothing, so
