@@ -14,7 +14,7 @@
 //     the pod (every requested resource such as GPUs, CPU, memory and EFA interfaces,
 //     GPU-memory fit, taints and node affinity, less
 //     the GPUs other planned jobs still need in each zone), tightest fit first,
-//     skipping zones where the job recently timed out; when none does, the pod is
+//     skipping zones recently given up for the job (zone_skips.go); when none does, the pod is
 //     unschedulable with every zone's count in the message. The plan holds its zone's
 //     GPUs for the job until it is placed, given up, or permitTimeout passes with no
 //     member waiting.
@@ -22,8 +22,8 @@
 //     status.nominatedNodeName names a node elsewhere (kube-scheduler tries the
 //     nominated node first, without PreFilter's node set) still stays in its zone.
 //   - PostFilter, when no node of the job's zone passed the filters for a member, gives
-//     the zone up for the job at once (held members rejected, the zone skipped for
-//     failedZoneDuration, the job requeued) and preempts nothing for one member of a job
+//     the zone up for the job at once (held members rejected, the zone skipped until room
+//     frees there, the job requeued) and preempts nothing for one member of a job
 //     not yet placed. For every other pod it is the profile's preemption:
 //     DefaultPreemption, which follows priority and takes a lower-priority job whole, every
 //     member on every node, or none of it (preemption.go, whole_job_preemption.go).
@@ -33,7 +33,9 @@
 //     JobZone rejects every held member and skips the zone for the job for
 //     failedZoneDuration, so the retry plans elsewhere. When a held member's node is
 //     deleted or taken away meanwhile, or preemption takes a held member, every held
-//     member is rejected at once. Every release requeues the job's members (hold.go).
+//     member is rejected at once. Every release requeues the job's members (hold.go), and
+//     every member given up loses the nomination kube-scheduler wrote for its hold
+//     (nominations.go), so autoscalers see it again.
 //
 // The rules (which pods form a job, which zone wins) live in package zonepolicy; this
 // package adapts them to the framework's extension points. It follows the semantics
