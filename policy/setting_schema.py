@@ -57,7 +57,8 @@ at 15 minutes."""
 MAX_PERMIT_TIMEOUT_SECONDS = 15 * 60
 """kube-scheduler's own cap on a Permit wait."""
 FAILED_ZONE_SECONDS = 10 * 60
-"""JobZone's ``failedZoneDuration``: how long a zone where a job timed out is skipped for that job."""
+"""JobZone's ``failedZoneDuration``: how long a zone where a job timed out is skipped for that job,
+and the longest a zone given up at PostFilter is (that skip ends when room frees in the zone)."""
 MAX_FAILED_ZONE_SECONDS = 24 * 3600
 """A day: a zone skipped longer than that is better taken out of the node groups."""
 
@@ -285,7 +286,8 @@ FAILED_ZONE_SETTING = IntegerSetting(
     default=FAILED_ZONE_SECONDS,
     low=1,
     high=MAX_FAILED_ZONE_SECONDS,
-    help="seconds a zone where a job timed out is skipped when that job is planned again",
+    help="seconds a zone where a job timed out is skipped when that job is planned again; a zone"
+    " where no node passed the filters for a member is skipped until room frees there, at most this long",
     plugin_args=(PluginArg(JOB_ZONE_PLUGIN, "failedZoneDuration", unit="s"),),
 )
 MAX_JOB_SIZE_SETTING = IntegerSetting(

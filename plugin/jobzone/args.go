@@ -24,7 +24,8 @@ const (
 	// allows (MaxPermitTimeout).
 	DefaultPermitTimeout = 15 * time.Minute
 	// DefaultFailedZoneDuration is how long a zone where a job timed out is skipped
-	// when that job is planned again.
+	// when that job is planned again, and the longest a zone given up at PostFilter is
+	// (that skip ends when room frees in the zone: zone_skips.go).
 	DefaultFailedZoneDuration = 10 * time.Minute
 	// MaxPermitTimeout is the framework's own cap on a Permit wait (kube-scheduler
 	// 1.35 shortens any longer wait to 15 minutes).
@@ -66,7 +67,8 @@ const (
 type Args struct {
 	// PermitTimeout is how long the job's members wait at Permit for the whole job.
 	PermitTimeout *metav1.Duration `json:"permitTimeout,omitempty"`
-	// FailedZoneDuration is how long a zone is skipped after a job timed out there.
+	// FailedZoneDuration is how long a zone is skipped after a job timed out there, and the
+	// longest a zone given up at PostFilter is skipped.
 	FailedZoneDuration *metav1.Duration `json:"failedZoneDuration,omitempty"`
 	// MaxJobSize is the largest job-size annotation accepted.
 	MaxJobSize           *int64  `json:"maxJobSize,omitempty"`

@@ -15,8 +15,8 @@ import (
 const (
 	// ZoneRefusedFormat is the rejection of a job's held members, and the member's own
 	// message, when no node of the job's zone passed the filters for a member: job, zone,
-	// failedZoneDuration.
-	ZoneRefusedFormat = "job %s: no node in zone %s passed the scheduler's filters for a member; the zone is skipped for this job for %s and the job is planned again"
+	// failedZoneDuration (the longest the skip lasts: it ends when room frees in the zone).
+	ZoneRefusedFormat = "job %s: no node in zone %s passed the scheduler's filters for a member; the zone is skipped for this job until room frees there (at most %s) and the job is planned again"
 	// BoundZoneFullFormat is the member's message when no node of its zone passed the
 	// filters but members are already bound there, so the job cannot move: job, zone.
 	BoundZoneFullFormat = "job %s: no node in zone %s passed the scheduler's filters for this member, and members are bound there"
@@ -61,7 +61,7 @@ func (pl *JobZone) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1
 	message := fmt.Sprintf(ZoneRefusedFormat, key, s.zone, pl.config.failedZoneDuration)
 	pl.mu.Lock()
 	g := pl.gangs[key]
-	pl.skipZoneLocked(logger, key, pod.Namespace, s.job, s.zone, now)
+	pl.skipZoneLocked(logger, key, pod.Namespace, s.job, s.zone, now, true)
 	pl.endHoldLocked(key, pod.Namespace, s.job, g, message, HoldRejected, now)
 	pl.mu.Unlock()
 

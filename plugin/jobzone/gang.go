@@ -205,15 +205,17 @@ func (pl *JobZone) placedBeforeLocked(nodes []fwk.NodeInfo, self *v1.Pod, job *z
 // the rest: every other held member is rejected and the job's members are requeued. It acts
 // only on the hold the member belongs to: a member JobZone already rejected, or one of an
 // earlier hold (its generation, recorded at Permit, is not the current hold's), changes
-// nothing. When the job's time ran out, its zone is skipped for the job for
-// failedZoneDuration.
-func (pl *JobZone) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ string) {
+// nothing more. When the job's time ran out, its zone is skipped for the job for
+// failedZoneDuration. In every case the member's nomination of the node is cleared
+// (nominations.go), so an autoscaler sees the member again.
+func (pl *JobZone) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) {
 	job := pl.jobOf(state, pod)
 	if job == nil {
 		return
 	}
 	key := jobKey(pod, job)
 	logger := klog.FromContext(ctx)
+	pl.clearNomination(logger, pod, nodeName)
 	now := pl.clock.Now()
 	pl.mu.Lock()
 	_, rejected := pl.released[pod.UID]
@@ -227,7 +229,7 @@ func (pl *JobZone) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.
 	timedOut := !now.Before(g.deadline)
 	message := fmt.Sprintf(MemberUnreservedFormat, key, klog.KObj(pod))
 	if timedOut {
-		pl.skipZoneLocked(logger, key, pod.Namespace, job, g.zone, now)
+		pl.skipZoneLocked(logger, key, pod.Namespace, job, g.zone, now, false)
 		message = fmt.Sprintf(TimedOutFormat, key, job.Size, g.zone, pl.config.permitTimeout, pl.config.failedZoneDuration)
 	}
 	pl.endHoldLocked(key, pod.Namespace, job, g, message, unreservedResult(timedOut), now)

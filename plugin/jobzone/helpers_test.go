@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -183,6 +184,13 @@ func (a *recordingActivator) names() []string {
 
 func newHarness(t testing.TB, args runtime.Object) *harness {
 	t.Helper()
+	return newHarnessWithClient(t, args, nil)
+}
+
+// newHarnessWithClient is newHarness whose framework handle has the given API client (nil:
+// none), for what the plugin writes to the API.
+func newHarnessWithClient(t testing.TB, args runtime.Object, client kubernetes.Interface) *harness {
+	t.Helper()
 	metrics.Register() // the framework records its plugins' metrics
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -196,15 +204,19 @@ func newHarness(t testing.TB, args runtime.Object) *harness {
 		h.plugin = pl
 		return pl, err
 	}
+	options := []frameworkruntime.Option{
+		frameworkruntime.WithSnapshotSharedLister(h.lister),
+		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+		frameworkruntime.WithPodActivator(h.activator),
+	}
+	if client != nil {
+		options = append(options, frameworkruntime.WithClientSet(client))
+	}
 	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
 		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
 		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
 		tf.RegisterPluginAsExtensions(Name, factory, "PreFilter", "Filter", "PostFilter", "Reserve", "Permit"),
-	}, "default-scheduler",
-		frameworkruntime.WithSnapshotSharedLister(h.lister),
-		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
-		frameworkruntime.WithPodActivator(h.activator),
-	)
+	}, "default-scheduler", options...)
 	if err != nil {
 		t.Fatalf("NewFramework: %v", err)
 	}

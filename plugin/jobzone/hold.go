@@ -73,7 +73,7 @@ func (pl *JobZone) expireHold(logger klog.Logger, key, namespace string, job *zo
 		pl.mu.Unlock()
 		return
 	}
-	pl.skipZoneLocked(logger, key, namespace, job, g.zone, now)
+	pl.skipZoneLocked(logger, key, namespace, job, g.zone, now, false)
 	message := fmt.Sprintf(TimedOutFormat, key, job.Size, g.zone, pl.config.permitTimeout, pl.config.failedZoneDuration)
 	pl.endHoldLocked(key, namespace, job, g, message, HoldTimedOut, now)
 	pl.mu.Unlock()
@@ -111,22 +111,6 @@ func waitsOnJobZone(wp fwk.WaitingPod) bool {
 		}
 	}
 	return false
-}
-
-// skipZoneLocked marks zone as skipped for the job for failedZoneDuration, and sets a timer
-// that requeues the job's members when the skip ends (no cluster event says so). The caller
-// holds pl.mu.
-func (pl *JobZone) skipZoneLocked(logger klog.Logger, key, namespace string, job *zonepolicy.Job, zone string, now time.Time) {
-	if pl.failed[key] == nil {
-		pl.failed[key] = map[string]time.Time{}
-	}
-	pl.failed[key][zone] = now.Add(pl.config.failedZoneDuration)
-	pl.clock.AfterFunc(pl.config.failedZoneDuration, func() {
-		go func() {
-			logger.V(3).Info("a zone's skip for a job ended; requeueing its members", "job", key, "zone", zone)
-			pl.activateMembers(logger, namespace, job, "")
-		}()
-	})
 }
 
 // activateMembers sends the job's members that are not bound (pending in the scheduling queue,

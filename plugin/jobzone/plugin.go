@@ -14,7 +14,7 @@
 //     the pod (every requested resource such as GPUs, CPU, memory and EFA interfaces,
 //     GPU-memory fit, taints and node affinity, less
 //     the GPUs other planned jobs still need in each zone), tightest fit first,
-//     skipping zones where the job recently timed out; when none does, the pod is
+//     skipping zones recently given up for the job (zone_skips.go); when none does, the pod is
 //     unschedulable with every zone's count in the message. The plan holds its zone's
 //     GPUs for the job until it is placed, given up, or permitTimeout passes with no
 //     member waiting.
@@ -22,8 +22,8 @@
 //     status.nominatedNodeName names a node elsewhere (kube-scheduler tries the
 //     nominated node first, without PreFilter's node set) still stays in its zone.
 //   - PostFilter, when no node of the job's zone passed the filters for a member, gives
-//     the zone up for the job at once (held members rejected, the zone skipped for
-//     failedZoneDuration, the job requeued) and preempts nothing for one member of a job
+//     the zone up for the job at once (held members rejected, the zone skipped until room
+//     frees there, the job requeued) and preempts nothing for one member of a job
 //     not yet placed. For a job PreFilter found no zone for, it preempts for the whole job in
 //     one zone or not at all (gang_preemption.go). For every other pod it is the profile's
 //     preemption:
@@ -35,7 +35,9 @@
 //     JobZone rejects every held member and skips the zone for the job for
 //     failedZoneDuration, so the retry plans elsewhere. When a held member's node is
 //     deleted or taken away meanwhile, or preemption takes a held member, every held
-//     member is rejected at once. Every release requeues the job's members (hold.go).
+//     member is rejected at once. Every release requeues the job's members (hold.go), and
+//     every member given up loses the nomination kube-scheduler wrote for its hold
+//     (nominations.go), so autoscalers see it again.
 //
 // The rules (which pods form a job, which zone wins) live in package zonepolicy; this
 // package adapts them to the framework's extension points. It follows the semantics
@@ -101,8 +103,10 @@ type JobZone struct {
 	generation uint64
 	// released are the members JobZone rejected at Permit whose Unreserve has not come yet.
 	released map[types.UID]struct{}
-	// failed are, by job, the zones where the job timed out and until when they are skipped.
+	// failed are, by job, the zones skipped for the job and until when (zone_skips.go).
 	failed map[string]map[string]time.Time
+	// roomSkips are, by zone, the jobs whose skip of that zone ends when room frees there.
+	roomSkips map[string]map[string]roomSkip
 	// reservations are the planned jobs' holds on their zones, by namespace/name (ledger.go).
 	reservations map[string]reservation
 	// order is when each job's earliest member was created, for Less (queue_sort.go).
@@ -154,7 +158,7 @@ func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, c
 		"failedZoneDuration", c.failedZoneDuration, "maxJobSize", c.zone.MaxJobSize, "zoneLabel", c.zone.ZoneLabel)
 	pl := &JobZone{
 		config: c, handle: handle, clock: clk,
-		gangs: map[string]*gang{}, released: map[types.UID]struct{}{}, failed: map[string]map[string]time.Time{}, reservations: map[string]reservation{},
+		gangs: map[string]*gang{}, released: map[types.UID]struct{}{}, failed: map[string]map[string]time.Time{}, roomSkips: map[string]map[string]roomSkip{}, reservations: map[string]reservation{},
 		order: newJobOrder(),
 	}
 	preemption, err := pl.newPreemption(ctx)
@@ -177,7 +181,7 @@ func newWithClock(ctx context.Context, args runtime.Object, handle fwk.Handle, c
 			volumes: informers.Core().V1().PersistentVolumes().Lister(),
 		}
 	}
-	if err := pl.watchPods(); err != nil {
+	if err := pl.watchPods(klog.FromContext(ctx)); err != nil {
 		return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
 	}
 	return pl, nil
@@ -330,25 +334,6 @@ func (pl *JobZone) Filter(_ context.Context, state fwk.CycleState, pod *v1.Pod, 
 
 // PreFilterExtensions returns nil: the zone does not change with a preemption victim.
 func (pl *JobZone) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
-
-// failedZones is the set of zones the job recently timed out in (expired ones are dropped).
-func (pl *JobZone) failedZones(key string) map[string]bool {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	now := pl.clock.Now()
-	zones := map[string]bool{}
-	for zone, until := range pl.failed[key] {
-		if now.Before(until) {
-			zones[zone] = true
-		} else {
-			delete(pl.failed[key], zone)
-		}
-	}
-	if len(pl.failed[key]) == 0 {
-		delete(pl.failed, key)
-	}
-	return zones
-}
 
 // SignPod refuses to sign a same-zone pod (its result depends on the other members, so
 // it must never share a cached result) and signs every other pod with nothing, so

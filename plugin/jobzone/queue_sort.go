@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
@@ -179,8 +180,9 @@ func (o *jobOrder) forgetLocked(uid types.UID, key string) {
 }
 
 // watchPods keeps the job order from the scheduler's pod informer (which leaves out
-// Succeeded and Failed pods, so a finished member stops holding its job's place).
-func (pl *JobZone) watchPods() error {
+// Succeeded and Failed pods, so a finished member stops holding its job's place). A placed
+// pod deleted ends the skips of its zone that wait for room (zone_skips.go).
+func (pl *JobZone) watchPods(logger klog.Logger) error {
 	informers := pl.handle.SharedInformerFactory()
 	if informers == nil {
 		return nil
@@ -205,6 +207,7 @@ func (pl *JobZone) watchPods() error {
 			}
 			if pod, ok := obj.(*v1.Pod); ok {
 				pl.order.forget(pod.UID)
+				pl.podLeft(logger, pod)
 			}
 		},
 	})

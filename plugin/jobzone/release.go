@@ -20,16 +20,27 @@ const NodeTakenFormat = "job %s: node %s of member %s was taken away while the j
 // watchNodes releases a waiting job at once when a node one of its held members was
 // reserved on is deleted, begins to be taken away (gpupolicy.DisruptionSignal: being
 // deleted, cordoned, a disruption taint) or gets a NoSchedule/NoExecute taint the member
-// does not tolerate, instead of holding the rest of the job until permitTimeout.
+// does not tolerate, instead of holding the rest of the job until permitTimeout. A node added
+// or gaining room in a zone ends the skips of that zone that wait for room (zone_skips.go).
 func (pl *JobZone) watchNodes(logger klog.Logger) error {
 	informers := pl.handle.SharedInformerFactory()
 	if informers == nil {
 		return nil
 	}
 	_, err := informers.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, newObj interface{}) {
-			if node, ok := newObj.(*v1.Node); ok {
-				pl.releaseJobsOn(logger, node.Name, node)
+		AddFunc: func(obj interface{}) {
+			if node, ok := obj.(*v1.Node); ok {
+				pl.endRoomSkips(logger, zoneOf(node, pl.config.zone), "node "+node.Name+" added")
+			}
+		},
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			node, ok := newObj.(*v1.Node)
+			if !ok {
+				return
+			}
+			pl.releaseJobsOn(logger, node.Name, node)
+			if old, ok := oldObj.(*v1.Node); ok && nodeGainedRoom(old, node, pl.config.zone.ZoneLabel) {
+				pl.endRoomSkips(logger, zoneOf(node, pl.config.zone), "node "+node.Name+" gained room")
 			}
 		},
 		DeleteFunc: func(obj interface{}) {

@@ -893,3 +893,89 @@ def test_explain_sees_the_members_jobzone_holds(
     assert explanation.job is not None
     assert (explanation.job.status, explanation.verdict) == ("no-zone", "no-zone")
     assert {room.zone: room.copies for room in explanation.job.zones} == {ZONE_A: 0, ZONE_B: 0}
+
+
+def nomination_and_reason(core: kubernetes.client.CoreV1Api, name: str) -> tuple[str, str]:
+    """The pod's ``status.nominatedNodeName`` ("" for none) and its PodScheduled condition's reason."""
+    pod = core.read_namespaced_pod(name, WORKLOAD_NAMESPACE)
+    reason = next((c.reason or "" for c in pod.status.conditions or [] if c.type == "PodScheduled"), "")
+    return pod.status.nominated_node_name or "", reason
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_a_pod_in_no_job_does_not_cost_a_held_job_its_zone(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """A job of 8 is planned on A's one node of 8 GPUs (B has 4) and seven members are held there
+    at Permit (the eighth exists, gated). A priority-1000 pod in no job takes A's last GPU, so the
+    eighth member fits no node of A: JobZone gives A up for the job and rejects the held members.
+    Every member then carries no nomination and is Unschedulable, as Karpenter needs to provision
+    for it (kube-scheduler nominated the held members to a-1 and leaves that in place). When that
+    pod leaves, A's skip ends at once and the job binds whole there within seconds, not after
+    failedZoneDuration (10 minutes)."""
+    cluster.add_nodes(
+        SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_A),
+        SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=4), ZONE_B),
+    )
+    start_webhook(cluster.plane, tmp_path / "webhook")
+    cluster.start(choices=PolicyChoices(job_zone=JobZoneArgs(permit_timeout_seconds=600)))
+    [last] = create(cluster, gated(member("llm", 7, 8)))
+    held = create(cluster, *(member("llm", index, 8) for index in range(7)))
+    core = kubernetes.client.CoreV1Api(cluster.api)
+
+    def held_on_a() -> bool:
+        events = watch.snapshot()
+        return {event.pod for event in events if event.kind == "held" and event.node == "a-1"} >= set(held)
+
+    wait_for(held_on_a, 60, "seven members held at Permit on a-1", interval=0.1)
+    high = priority_class(cluster, "high-1000", 1000)
+    [plain] = create(cluster, with_priority(pinned_filler("plain", "a-1", 1), high))
+    assert cluster.outcomes([plain], bound_only=True, timeout=60)[plain].node == "a-1"
+    ungate(cluster, last)
+    names = [*held, last]
+    wait_until(
+        lambda: {name: nomination_and_reason(core, name) for name in names},
+        lambda states: all(state == ("", "Unschedulable") for state in states.values()),
+        60,
+        "every member given up: no nomination, Unschedulable",
+    )
+    assert not any(core.read_namespaced_pod(name, WORKLOAD_NAMESPACE).spec.node_name for name in names)
+    core.delete_namespaced_pod(plain, WORKLOAD_NAMESPACE, grace_period_seconds=0)
+    outcomes = cluster.outcomes(names, bound_only=True, timeout=30)
+    bindings = watch.wait_for_bindings(names)
+    assert zones_of(cluster, bindings) == Counter({ZONE_A: 8}), bindings
+    assert all(outcome.node == "a-1" for outcome in outcomes.values())
+
+
+@pytest.mark.parametrize("mode", ["plugin"], indirect=True)
+def test_a_job_released_at_its_deadline_with_no_zone_that_fits_is_provisionable(
+    cluster: E2ECluster, watch: BindingWatch, tmp_path: Path
+) -> None:
+    """A job of 8 is planned on A's one node of 8 GPUs (B has 4); seven members are held there and
+    the eighth never comes (gated) until the 5 s permit timeout releases the job. A is then skipped
+    and B is too small, so no zone fits: every member must carry no nomination and be
+    Unschedulable, the state in which Karpenter provisions for a pod. kube-scheduler nominated the
+    held members to a-1 and leaves that in place; JobZone clears it."""
+    cluster.add_nodes(
+        SimulatedNode("a-1", shaped_like(BASE_TYPE, 81920, gpu_count=8), ZONE_A),
+        SimulatedNode("b-1", shaped_like(BASE_TYPE, 81920, gpu_count=4), ZONE_B),
+    )
+    start_webhook(cluster.plane, tmp_path / "webhook")
+    cluster.start(choices=PolicyChoices(job_zone=JobZoneArgs(permit_timeout_seconds=5)))
+    [last] = create(cluster, gated(member("llm", 7, 8)))
+    held = create(cluster, *(member("llm", index, 8) for index in range(7)))
+    core = kubernetes.client.CoreV1Api(cluster.api)
+
+    def held_on_a() -> bool:
+        events = watch.snapshot()
+        return {event.pod for event in events if event.kind == "held" and event.node == "a-1"} >= set(held)
+
+    wait_for(held_on_a, 60, "seven members held at Permit on a-1", interval=0.1)
+    wait_until(
+        lambda: {name: nomination_and_reason(core, name) for name in held},
+        lambda states: all(state == ("", "Unschedulable") for state in states.values()),
+        60,
+        "every held member released with no nomination and Unschedulable",
+    )
+    names = [*held, last]
+    assert not any(core.read_namespaced_pod(name, WORKLOAD_NAMESPACE).spec.node_name for name in names)
