@@ -19,6 +19,10 @@ from tests.vectors import VECTORS_DIR
 FILE = "topology_cases.json"
 SEED = 55
 GENERATED = 60
+"""Zones of random shape, some nodes unlabelled or with fewer layers."""
+GENERATED_FULL_TREES = 40
+"""Three-layer trees with one node per bottom domain: the shapes where counting the bottom layer
+first and counting the top first disagree."""
 
 
 def domain_key(name: str, path: tuple[str, ...], layer: int) -> tuple[str, ...]:
@@ -107,15 +111,41 @@ def random_zone(chooser: random.Random, layers: int) -> list[dict[str, Any]]:
     return nodes
 
 
-def generated_cases(seed: int = SEED, count: int = GENERATED) -> list[dict[str, Any]]:
-    """``count`` random zones and jobs with their brute-force optimum (null when none fits)."""
+def full_tree(chooser: random.Random) -> list[dict[str, Any]]:
+    """A three-layer tree: two layer-1 network nodes, one or two under each, one to three under
+    those, and one node of 0, 2, 4 or 8 free GPUs per bottom domain."""
+    nodes = []
+    for top in range(2):
+        for middle in range(chooser.randint(1, 2)):
+            for bottom in range(chooser.randint(1, 3)):
+                path = (f"nn-t{top}", f"nn-s{top}{middle}", f"nn-b{top}{middle}{bottom}")
+                labels = {
+                    f"topology.k8s.aws/network-node-layer-{layer}": value
+                    for layer, value in enumerate(path, 1)
+                }
+                nodes.append(
+                    {
+                        "name": f"node-{top}{middle}{bottom}",
+                        "labels": labels,
+                        "free_gpus": chooser.randint(0, 8),
+                    }
+                )
+    return nodes
+
+
+def generated_cases(
+    seed: int = SEED, count: int = GENERATED, full_trees: int = GENERATED_FULL_TREES
+) -> list[dict[str, Any]]:
+    """``count`` random zones and ``full_trees`` full trees, each with a job and the brute-force
+    optimum (null when no plan holds the job)."""
     chooser = random.Random(seed)
     cases = []
-    for index in range(count):
-        layers = chooser.choice([3, 4])
-        nodes = random_zone(chooser, layers)
-        gpus = chooser.choice([1, 2, 4, 8, 8])
-        members = [gpus] * chooser.randint(1, 5) + [0] * chooser.choice([0, 0, 1])
+    for index in range(count + full_trees):
+        tree = index >= count
+        layers = 3 if tree else chooser.choice([3, 4])
+        nodes = full_tree(chooser) if tree else random_zone(chooser, layers)
+        gpus = 2 if tree else chooser.choice([1, 2, 4, 8, 8])
+        members = [gpus] * chooser.randint(1, 8 if tree else 5) + [0] * chooser.choice([0, 0, 1])
         required = chooser.choice([0, 0, 0, 1, 2, layers])
         settings = TopologySettings(max_layers=layers)
         triples = [(node["name"], node_path(node["labels"], settings), node["free_gpus"]) for node in nodes]
