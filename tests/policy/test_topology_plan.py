@@ -117,17 +117,17 @@ def zones(draw: st.DrawFn) -> tuple[int, list[TopologyNode], list[int], int]:
 
 @st.composite
 def full_trees(draw: st.DrawFn) -> tuple[int, list[TopologyNode], list[int], int]:
-    """A three-layer tree of two or three network nodes under each, one node of 0..4 free slots per
-    bottom domain, and a job of up to 9 members: the shapes where counting the bottom layer first
-    and counting the top first disagree."""
-    fan = st.integers(1, 3)
+    """A three-layer tree: two layer-1 network nodes, one or two under each, one or two under
+    those, one node of 0..4 free slots per bottom domain, and a job of up to 8 members: the shapes
+    where counting the bottom layer first and counting the top first disagree."""
+    fan = st.integers(1, 2)
     nodes = []
-    for top in range(draw(fan)):
+    for top in range(2):
         for middle in range(draw(fan)):
             for bottom in range(draw(fan)):
                 path = (f"t{top}", f"s{top}{middle}", f"b{top}{middle}{bottom}")
                 nodes.append(TopologyNode(f"n{top}{middle}{bottom}", path, 2 * draw(st.integers(0, 4))))
-    members = [2] * draw(st.integers(1, 9))
+    members = [2] * draw(st.integers(1, 8))
     return 3, nodes, members, draw(st.sampled_from([0, 0, 1, 2, 3]))
 
 
