@@ -15,6 +15,9 @@ zone. A pod is a member of a same-zone job when it carries:
   scheduler does not read (a JobSet, a Kubeflow job, ...), the pod is refused, asking for the
   annotation.
 
+Optionally, where in the zone's network the members go: annotation
+``training.example.com/network-topology`` (``policy.network_topology``; ``preferred`` when absent).
+
 ``plan_zone`` is the choice the scheduler plugin makes for a job's first pod, written here
 so that the Go plugin, ``explain`` and the tests agree on it through the shared vectors.
 """
@@ -34,6 +37,14 @@ from policy.job_identity import (
     names_a_plain_job,
 )
 from policy.json_fields import mapping_field, string_map
+from policy.network_topology import (
+    DEFAULT_TOPOLOGY_SETTINGS,
+    PREFERRED_CHOICE,
+    TOPOLOGY_WITHOUT_ZONE_POLICY,
+    TopologyChoice,
+    TopologySettings,
+    parse_topology_choice,
+)
 from policy.owner_job import SIZE_FROM_COMPLETIONS, OwnerJobs, indexed_job_size
 from policy.requirement import MISSING_POD
 
@@ -121,6 +132,8 @@ class ZoneJob:
     size_from: str
     """Where the size was read from: the job-size annotation, LeaderWorkerSet's size annotation, or
     ``SIZE_FROM_COMPLETIONS`` (the pod's Indexed Job)."""
+    topology: TopologyChoice = PREFERRED_CHOICE
+    """Where in the zone's network the members go (``policy.network_topology``)."""
 
     @property
     def selector(self) -> dict[str, str]:
@@ -129,7 +142,10 @@ class ZoneJob:
 
 
 def job_from_pod(
-    pod: object, settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS, owner_jobs: OwnerJobs | None = None
+    pod: object,
+    settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS,
+    owner_jobs: OwnerJobs | None = None,
+    topology: TopologySettings = DEFAULT_TOPOLOGY_SETTINGS,
 ) -> ZoneJob | None:
     """The same-zone job the pod belongs to, with its size; None for a pod without the zone-policy
     and job-size annotations.
@@ -138,7 +154,7 @@ def job_from_pod(
     its Job, read through ``owner_jobs`` (``policy.owner_job.indexed_job_size`` and its reasons);
     without ``owner_jobs`` such a pod is refused with ``SIZE_NOT_ON_POD``.
     """
-    job = declared_job(pod, settings)
+    job = declared_job(pod, settings, topology)
     if job is None or job.size_from != SIZE_FROM_COMPLETIONS:
         return job
     if owner_jobs is None:
@@ -151,15 +167,21 @@ def job_from_pod(
     return replace(job, size=size)
 
 
-def declared_job(pod: object, settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS) -> ZoneJob | None:
+def declared_job(
+    pod: object,
+    settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTINGS,
+    topology: TopologySettings = DEFAULT_TOPOLOGY_SETTINGS,
+) -> ZoneJob | None:
     """The same-zone job as the pod itself declares it; None for a pod without the zone-policy and
     job-size annotations. An Indexed Job's pod without the job-size annotation gets size 0 and
     ``size_from`` ``SIZE_FROM_COMPLETIONS``: its size is on its Job, which ``job_from_pod`` reads.
 
     Checked in this order, each failure a PolicyError: a zone policy other than ``same-zone``
     (``INVALID_ZONE_POLICY``); a job-size annotation that is not a base-10 integer in
-    1..max_job_size (``INVALID_JOB_SIZE``); a job size without a zone policy
-    (``JOB_SIZE_WITHOUT_ZONE_POLICY``); no job (``MISSING_JOB_NAME``, ``JOB_NOT_INDEXED``, or
+    1..max_job_size (``INVALID_JOB_SIZE``); a network topology choice that is not ``preferred`` or
+    ``required:layer-N`` (``policy.network_topology.INVALID_TOPOLOGY``); a job size without a zone
+    policy (``JOB_SIZE_WITHOUT_ZONE_POLICY``); a network topology choice without a zone policy
+    (``TOPOLOGY_WITHOUT_ZONE_POLICY``); no job (``MISSING_JOB_NAME``, ``JOB_NOT_INDEXED``, or
     ``policy.job_identity``'s LeaderWorkerSet reason); no size (``MISSING_JOB_SIZE`` for our job
     label, ``SIZE_NOT_ON_POD`` for a controller's job) or a controller's size out of range
     (``INVALID_CONTROLLER_SIZE``).
@@ -177,22 +199,27 @@ def declared_job(pod: object, settings: JobZoneSettings = DEFAULT_JOB_ZONE_SETTI
     size = None if raw_size is None else parse_go_int64(raw_size)
     if raw_size is not None and (size is None or not 1 <= size <= settings.max_job_size):
         raise PolicyError(INVALID_JOB_SIZE.format(maximum=settings.max_job_size))
+    raw_topology = annotations.get(topology.annotation)
+    choice = parse_topology_choice(raw_topology, topology)
     if zone_policy is None:
-        if size is None:
-            return None
-        raise PolicyError(JOB_SIZE_WITHOUT_ZONE_POLICY)
+        if size is not None:
+            raise PolicyError(JOB_SIZE_WITHOUT_ZONE_POLICY)
+        if raw_topology is not None:
+            raise PolicyError(TOPOLOGY_WITHOUT_ZONE_POLICY)
+        return None
     labels = string_map(metadata, "labels", "metadata")
     identity = job_identity(labels, annotations, settings.job_label, settings.pod_group_label)
     if identity is None:
         raise PolicyError(JOB_NOT_INDEXED if names_a_plain_job(labels) else MISSING_JOB_NAME)
     if size is not None:
-        return _zone_job(identity, size, settings.job_size_annotation)
+        return _zone_job(identity, size, settings.job_size_annotation, choice)
     if identity.source == "indexed-job":
-        return _zone_job(identity, 0, SIZE_FROM_COMPLETIONS)
-    return _zone_job(identity, _controller_size(identity, annotations, settings), LWS_SIZE_ANNOTATION)
+        return _zone_job(identity, 0, SIZE_FROM_COMPLETIONS, choice)
+    size = _controller_size(identity, annotations, settings)
+    return _zone_job(identity, size, LWS_SIZE_ANNOTATION, choice)
 
 
-def _zone_job(identity: JobIdentity, size: int, size_from: str) -> ZoneJob:
+def _zone_job(identity: JobIdentity, size: int, size_from: str, topology: TopologyChoice) -> ZoneJob:
     return ZoneJob(
         name=identity.name,
         source=identity.source,
@@ -200,6 +227,7 @@ def _zone_job(identity: JobIdentity, size: int, size_from: str) -> ZoneJob:
         match_labels=identity.match_labels,
         size=size,
         size_from=size_from,
+        topology=topology,
     )
 
 

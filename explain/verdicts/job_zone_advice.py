@@ -19,6 +19,13 @@ from policy.job_zone import (
     JobZoneSettings,
     plan_zone,
 )
+from policy.network_topology import (
+    DEFAULT_TOPOLOGY_SETTINGS,
+    INVALID_TOPOLOGY,
+    PREFERRED,
+    REQUIRED_PREFIX,
+    TOPOLOGY_WITHOUT_ZONE_POLICY,
+)
 from policy.owner_job import INVALID_COMPLETIONS, JOB_RUNS_IN_WAVES, NOT_OWNED_BY_JOB, OWNER_JOB_MISSING
 
 WEBHOOK_REFUSES = (
@@ -55,8 +62,14 @@ def job_fix(reason: str, settings: JobZoneSettings) -> str:
     if owner_fix := _owner_job_fix(reason, settings):
         return owner_fix
     policy, size = settings.zone_policy_annotation, settings.job_size_annotation
+    topology = DEFAULT_TOPOLOGY_SETTINGS.annotation
     fixes = {
         INVALID_ZONE_POLICY: f"set the annotation {policy} to {SAME_ZONE}, or remove it and {size}",
+        INVALID_TOPOLOGY.format(layers=DEFAULT_TOPOLOGY_SETTINGS.max_layers): (
+            f"set the annotation {topology} to {PREFERRED} (the fewest network nodes) or {REQUIRED_PREFIX}N"
+            " (every member under one network node of layer N, 1 the top), or remove it"
+        ),
+        TOPOLOGY_WITHOUT_ZONE_POLICY: f"add the annotation {policy}: {SAME_ZONE}, or remove {topology}",
         MISSING_JOB_SIZE: f'add the annotation {size}: "<number of pods in the job>", or remove {policy}',
         JOB_SIZE_WITHOUT_ZONE_POLICY: f"add the annotation {policy}: {SAME_ZONE}, or remove {size}",
         MISSING_JOB_NAME: (

@@ -309,7 +309,11 @@ func (pl *JobZone) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.
 			"membersAlike", !mixed, "copiesByZone", copies)
 	}
 	state.Write(stateKey, &jobState{job: job, zone: zone})
-	return &fwk.PreFilterResult{NodeNames: nodesIn(nodes, zone, pl.config.zone)}, nil
+	names, reason, ok := pl.topologyNodeNames(logger, nodes, pod, job, zone)
+	if !ok {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
+	}
+	return &fwk.PreFilterResult{NodeNames: names}, nil
 }
 
 // Filter refuses a node outside the zone PreFilter chose for the pod's job. PreFilter's

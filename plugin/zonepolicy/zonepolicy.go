@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"example.com/gpu-scheduler-eks/plugin/topology"
 )
 
 const (
@@ -76,6 +78,8 @@ type Settings struct {
 	JobSizeAnnotation    string
 	ZoneLabel            string
 	MaxJobSize           int64
+	// Topology are the keys of the job's network topology choice (package topology).
+	Topology topology.Settings
 }
 
 // DefaultSettings returns the settings with every field at its documented default.
@@ -87,6 +91,7 @@ func DefaultSettings() Settings {
 		JobSizeAnnotation:    JobSizeAnnotation,
 		ZoneLabel:            ZoneLabel,
 		MaxJobSize:           MaxJobSize,
+		Topology:             topology.DefaultSettings(),
 	}
 }
 
@@ -105,6 +110,7 @@ func (s Settings) Validate() error {
 	if s.MaxJobSize < 1 || s.MaxJobSize > JobSizeLimit {
 		errs = append(errs, fmt.Errorf("maxJobSize must be 1..%d, got %d", JobSizeLimit, s.MaxJobSize))
 	}
+	errs = append(errs, s.Topology.Validate())
 	return errors.Join(errs...)
 }
 
@@ -119,6 +125,8 @@ type Job struct {
 	// annotation (LWSSizeAnnotation), or SizeFromCompletions (the pod's Indexed Job; Size
 	// is 0 from DeclaredJob until JobFromPod reads it).
 	SizeFrom string
+	// Topology is where in the zone's network the members go (package topology).
+	Topology topology.Choice
 }
 
 // JobFromPod returns the same-zone job the pod belongs to, with its size, or nil for a
@@ -143,7 +151,8 @@ func JobFromPod(pod *v1.Pod, s Settings, owners OwnerJobs) (*Job, error) {
 
 // DeclaredJob returns the same-zone job as the pod itself declares it, or nil for a pod
 // with neither the zone-policy nor the job-size annotation. Checked in order: the zone
-// policy, the job-size annotation, that a size comes with a zone policy, the job
+// policy, the job-size annotation, the network topology choice (topology.ParseChoice),
+// that a size and then a topology choice come with a zone policy, the job
 // (IdentityOf), then the size: the annotation, else the size the job's controller
 // writes on the pod (a LeaderWorkerSet group's), else for an Indexed Job size 0 from
 // SizeFromCompletions (its Job holds it: JobFromPod reads it), else SizeNotOnPodFormat.
@@ -164,11 +173,18 @@ func DeclaredJob(pod *v1.Pod, s Settings) (*Job, error) {
 		}
 		size = parsed
 	}
+	rawTopology, hasTopology := pod.Annotations[s.Topology.Annotation]
+	choice, err := topology.ParseChoice(rawTopology, hasTopology, s.Topology)
+	if err != nil {
+		return nil, err
+	}
 	switch {
-	case !hasPolicy && !hasSize:
-		return nil, nil
-	case !hasPolicy:
+	case !hasPolicy && hasSize:
 		return nil, errors.New(ReasonJobSizeWithoutZonePolicy)
+	case !hasPolicy && hasTopology:
+		return nil, errors.New(topology.ReasonWithoutZonePolicy)
+	case !hasPolicy:
+		return nil, nil
 	}
 	identity, err := IdentityOf(pod.Labels, pod.Annotations, s)
 	switch {
@@ -179,15 +195,15 @@ func DeclaredJob(pod *v1.Pod, s Settings) (*Job, error) {
 	case identity == nil:
 		return nil, errors.New(ReasonMissingJobName)
 	case hasSize:
-		return &Job{Identity: *identity, Size: size, SizeFrom: s.JobSizeAnnotation}, nil
+		return &Job{Identity: *identity, Size: size, SizeFrom: s.JobSizeAnnotation, Topology: choice}, nil
 	case identity.Source == SourceIndexedJob:
-		return &Job{Identity: *identity, SizeFrom: SizeFromCompletions}, nil
+		return &Job{Identity: *identity, SizeFrom: SizeFromCompletions, Topology: choice}, nil
 	}
 	size, err = controllerSize(identity, pod.Annotations, s)
 	if err != nil {
 		return nil, err
 	}
-	return &Job{Identity: *identity, Size: size, SizeFrom: LWSSizeAnnotation}, nil
+	return &Job{Identity: *identity, Size: size, SizeFrom: LWSSizeAnnotation, Topology: choice}, nil
 }
 
 // controllerSize is the size the job's controller wrote on the pod (a LeaderWorkerSet

@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"example.com/gpu-scheduler-eks/plugin/topology"
 )
 
 func TestJobFromNilPod(t *testing.T) {
@@ -52,5 +54,28 @@ func TestIndexedJobSizeNeedsItsJob(t *testing.T) {
 	job, err := DeclaredJob(pod, DefaultSettings())
 	if err != nil || job == nil || job.Size != 0 || job.SizeFrom != SizeFromCompletions || job.Name != "indexed-job/ft/u1" {
 		t.Fatalf("DeclaredJob = %+v, %v", job, err)
+	}
+}
+
+func TestDeclaredJobCarriesItsNetworkTopologyChoice(t *testing.T) {
+	settings := DefaultSettings()
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Labels: map[string]string{JobLabel: "llm"},
+		Annotations: map[string]string{
+			ZonePolicyAnnotation: SameZone, JobSizeAnnotation: "4",
+		},
+	}}
+	job, err := DeclaredJob(pod, settings)
+	if err != nil || job.Topology != (topology.Choice{}) {
+		t.Fatalf("without the annotation: %+v, %v; want preferred", job, err)
+	}
+	pod.Annotations[topology.Annotation] = "required:layer-3"
+	job, err = DeclaredJob(pod, settings)
+	if err != nil || job.Topology != (topology.Choice{RequiredLayer: 3}) {
+		t.Fatalf("required:layer-3: %+v, %v", job, err)
+	}
+	settings.Topology.MaxLayers = 2
+	if _, err := DeclaredJob(pod, settings); err == nil || err.Error() != fmt.Sprintf(topology.InvalidChoiceFormat, 2) {
+		t.Fatalf("a layer above the setting: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 
+	"example.com/gpu-scheduler-eks/plugin/topology"
 	"example.com/gpu-scheduler-eks/plugin/zonepolicy"
 )
 
@@ -143,6 +144,7 @@ func MustLoadZone(t testing.TB) ZoneCases {
 			JobLabel: fields.JobLabel, PodGroupLabel: fields.PodGroupLabel,
 			ZonePolicyAnnotation: fields.ZonePolicyAnnotation, JobSizeAnnotation: fields.JobSizeAnnotation,
 			ZoneLabel: fields.ZoneLabel, MaxJobSize: fields.MaxJobSize,
+			Topology: topology.DefaultSettings(),
 		}
 		if err := c.Settings.Validate(); err != nil {
 			t.Fatalf("%s: case %q: settings: %v", ZoneFile, c.Name, err)

@@ -35,6 +35,12 @@ from policy.job_zone import (
     ZONE_POLICY_ANNOTATION,
     job_from_pod,
 )
+from policy.network_topology import (
+    INVALID_TOPOLOGY,
+    MAX_LAYERS,
+    NETWORK_TOPOLOGY_ANNOTATION,
+    TOPOLOGY_WITHOUT_ZONE_POLICY,
+)
 from policy.owner_job import JOB_RUNS_IN_WAVES, SIZE_FROM_COMPLETIONS
 from tests.explain.objects import gpu_node, job_pod, pod_json
 
@@ -354,6 +360,22 @@ def test_a_pod_in_no_job_has_no_job_section() -> None:
             f"add the annotation {ZONE_POLICY_ANNOTATION}",
         ),
         ({}, {JOB_LABEL: None}, MISSING_JOB_NAME, f"label the pod {JOB_LABEL}"),
+        (
+            {NETWORK_TOPOLOGY_ANNOTATION: "required:layer-0"},
+            None,
+            INVALID_TOPOLOGY.format(layers=MAX_LAYERS),
+            f"set the annotation {NETWORK_TOPOLOGY_ANNOTATION} to preferred",
+        ),
+        (
+            {
+                NETWORK_TOPOLOGY_ANNOTATION: "preferred",
+                ZONE_POLICY_ANNOTATION: None,
+                JOB_SIZE_ANNOTATION: None,
+            },
+            None,
+            TOPOLOGY_WITHOUT_ZONE_POLICY,
+            f"or remove {NETWORK_TOPOLOGY_ANNOTATION}",
+        ),
         (
             {},
             {JOB_LABEL: None, "batch.kubernetes.io/job-name": "copy"},

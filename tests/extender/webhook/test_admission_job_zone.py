@@ -29,6 +29,12 @@ from policy.job_zone import (
     JobZoneSettings,
 )
 from policy.job_zone_affinity import OWN_POD_AFFINITY_CONFLICT
+from policy.network_topology import (
+    INVALID_TOPOLOGY,
+    MAX_LAYERS,
+    NETWORK_TOPOLOGY_ANNOTATION,
+    TOPOLOGY_WITHOUT_ZONE_POLICY,
+)
 from testbed.admission_reviews import UID, admission_review, gpu_pod
 
 
@@ -42,6 +48,24 @@ def job_pod(
     if job is not None:
         pod["metadata"]["labels"] = {JOB_LABEL: job}
     return pod
+
+
+def topology_pod(choice: str, zone_policy: str | None = "same-zone") -> dict[str, Any]:
+    """A member with the network topology annotation; without a zone policy, no job annotations at all."""
+    pod = job_pod(zone_policy=zone_policy or "same-zone")
+    annotations = pod["metadata"]["annotations"]
+    annotations[NETWORK_TOPOLOGY_ANNOTATION] = choice
+    if zone_policy is None:
+        del annotations[ZONE_POLICY_ANNOTATION], annotations[JOB_SIZE_ANNOTATION]
+    return pod
+
+
+def test_a_valid_network_topology_choice_is_admitted_with_the_zone_affinity() -> None:
+    for choice in ("preferred", "required:layer-1", f"required:layer-{MAX_LAYERS}"):
+        result = patched(topology_pod(choice))
+        assert result["spec"]["affinity"]["podAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ] == [TERM]
 
 
 def answer(pod: dict[str, Any], settings: AdmissionSettings | None = None) -> dict[str, Any]:
@@ -78,8 +102,10 @@ def test_a_same_zone_pod_gets_the_zone_pod_affinity(annotation: str | None) -> N
         (job_pod(size="0"), INVALID_JOB_SIZE.format(maximum=1024)),
         (job_pod(zone_policy="nearby"), INVALID_ZONE_POLICY),
         (job_pod(job=None), MISSING_JOB_NAME),
+        (topology_pod("required:layer-9"), INVALID_TOPOLOGY.format(layers=MAX_LAYERS)),
+        (topology_pod("preferred", zone_policy=None), TOPOLOGY_WITHOUT_ZONE_POLICY),
     ],
-    ids=["job-size", "zone-policy", "no-job-name"],
+    ids=["job-size", "zone-policy", "no-job-name", "network-topology", "topology-without-zone-policy"],
 )
 def test_invalid_job_annotations_are_denied_with_the_named_reason(pod: dict[str, Any], reason: str) -> None:
     response = answer(pod)
