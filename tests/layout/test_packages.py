@@ -172,3 +172,19 @@ def test_the_check_sees_pulumi_where_it_is() -> None:
     assert is_pulumi("pulumi_aws.ec2")
     assert is_pulumi("pulumi")
     assert not is_pulumi("pulumilike")
+
+
+def test_the_design_page_lists_what_each_package_may_import() -> None:
+    """docs/design/packages.md's table is this module's MAY_IMPORT, row for row."""
+    page = (REPO / "docs" / "design" / "packages.md").read_text()
+    rows: dict[str, tuple[str, ...]] = {}
+    for line in page.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) == 2 and cells[0].startswith("`"):
+            allowed = (
+                ()
+                if cells[1] == "nothing of ours"
+                else tuple(name.strip(" `") for name in cells[1].split(","))
+            )
+            rows[cells[0].strip("`")] = allowed
+    assert rows == MAY_IMPORT
