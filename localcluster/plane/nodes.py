@@ -58,6 +58,9 @@ class SimulatedNode:
     ``vpc.amazonaws.com/efa`` (0: none attached, the resource absent)."""
     labelled_by: LabelledBy = "stack"
     """Which labels it carries (``LabelledBy``); ``capacity_type`` is written as each writes it."""
+    labels: tuple[tuple[str, str], ...] = ()
+    """Further labels it carries from creation (key, value), e.g. the network-node labels that
+    the cloud-controller-manager writes on EKS when a node joins."""
 
     @property
     def node_group(self) -> str:
@@ -86,6 +89,7 @@ def node_manifest(node: SimulatedNode) -> dict[str, Any]:
         "topology.kubernetes.io/region": REGION,
         "topology.kubernetes.io/zone": node.zone,
         **_scheme_labels(node),
+        **dict(node.labels),
     }
     spec: dict[str, Any] = {}
     if instance_type.has_gpu:
