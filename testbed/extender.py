@@ -206,13 +206,15 @@ def refusal(attempt: Callable[[], object]) -> BaseException | None:
     return None
 
 
-def wait_for(condition: Callable[[], bool], what: str, deadline: float = DEADLINE) -> None:
-    """Poll ``condition`` until true; fail after ``deadline`` seconds."""
+def wait_for(
+    condition: Callable[[], bool], what: str, deadline: float = DEADLINE, interval: float = 0.02
+) -> None:
+    """Poll ``condition`` every ``interval`` seconds until true; fail after ``deadline`` seconds."""
     end = time.monotonic() + deadline
     while not condition():
         if time.monotonic() > end:
             raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
+        time.sleep(interval)
 
 
 def start_process(args: list[str], env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:

@@ -55,6 +55,11 @@ def start_watching(pki, kubeconfig, **overrides: Any) -> ThreadedExtender:
     return ThreadedExtender(settings, pki).start()
 
 
+PROBE_INTERVAL = 0.1
+"""Seconds between readiness polls: each opens a connection, and the health port takes at most
+``--connection-rate-per-source`` (20) new ones a second from one source past its burst."""
+
+
 def readyz(server):
     reply = request(server.ports.health_port, None, "/readyz", method="GET")
     return reply.status, reply.body.decode().strip()
@@ -91,7 +96,7 @@ def test_the_cache_follows_nodes_and_the_verbs_answer_by_name(control_plane, pki
     small = nodes.create("t4", "16384")
     server = start_watching(pki, reader.kubeconfig)
     try:
-        wait_for(lambda: readyz(server)[0] == 200, "the first list")
+        wait_for(lambda: readyz(server)[0] == 200, "the first list", interval=PROBE_INTERVAL)
         assert "node cache:" in readyz(server)[1]
         assert verdicts(server, [big, small]) == ([big], {}, {small: BELOW_MINIMUM})
         scores = names_request(server, "/prioritize", make_pod(min_memory_mib=1), [small, big, "ghost"])
@@ -104,14 +109,30 @@ def test_the_cache_follows_nodes_and_the_verbs_answer_by_name(control_plane, pki
         late = nodes.name("l40s")
         assert verdicts(server, [late]) == ([], {late: NODE_NOT_FOUND}, {})  # not created yet: resolvable
         nodes.create("l40s", "45776")
-        wait_for(lambda: verdicts(server, [late])[0] == [late], "the new node in the cache")
+        wait_for(
+            lambda: verdicts(server, [late])[0] == [late],
+            "the new node in the cache",
+            interval=PROBE_INTERVAL,
+        )
 
         nodes.relabel("t4", "49152")
-        wait_for(lambda: verdicts(server, [small])[0] == [small], "the relabelled node to fit")
+        wait_for(
+            lambda: verdicts(server, [small])[0] == [small],
+            "the relabelled node to fit",
+            interval=PROBE_INTERVAL,
+        )
         nodes.relabel("h100", None)
-        wait_for(lambda: verdicts(server, [big])[2] == {big: INVALID_NODE_LABEL}, "the removed label")
+        wait_for(
+            lambda: verdicts(server, [big])[2] == {big: INVALID_NODE_LABEL},
+            "the removed label",
+            interval=PROBE_INTERVAL,
+        )
         nodes.delete("l40s")
-        wait_for(lambda: verdicts(server, [late])[1] == {late: NODE_NOT_FOUND}, "the deleted node to be gone")
+        wait_for(
+            lambda: verdicts(server, [late])[1] == {late: NODE_NOT_FOUND},
+            "the deleted node to be gone",
+            interval=PROBE_INTERVAL,
+        )
 
         assert metric(server, "gpu_extender_node_cache_synced") == 1
         assert metric(server, "gpu_extender_node_cache_nodes") >= 2
@@ -136,7 +157,7 @@ def test_a_node_offered_before_the_watch_delivers_it_is_accepted_on_the_first_fi
     settings = settings_for(pki, node_cache="watch", kubeconfig=str(reader.kubeconfig), **FAST_RETRIES)
     server = ThreadedExtender(settings, pki, api).start()
     try:
-        wait_for(lambda: readyz(server)[0] == 200, "the first list")
+        wait_for(lambda: readyz(server)[0] == 200, "the first list", interval=PROBE_INTERVAL)
         launched = nodes.create("launched", "81920")  # the watch holds its ADDED event back
 
         assert verdicts(server, [old, launched]) == ([launched], {}, {old: BELOW_MINIMUM})
@@ -152,7 +173,11 @@ def test_a_node_offered_before_the_watch_delivers_it_is_accepted_on_the_first_fi
 
         api.release()  # the watch delivers the same version (kept), then the newer relabel
         nodes.relabel("launched", "16384")
-        wait_for(lambda: verdicts(server, [launched])[2] == {launched: BELOW_MINIMUM}, "the relabel")
+        wait_for(
+            lambda: verdicts(server, [launched])[2] == {launched: BELOW_MINIMUM},
+            "the relabel",
+            interval=PROBE_INTERVAL,
+        )
         assert metric(server, "gpu_extender_node_cache_lookups_total", result="found") == 1
     finally:
         server.stop()
@@ -161,7 +186,7 @@ def test_a_node_offered_before_the_watch_delivers_it_is_accepted_on_the_first_fi
 def test_a_node_that_does_not_exist_is_refused_and_says_so(control_plane, pki, reader, nodes):
     server = start_watching(pki, reader.kubeconfig, node_lookup_max_per_request=2)
     try:
-        wait_for(lambda: readyz(server)[0] == 200, "the first list")
+        wait_for(lambda: readyz(server)[0] == 200, "the first list", interval=PROBE_INTERVAL)
         ghosts = [nodes.name(f"ghost-{index}") for index in range(3)]
         passed, unknown, failed = verdicts(server, ghosts)
         assert (passed, failed) == ([], {})
@@ -188,7 +213,7 @@ def test_a_lookup_the_api_server_does_not_answer_in_time_is_refused_and_says_so(
 def test_with_lookups_off_an_unknown_node_is_refused_at_once(control_plane, pki, reader, nodes):
     server = start_watching(pki, reader.kubeconfig, node_lookup_concurrency=0)
     try:
-        wait_for(lambda: readyz(server)[0] == 200, "the first list")
+        wait_for(lambda: readyz(server)[0] == 200, "the first list", interval=PROBE_INTERVAL)
         assert verdicts(server, ["ghost"]) == ([], {"ghost": UNKNOWN_NODE}, {})
         assert metric(server, "gpu_extender_node_cache_lookups_total", result="not_found") == 0
     finally:
@@ -208,7 +233,7 @@ def test_unreachable_api_server_at_start_is_unready_not_fatal_then_recovers(
                     line for line in server.logs.lines if line["msg"] == "node cache out of step; relisting"
                 ]
 
-            wait_for(lambda: len(failures()) >= 3, "three failed lists")
+            wait_for(lambda: len(failures()) >= 3, "three failed lists", interval=PROBE_INTERVAL)
             status, text = readyz(server)
             assert status == 503
             assert "node cache has not completed its first list" in text
@@ -220,7 +245,11 @@ def test_unreachable_api_server_at_start_is_unready_not_fatal_then_recovers(
             assert metric(server, "gpu_extender_node_cache_synced") == 0
 
             proxy.start()
-            wait_for(lambda: readyz(server)[0] == 200, "ready once the API server is reachable")
+            wait_for(
+                lambda: readyz(server)[0] == 200,
+                "ready once the API server is reachable",
+                interval=PROBE_INTERVAL,
+            )
             assert verdicts(server, [name]) == ([name], {}, {})
         finally:
             server.stop()
@@ -235,18 +264,26 @@ def test_a_cut_connection_is_relisted_and_a_long_outage_turns_readyz_503(
         kubeconfig = kubeconfig_via(control_plane, reader, proxy.port, tmp_path / "kc")
         server = start_watching(pki, kubeconfig, watch_timeout=1, max_cache_staleness=3.0, api_timeout=1.0)
         try:
-            wait_for(lambda: readyz(server)[0] == 200, "the first list")
+            wait_for(lambda: readyz(server)[0] == 200, "the first list", interval=PROBE_INTERVAL)
             assert verdicts(server, [before])[0] == [before]
             proxy.stop()  # the watch breaks and nothing answers
-            wait_for(lambda: readyz(server)[0] == 503, "readyz to turn 503 when the cache goes stale")
+            wait_for(
+                lambda: readyz(server)[0] == 503,
+                "readyz to turn 503 when the cache goes stale",
+                interval=PROBE_INTERVAL,
+            )
             assert "node cache last confirmed in sync" in readyz(server)[1]
             assert "--max-cache-staleness" in readyz(server)[1]
             during = nodes.create("during", "81920")  # made while the extender cannot see
             assert verdicts(server, [during])[1][during] in {LOOKUP_FAILED, lookup_timed_out(1.0)}
 
             proxy.start()
-            wait_for(lambda: verdicts(server, [during])[0] == [during], "the relist to bring the new node")
-            wait_for(lambda: readyz(server)[0] == 200, "ready again")
+            wait_for(
+                lambda: verdicts(server, [during])[0] == [during],
+                "the relist to bring the new node",
+                interval=PROBE_INTERVAL,
+            )
+            wait_for(lambda: readyz(server)[0] == 200, "ready again", interval=PROBE_INTERVAL)
             assert metric(server, "gpu_extender_node_cache_relists_total", reason="error") >= 1
         finally:
             server.stop()
@@ -258,9 +295,13 @@ def test_a_quiet_healthy_watch_stays_ready_through_watch_renewals(control_plane,
         kubeconfig = kubeconfig_via(control_plane, reader, proxy.port, tmp_path / "kc")
         server = start_watching(pki, kubeconfig, watch_timeout=1, max_cache_staleness=3.0)
         try:
-            wait_for(lambda: readyz(server)[0] == 200, "the first list")
+            wait_for(lambda: readyz(server)[0] == 200, "the first list", interval=PROBE_INTERVAL)
             restarts = lambda: metric(server, "gpu_extender_node_cache_watch_restarts_total")  # noqa: E731
-            wait_for(lambda: restarts() >= 4, "four watches ended by the server and reopened")
+            wait_for(
+                lambda: restarts() >= 4,
+                "four watches ended by the server and reopened",
+                interval=PROBE_INTERVAL,
+            )
             assert readyz(server)[0] == 200  # 4+ s without a node event, never stale
             assert metric(server, "gpu_extender_node_cache_relists_total", reason="error") == 0
             assert metric(server, "gpu_extender_node_cache_relists_total", reason="gone") == 0
@@ -272,7 +313,7 @@ def test_without_rbac_on_nodes_the_extender_stays_unready_and_says_why(control_p
     nobody = control_plane.credentials("no-rights", "no-rights")
     server = start_watching(pki, nobody.kubeconfig)
     try:
-        wait_for(lambda: "403" in readyz(server)[1], "the refusal in /readyz")
+        wait_for(lambda: "403" in readyz(server)[1], "the refusal in /readyz", interval=PROBE_INTERVAL)
         status, text = readyz(server)
         assert status == 503
         assert 'cannot list resource \\"nodes\\"' in text or 'cannot list resource "nodes"' in text
