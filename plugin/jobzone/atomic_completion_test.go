@@ -205,14 +205,7 @@ func TestAnUnreservedMemberRequeuesItsJob(t *testing.T) {
 // TestTheEndOfAZoneSkipRequeuesTheJob: no cluster event says that a zone's skip for a job has
 // ended, so JobZone sends the job's members back to the active queue itself when it does.
 func TestTheEndOfAZoneSkipRequeuesTheJob(t *testing.T) {
-	h := newHarness(t, nil)
-	pods, nodes := sixVersusEight()
-	h.lister.set(pods, nodes)
-	first, second := member("llm", 0, 2, ""), member("llm", 1, 2, "")
-	h.plugin.pods = podsLister(t, first, second)
-	if _, status := h.postFilter(first); status.IsSuccess() {
-		t.Fatalf("PostFilter: %v, want the zone given up", status)
-	}
+	h, _, _ := zoneGivenUpForAJobOfTwo(t)
 	h.activator.clear()
 	h.clock.Step(DefaultFailedZoneDuration)
 	h.activator.waitFor(t, "ml/llm-0")

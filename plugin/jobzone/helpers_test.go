@@ -283,3 +283,17 @@ func newQuantity(text string) *resource.Quantity {
 	q := resource.MustParse(text)
 	return &q
 }
+
+// zoneGivenUpForAJobOfTwo: the six-versus-eight cluster and a job of two whose first member's
+// PostFilter gave its zone up (no node there passed the filters).
+func zoneGivenUpForAJobOfTwo(t *testing.T) (*harness, *v1.Pod, *v1.Pod) {
+	t.Helper()
+	h := newHarness(t, nil)
+	h.lister.set(sixVersusEight())
+	first, second := member("llm", 0, 2, ""), member("llm", 1, 2, "")
+	h.plugin.pods = podsLister(t, first, second)
+	if _, status := h.postFilter(first); status.IsSuccess() {
+		t.Fatalf("PostFilter: %v, want the zone given up", status)
+	}
+	return h, first, second
+}

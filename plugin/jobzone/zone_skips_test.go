@@ -17,14 +17,7 @@ import (
 // that zone is deleted the skip ends at once, the job is requeued and planned there again; a pod
 // leaving another zone changes nothing.
 func TestRoomFreedInARefusedZoneEndsItsSkip(t *testing.T) {
-	h := newHarness(t, nil)
-	pods, nodes := sixVersusEight()
-	h.lister.set(pods, nodes)
-	first, second := member("llm", 0, 2, ""), member("llm", 1, 2, "")
-	h.plugin.pods = podsLister(t, first, second)
-	if _, status := h.postFilter(first); status.IsSuccess() {
-		t.Fatalf("PostFilter: %v, want the zone given up", status)
-	}
+	h, first, _ := zoneGivenUpForAJobOfTwo(t)
 	const zone = "us-east-1c" // the tightest fit for a job of 2
 	if !h.plugin.failedZones("ml/llm")[zone] {
 		t.Fatalf("skipped %v, want %s", h.plugin.failedZones("ml/llm"), zone)
@@ -50,13 +43,7 @@ func TestRoomFreedInARefusedZoneEndsItsSkip(t *testing.T) {
 
 // TestANodeGainingRoomEndsARefusedZonesSkip: a node of the zone uncordoned ends the skip too.
 func TestANodeGainingRoomEndsARefusedZonesSkip(t *testing.T) {
-	h := newHarness(t, nil)
-	h.lister.set(sixVersusEight())
-	first, second := member("llm", 0, 2, ""), member("llm", 1, 2, "")
-	h.plugin.pods = podsLister(t, first, second)
-	if _, status := h.postFilter(first); status.IsSuccess() {
-		t.Fatalf("PostFilter: %v, want the zone given up", status)
-	}
+	h, _, _ := zoneGivenUpForAJobOfTwo(t)
 	h.plugin.endRoomSkips(klog.Background(), "us-east-1c", "test")
 	if h.plugin.failedZones("ml/llm")["us-east-1c"] {
 		t.Fatal("zone c still skipped after room freed there")
